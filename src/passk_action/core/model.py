@@ -1,0 +1,216 @@
+"""The data passk reasons about: rows, attempts, runs, and row classes.
+
+Everything here is a frozen dataclass (or an enum) built once at load time by
+an edge (dataset loader, runner, artifact store) and then only read.  No IO.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+Json = Any
+"""Any JSON value (dict, list, str, int, float, bool, None)."""
+
+
+class RowClass(str, Enum):
+    """How a row behaved over its attempts (see DEVELOPERS.md)."""
+
+    STABLE_CORRECT = "stable-correct"
+    STABLE_WRONG = "stable-wrong"
+    FLIP = "flip"
+    UNCLASSIFIED = "unclassified"
+
+
+class Phase(str, Enum):
+    """Why an attempt was made: the k main attempts, or a confirmation re-run."""
+
+    MAIN = "main"
+    CONFIRM = "confirm"
+
+
+class Version(str, Enum):
+    """Which version of the agent a run measured."""
+
+    BASELINE = "baseline"
+    CANDIDATE = "candidate"
+
+
+def canonical_json(value: Json) -> bytes:
+    """The byte form every digest is computed over: sorted keys, no spaces, UTF-8."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One labeled dataset row.
+
+    ``must_not_break`` is the *effective* mark: the row's own flag, or one of
+    its tags listed under ``must_not_break.tags`` in the config.  ``marked``
+    keeps the row's own flag so the dataset digest depends on the file only.
+    """
+
+    id: str
+    input: Json
+    expected: str
+    tags: tuple[str, ...] = ()
+    must_not_break: bool = False
+    marked: bool = False
+    cluster: str | None = None
+    line: int = 0
+
+    def content(self) -> dict[str, Json]:
+        """The row as the dataset file states it: what the dataset digest covers."""
+        out: dict[str, Json] = {
+            "id": self.id,
+            "input": self.input,
+            "expected": self.expected,
+            "tags": list(self.tags),
+            "must_not_break": self.marked,
+        }
+        if self.cluster is not None:
+            out["cluster"] = self.cluster
+        return out
+
+    @property
+    def input_digest(self) -> str:
+        """Digest of what the agent sees (id and input).
+
+        Decisions depend on this alone, so recorded attempts stay valid when
+        only the label, tags or must-not-break mark of a row change.
+        """
+        return sha256_hex(canonical_json({"id": self.id, "input": self.input}))
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    rows: tuple[Row, ...]
+    source: str
+    digest: str
+
+    def by_id(self) -> dict[str, Row]:
+        return {row.id: row for row in self.rows}
+
+
+def dataset_digest(rows: Iterable[Row]) -> str:
+    """sha256 over the canonical JSON array of rows sorted by id.
+
+    Sorting makes the digest independent of row order and of the file format
+    (the same rows in JSONL, YAML or CSV have the same digest).
+    """
+    ordered = sorted(rows, key=lambda r: r.id)
+    return sha256_hex(canonical_json([r.content() for r in ordered]))
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """How a decision is compared with the expected label.
+
+    ``normalize`` is an ordered list of rules applied to both sides before an
+    exact comparison: ``strip`` (surrounding whitespace) and ``casefold``.
+    An empty list is plain exact match, the default.
+    """
+
+    normalize: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Json]:
+        return {"match": "exact", "normalize": list(self.normalize)}
+
+
+@dataclass(frozen=True, slots=True)
+class EvalSettings:
+    """What pins an artifact besides the dataset: k and scoring."""
+
+    k: int
+    scoring: Scoring = field(default_factory=Scoring)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"k": self.k, "scoring": self.scoring.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One recorded execution of the agent on one row.
+
+    Exactly one of ``decision`` and ``error`` is set.  An error attempt
+    (crash, timeout, unparseable output) is never a decision.  ``checks`` are
+    the agent's intermediate checks in the order it reported them.
+    ``retries`` keeps the reasons of earlier errored tries of this same
+    attempt, so retrying never loses what happened.
+    """
+
+    row_id: str
+    number: int
+    phase: Phase
+    decision: str | None
+    checks: tuple[tuple[str, str], ...] = ()
+    error: str | None = None
+    detail: str | None = None
+    duration_s: float = 0.0
+    retries: tuple[str, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return self.decision is not None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    """Which agent produced a run, as far as passk can tell."""
+
+    version: Version
+    description: str
+    commit: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RowRecord:
+    """What a run recorded about a row when it ran: enough to gate without the dataset."""
+
+    id: str
+    input_digest: str
+    expected: str
+    must_not_break: bool
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Run:
+    """A recorded run of one agent version over a dataset: the artifact's content."""
+
+    tool_version: str
+    dataset_digest: str
+    settings: EvalSettings
+    agent: AgentInfo
+    created_at: str
+    rows: tuple[RowRecord, ...]
+    attempts: tuple[Attempt, ...]
+    ratchet: tuple[str, ...] = ()
+    """Must-not-break row ids locked stable-correct by this or an earlier baseline."""
+
+    def attempts_by_row(self) -> dict[str, list[Attempt]]:
+        grouped: dict[str, list[Attempt]] = {r.id: [] for r in self.rows}
+        for attempt in self.attempts:
+            grouped.setdefault(attempt.row_id, []).append(attempt)
+        for attempts in grouped.values():
+            attempts.sort(key=lambda a: a.number)
+        return grouped
+
+
+def group_attempts(attempts: Iterable[Attempt]) -> Mapping[str, Sequence[Attempt]]:
+    grouped: dict[str, list[Attempt]] = {}
+    for attempt in attempts:
+        grouped.setdefault(attempt.row_id, []).append(attempt)
+    for group in grouped.values():
+        group.sort(key=lambda a: a.number)
+    return grouped

@@ -1,0 +1,138 @@
+"""The three headline numbers and the per-row summaries they come from.
+
+Every function states its formula, its source and its edge cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from math import comb
+
+from .classify import classify, is_correct, select
+from .model import Attempt, Phase, RowClass, RowRecord, Scoring
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate of the chance that k fresh attempts are all right.
+
+    Formula: C(c, k) / C(n, k), from n >= k attempts of which c were right
+    (Yao et al., "tau-bench", 2024, eq. 1; the pass^k counterpart of Chen et
+    al.'s pass@k estimator).  Edge cases: with n < k the row cannot be shown
+    right k times and scores 0; with c < k the numerator is 0.
+    """
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
+    if n < k:
+        return 0.0
+    return comb(c, k) / comb(n, k)
+
+
+@dataclass(frozen=True, slots=True)
+class RowSummary:
+    """One row's attempts of a run reduced to counts and a class."""
+
+    id: str
+    row_class: RowClass
+    valid: int
+    correct: int
+    errors: int
+    decisions: tuple[str | None, ...]
+
+
+def summarize_row(
+    row: RowRecord,
+    attempts: Sequence[Attempt],
+    k: int,
+    scoring: Scoring,
+    phases: Iterable[Phase] | None = (Phase.MAIN,),
+) -> RowSummary:
+    chosen = select(attempts, phases)
+    decisions = tuple(a.decision for a in chosen)
+    valid = [d for d in decisions if d is not None]
+    return RowSummary(
+        id=row.id,
+        row_class=classify(decisions, row.expected, k, scoring),
+        valid=len(valid),
+        correct=sum(1 for d in valid if is_correct(d, row.expected, scoring)),
+        errors=len(decisions) - len(valid),
+        decisions=decisions,
+    )
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The three numbers, always reported together, and the counts behind them.
+
+    - ``mean_accuracy`` = (right valid decisions) / (valid decisions), pooled
+      over all rows.  Error attempts are excluded (they are not judgments);
+      ``errors`` says how many there were.  None when no decision was valid.
+    - ``pass_k`` = mean over all rows of C(c, k) / C(n, k) (see
+      :func:`pass_hat_k`); a row with fewer than k valid attempts counts 0.
+      None for an empty run.
+    - ``flip_rate`` = flip rows / classified rows (unclassified rows excluded:
+      too few decisions to say they agree).  None when no row is classified.
+    """
+
+    rows: int
+    k: int
+    mean_accuracy: float | None
+    pass_k: float | None
+    flip_rate: float | None
+    classes: Mapping[RowClass, int] = field(default_factory=dict)
+    attempts: int = 0
+    valid: int = 0
+    errors: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "rows": self.rows,
+            "k": self.k,
+            "mean_accuracy": self.mean_accuracy,
+            "pass_k": self.pass_k,
+            "flip_rate": self.flip_rate,
+            "classes": {cls.value: self.classes.get(cls, 0) for cls in RowClass},
+            "attempts": self.attempts,
+            "valid": self.valid,
+            "errors": self.errors,
+        }
+
+
+def compute_metrics(summaries: Sequence[RowSummary], k: int) -> Metrics:
+    """Reduce row summaries to :class:`Metrics` (formulas in its docstring)."""
+    classes = {cls: 0 for cls in RowClass}
+    valid = correct = errors = 0
+    pass_sum = 0.0
+    for s in summaries:
+        classes[s.row_class] += 1
+        valid += s.valid
+        correct += s.correct
+        errors += s.errors
+        pass_sum += pass_hat_k(s.valid, s.correct, k)
+    n_rows = len(summaries)
+    classified = n_rows - classes[RowClass.UNCLASSIFIED]
+    return Metrics(
+        rows=n_rows,
+        k=k,
+        mean_accuracy=correct / valid if valid else None,
+        pass_k=pass_sum / n_rows if n_rows else None,
+        flip_rate=classes[RowClass.FLIP] / classified if classified else None,
+        classes=classes,
+        attempts=valid + errors,
+        valid=valid,
+        errors=errors,
+    )
+
+
+def summarize_run(
+    rows: Sequence[RowRecord],
+    attempts_by_row: Mapping[str, Sequence[Attempt]],
+    k: int,
+    scoring: Scoring,
+    phases: Iterable[Phase] | None = (Phase.MAIN,),
+) -> list[RowSummary]:
+    """Summaries for every row, in the rows' order; a row with no attempts is unclassified."""
+    wanted = None if phases is None else tuple(phases)
+    return [summarize_row(r, attempts_by_row.get(r.id, ()), k, scoring, wanted) for r in rows]
