@@ -46,7 +46,9 @@ def classify(
     first = valid[0]
     if any(d != first for d in valid):
         return RowClass.FLIP
-    return RowClass.STABLE_CORRECT if first == normalize(expected, scoring) else RowClass.STABLE_WRONG
+    if first == normalize(expected, scoring):
+        return RowClass.STABLE_CORRECT
+    return RowClass.STABLE_WRONG
 
 
 def select(attempts: Iterable[Attempt], phases: Iterable[Phase] | None = None) -> list[Attempt]:
