@@ -26,9 +26,7 @@ def is_correct(decision: str, expected: str, scoring: Scoring) -> bool:
     return normalize(decision, scoring) == normalize(expected, scoring)
 
 
-def classify(
-    decisions: Sequence[str | None], expected: str, k: int, scoring: Scoring
-) -> RowClass:
+def classify(decisions: Sequence[str | None], expected: str, k: int, scoring: Scoring) -> RowClass:
     """Classify a row from its decisions (``None`` marks an error attempt).
 
     - fewer than ``k`` valid decisions: UNCLASSIFIED (an error is not a decision);

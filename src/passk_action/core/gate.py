@@ -1,0 +1,145 @@
+"""The gate: pass or fail, from recorded verdicts only.
+
+The gate never runs an agent.  It reads each row's final classes (over all
+recorded attempts, confirmation included), the row's must-not-break mark and
+the ratchet, so anyone holding a result file can recompute the decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from .diff import Confirmation, RowComparison
+from .model import RowClass
+
+
+class Rule(str, Enum):
+    """Why a gate failed; the first four are about rows, the last about the PR."""
+
+    UNCLASSIFIED = "unclassified"
+    MUST_NOT_BREAK = "must-not-break"
+    RATCHET = "ratchet"
+    REGRESSION = "regression"
+    PROTECTED_CHANGE = "protected-change"
+
+
+@dataclass(frozen=True, slots=True)
+class GateFailure:
+    rule: Rule
+    reason: str
+    id: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "rule": self.rule.value, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedChange:
+    """An edit in the pull request to something that protects the gate itself.
+
+    Examples: the committed baseline artifact changed, a must-not-break row
+    was removed or relabeled, a must-not-break tag was dropped, k lowered.
+    """
+
+    kind: str
+    detail: str
+    id: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "detail": self.detail, "id": self.id}
+
+
+@dataclass(frozen=True, slots=True)
+class GatePolicy:
+    block_on_any_regression: bool = False
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    passed: bool
+    failures: tuple[GateFailure, ...]
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "passed": self.passed,
+            "failures": [f.to_json() for f in self.failures],
+            "warnings": list(self.warnings),
+        }
+
+
+def _row_failure(row: RowComparison, policy: GatePolicy) -> GateFailure | None:
+    """The one rule a row breaks, the most fundamental first.
+
+    Order: unclassified (we cannot even tell), must-not-break regression,
+    ratchet, then any regression when the policy blocks on those.
+    """
+    base, cand = row.baseline_final_class, row.candidate_final_class
+    if row.must_not_break and RowClass.UNCLASSIFIED in (base, cand):
+        side = "baseline" if base is RowClass.UNCLASSIFIED else "candidate"
+        if base is RowClass.UNCLASSIFIED and cand is RowClass.UNCLASSIFIED:
+            side = "baseline and the candidate"
+        return GateFailure(
+            Rule.UNCLASSIFIED,
+            f"must-not-break row has fewer than k valid decisions on the {side}",
+            row.id,
+        )
+    confirmed = f" ({row.confirmation.value})" if isinstance(row.confirmation, Confirmation) else ""
+    if (
+        row.must_not_break
+        and base is RowClass.STABLE_CORRECT
+        and cand is not RowClass.STABLE_CORRECT
+    ):
+        return GateFailure(
+            Rule.MUST_NOT_BREAK,
+            f"must-not-break row was stable-correct on the baseline and is {cand.value} "
+            f"on the candidate{confirmed}",
+            row.id,
+        )
+    if row.in_ratchet and cand is not RowClass.STABLE_CORRECT:
+        return GateFailure(
+            Rule.RATCHET,
+            f"row is locked by the ratchet (stable-correct on a recorded baseline) and is "
+            f"{cand.value} on the candidate{confirmed}",
+            row.id,
+        )
+    if (
+        policy.block_on_any_regression
+        and base is RowClass.STABLE_CORRECT
+        and cand is not RowClass.STABLE_CORRECT
+    ):
+        return GateFailure(
+            Rule.REGRESSION,
+            f"row was stable-correct on the baseline and is {cand.value} on the candidate"
+            f"{confirmed} (gate.block_on_any_regression is on)",
+            row.id,
+        )
+    return None
+
+
+def decide(
+    rows: Sequence[RowComparison],
+    policy: GatePolicy = GatePolicy(),
+    *,
+    protected_changes: Iterable[ProtectedChange] = (),
+    protected_changes_allowed: bool = False,
+) -> GateDecision:
+    """Fail on any row rule broken, or on an unallowed protected change.
+
+    A better pass^k or accuracy elsewhere never overrides a failure: the
+    headline numbers are not inputs to the gate at all.
+    """
+    failures: list[GateFailure] = []
+    warnings: list[str] = []
+    for change in protected_changes:
+        if protected_changes_allowed:
+            warnings.append(f"allowed protected change: {change.detail}")
+        else:
+            failures.append(GateFailure(Rule.PROTECTED_CHANGE, change.detail, change.id))
+    for row in rows:
+        failure = _row_failure(row, policy)
+        if failure is not None:
+            failures.append(failure)
+    return GateDecision(passed=not failures, failures=tuple(failures), warnings=tuple(warnings))
