@@ -1,0 +1,99 @@
+"""The outcome of comparing a candidate with its baseline, as one value.
+
+A :class:`CompareResult` holds both recorded runs (every attempt), the
+authoritative row labels and marks, the row-by-row comparison and the gate.
+It is what ``passk compare`` writes, what ``passk gate`` re-derives the gate
+from, and what every renderer (Markdown, PR comment, HTML, JUnit) reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .diff import Comparison, compare_runs
+from .gate import GateDecision, GatePolicy, ProtectedChange, decide
+from .model import RowRecord, Run, group_attempts
+
+
+@dataclass(frozen=True, slots=True)
+class Executions:
+    """How many agent executions a comparison used, and what the naive way costs.
+
+    The naive way re-runs the baseline on every row for every pull request:
+    rows x k on each version, plus the same confirmations.
+    """
+
+    candidate: int = 0
+    baseline_topup: int = 0
+    confirm_baseline: int = 0
+    confirm_candidate: int = 0
+    naive: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.candidate + self.baseline_topup + self.confirm_baseline + self.confirm_candidate
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "candidate": self.candidate,
+            "baseline_topup": self.baseline_topup,
+            "confirm_baseline": self.confirm_baseline,
+            "confirm_candidate": self.confirm_candidate,
+            "total": self.total,
+            "naive": self.naive,
+        }
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    rows: tuple[RowRecord, ...]
+    """Authoritative labels and must-not-break marks (from the PR's base in CI)."""
+    baseline: Run
+    candidate: Run
+    ratchet: frozenset[str]
+    policy: GatePolicy
+    comparison: Comparison
+    gate: GateDecision
+    protected_changes: tuple[ProtectedChange, ...] = ()
+    protected_changes_allowed: bool = False
+    notes: tuple[str, ...] = ()
+    """Plain facts the report must state (top-ups, relabeled rows, reuse, ratchet exits)."""
+    executions: Executions = field(default_factory=Executions)
+    reused: bool = False
+    """True when the verdicts were reused from an earlier run on the same head commit."""
+    created_at: str = ""
+    tool_version: str = ""
+
+
+def evaluate(
+    rows: Sequence[RowRecord],
+    baseline: Run,
+    candidate: Run,
+    *,
+    ratchet: frozenset[str],
+    policy: GatePolicy,
+    protected_changes: Sequence[ProtectedChange] = (),
+    protected_changes_allowed: bool = False,
+) -> tuple[Comparison, GateDecision]:
+    """Compare two recorded runs and decide the gate: the only path to a decision.
+
+    ``passk compare`` and ``passk gate`` both call this, so a decision can
+    always be reproduced from the recorded attempts alone.
+    """
+    settings = candidate.settings
+    comparison = compare_runs(
+        rows,
+        group_attempts(baseline.attempts),
+        group_attempts(candidate.attempts),
+        k=settings.k,
+        scoring=settings.scoring,
+        ratchet=ratchet,
+    )
+    gate = decide(
+        comparison.rows,
+        policy,
+        protected_changes=protected_changes,
+        protected_changes_allowed=protected_changes_allowed,
+    )
+    return comparison, gate
