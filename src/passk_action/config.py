@@ -1,0 +1,535 @@
+"""Load ``passk.yml`` once into frozen dataclasses.
+
+The file is parsed as YAML, checked against ``schemas/config.schema.json`` (the
+same schema editors can use) and then built into :class:`Config`.  Problems are
+one-line :class:`~passk_action.errors.ConfigError` s naming the key
+(``passk.yml: agent.timeout_s``) or, for YAML syntax, the line
+(``passk.yml:7``).  Unknown keys do not fail the run: they come back as
+warnings with a "did you mean" so a typo is visible but an older passk can
+still read a newer config.
+
+Relative paths in the config (dataset, agent cwd, baseline artifact) are
+relative to the config file's folder, never to the process's working
+directory, so ``passk`` behaves the same from any directory.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import math
+import shlex
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from .core.model import EvalSettings, Scoring
+from .errors import ConfigError
+from .jsonschema_errors import (
+    describe_value,
+    error_message,
+    error_parts,
+    json_path,
+    known_keys,
+    most_relevant,
+    unknown_keys,
+)
+
+DEFAULT_K = 3
+DEFAULT_CONCURRENCY = 4
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_HTTP_TIMEOUT_S = 30.0
+DEFAULT_ARTIFACT = ".passk/baseline.json"
+DEFAULT_ALLOW_LABEL = "passk-allow-baseline-change"
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+class StrictYamlLoader(_BaseLoader):  # type: ignore[valid-type,misc]
+    """A YAML safe loader fit for JSON-shaped documents (configs and datasets).
+
+    - Dates stay strings: JSON has no dates, and ``id: 2024-01-31`` or an
+      input field holding a date should reach the agent as written, not as a
+      Python ``date`` that cannot be serialized.
+    - A key repeated in one mapping is an error: YAML would silently keep the
+      last one, which hides e.g. a second ``must_not_break:`` that undoes the
+      first.
+    """
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[tuple[str, str]] = set()
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key_node.value!r}",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return result
+
+
+StrictYamlLoader.add_constructor(_TIMESTAMP, yaml.SafeLoader.construct_yaml_str)
+
+
+def yaml_error_line(exc: yaml.YAMLError, text: str) -> int | None:
+    """The 1-based line a YAML error points at, if it says."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return int(mark.line) + 1
+    position = getattr(exc, "position", None)  # ReaderError: bad characters
+    if isinstance(position, int):
+        return text.count("\n", 0, position) + 1
+    return None
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """The YAML error's own words, on one line, without its excerpt of the file."""
+    problem = getattr(exc, "problem", None)
+    context = getattr(exc, "context", None)
+    if problem:
+        text = f"{context}: {problem}" if context and "duplicate" not in problem else problem
+    else:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return " ".join(text.split())
+
+
+def yaml_hint(exc: yaml.YAMLError) -> str:
+    if "duplicate key" in str(getattr(exc, "problem", "")):
+        return "a key may appear only once in a mapping; remove or rename one of them"
+    return "fix the YAML syntax at that line"
+
+
+def first_non_json(value: Any) -> tuple[tuple[str | int, ...], str] | None:
+    """The path to, and a description of, the first non-JSON thing in ``value``.
+
+    YAML can express sets, binary, non-string keys and NaN; none of them
+    survive the trip to the agent or into a digest, so loaders reject them at
+    load time, naming where they are.  Iterative, so deep nesting cannot
+    exhaust the stack.
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, where = stack.pop()
+        if item is None or isinstance(item, (bool, int, str)):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return where, f"is {item!r}, which JSON cannot hold"
+            continue
+        if isinstance(item, list):
+            stack.extend((v, (*where, i)) for i, v in reversed(list(enumerate(item))))
+            continue
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    return where, f"has the key {describe_value(key)}; keys must be strings"
+            stack.extend((v, (*where, k)) for k, v in reversed(list(item.items())))
+            continue
+        return where, f"is {describe_value(item)}, which JSON cannot hold"
+    return None
+
+
+# ---------------------------------------------------------------------- dataclasses
+
+
+@dataclass(frozen=True)
+class HttpAgentConfig:
+    """An agent reached over HTTP instead of a local command."""
+
+    url: str
+    method: str = "POST"
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout_s: float = DEFAULT_HTTP_TIMEOUT_S
+
+    def describe(self) -> str:
+        """``POST https://host/path``: credentials and query values are left out.
+
+        Descriptions end up in PR comments and artifacts; URLs often carry
+        tokens in their userinfo or query string, headers almost always do.
+        """
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        query = "…" if parts.query else ""
+        return f"{self.method} {urlunsplit((parts.scheme, host, parts.path, query, ''))}"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """How to run one version of the agent: exactly one of ``command`` and ``http``."""
+
+    command: tuple[str, ...] | None
+    http: HttpAgentConfig | None
+    cwd: Path
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    pass_env: tuple[str, ...] = ()
+    protocol: str = "process"
+
+    def describe(self) -> str:
+        """A human description: the shell-quoted command, or method and URL.
+
+        Never includes environment or header values, which may be secrets.
+        """
+        if self.http is not None:
+            return self.http.describe()
+        return shlex.join(self.command or ())
+
+
+@dataclass(frozen=True)
+class BaselineConfig:
+    artifact: Path
+    agent: AgentConfig | None = None
+
+
+@dataclass(frozen=True)
+class ConfirmConfig:
+    attempts: int = 3
+    must_not_break_attempts: int = 6
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    block_on_any_regression: bool = False
+    allow_label: str = DEFAULT_ALLOW_LABEL
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """Retries of *errored* attempts only; a wrong answer is a result, never retried."""
+
+    attempts: int = 2
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    dataset: Path
+    k: int
+    concurrency: int
+    scoring: Scoring
+    agent: AgentConfig
+    baseline: BaselineConfig
+    confirm: ConfirmConfig
+    must_not_break_tags: tuple[str, ...]
+    gate: GateConfig
+    retry: RetryConfig
+
+    @property
+    def settings(self) -> EvalSettings:
+        """What pins a recorded run besides the dataset."""
+        return EvalSettings(k=self.k, scoring=self.scoring)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A config and the warnings (unknown keys) the caller should print."""
+
+    config: Config
+    warnings: tuple[str, ...] = ()
+
+
+# -------------------------------------------------------------------------- loading
+
+
+@functools.lru_cache(maxsize=1)
+def config_schema() -> dict[str, Any]:
+    """The packaged JSON Schema of passk.yml."""
+    text = resources.files("passk_action").joinpath("schemas/config.schema.json").read_text(
+        encoding="utf-8"
+    )
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(config_schema())
+
+
+def load_config(path: Path) -> LoadedConfig:
+    """Read and validate the config file at ``path``."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            "config file not found",
+            where=str(path),
+            hint="create passk.yml (see the README) or pass --config PATH",
+        ) from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(
+            "is a directory, not a config file", where=str(path), hint="pass the passk.yml file"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the config file: {exc.strerror or exc}",
+            where=str(path),
+            hint="check the path and its permissions",
+        ) from exc
+    return parse_config_bytes(data, path)
+
+
+def parse_config_bytes(data: bytes, path: Path) -> LoadedConfig:
+    """Decode (UTF-8, an optional BOM is fine) and parse a config file's bytes."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            "is not valid UTF-8 text",
+            where=f"{path}:{line}",
+            hint="save the file as UTF-8",
+        ) from exc
+    return parse_config(text, path)
+
+
+def parse_config(text: str, path: Path) -> LoadedConfig:
+    """Parse and validate config text; ``path`` names it in messages and anchors relative paths.
+
+    Pure: reads no files, so tests and property tests feed it any text.
+    """
+    name = str(path)
+    document = _load_yaml(text.removeprefix("\ufeff"), name)
+    if document is None:
+        raise ConfigError(
+            "the config file is empty",
+            where=name,
+            hint="at least `dataset:` and `agent: {command: [...]}` are required",
+        )
+    if not isinstance(document, dict):
+        raise ConfigError(
+            f"the config must be a mapping of keys, got {describe_value(document)}",
+            where=name,
+            hint="start with `dataset: data.jsonl` and `agent: {command: [...]}`",
+        )
+    problem = first_non_json(document)
+    if problem is not None:
+        parts, message = problem
+        raise ConfigError(
+            message,
+            where=f"{name}: {json_path(parts)}" if parts else name,
+            hint="use plain strings, numbers, true/false, lists and mappings (quote other values)",
+        )
+
+    errors: list[ValidationError] = []
+    warnings: list[str] = []
+    for error in _validator().iter_errors(document):
+        if error.validator == "additionalProperties":
+            warnings.extend(_unknown_key_warnings(error, name))
+        else:
+            errors.append(error)
+    worst = most_relevant(errors)
+    if worst is not None:
+        raise _schema_error(worst, name)
+    return LoadedConfig(config=_build(document, path), warnings=tuple(warnings))
+
+
+def _load_yaml(text: str, name: str) -> Any:
+    loader = StrictYamlLoader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        line = yaml_error_line(exc, text)
+        raise ConfigError(
+            f"invalid YAML: {yaml_problem(exc)}",
+            where=f"{name}:{line}" if line else name,
+            hint=yaml_hint(exc),
+        ) from exc
+    except (RecursionError, ValueError, OverflowError) as exc:
+        raise ConfigError(
+            f"cannot read this YAML: {type(exc).__name__}",
+            where=name,
+            hint="simplify the document (very deep nesting or out-of-range values)",
+        ) from exc
+    finally:
+        loader.dispose()
+
+
+def _unknown_key_warnings(error: ValidationError, name: str) -> Iterator[str]:
+    known = known_keys(error)
+    for key in unknown_keys(error):
+        where = json_path((*error.absolute_path, key))
+        text = f"{name}: {where}: unknown key, ignored"
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        if close:
+            text += f" (did you mean `{close[0]}`?)"
+        elif known:
+            text += f" (known keys here: {', '.join(known)})"
+        yield text
+
+
+def _schema_error(error: ValidationError, name: str) -> ConfigError:
+    parts = error_parts(error)
+    where = f"{name}: {json_path(parts)}" if parts else name
+    value = error.instance
+    if error.validator == "type" and error.validator_value == "string" and (
+        isinstance(value, (bool, int, float))
+    ):
+        # YAML turns `yes`, `1.10` and `on` into booleans and numbers.
+        hint = "quote it so YAML reads it as a string"
+    else:
+        hint = _description(parts) or "see the config reference in the README"
+    return ConfigError(error_message(error), where=where, hint=hint)
+
+
+def _description(parts: tuple[str | int, ...]) -> str | None:
+    """The schema's description of the innermost described key along ``parts``."""
+    root = config_schema()
+    schema: Any = root
+    found: str | None = schema.get("description") if not parts else None
+    for part in parts:
+        schema = _resolve(root, schema)
+        if isinstance(part, int):
+            prefix = schema.get("prefixItems", [])
+            schema = prefix[part] if part < len(prefix) else schema.get("items", {})
+        else:
+            props = schema.get("properties", {})
+            schema = props[part] if part in props else schema.get("additionalProperties", {})
+        if isinstance(schema, Mapping) and "description" in schema:
+            found = str(schema["description"])
+    return found
+
+
+def _resolve(root: Mapping[str, Any], schema: Any) -> Mapping[str, Any]:
+    if not isinstance(schema, Mapping):
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        resolved: Mapping[str, Any] = root["$defs"][ref.removeprefix("#/$defs/")]
+        return resolved
+    return schema
+
+
+def _build(doc: dict[str, Any], path: Path) -> Config:
+    """Build the dataclasses from a schema-valid document, filling in defaults."""
+    name = str(path)
+    base = path.parent
+    agent = _build_agent(doc["agent"], base, name, "agent")
+    baseline_doc = doc.get("baseline", {})
+    baseline_agent = baseline_doc.get("agent")
+    retry_doc = doc.get("retry", {})
+    retry = RetryConfig(
+        attempts=int(retry_doc.get("attempts", 2)),
+        backoff_s=_seconds(retry_doc, "backoff_s", 1.0, f"{name}: retry"),
+        max_backoff_s=_seconds(retry_doc, "max_backoff_s", 30.0, f"{name}: retry"),
+    )
+    if retry.max_backoff_s < retry.backoff_s:
+        raise ConfigError(
+            f"is {retry.max_backoff_s:g}, less than retry.backoff_s ({retry.backoff_s:g})",
+            where=f"{name}: retry.max_backoff_s",
+            hint="make max_backoff_s at least backoff_s",
+        )
+    confirm_doc = doc.get("confirm", {})
+    gate_doc = doc.get("gate", {})
+    return Config(
+        path=path,
+        dataset=base / doc["dataset"],
+        k=int(doc.get("k", DEFAULT_K)),
+        concurrency=int(doc.get("concurrency", DEFAULT_CONCURRENCY)),
+        scoring=Scoring(normalize=tuple(doc.get("scoring", {}).get("normalize", ()))),
+        agent=agent,
+        baseline=BaselineConfig(
+            artifact=base / baseline_doc.get("artifact", DEFAULT_ARTIFACT),
+            agent=(
+                _build_agent(baseline_agent, base, name, "baseline.agent")
+                if baseline_agent is not None
+                else None
+            ),
+        ),
+        confirm=ConfirmConfig(
+            attempts=int(confirm_doc.get("attempts", 3)),
+            must_not_break_attempts=int(confirm_doc.get("must_not_break_attempts", 6)),
+        ),
+        must_not_break_tags=tuple(doc.get("must_not_break", {}).get("tags", ())),
+        gate=GateConfig(
+            block_on_any_regression=bool(gate_doc.get("block_on_any_regression", False)),
+            allow_label=str(gate_doc.get("allow_label", DEFAULT_ALLOW_LABEL)),
+        ),
+        retry=retry,
+    )
+
+
+def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentConfig:
+    command: tuple[str, ...] | None = None
+    raw = doc.get("command")
+    if isinstance(raw, str):
+        try:
+            command = tuple(shlex.split(raw))
+        except ValueError as exc:
+            raise ConfigError(
+                f"cannot split the command like a shell would: {exc}",
+                where=f"{name}: {key}.command",
+                hint='close the quote, or write the command as a list: ["python3", "agent.py"]',
+            ) from exc
+        if not command:
+            raise ConfigError(
+                "the command is blank",
+                where=f"{name}: {key}.command",
+                hint='write the command to run, e.g. ["python3", "agent.py"]',
+            )
+    elif raw is not None:
+        command = tuple(raw)
+    http: HttpAgentConfig | None = None
+    http_doc = doc.get("http")
+    if http_doc is not None:
+        http = HttpAgentConfig(
+            url=http_doc["url"],
+            method=http_doc.get("method", "POST"),
+            headers=tuple(http_doc.get("headers", {}).items()),
+            timeout_s=_seconds(
+                http_doc, "timeout_s", DEFAULT_HTTP_TIMEOUT_S, f"{name}: {key}.http"
+            ),
+        )
+    return AgentConfig(
+        command=command,
+        http=http,
+        cwd=base / doc["cwd"] if "cwd" in doc else base,
+        timeout_s=_seconds(doc, "timeout_s", DEFAULT_TIMEOUT_S, f"{name}: {key}"),
+        env=MappingProxyType(dict(doc.get("env", {}))),
+        pass_env=tuple(doc.get("pass_env", ())),
+        protocol=str(doc.get("protocol", "process")),
+    )
+
+
+def _seconds(doc: Mapping[str, Any], key: str, default: float, where: str) -> float:
+    """A duration as a float; the schema checked the sign, this checks the size."""
+    try:
+        return float(doc.get(key, default))
+    except OverflowError as exc:
+        raise ConfigError(
+            "is too large a number of seconds",
+            where=f"{where}.{key}",
+            hint="use a duration in seconds such as 60",
+        ) from exc
