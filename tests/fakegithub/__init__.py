@@ -1,0 +1,25 @@
+"""A local fake of GitHub's REST API, validated against GitHub's OpenAPI description."""
+
+from fakegithub.server import (
+    NOT_ACCESSIBLE,
+    SECONDARY_LIMIT_MESSAGE,
+    FakeFile,
+    FakeGitHub,
+    FakePull,
+    RecordedRequest,
+)
+from fakegithub.spec import SPEC_FILE, SPECS_DIR, SpecMissing, load_spec, schema_errors
+
+__all__ = [
+    "NOT_ACCESSIBLE",
+    "SECONDARY_LIMIT_MESSAGE",
+    "SPECS_DIR",
+    "SPEC_FILE",
+    "FakeFile",
+    "FakeGitHub",
+    "FakePull",
+    "RecordedRequest",
+    "SpecMissing",
+    "load_spec",
+    "schema_errors",
+]
