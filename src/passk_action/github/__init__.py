@@ -1,0 +1,23 @@
+"""The GitHub edge: a small REST client and the publishing helpers built on it."""
+
+from passk_action.github.client import GitHubClient
+from passk_action.github.publish import (
+    MARKER,
+    CheckOutcome,
+    CommentOutcome,
+    find_sticky_comment,
+    fit_comment,
+    publish_check,
+    upsert_sticky_comment,
+)
+
+__all__ = [
+    "MARKER",
+    "CheckOutcome",
+    "CommentOutcome",
+    "GitHubClient",
+    "find_sticky_comment",
+    "fit_comment",
+    "publish_check",
+    "upsert_sticky_comment",
+]

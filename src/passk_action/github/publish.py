@@ -1,0 +1,264 @@
+"""Publishing a report on a pull request: the sticky comment, the check, and size limits.
+
+These helpers never crash the action on a refused write: a pull request from
+a fork gets a read-only token (FACTS.md E1/E2), and losing the PR comment must
+not lose the gate result.  They return what happened; the caller decides.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from passk_action.errors import ConfigError, GitHubError
+
+if TYPE_CHECKING:
+    from passk_action.github.client import GitHubClient
+
+MARKER = "<!-- passk:sticky-comment -->"
+# FACTS.md A1: GitHub rejects comment bodies over 65,536 characters (observed,
+# not documented, unit unknown); 60,000 leaves room for either counting.
+COMMENT_LIMIT = 60000
+DEFAULT_OVERFLOW_NOTE = "… truncated; the full report is in the job summary"
+COMMENT_MODES = ("update", "new", "off")
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_DETAILS_OPEN = re.compile(r"<details[\s>]", re.IGNORECASE)
+_DETAILS_CLOSE = re.compile(r"</details\s*>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CommentOutcome:
+    """What happened to the sticky comment."""
+
+    action: Literal["created", "updated", "skipped", "failed"]
+    comment_id: int | None = None
+    url: str | None = None
+    error: str | None = None
+    status: int | None = None
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """Which GitHub mechanism carried the pass/fail result, if any."""
+
+    used: Literal["check_run", "commit_status", "failed"]
+    id: int | None = None
+    url: str | None = None
+    error: str | None = None
+    fallback_reason: str | None = None
+
+
+# -- comment size ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Open:
+    """Markdown blocks open after some prefix of the body: a code fence, <details> depth."""
+
+    fence: str | None
+    details: int
+
+    def closers(self, prefix_ends_in_newline: bool) -> str:
+        text = "" if prefix_ends_in_newline else "\n"
+        if self.fence is not None:
+            text += self.fence + "\n"
+        # A blank line before </details> ends any Markdown paragraph inside it.
+        text += "\n</details>\n" * self.details
+        return text
+
+
+def _advance(state: _Open, line: str) -> _Open:
+    fence = _FENCE.match(line.rstrip("\r\n"))
+    if state.fence is not None:
+        # Inside a fence nothing is markup; only a long-enough same-char fence closes it.
+        if (
+            fence
+            and fence.group(2).strip() == ""
+            and fence.group(1)[0] == state.fence[0]
+            and len(fence.group(1)) >= len(state.fence)
+        ):
+            return _Open(None, state.details)
+        return state
+    if fence:
+        return _Open(fence.group(1), state.details)
+    opened = len(_DETAILS_OPEN.findall(line))
+    closed = len(_DETAILS_CLOSE.findall(line))
+    return _Open(None, max(0, state.details + opened - closed))
+
+
+def fit_comment(
+    body: str, limit: int = COMMENT_LIMIT, overflow_note: str = DEFAULT_OVERFLOW_NOTE
+) -> str:
+    """``body`` if it fits in ``limit`` characters, else a prefix cut at a line boundary,
+    with every open code fence and ``<details>`` closed and ``overflow_note`` appended.
+
+    The note goes after the closers so it is visible, not folded inside a
+    collapsed section.  Only a first line longer than the limit is cut mid-line.
+    """
+    if len(body) <= limit:
+        return body
+    tail = "\n" + overflow_note + "\n"
+    if len(tail) >= limit:
+        raise ValueError(f"overflow note ({len(tail)} chars) does not fit in limit {limit}")
+    state = _Open(None, 0)
+    size = 0
+    best: tuple[int, _Open] | None = None  # (prefix length, state after it)
+    lines = body.splitlines(keepends=True)
+    for line in lines:
+        state = _advance(state, line)
+        size += len(line)
+        if size > limit:
+            break
+        ends_nl = line.endswith(("\n", "\r"))
+        if size + len(state.closers(ends_nl)) + len(tail) <= limit:
+            best = (size, state)
+    if best is None:
+        # Not even the first line fits: cut inside it, leaving room for the note.
+        first = _advance(_Open(None, 0), lines[0])
+        room = limit - len(tail) - len(first.closers(False))
+        return body[: max(0, room)] + first.closers(False) + tail
+    cut, open_blocks = best
+    prefix = body[:cut]
+    return prefix + open_blocks.closers(prefix.endswith(("\n", "\r"))) + tail
+
+
+# -- sticky comment ---------------------------------------------------------------
+
+
+def _marked(
+    comments: list[dict[str, Any]], marker: str, author: str | None
+) -> list[dict[str, Any]]:
+    found = [
+        c
+        for c in comments
+        if marker in str(c.get("body") or "")
+        and (author is None or (c.get("user") or {}).get("login") == author)
+    ]
+    # Comment ids grow with time on GitHub; the id breaks ties between equal timestamps.
+    return sorted(found, key=lambda c: (str(c.get("created_at", "")), int(c.get("id", 0))))
+
+
+def find_sticky_comment(
+    client: GitHubClient, issue_number: int, marker: str = MARKER, *, author: str | None = None
+) -> dict[str, Any] | None:
+    """The newest comment carrying ``marker`` (optionally written by ``author``), or None.
+
+    Pass ``author`` (e.g. ``github-actions[bot]``) when the comment's content is
+    trusted later: anyone can paste the marker into a comment of their own.
+    """
+    marked = _marked(client.list_issue_comments(issue_number), marker, author)
+    return marked[-1] if marked else None
+
+
+def upsert_sticky_comment(
+    client: GitHubClient,
+    issue_number: int,
+    body: str,
+    mode: str,
+    marker: str = MARKER,
+    *,
+    author: str | None = None,
+    limit: int = COMMENT_LIMIT,
+) -> CommentOutcome:
+    """Post ``body`` as passk's one comment on the pull request.
+
+    ``update``: edit the newest marked comment (searching every page), or create
+    one; older marked duplicates are left alone.  ``new``: delete every marked
+    comment, then create one.  ``off``: do nothing.  A refused call (e.g. 403 on
+    a fork's read-only token) is reported as ``failed``, not raised.
+    """
+    if mode not in COMMENT_MODES:
+        raise ConfigError(
+            f"unknown comment mode {mode!r}",
+            where="comment-mode",
+            hint="use one of: " + ", ".join(COMMENT_MODES),
+        )
+    if mode == "off":
+        return CommentOutcome("skipped")
+    if marker not in body:
+        body = f"{marker}\n{body}"
+    body = fit_comment(body, limit)
+    try:
+        marked = _marked(client.list_issue_comments(issue_number), marker, author)
+        if mode == "update" and marked:
+            comment = client.update_issue_comment(int(marked[-1]["id"]), body)
+            return _outcome("updated", comment)
+        if mode == "new":
+            for old in marked:
+                client.delete_issue_comment(int(old["id"]))
+        return _outcome("created", client.create_issue_comment(issue_number, body))
+    except GitHubError as exc:
+        return CommentOutcome("failed", error=str(exc), status=exc.status)
+
+
+def _outcome(action: Literal["created", "updated"], comment: dict[str, Any]) -> CommentOutcome:
+    comment_id = comment.get("id")
+    url = comment.get("html_url")
+    return CommentOutcome(
+        action,
+        comment_id=comment_id if isinstance(comment_id, int) else None,
+        url=url if isinstance(url, str) else None,
+    )
+
+
+# -- check ----------------------------------------------------------------------------
+
+
+def publish_check(
+    client: GitHubClient,
+    *,
+    name: str,
+    head_sha: str,
+    passed: bool,
+    title: str,
+    summary: str,
+    text: str | None = None,
+) -> CheckOutcome:
+    """A completed check run; on 403 a commit status with the same name instead.
+
+    Creating check runs needs a GitHub App token (FACTS.md A3) with ``checks:
+    write``; a personal token or a restricted ``GITHUB_TOKEN`` is refused, but
+    may still set statuses, which branch protection can require just the same.
+    """
+    try:
+        run = client.create_check_run(
+            name=name,
+            head_sha=head_sha,
+            conclusion="success" if passed else "failure",
+            title=title,
+            summary=summary,
+            text=text,
+        )
+    except GitHubError as exc:
+        if exc.status != 403:
+            return CheckOutcome("failed", error=str(exc))
+        reason = str(exc)
+    else:
+        return CheckOutcome("check_run", id=_int(run.get("id")), url=_str(run.get("html_url")))
+    try:
+        status = client.create_commit_status(
+            sha=head_sha,
+            state="success" if passed else "failure",
+            context=name,
+            description=title,
+        )
+    except GitHubError as exc:
+        return CheckOutcome(
+            "failed", error=f"{reason}; commit status fallback: {exc}", fallback_reason=reason
+        )
+    return CheckOutcome(
+        "commit_status",
+        id=_int(status.get("id")),
+        url=_str(status.get("url")),
+        fallback_reason=reason,
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
