@@ -193,7 +193,7 @@ def run_to_json(run: Run) -> dict[str, Any]:
     return doc
 
 
-def _compact(value: Any) -> str:
+def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -202,16 +202,23 @@ def dump_run(run: Run) -> str:
     return dump_document(run_to_json(run), line_lists=("rows", "attempts"))
 
 
-def dump_document(doc: Mapping[str, Any], line_lists: Iterable[str]) -> str:
-    """JSON with the named top-level lists written one item per line."""
+def dump_document(
+    doc: Mapping[str, Any], line_lists: Iterable[str], raw: Mapping[str, str] | None = None
+) -> str:
+    """JSON with the named top-level lists written one item per line.
+
+    ``raw`` maps keys to already-formatted JSON text (for nested documents).
+    """
     listed = set(line_lists)
     parts = []
     for key, value in doc.items():
-        if key in listed and isinstance(value, list) and value:
-            items = ",\n".join("    " + _compact(item) for item in value)
+        if raw and key in raw:
+            parts.append(f"  {json.dumps(key)}: {raw[key]}")
+        elif key in listed and isinstance(value, list) and value:
+            items = ",\n".join("    " + compact_json(item) for item in value)
             parts.append(f"  {json.dumps(key)}: [\n{items}\n  ]")
         else:
-            parts.append(f"  {json.dumps(key)}: {_compact(value)}")
+            parts.append(f"  {json.dumps(key)}: {compact_json(value)}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
@@ -383,7 +390,7 @@ class Journal:
         handle = path.open("w", encoding="utf-8", newline="\n")
         doc = header_to_json(header)
         doc["rows"] = [row_to_json(r) for r in header.rows]
-        handle.write(_compact(doc) + "\n")
+        handle.write(compact_json(doc) + "\n")
         journal = cls(path, handle)
         journal._sync()
         return journal
@@ -394,7 +401,7 @@ class Journal:
         return cls(path, path.open("a", encoding="utf-8", newline="\n"))
 
     def append(self, attempt: Attempt) -> None:
-        self._handle.write(_compact(attempt_to_json(attempt)) + "\n")
+        self._handle.write(compact_json(attempt_to_json(attempt)) + "\n")
         self._sync()
 
     def _sync(self) -> None:

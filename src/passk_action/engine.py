@@ -1,0 +1,455 @@
+"""Orchestration: record runs, top up a baseline, confirm lost rows, build a result.
+
+This is the glue between the pure core and the edges.  It receives its
+collaborators (agents, progress, clock, stop event) as arguments and holds no
+global state, so the CLI, the GitHub Action and tests drive the same code.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import __version__
+from .artifact import Journal, journal_path, read_journal, write_run
+from .config import AgentConfig, Config
+from .core.classify import classify_attempts
+from .core.diff import confirmation_plan
+from .core.gate import GatePolicy, ProtectedChange
+from .core.model import (
+    AgentInfo,
+    Attempt,
+    Dataset,
+    EvalSettings,
+    Phase,
+    Row,
+    RowClass,
+    RowRecord,
+    Run,
+    Version,
+    group_attempts,
+)
+from .core.result import CompareResult, Executions, evaluate
+from .errors import AgentError, ArtifactError, ConfigError, Interrupted
+from .progress import NullProgress, Progress
+from .runner import Agent, AttemptRequest, ProcessAgent, ProcessAgentSpec, RetryPolicy, run_attempts
+
+
+def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
+    return tuple(
+        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags) for r in dataset.rows
+    )
+
+
+def build_agent(agent: AgentConfig, parent_env: Mapping[str, str]) -> Agent:
+    """The runnable agent for one config entry."""
+    if agent.http is not None or agent.protocol != "process":
+        raise ConfigError(
+            f"agent protocol {agent.protocol if agent.http is None else 'http'!r} is not "
+            "supported by this version of passk",
+            where="agent",
+            hint="use `command:` with the default process protocol",
+        )
+    assert agent.command is not None
+    spec = ProcessAgentSpec(
+        command=agent.command,
+        cwd=agent.cwd,
+        timeout_s=agent.timeout_s,
+        env=dict(agent.env),
+        pass_env=agent.pass_env,
+        description=agent.describe(),
+    )
+    return ProcessAgent(spec, parent_env)
+
+
+def retry_policy(config: Config) -> RetryPolicy:
+    r = config.retry
+    return RetryPolicy(attempts=r.attempts, backoff_s=r.backoff_s, max_backoff_s=r.max_backoff_s)
+
+
+@dataclass
+class Session:
+    """What every recording needs besides the dataset: how to run and report."""
+
+    concurrency: int
+    retry: RetryPolicy
+    now: Callable[[], str]
+    progress: Progress = field(default_factory=NullProgress)
+    stop: threading.Event | None = None
+    warn: Callable[[str], None] = lambda message: None
+
+
+def _main_requests(
+    rows: Iterable[Row], k: int, version: Version, recorded: set[tuple[str, int]]
+) -> list[AttemptRequest]:
+    return [
+        AttemptRequest(row, number, Phase.MAIN, version)
+        for row in rows
+        for number in range(1, k + 1)
+        if (row.id, number) not in recorded
+    ]
+
+
+def record_run(
+    dataset: Dataset,
+    rows: Sequence[Row],
+    settings: EvalSettings,
+    agent: Agent,
+    info: AgentInfo,
+    out: Path,
+    session: Session,
+    *,
+    resume: bool = False,
+    ratchet: Iterable[str] = (),
+) -> tuple[Run, int]:
+    """Run ``agent`` k times on ``rows``, journaling every attempt; write the artifact.
+
+    Returns the run and the number of agent executions made now.  With
+    ``resume`` an existing journal for ``out`` is continued: every recorded
+    attempt is kept and only missing attempt numbers are asked.  When the
+    session is stopped the journal stays and :class:`Interrupted` is raised.
+    """
+    journal_file = journal_path(out)
+    records = tuple(
+        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags) for r in rows
+    )
+    header = Run(
+        tool_version=__version__,
+        dataset_digest=dataset.digest,
+        settings=settings,
+        agent=info,
+        created_at=session.now(),
+        rows=records,
+        attempts=(),
+        ratchet=tuple(sorted(set(ratchet))),
+    )
+    kept: tuple[Attempt, ...] = ()
+    if resume and journal_file.exists():
+        contents = read_journal(journal_file)
+        for warning in contents.warnings:
+            session.warn(warning)
+        _check_resumable(contents.header, header, journal_file)
+        kept = contents.attempts
+        header = replace(header, created_at=contents.header.created_at)
+        # Rewrite the journal without a torn tail so appends start on a clean line.
+        journal = Journal.create(journal_file, header)
+        for attempt in kept:
+            journal.append(attempt)
+    else:
+        journal = Journal.create(journal_file, header)
+    recorded = {(a.row_id, a.number) for a in kept}
+    requests = _main_requests(rows, settings.k, info.version, recorded)
+    with journal:
+        fresh = run_attempts(
+            requests,
+            agent,
+            concurrency=session.concurrency,
+            retry=session.retry,
+            on_attempt=journal.append,
+            progress=session.progress,
+            stop=session.stop,
+        )
+    done = len(kept) + len(fresh)
+    expected_total = len(rows) * settings.k
+    if (session.stop is not None and session.stop.is_set()) or done < expected_total:
+        raise Interrupted(
+            f"run stopped with {done} of {expected_total} attempts recorded",
+            where=str(journal_file),
+            hint=f"continue it with --resume (out: {out})",
+        )
+    order = {r.id: i for i, r in enumerate(rows)}
+    attempts = sorted((*kept, *fresh), key=lambda a: (order[a.row_id], a.number))
+    run = replace(header, attempts=tuple(attempts))
+    write_run(run, out)
+    journal_file.unlink(missing_ok=True)
+    return run, len(fresh)
+
+
+def _check_resumable(recorded: Run, wanted: Run, where: Path) -> None:
+    if recorded.dataset_digest != wanted.dataset_digest:
+        raise ArtifactError(
+            "the journal was recorded on another version of the dataset",
+            where=str(where),
+            hint="start the run anew without --resume",
+        )
+    if recorded.settings != wanted.settings:
+        raise ArtifactError(
+            "the journal was recorded with other settings (k or scoring)",
+            where=str(where),
+            hint="start the run anew without --resume",
+        )
+    if recorded.agent.version != wanted.agent.version:
+        raise ArtifactError(
+            f"the journal is a {recorded.agent.version.value} run",
+            where=str(where),
+            hint="resume with the same --version, or start anew",
+        )
+
+
+def carried_ratchet(
+    previous: Run | None, new_run: Run, dataset: Dataset
+) -> tuple[set[str], list[str]]:
+    """The ratchet after recording ``new_run`` as the baseline, and the rows that left it.
+
+    ratchet' = (ratchet ∩ dataset ids) ∪ {must-not-break rows stable-correct in
+    ``new_run``}.  A row leaves only when it leaves the dataset.
+    """
+    ids = {r.id for r in dataset.rows}
+    old = set(previous.ratchet) if previous is not None else set()
+    grouped = group_attempts(new_run.attempts)
+    settings = new_run.settings
+    locked = {
+        r.id
+        for r in new_run.rows
+        if r.must_not_break
+        and classify_attempts(grouped.get(r.id, ()), r.expected, settings.k, settings.scoring)
+        is RowClass.STABLE_CORRECT
+    }
+    return (old & ids) | locked, sorted(old - ids)
+
+
+# --- compare ---------------------------------------------------------------------
+
+
+AgentFactory = Callable[[Version], Agent | None]
+"""Builds the agent for a version; None when that version cannot be run here."""
+
+
+@dataclass(frozen=True)
+class CompareInputs:
+    config: Config
+    dataset: Dataset
+    baseline: Run
+    candidate: Run | None
+    """A recorded candidate run, or None to run the candidate now."""
+    candidate_out: Path
+    agents: AgentFactory
+    ratchet_source: Run | None = None
+    """Where the ratchet comes from (the base commit's baseline); defaults to ``baseline``."""
+    protected_changes: tuple[ProtectedChange, ...] = ()
+    protected_changes_allowed: bool = False
+    resume: bool = False
+    candidate_commit: str | None = None
+
+
+def _check_settings(run: Run, settings: EvalSettings, where: str, name: str) -> None:
+    if run.settings != settings:
+        raise ArtifactError(
+            f"the {name} was recorded with k={run.settings.k}, scoring "
+            f"{list(run.settings.scoring.normalize) or 'exact'}; the config has k={settings.k}, "
+            f"scoring {list(settings.scoring.normalize) or 'exact'}",
+            where=where,
+            hint="record it again with the current config (`passk baseline`)"
+            if name == "baseline"
+            else "record it again with the current config",
+        )
+
+
+def _next_numbers(attempts: Sequence[Attempt]) -> dict[str, int]:
+    top: dict[str, int] = {}
+    for a in attempts:
+        top[a.row_id] = max(top.get(a.row_id, 0), a.number)
+    return top
+
+
+def compare(inputs: CompareInputs, session: Session) -> CompareResult:
+    """The release procedure's steps 3–6 for one candidate (see DEVELOPERS.md)."""
+    config, dataset = inputs.config, inputs.dataset
+    settings = config.settings
+    rows = row_records(dataset)
+    dataset_rows = dataset.by_id()
+    notes: list[str] = []
+    baseline_where = str(config.baseline.artifact)
+    _check_settings(inputs.baseline, settings, baseline_where, "baseline")
+
+    # 1. Reuse baseline attempts for rows whose input is unchanged; top up the rest.
+    baseline_rows = {r.id: r for r in inputs.baseline.rows}
+    by_row = group_attempts(inputs.baseline.attempts)
+    reused: list[Attempt] = []
+    topup_rows: list[Row] = []
+    relabeled: list[str] = []
+    for row in dataset.rows:
+        old = baseline_rows.get(row.id)
+        if old is None or old.input_digest != row.input_digest:
+            topup_rows.append(row)
+            continue
+        reused.extend(by_row.get(row.id, ()))
+        if old.expected != row.expected:
+            relabeled.append(row.id)
+    dropped = sorted(set(baseline_rows) - set(dataset_rows))
+    if dropped:
+        notes.append(
+            f"{len(dropped)} baseline row(s) are no longer in the dataset: {_ids(dropped)}"
+        )
+    if relabeled:
+        notes.append(
+            f"{len(relabeled)} row(s) changed their expected label since the baseline; "
+            "their recorded baseline decisions were scored against the new label: "
+            f"{_ids(relabeled)}"
+        )
+    topup_attempts: list[Attempt] = []
+    if topup_rows:
+        agent = inputs.agents(Version.BASELINE)
+        if agent is None:
+            raise ConfigError(
+                f"{len(topup_rows)} row(s) are new or changed since the baseline was recorded "
+                f"({_ids([r.id for r in topup_rows])}) and no baseline agent is available",
+                where=f"{config.path}: baseline.agent",
+                hint="set baseline.agent, or record the baseline again with `passk baseline`",
+            )
+        topup_attempts = run_attempts(
+            _main_requests(topup_rows, settings.k, Version.BASELINE, set()),
+            agent,
+            concurrency=session.concurrency,
+            retry=session.retry,
+            progress=session.progress,
+            stop=session.stop,
+        )
+        _raise_if_stopped(session, "baseline top-up")
+        notes.append(
+            f"the baseline was run on {len(topup_rows)} new or changed row(s) first "
+            f"({len(topup_attempts)} executions): {_ids([r.id for r in topup_rows])}"
+        )
+    elif inputs.baseline.dataset_digest == dataset.digest:
+        notes.append("the baseline artifact matches the dataset: no baseline run was needed")
+
+    baseline = replace(
+        inputs.baseline,
+        dataset_digest=dataset.digest,
+        rows=rows,
+        attempts=tuple(reused) + tuple(topup_attempts),
+    )
+
+    # 2. The candidate: recorded, or run now.
+    candidate_runs = 0
+    if inputs.candidate is not None:
+        candidate = inputs.candidate
+        _check_settings(candidate, settings, "--candidate", "candidate run")
+        if candidate.dataset_digest != dataset.digest:
+            raise ArtifactError(
+                "the candidate run was recorded on another version of the dataset",
+                where="--candidate",
+                hint="run the candidate again on the current dataset",
+            )
+    else:
+        agent = inputs.agents(Version.CANDIDATE)
+        if agent is None:  # pragma: no cover - the candidate agent always exists
+            raise AgentError("no candidate agent to run", where="agent")
+        info = AgentInfo(Version.CANDIDATE, agent.description, inputs.candidate_commit)
+        candidate, candidate_runs = record_run(
+            dataset,
+            dataset.rows,
+            settings,
+            agent,
+            info,
+            inputs.candidate_out,
+            session,
+            resume=inputs.resume,
+        )
+
+    ratchet_run = inputs.ratchet_source or inputs.baseline
+    ratchet = frozenset(ratchet_run.ratchet) & set(dataset_rows)
+    left = sorted(set(ratchet_run.ratchet) - set(dataset_rows))
+    if left:
+        notes.append(
+            f"{len(left)} row(s) left the ratchet because they left the dataset: {_ids(left)}"
+        )
+    policy = GatePolicy(block_on_any_regression=config.gate.block_on_any_regression)
+
+    # 3. Compare on main attempts, then confirm every lost row on both versions.
+    comparison, _ = evaluate(rows, baseline, candidate, ratchet=ratchet, policy=policy)
+    plan = confirmation_plan(
+        comparison,
+        attempts=config.confirm.attempts,
+        must_not_break_attempts=config.confirm.must_not_break_attempts,
+    )
+    confirm_counts = {Version.BASELINE: 0, Version.CANDIDATE: 0}
+    if plan:
+        baseline_agent = inputs.agents(Version.BASELINE)
+        candidate_agent = inputs.agents(Version.CANDIDATE)
+        if baseline_agent is None or candidate_agent is None:
+            notes.append(
+                f"confirmation skipped for {len(plan)} lost row(s): no baseline agent is "
+                "available (set baseline.agent); the gate used the main attempts only"
+            )
+        else:
+            baseline, confirm_counts[Version.BASELINE] = _confirm(
+                baseline, plan, dataset_rows, baseline_agent, Version.BASELINE, session
+            )
+            candidate, confirm_counts[Version.CANDIDATE] = _confirm(
+                candidate, plan, dataset_rows, candidate_agent, Version.CANDIDATE, session
+            )
+
+    comparison, gate = evaluate(
+        rows,
+        baseline,
+        candidate,
+        ratchet=ratchet,
+        policy=policy,
+        protected_changes=inputs.protected_changes,
+        protected_changes_allowed=inputs.protected_changes_allowed,
+    )
+    confirm_total = sum(confirm_counts.values())
+    executions = Executions(
+        candidate=candidate_runs,
+        baseline_topup=len(topup_attempts),
+        confirm_baseline=confirm_counts[Version.BASELINE],
+        confirm_candidate=confirm_counts[Version.CANDIDATE],
+        naive=2 * len(rows) * settings.k + confirm_total,
+    )
+    return CompareResult(
+        rows=rows,
+        baseline=baseline,
+        candidate=candidate,
+        ratchet=ratchet,
+        policy=policy,
+        comparison=comparison,
+        gate=gate,
+        protected_changes=inputs.protected_changes,
+        protected_changes_allowed=inputs.protected_changes_allowed,
+        notes=tuple(notes),
+        executions=executions,
+        created_at=session.now(),
+        tool_version=__version__,
+    )
+
+
+def _confirm(
+    run: Run,
+    plan: Mapping[str, int],
+    rows: Mapping[str, Row],
+    agent: Agent,
+    version: Version,
+    session: Session,
+) -> tuple[Run, int]:
+    """Run the planned confirmation attempts, numbered after the row's last attempt."""
+    top = _next_numbers(run.attempts)
+    requests = [
+        AttemptRequest(rows[row_id], top.get(row_id, 0) + i, Phase.CONFIRM, version)
+        for row_id, count in plan.items()
+        for i in range(1, count + 1)
+    ]
+    fresh = run_attempts(
+        requests,
+        agent,
+        concurrency=session.concurrency,
+        retry=session.retry,
+        progress=session.progress,
+        stop=session.stop,
+    )
+    _raise_if_stopped(session, f"{version.value} confirmation")
+    order = {r.id: i for i, r in enumerate(run.rows)}
+    attempts = sorted((*run.attempts, *fresh), key=lambda a: (order.get(a.row_id, 0), a.number))
+    return replace(run, attempts=tuple(attempts)), len(fresh)
+
+
+def _raise_if_stopped(session: Session, what: str) -> None:
+    if session.stop is not None and session.stop.is_set():
+        raise Interrupted(f"stopped during the {what}", hint="run the command again")
+
+
+def _ids(ids: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
