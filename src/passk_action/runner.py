@@ -1,0 +1,666 @@
+"""The agent runner: the edge that executes an agent and records its attempts.
+
+An agent is anything that turns an :class:`AttemptRequest` into an
+:class:`~passk_action.core.model.Attempt`.  :class:`ProcessAgent` starts one
+process per attempt and speaks the protocol of ``docs/protocol.md`` (one JSON
+object on stdin, one on stdout); :class:`FunctionAgent` wraps a Python callable
+for tests and benchmarks.  :func:`run_attempts` runs many requests on a bounded
+thread pool, retries error attempts with jittered backoff, and hands every
+finished attempt to a callback (the artifact journal) one at a time.
+
+Every way an agent can misbehave becomes an *error attempt* with a stable
+reason code, never an exception and never a decision: a crash is not an answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .core.model import Attempt, Json, Phase, Row, Version
+from .errors import AgentError, UsageError
+from .progress import Progress
+
+# Reason codes stored in Attempt.error.  They are part of the artifact format:
+# renaming one breaks comparisons with recorded runs.
+TIMEOUT = "timeout"
+EXIT_STATUS = "exit-status"
+BAD_OUTPUT = "bad-output"
+OUTPUT_TOO_LARGE = "output-too-large"
+SPAWN_FAILED = "spawn-failed"
+EXCEPTION = "exception"
+
+DEFAULT_OUTPUT_CAP = 1 << 20
+STDERR_TAIL_CHARS = 2000
+# Bytes of stderr kept while reading; a few times the tail so multi-byte
+# characters cut at the edge do not eat into the 2,000 characters we show.
+_STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS * 4
+# After the agent exits, how long a grandchild that inherited stdout may keep
+# the pipe open before we stop reading: the answer is the agent's, not theirs.
+_EXIT_GRACE_S = 0.5
+# How often the read loop wakes up to notice an exited agent.
+_POLL_S = 0.1
+_RETRY_DETAIL_CHARS = 200
+
+SECRET_ENV = (
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "INPUT_GITHUB-TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+)
+"""Credentials of the workflow that an agent under test has no business seeing."""
+
+
+@dataclass(frozen=True)
+class ProcessAgentSpec:
+    """How to start the agent process; built by the config loader."""
+
+    command: tuple[str, ...]
+    cwd: Path
+    timeout_s: float
+    env: Mapping[str, str] = field(default_factory=dict)
+    pass_env: tuple[str, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.command or not self.command[0]:
+            raise AgentError(
+                "the agent command is empty", where="agent command", hint="name a program to run"
+            )
+        if not self.timeout_s > 0:
+            raise AgentError(
+                f"the agent timeout must be positive, got {self.timeout_s}",
+                where="agent timeout",
+                hint="give a number of seconds such as 60",
+            )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often an error attempt is tried again, and how long to wait between tries.
+
+    ``attempts`` counts the *extra* tries.  The wait before extra try ``i``
+    (from 0) is ``uniform(0, min(max_backoff_s, backoff_s * 2**i))``: exponential
+    backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And
+    Jitter", 2015), so parallel workers hitting a rate limit spread out.
+    """
+
+    attempts: int = 2
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 0 or self.backoff_s < 0 or self.max_backoff_s < 0:
+            raise UsageError(
+                "retry settings must not be negative",
+                where="retry",
+                hint="use attempts >= 0 and backoff seconds >= 0",
+            )
+
+    def delay(self, retry_index: int, rng: random.Random) -> float:
+        return rng.uniform(0.0, min(self.max_backoff_s, self.backoff_s * 2**retry_index))
+
+
+@dataclass(frozen=True)
+class AttemptRequest:
+    """One attempt to make: which row, which attempt number, why, on which version."""
+
+    row: Row
+    number: int
+    phase: Phase
+    version: Version
+
+
+class Agent(Protocol):
+    """Anything that answers attempt requests; it must never raise for agent faults."""
+
+    description: str
+
+    def run(self, request: AttemptRequest) -> Attempt: ...
+
+
+@runtime_checkable
+class Cancellable(Protocol):
+    """An agent whose in-flight attempts can be killed when a run is stopped."""
+
+    def cancel(self) -> None: ...
+
+
+class AttemptCancelled(Exception):
+    """Raised by an agent's ``run`` when :meth:`cancel` killed the attempt.
+
+    A cancelled attempt did not happen: it is neither recorded nor retried, so
+    resuming the run makes it again from scratch.
+    """
+
+
+# --------------------------------------------------------------------------
+# The protocol's output, shared by every agent kind.
+
+
+class BadOutput(Exception):
+    """The agent's answer breaks the protocol; ``str()`` says how."""
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads silently keeps the last of duplicate keys; for checks that
+    # would hide which value the agent meant, so duplicates are an error.
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise BadOutput(f"duplicate key {key!r} in a JSON object")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise BadOutput(f"{name} is not valid JSON")
+
+
+def compact_json(value: Json) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_output_object(obj: object) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """Validate a decoded answer; return its decision and checks in reported order.
+
+    Check values that are not strings are kept as their compact JSON text
+    (``true`` -> ``"true"``) so every check compares as a string.
+    """
+    if not isinstance(obj, dict):
+        kind = "an array" if isinstance(obj, list) else f"a {type(obj).__name__}"
+        raise BadOutput(f"the answer must be a JSON object, got {kind}")
+    if "decision" not in obj:
+        raise BadOutput('the answer has no "decision" key')
+    decision = obj["decision"]
+    if not isinstance(decision, str):
+        raise BadOutput(f'"decision" must be a string, got {compact_json(decision)[:80]}')
+    if not decision.strip():
+        raise BadOutput('"decision" is empty')
+    raw_checks = obj.get("checks", {})
+    if raw_checks is None:
+        raw_checks = {}
+    if not isinstance(raw_checks, dict):
+        raise BadOutput(f'"checks" must be a JSON object, got {compact_json(raw_checks)[:80]}')
+    checks = tuple(
+        (str(name), value if isinstance(value, str) else compact_json(value))
+        for name, value in raw_checks.items()
+    )
+    return decision, checks
+
+
+def parse_output(stdout: bytes) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """Parse a process agent's whole stdout (see :func:`parse_output_object`)."""
+    try:
+        text = stdout.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadOutput(f"stdout is not UTF-8 (byte {exc.start})") from exc
+    if not text.strip():
+        raise BadOutput("stdout is empty; write one JSON object to stdout")
+    try:
+        obj = json.loads(
+            text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
+        )
+    except json.JSONDecodeError as exc:
+        snippet = " ".join(text.strip().split())[:80]
+        raise BadOutput(
+            f"stdout is not one JSON object ({exc.msg} at line {exc.lineno} column {exc.colno}):"
+            f" {snippet!r}; send logs to stderr"
+        ) from exc
+    return parse_output_object(obj)
+
+
+def _error_attempt(request: AttemptRequest, reason: str, detail: str, duration_s: float) -> Attempt:
+    return Attempt(
+        row_id=request.row.id,
+        number=request.number,
+        phase=request.phase,
+        decision=None,
+        error=reason,
+        detail=detail,
+        duration_s=duration_s,
+    )
+
+
+def _with_stderr(reason: str, stderr_tail: str) -> str:
+    """A one-line reason, then the end of stderr when there is any."""
+    tail = stderr_tail.strip()
+    return f"{reason}\nstderr (last {STDERR_TAIL_CHARS} chars): {tail}" if tail else reason
+
+
+# --------------------------------------------------------------------------
+# Agents.
+
+
+def agent_env(
+    parent_env: Mapping[str, str], spec: ProcessAgentSpec, request: AttemptRequest
+) -> dict[str, str]:
+    """The agent's environment: the parent's minus credentials, plus config and PASSK_*.
+
+    A secret survives only when named in ``pass_env``; ``env`` from the config
+    wins over the parent; the ``PASSK_*`` variables win over both, since they
+    describe this attempt.
+    """
+    env = {
+        key: value
+        for key, value in parent_env.items()
+        if key not in SECRET_ENV or key in spec.pass_env
+    }
+    env.update(spec.env)
+    env["PASSK_VERSION"] = request.version.value
+    env["PASSK_ROW_ID"] = request.row.id
+    env["PASSK_ATTEMPT"] = str(request.number)
+    return env
+
+
+def stdin_payload(request: AttemptRequest) -> bytes:
+    """The one JSON object an agent process reads from stdin (newline-terminated)."""
+    message = {
+        "id": request.row.id,
+        "input": request.row.input,
+        "attempt": request.number,
+        "version": request.version.value,
+    }
+    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # The agent leads its own session (start_new_session), so its pid is the
+    # group id and the whole tree, grandchildren included, dies with it.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@dataclass
+class _Captured:
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    outcome: str | None = None  # TIMEOUT or OUTPUT_TOO_LARGE when reading stopped early
+
+    def stderr_tail(self) -> str:
+        return self.stderr.decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
+
+
+class ProcessAgent:
+    """Runs one process per attempt; see ``docs/protocol.md``."""
+
+    def __init__(
+        self,
+        spec: ProcessAgentSpec,
+        parent_env: Mapping[str, str],
+        *,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = spec
+        self.description = spec.description or " ".join(spec.command)
+        self._parent_env = dict(parent_env)
+        self._output_cap = output_cap
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._live: set[subprocess.Popen[bytes]] = set()
+        self._cancelled: set[int] = set()
+
+    def cancel(self) -> None:
+        """Kill every attempt in flight; their ``run`` raises :class:`AttemptCancelled`."""
+        with self._lock:
+            for proc in self._live:
+                self._cancelled.add(proc.pid)
+                _kill_group(proc)
+
+    def run(self, request: AttemptRequest) -> Attempt:
+        started = self._clock()
+        try:
+            proc = subprocess.Popen(
+                list(self.spec.command),
+                cwd=self.spec.cwd,
+                env=agent_env(self._parent_env, self.spec, request),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return _error_attempt(
+                request, SPAWN_FAILED, self._spawn_failure(exc), self._clock() - started
+            )
+        with self._lock:
+            self._live.add(proc)
+        try:
+            captured = self._communicate(proc, stdin_payload(request), started)
+            if captured.outcome is None:
+                try:
+                    proc.wait(timeout=max(0.0, started + self.spec.timeout_s - self._clock()))
+                except subprocess.TimeoutExpired:
+                    captured.outcome = TIMEOUT
+        finally:
+            # Always: leftover grandchildren of a finished agent die too.
+            _kill_group(proc)
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+            with self._lock:
+                self._live.discard(proc)
+                cancelled = proc.pid in self._cancelled
+                self._cancelled.discard(proc.pid)
+        duration = self._clock() - started
+        if cancelled:
+            raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
+        return self._judge(request, proc.returncode, captured, duration)
+
+    def _spawn_failure(self, exc: OSError) -> str:
+        program = self.spec.command[0]
+        if not self.spec.cwd.is_dir():
+            return (
+                f"cannot start the agent: working directory {str(self.spec.cwd)!r} does not exist"
+            )
+        if isinstance(exc, FileNotFoundError):
+            return (
+                f"cannot start the agent: command {program!r} not found"
+                " (check the agent command and PATH)"
+            )
+        if isinstance(exc, PermissionError):
+            return f"cannot start the agent: {program!r} is not executable (chmod +x it)"
+        return f"cannot start the agent {program!r}: {exc.strerror or exc}"
+
+    def _communicate(
+        self, proc: subprocess.Popen[bytes], payload: bytes, started: float
+    ) -> _Captured:
+        """Feed stdin and drain stdout/stderr together until EOF, a cap, or the deadline.
+
+        One selector loop serves all three pipes, so an agent that ignores
+        stdin while flooding stderr can block neither side.
+        """
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        captured = _Captured()
+        deadline = started + self.spec.timeout_s
+        exited_at: float | None = None
+        sent = 0
+        with selectors.DefaultSelector() as selector:
+            os.set_blocking(proc.stdin.fileno(), False)
+            selector.register(proc.stdin, selectors.EVENT_WRITE)
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            selector.register(proc.stderr, selectors.EVENT_READ)
+            while selector.get_map():
+                now = self._clock()
+                if now >= deadline:
+                    captured.outcome = TIMEOUT
+                    return captured
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at > _EXIT_GRACE_S:
+                    return captured
+                for key, _ in selector.select(min(deadline - now, _POLL_S)):
+                    if key.fileobj is proc.stdin:
+                        try:
+                            sent += os.write(key.fd, payload[sent : sent + 65536])
+                        except BlockingIOError:
+                            continue
+                        except (BrokenPipeError, ConnectionResetError):
+                            # An agent that answers without reading its input is fine.
+                            sent = len(payload)
+                        if sent >= len(payload):
+                            selector.unregister(proc.stdin)
+                            with contextlib.suppress(OSError):
+                                proc.stdin.close()
+                        continue
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                    elif key.fileobj is proc.stdout:
+                        captured.stdout += chunk
+                        if len(captured.stdout) > self._output_cap:
+                            captured.outcome = OUTPUT_TOO_LARGE
+                            return captured
+                    else:
+                        captured.stderr += chunk
+                        if len(captured.stderr) > _STDERR_KEEP_BYTES:
+                            del captured.stderr[:-_STDERR_KEEP_BYTES]
+        return captured
+
+    def _judge(
+        self, request: AttemptRequest, returncode: int, captured: _Captured, duration: float
+    ) -> Attempt:
+        tail = captured.stderr_tail()
+        if captured.outcome == TIMEOUT:
+            reason = f"killed after the {self.spec.timeout_s:g}s timeout"
+            return _error_attempt(request, TIMEOUT, _with_stderr(reason, tail), duration)
+        if captured.outcome == OUTPUT_TOO_LARGE:
+            reason = (
+                f"stdout exceeded {self._output_cap} bytes, so the agent was killed"
+                " (write one JSON object to stdout and logs to stderr)"
+            )
+            return _error_attempt(request, OUTPUT_TOO_LARGE, _with_stderr(reason, tail), duration)
+        if returncode != 0:
+            if returncode < 0:
+                reason = f"killed by {_signal_name(-returncode)}"
+            else:
+                reason = f"exited with status {returncode}"
+            return _error_attempt(request, EXIT_STATUS, _with_stderr(reason, tail), duration)
+        try:
+            decision, checks = parse_output(bytes(captured.stdout))
+        except BadOutput as exc:
+            return _error_attempt(request, BAD_OUTPUT, _with_stderr(str(exc), tail), duration)
+        return Attempt(
+            row_id=request.row.id,
+            number=request.number,
+            phase=request.phase,
+            decision=decision,
+            checks=checks,
+            duration_s=duration,
+        )
+
+
+class FunctionAgent:
+    """An in-process agent: a callable returning the protocol's output object.
+
+    The callable's answer goes through the same validation as a process
+    agent's stdout, and an exception it raises becomes an ``exception`` error
+    attempt, so tests and benchmarks exercise the real rules.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[AttemptRequest], Mapping[str, Json]],
+        description: str = "python function",
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._fn = fn
+        self.description = description
+        self._clock = clock
+
+    def run(self, request: AttemptRequest) -> Attempt:
+        started = self._clock()
+        try:
+            answer = self._fn(request)
+        except Exception as exc:  # the agent's fault, recorded, never propagated
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+            return _error_attempt(request, EXCEPTION, detail, self._clock() - started)
+        duration = self._clock() - started
+        try:
+            decision, checks = parse_output_object(
+                dict(answer) if isinstance(answer, Mapping) else answer
+            )
+        except BadOutput as exc:
+            return _error_attempt(request, BAD_OUTPUT, str(exc), duration)
+        return Attempt(
+            row_id=request.row.id,
+            number=request.number,
+            phase=request.phase,
+            decision=decision,
+            checks=checks,
+            duration_s=duration,
+        )
+
+
+# --------------------------------------------------------------------------
+# Running many attempts.
+
+
+def _retry_note(attempt: Attempt) -> str:
+    first_line = (attempt.detail or "").splitlines()[0] if attempt.detail else ""
+    if len(first_line) > _RETRY_DETAIL_CHARS:
+        first_line = first_line[: _RETRY_DETAIL_CHARS - 1] + "…"
+    return f"{attempt.error}: {first_line}" if first_line else str(attempt.error)
+
+
+def _run_once(agent: Agent, request: AttemptRequest) -> Attempt:
+    try:
+        return agent.run(request)
+    except AttemptCancelled:
+        raise
+    except Exception as exc:
+        # An agent implementation's own bug must not lose the other attempts.
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return _error_attempt(request, EXCEPTION, detail, 0.0)
+
+
+def _label(requests: Sequence[AttemptRequest]) -> str:
+    versions = sorted({r.version.value for r in requests})
+    label = "+".join(versions) or "agent"
+    if requests and all(r.phase is Phase.CONFIRM for r in requests):
+        label += " confirmation"
+    return label
+
+
+def run_attempts(
+    requests: Sequence[AttemptRequest],
+    agent: Agent,
+    *,
+    concurrency: int,
+    retry: RetryPolicy = RetryPolicy(),
+    on_attempt: Callable[[Attempt], None] | None = None,
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] | None = None,
+    rng: random.Random | None = None,
+    stop: threading.Event | None = None,
+) -> list[Attempt]:
+    """Run ``requests`` with at most ``concurrency`` in flight; return the finished attempts.
+
+    - An error attempt is tried again up to ``retry.attempts`` times under the
+      same number; the final :class:`Attempt` lists the earlier failures in
+      ``retries``.  A decision, right or wrong, is final: retrying wrong
+      answers would turn flips into passes.
+    - ``on_attempt`` (the journal) and ``progress`` are called from the
+      calling thread only, one attempt at a time, as attempts finish.  If either
+      raises, in-flight attempts are killed and the exception propagates.
+    - When ``stop`` is set no new attempt starts, in-flight ones are killed
+      (agents that are :class:`Cancellable`) or allowed to finish, and what
+      finished is returned.  An attempt stopped during its retries is not
+      returned, so resuming makes it afresh.
+    - ``sleep`` waits between retries (injected by tests); by default the
+      wait ends early when the run is stopped.
+
+    The result is ordered by the first appearance of each row in ``requests``,
+    then by attempt number, whatever order attempts finished in.
+    """
+    if concurrency < 1:
+        raise UsageError(
+            f"concurrency must be at least 1, got {concurrency}",
+            where="concurrency",
+            hint="use 1 for one attempt at a time",
+        )
+    seen: set[tuple[str, int]] = set()
+    for request in requests:
+        key = (request.row.id, request.number)
+        if key in seen:
+            raise ValueError(f"attempt {request.number} of row {request.row.id!r} requested twice")
+        seen.add(key)
+
+    # ``halt`` is ours: set on ``stop`` or when the journal raises.  Workers
+    # wait on it between retries so a stop cuts a long backoff short.
+    halt = threading.Event()
+    wait_between = sleep if sleep is not None else halt.wait
+    random_source = rng if rng is not None else random.Random()
+    rng_lock = threading.Lock()
+
+    def attempt_with_retries(request: AttemptRequest) -> Attempt | None:
+        notes: list[str] = []
+        for retry_index in range(retry.attempts + 1):
+            if halt.is_set():
+                return None
+            try:
+                attempt = _run_once(agent, request)
+            except AttemptCancelled:
+                return None
+            if attempt.valid or retry_index == retry.attempts:
+                break
+            notes.append(_retry_note(attempt))
+            with rng_lock:
+                delay = retry.delay(retry_index, random_source)
+            wait_between(delay)
+        if notes:
+            attempt = replace(attempt, retries=(*attempt.retries, *notes))
+        return attempt
+
+    def halt_now() -> None:
+        halt.set()
+        if isinstance(agent, Cancellable):
+            agent.cancel()
+
+    row_order: dict[str, int] = {}
+    for request in requests:
+        row_order.setdefault(request.row.id, len(row_order))
+    finished: list[Attempt] = []
+    pending = deque(requests)
+    in_flight: set[Future[Attempt | None]] = set()
+
+    if progress is not None:
+        progress.start(len(requests), _label(requests))
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="passk-attempt")
+    try:
+        while pending or in_flight:
+            if stop is not None and stop.is_set():
+                # Repeated on every wake-up: it also catches a process that a
+                # worker spawned just as the stop arrived.
+                halt_now()
+            while pending and len(in_flight) < concurrency and not halt.is_set():
+                in_flight.add(pool.submit(attempt_with_retries, pending.popleft()))
+            if not in_flight:
+                break  # stopped with nothing left running
+            done, _ = wait(in_flight, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+            for future in done:
+                in_flight.discard(future)
+                result = future.result()
+                if result is None:
+                    continue
+                finished.append(result)
+                # Called from this thread only, so the journal never sees two
+                # attempts at once and needs no lock of its own.
+                if on_attempt is not None:
+                    on_attempt(result)
+                if progress is not None:
+                    progress.advance(result)
+    except BaseException:
+        halt_now()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if progress is not None:
+            progress.finish()
+    finished.sort(key=lambda a: (row_order[a.row_id], a.number))
+    return finished

@@ -1,0 +1,8 @@
+"""Writes to stdout forever."""
+
+import sys
+
+sys.stdin.read()
+block = "x" * 65536
+while True:
+    sys.stdout.write(block)
