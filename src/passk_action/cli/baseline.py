@@ -1,0 +1,87 @@
+"""``passk baseline``: record this checkout's agent as the new baseline, ratchet carried forward."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+from typing import Any
+
+from ..artifact import read_run, write_run
+from ..core.model import AgentInfo, Run, Version
+from ..engine import build_agent, carried_ratchet, record_run
+from ..errors import EXIT_OK, ArtifactError
+from .common import (
+    add_config_argument,
+    add_run_arguments,
+    load_inputs,
+    make_session,
+    stop_on_signals,
+    warn,
+)
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "baseline",
+        help="run `agent` (this checkout) and write baseline.artifact, to be committed",
+    )
+    add_config_argument(parser)
+    parser.add_argument(
+        "--resume", action="store_true", help="continue an interrupted baseline run"
+    )
+    parser.add_argument(
+        "--commit", default=None, help="the git commit being recorded (for the record)"
+    )
+    add_run_arguments(parser)
+    parser.set_defaults(handler=handle)
+
+
+def previous_baseline(path: Any) -> Run | None:
+    """The baseline being replaced, if any: its ratchet must survive."""
+    if not path.exists():
+        return None
+    try:
+        return read_run(path)
+    except ArtifactError as exc:
+        # Refusing would block recording any new baseline; silently dropping
+        # the ratchet would unlock rows.  Refuse, and say how to proceed.
+        raise ArtifactError(
+            "the existing baseline cannot be read, so its ratchet cannot be carried: "
+            f"{exc.message}",
+            where=str(path),
+            hint="restore it from git, or delete it to start a new ratchet deliberately",
+        ) from exc
+
+
+def handle(args: argparse.Namespace) -> int:
+    inputs = load_inputs(args.config)
+    config, dataset = inputs.config, inputs.dataset
+    out = config.baseline.artifact
+    previous = previous_baseline(out)
+    agent = build_agent(config.agent, os.environ)
+    # Record to a side file first: the committed baseline is replaced only
+    # once the new run is complete and its ratchet computed.
+    staging = out.with_name(out.name + ".recording.json")
+    with stop_on_signals() as stop:
+        session = make_session(config, args, stop)
+        run, _ = record_run(
+            dataset,
+            dataset.rows,
+            config.settings,
+            agent,
+            AgentInfo(Version.BASELINE, agent.description, args.commit),
+            staging,
+            session,
+            resume=args.resume,
+        )
+    ratchet, left = carried_ratchet(previous, run, dataset)
+    for row_id in left:
+        warn(f"row {row_id!r} left the ratchet: it is no longer in the dataset")
+    write_run(replace(run, ratchet=tuple(sorted(ratchet))), out)
+    staging.unlink(missing_ok=True)
+    print(
+        f"passk: baseline recorded to {out} ({len(run.attempts)} attempts, "
+        f"{len(ratchet)} rows locked by the ratchet)"
+    )
+    return EXIT_OK

@@ -1,0 +1,115 @@
+"""What the subcommands share: loading inputs, building a session, signals, output."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import FrameType
+
+from ..config import Config, load_config
+from ..core.model import Dataset
+from ..dataset import load_dataset
+from ..engine import Session, retry_policy
+from ..errors import UsageError
+from ..progress import make_progress
+
+
+def warn(message: str) -> None:
+    print(f"passk: warning: {message}", file=sys.stderr)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    config: Config
+    dataset: Dataset
+
+
+def load_inputs(config_path: str) -> Inputs:
+    loaded = load_config(Path(config_path))
+    for message in loaded.warnings:
+        warn(message)
+    config = loaded.config
+    dataset = load_dataset(config.dataset, config.must_not_break_tags)
+    return Inputs(config, dataset)
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", default="passk.yml", help="path of the passk config (default: passk.yml)"
+    )
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="attempts in flight (overrides the config)"
+    )
+
+
+def make_session(config: Config, args: argparse.Namespace, stop: threading.Event) -> Session:
+    concurrency = args.concurrency if args.concurrency is not None else config.concurrency
+    if concurrency < 1:
+        raise UsageError("--concurrency must be at least 1", where="--concurrency")
+    return Session(
+        concurrency=concurrency,
+        retry=retry_policy(config),
+        now=now_iso,
+        progress=make_progress(sys.stderr, sys.stderr.isatty(), args.quiet),
+        stop=stop,
+        warn=warn,
+    )
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """SIGINT/SIGTERM set an event instead of killing us, so runs stop cleanly.
+
+    The journal keeps what finished; the run can be resumed.  A second signal
+    falls back to the default behaviour for people who really mean it.
+    """
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        stop.set()
+        print(
+            f"passk: {signal.Signals(signum).name}: stopping after attempts in flight",
+            file=sys.stderr,
+        )
+
+    for sig in previous:
+        signal.signal(sig, handle)
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def write_output(path: str | None, text: str) -> None:
+    """Write to a file, or to stdout when no path (or '-') is given."""
+    if path in (None, "-"):
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    assert path is not None
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

@@ -1,0 +1,69 @@
+"""``passk run``: run one agent version k times per row and write the artifact."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core.model import AgentInfo, Version
+from ..engine import build_agent, record_run
+from ..errors import EXIT_OK, ConfigError
+from .common import (
+    add_config_argument,
+    add_run_arguments,
+    load_inputs,
+    make_session,
+    stop_on_signals,
+)
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "run", help="run an agent k times per row and record every attempt"
+    )
+    add_config_argument(parser)
+    parser.add_argument("--out", required=True, help="where to write the run artifact (JSON)")
+    parser.add_argument(
+        "--version",
+        choices=[v.value for v in Version],
+        default=Version.CANDIDATE.value,
+        dest="agent_version",
+        help="run `agent` (candidate, default) or `baseline.agent` (baseline)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue an interrupted run of the same --out"
+    )
+    add_run_arguments(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    inputs = load_inputs(args.config)
+    config = inputs.config
+    version = Version(args.agent_version)
+    agent_config = config.agent
+    if version is Version.BASELINE:
+        if config.baseline.agent is None:
+            raise ConfigError(
+                "--version baseline needs a baseline agent",
+                where=f"{config.path}: baseline.agent",
+                hint="add baseline.agent with the command of the production version",
+            )
+        agent_config = config.baseline.agent
+    agent = build_agent(agent_config, os.environ)
+    with stop_on_signals() as stop:
+        session = make_session(config, args, stop)
+        run, _ = record_run(
+            inputs.dataset,
+            inputs.dataset.rows,
+            config.settings,
+            agent,
+            AgentInfo(version, agent.description),
+            Path(args.out),
+            session,
+            resume=args.resume,
+        )
+    print(f"passk: recorded {len(run.attempts)} attempts to {args.out}")
+    return EXIT_OK
