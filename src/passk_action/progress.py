@@ -72,7 +72,8 @@ class _Tally:
             return ", ".join(parts)
         if self.done and elapsed > 0:
             rate = self.done / elapsed
-            parts.append(f"{rate:.1f}/s")
+            # Slow agents (an LLM call per attempt) read better per minute.
+            parts.append(f"{rate:.1f}/s" if rate >= 1 else f"{rate * 60:.1f}/min")
             parts.append(f"ETA {format_duration((self.total - self.done) / rate)}")
         else:
             # No rate before the first attempt lands: an invented ETA misleads.
