@@ -166,7 +166,8 @@ class HttpAgentConfig:
 
     url: str
     method: str = "POST"
-    headers: tuple[tuple[str, str], ...] = ()
+    # Header values are credentials more often than not: keep them out of reprs.
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     timeout_s: float = DEFAULT_HTTP_TIMEOUT_S
 
     def describe(self) -> str:
@@ -371,7 +372,7 @@ def _load_yaml(text: str, name: str) -> Any:
         raise ConfigError(
             f"cannot read this YAML: {type(exc).__name__}",
             where=name,
-            hint="simplify the document (very deep nesting or out-of-range values)",
+            hint="simplify the document: very deep nesting or out-of-range values",
         ) from exc
     finally:
         loader.dispose()

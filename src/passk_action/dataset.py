@@ -1,0 +1,515 @@
+"""Load the labeled dataset (JSONL, YAML or CSV) once into a frozen :class:`Dataset`.
+
+Every row has the same fields in every format:
+
+- ``id``: a non-empty string, unique in the file (an unquoted number is an
+  error: ``007`` and ``7`` must not silently become the same row);
+- ``input``: any JSON value, passed to the agent as is;
+- ``expected``: the expected decision, a non-empty string;
+- ``tags``: optional list of strings;
+- ``must_not_break``: optional true/false, the row's own mark;
+- ``cluster``: optional string grouping related rows (for clustered error bars).
+
+Any other field is an error naming it: a misspelt ``must_not_brake`` that was
+silently ignored would quietly drop the protection the user asked for.
+
+Formats, chosen by file extension:
+
+- ``.jsonl``: one JSON object per line; blank lines are allowed.
+- ``.yaml`` / ``.yml``: a list of row mappings, or a mapping whose only key
+  ``rows`` holds that list.  Dates stay strings; ``yes``/``no`` are booleans
+  (so ``expected: no`` must be quoted, which the error says).
+- ``.csv``: a header row naming the columns ``id``, ``input``, ``expected``
+  and optionally ``tags``, ``must_not_break``, ``cluster``.  ``tags`` are
+  separated by ``|`` (``refund|high-value``); ``must_not_break`` is one of
+  true/false/1/0/yes/no or empty (false); an empty ``cluster`` means none.
+  An ``input`` cell that starts with ``{`` or ``[`` is read as JSON, anything
+  else is plain text (text that must start with a bracket needs JSONL or YAML).
+
+Every error is a :class:`~passk_action.errors.DatasetError` whose ``where`` is
+``file:line`` (the line of the row: the JSONL line, the line where a YAML row's
+mapping starts, the physical CSV line where the record starts).  The same rows
+give the same digest in all three formats.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .config import StrictYamlLoader, first_non_json, yaml_error_line, yaml_hint, yaml_problem
+from .core.model import Dataset, Row, canonical_json, dataset_digest
+from .errors import DatasetError
+from .jsonschema_errors import describe_value, json_path
+
+FIELDS = ("id", "input", "expected", "tags", "must_not_break", "cluster")
+_FIELD_SET = frozenset(FIELDS)
+REQUIRED = ("id", "input", "expected")
+FORMATS = {"jsonl": "jsonl", "yaml": "yaml", "yml": "yaml", "csv": "csv"}
+TAG_SEPARATOR = "|"
+_TRUE = frozenset({"true", "1", "yes"})
+_FALSE = frozenset({"false", "0", "no", ""})
+_FORMATS_HINT = "use .jsonl (one JSON object per line), .yaml/.yml or .csv"
+
+
+def format_for(path: Path) -> str:
+    """The dataset format implied by the file extension."""
+    fmt = FORMATS.get(path.suffix.lower().lstrip("."))
+    if fmt is None:
+        raise DatasetError(
+            f"unknown dataset format {path.suffix or '(no extension)'!r}",
+            where=str(path),
+            hint=_FORMATS_HINT,
+        )
+    return fmt
+
+
+def load_dataset(path: Path, must_not_break_tags: Iterable[str] = ()) -> Dataset:
+    """Read the dataset at ``path``; rows with any of ``must_not_break_tags`` are must-not-break."""
+    fmt = format_for(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise DatasetError(
+            "dataset file not found",
+            where=str(path),
+            hint="check `dataset:` in passk.yml; it is relative to the config file",
+        ) from exc
+    except IsADirectoryError as exc:
+        raise DatasetError(
+            "is a directory, not a dataset file", where=str(path), hint=_FORMATS_HINT
+        ) from exc
+    except OSError as exc:
+        raise DatasetError(
+            f"cannot read the dataset: {exc.strerror or exc}",
+            where=str(path),
+            hint="check the path and its permissions",
+        ) from exc
+    return parse_dataset(data, str(path), fmt, must_not_break_tags)
+
+
+def parse_dataset(
+    data: bytes, source: str, fmt: str, must_not_break_tags: Iterable[str] = ()
+) -> Dataset:
+    """Parse a dataset's bytes; ``source`` names it in messages and in ``Dataset.source``.
+
+    Pure: reads no files.  ``fmt`` is ``jsonl``, ``yaml`` (or ``yml``) or ``csv``.
+    """
+    kind = FORMATS.get(fmt.lower().lstrip("."))
+    if kind is None:
+        raise DatasetError(f"unknown dataset format {fmt!r}", where=source, hint=_FORMATS_HINT)
+    text = _decode(data, source)
+    records = {"jsonl": _jsonl_records, "yaml": _yaml_records, "csv": _csv_records}[kind]
+    tags = frozenset(must_not_break_tags)
+    rows: list[Row] = []
+    first_line: dict[str, int] = {}
+    for line, record in records(text, source):
+        row = _make_row(record, line, source, tags)
+        earlier = first_line.setdefault(row.id, line)
+        if earlier != line:
+            raise DatasetError(
+                f"duplicate id {_show(row.id)}, first used on line {earlier}",
+                where=f"{source}:{line}",
+                hint="ids must be unique; rename one of the two rows",
+            )
+        rows.append(row)
+    if not rows:
+        raise DatasetError(
+            "the dataset has no rows",
+            where=f"{source}:1",
+            hint='add rows like {"id": "r1", "input": ..., "expected": "approve"}',
+        )
+    return Dataset(rows=tuple(rows), source=source, digest=_digest(rows, source))
+
+
+# ----------------------------------------------------------------------- decoding
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8-sig")  # a UTF-8 BOM (Excel, Notepad) is fine
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(
+            "is not valid UTF-8 text",
+            where=f"{source}:{line}",
+            hint="save the file as UTF-8",
+        ) from exc
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+class _NotJsonConstant(ValueError):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json keeps the last of two equal keys; for a row that can mean a second
+    # "expected" silently replacing the first, so it is an error instead.
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NotJsonConstant(name)
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs_without_duplicates, parse_constant=_reject_constant
+)
+
+
+def _parse_json(text: str, where: str, what: str, hint: str) -> Any:
+    """Decode one JSON document, translating every failure into a DatasetError."""
+    try:
+        return _DECODER.decode(text)
+    except _DuplicateKey as exc:
+        raise DatasetError(
+            f"{what} repeats the key {_show(exc.key)}",
+            where=where,
+            hint="a key may appear only once in an object; remove one",
+        ) from exc
+    except _NotJsonConstant as exc:
+        raise DatasetError(
+            f"{what} contains {exc.name}, which is not valid JSON",
+            where=where,
+            hint="use a number or a string instead",
+        ) from exc
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"{what} is not valid JSON: {exc.msg} at column {exc.colno}", where=where, hint=hint
+        ) from exc
+    except RecursionError as exc:
+        raise DatasetError(f"{what} is nested too deeply", where=where, hint=hint) from exc
+
+
+# ------------------------------------------------------------------------ formats
+
+
+def _jsonl_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    # Split on "\n" only: str.splitlines() also splits on U+2028 and friends,
+    # which may appear inside JSON strings and would shift every line number.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        yield number, _parse_json(
+            line,
+            f"{source}:{number}",
+            "the line",
+            'write one JSON object per line, e.g. {"id": "r1", "input": ..., "expected": ...}',
+        )
+
+
+def _yaml_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    loader = StrictYamlLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return
+        items = _yaml_row_nodes(root, source)
+        document = loader.construct_document(root)
+    except yaml.YAMLError as exc:
+        line = yaml_error_line(exc, text)
+        raise DatasetError(
+            f"invalid YAML: {yaml_problem(exc)}",
+            where=f"{source}:{line or 1}",
+            hint=yaml_hint(exc),
+        ) from exc
+    except (RecursionError, ValueError, OverflowError) as exc:
+        raise DatasetError(
+            f"cannot read this YAML: {type(exc).__name__}",
+            where=f"{source}:1",
+            hint="simplify the document: very deep nesting or out-of-range values",
+        ) from exc
+    finally:
+        loader.dispose()
+    values = document["rows"] if isinstance(root, yaml.MappingNode) else document
+    if values is None:
+        return
+    for node, value in zip(items, values, strict=True):
+        line = node.start_mark.line + 1
+        problem = first_non_json(value)
+        if problem is not None:
+            parts, message = problem
+            raise DatasetError(
+                f"{json_path(parts) or 'the row'} {message}",
+                where=f"{source}:{line}",
+                hint="use plain strings, numbers, true/false, lists and mappings; quote others",
+            )
+        yield line, value
+
+
+def _yaml_row_nodes(root: yaml.Node, source: str) -> list[yaml.Node]:
+    """The nodes of the rows, for their line numbers."""
+    where = f"{source}:{root.start_mark.line + 1}"
+    if isinstance(root, yaml.SequenceNode):
+        return list(root.value)
+    if isinstance(root, yaml.MappingNode):
+        rows: yaml.Node | None = None
+        for key, value in root.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "rows":
+                rows = value
+            else:
+                raise DatasetError(
+                    f"unknown top-level key {_show(getattr(key, 'value', '?'))}",
+                    where=f"{source}:{key.start_mark.line + 1}",
+                    hint="the file is a list of rows, or a mapping with only `rows:`",
+                )
+        if rows is None:
+            raise DatasetError(
+                "no `rows:` list", where=where, hint="put the rows in a list under `rows:`"
+            )
+        if isinstance(rows, yaml.ScalarNode) and rows.tag == "tag:yaml.org,2002:null":
+            return []
+        if not isinstance(rows, yaml.SequenceNode):
+            raise DatasetError(
+                "`rows:` must be a list of rows",
+                where=f"{source}:{rows.start_mark.line + 1}",
+                hint="write each row as a list item starting with `- id: ...`",
+            )
+        return list(rows.value)
+    raise DatasetError(
+        "expected a list of rows",
+        where=where,
+        hint="write each row as a list item starting with `- id: ...`",
+    )
+
+
+def _csv_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    header_line = 1
+    previous_end = 0  # physical line on which the previous record ended
+    while True:
+        start = previous_end + 1
+        try:
+            cells = next(reader, None)
+        except csv.Error as exc:
+            raise DatasetError(
+                f"unreadable CSV: {exc}",
+                where=f"{source}:{start}",
+                hint="check the quoting of this record (cells over 128 KiB need JSONL or YAML)",
+            ) from exc
+        if cells is None:
+            return
+        previous_end = reader.line_num
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue
+        if header is None:
+            header, header_line = _csv_header(cells, source, start), start
+            continue
+        if len(cells) != len(header):
+            raise DatasetError(
+                f"has {len(cells)} cells but the header on line {header_line} has {len(header)}",
+                where=f"{source}:{start}",
+                hint="quote cells that contain commas, quotes or line breaks",
+            )
+        yield start, _csv_record(dict(zip(header, cells, strict=True)), f"{source}:{start}")
+
+
+def _csv_header(cells: list[str], source: str, line: int) -> list[str]:
+    where = f"{source}:{line}"
+    names = [cell.strip() for cell in cells]
+    for name in names:
+        if name not in FIELDS:
+            raise DatasetError(
+                f"unknown column {_show(name)}", where=where, hint=_unknown_field_hint(name)
+            )
+    for name in names:
+        if names.count(name) > 1:
+            raise DatasetError(
+                f"the column {_show(name)} appears twice", where=where, hint="remove one of them"
+            )
+    missing = [name for name in REQUIRED if name not in names]
+    if missing:
+        raise DatasetError(
+            f"the header has no {_show(missing[0])} column",
+            where=where,
+            hint="the first row must name the columns, at least id,input,expected",
+        )
+    return names
+
+
+def _csv_record(cells: dict[str, str], where: str) -> dict[str, Any]:
+    """Turn CSV cells into the same record a JSONL line would give."""
+    record: dict[str, Any] = {"id": cells["id"], "expected": cells["expected"]}
+    raw_input = cells["input"]
+    if raw_input.lstrip().startswith(("{", "[")):
+        record["input"] = _parse_json(
+            raw_input,
+            where,
+            "the input cell",
+            "an input cell starting with { or [ is read as JSON; fix the JSON",
+        )
+    else:
+        record["input"] = raw_input
+    if "tags" in cells:
+        record["tags"] = [t.strip() for t in cells["tags"].split(TAG_SEPARATOR) if t.strip()]
+    if "must_not_break" in cells:
+        flag = cells["must_not_break"].strip().lower()
+        if flag not in _TRUE and flag not in _FALSE:
+            raise DatasetError(
+                f"must_not_break is {_show(cells['must_not_break'])}",
+                where=where,
+                hint="write true, false, 1, 0, yes or no; an empty cell means false",
+            )
+        record["must_not_break"] = flag in _TRUE
+    if cells.get("cluster", "") != "":
+        record["cluster"] = cells["cluster"]
+    return record
+
+
+# ------------------------------------------------------------------------- rows
+
+
+def _make_row(record: Any, line: int, source: str, must_not_break_tags: frozenset[str]) -> Row:
+    where = f"{source}:{line}"
+    if not isinstance(record, dict):
+        raise DatasetError(
+            f"a row must be an object with id, input and expected, got {describe_value(record)}",
+            where=where,
+            hint='write the row as {"id": "r1", "input": ..., "expected": "approve"}',
+        )
+    if not _FIELD_SET.issuperset(record):
+        key = next(k for k in record if k not in _FIELD_SET)
+        raise DatasetError(
+            f"unknown field {_show(key)}", where=where, hint=_unknown_field_hint(key)
+        )
+    row_id = _row_id(record, where)
+    label = f"row {_show(row_id)}"
+    for key in ("input", "expected"):
+        if key not in record:
+            raise DatasetError(
+                f"{label} has no {key!r}",
+                where=where,
+                hint="every row needs id, input and expected",
+            )
+    expected = record["expected"]
+    if not isinstance(expected, str) or not expected.strip():
+        raise DatasetError(
+            f"{label}: 'expected' must be a non-empty string, got {describe_value(expected)}",
+            where=where,
+            hint=_string_hint(expected, "the expected decision, e.g. approve"),
+        )
+    tags = _tags(record.get("tags"), label, where)
+    marked = record.get("must_not_break", False)
+    if not isinstance(marked, bool):
+        raise DatasetError(
+            f"{label}: 'must_not_break' must be true or false, got {describe_value(marked)}",
+            where=where,
+            hint="write true or false without quotes; a missing field means false",
+        )
+    cluster = record.get("cluster")
+    if cluster is not None and (not isinstance(cluster, str) or not cluster):
+        raise DatasetError(
+            f"{label}: 'cluster' must be a non-empty string, got {describe_value(cluster)}",
+            where=where,
+            hint=_string_hint(cluster, "a name grouping related rows, or leave the field out"),
+        )
+    return Row(
+        id=row_id,
+        input=record["input"],
+        expected=expected,
+        tags=tags,
+        must_not_break=marked or not must_not_break_tags.isdisjoint(tags),
+        marked=marked,
+        cluster=cluster,
+        line=line,
+    )
+
+
+def _row_id(record: dict[str, Any], where: str) -> str:
+    if "id" not in record:
+        raise DatasetError("the row has no 'id'", where=where, hint="give every row a unique id")
+    row_id = record["id"]
+    if isinstance(row_id, str) and row_id.strip():
+        return row_id
+    if isinstance(row_id, int) and not isinstance(row_id, bool):
+        raise DatasetError(
+            f"'id' is the number {row_id}, not a string",
+            where=where,
+            hint=f'quote it: "{row_id}"; an unquoted number loses leading zeros',
+        )
+    raise DatasetError(
+        f"'id' must be a non-empty string, got {describe_value(row_id)}",
+        where=where,
+        hint="give every row a unique id string",
+    )
+
+
+def _tags(value: Any, label: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(t, str) and t for t in value):
+        return tuple(value)
+    bad = value if not isinstance(value, list) else next(
+        t for t in value if not isinstance(t, str) or not t
+    )
+    raise DatasetError(
+        f"{label}: 'tags' must be a list of non-empty strings, found {describe_value(bad)}",
+        where=where,
+        hint='write tags as a list, e.g. ["refund", "high-value"]',
+    )
+
+
+def _string_hint(value: Any, meaning: str) -> str:
+    if isinstance(value, bool):
+        return "quote it; YAML reads yes/no/true/false/on/off as booleans"
+    if isinstance(value, (int, float)):
+        return "quote it so it is read as a string"
+    return meaning
+
+
+def _unknown_field_hint(name: Any) -> str:
+    known = ", ".join(FIELDS)
+    close = difflib.get_close_matches(str(name), FIELDS, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}? A row has {known}"
+    return f"a row has {known}"
+
+
+def _show(value: Any) -> str:
+    """A value quoted for a message, one line, short."""
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:56] + '..."'
+
+
+def _digest(rows: list[Row], source: str) -> str:
+    try:
+        return dataset_digest(rows)
+    except (ValueError, UnicodeError, RecursionError):
+        pass
+    # Rare: find the row that cannot be encoded (e.g. a lone surrogate "\ud800"
+    # escaped in JSON) to name its line.  Done only on failure, to keep the
+    # common path to a single pass.
+    for row in rows:
+        try:
+            canonical_json(row.content())
+        except (ValueError, UnicodeError, RecursionError) as exc:
+            raise DatasetError(
+                f"row {_show(row.id)} holds a value that cannot be stored as UTF-8 JSON",
+                where=f"{source}:{row.line}",
+                hint="remove unpaired surrogate escapes like \\ud800, NaN or too-deep nesting",
+            ) from exc
+    raise DatasetError(  # pragma: no cover - every row encodes but the whole does not
+        "the dataset cannot be encoded", where=f"{source}:1", hint="report this as a passk bug"
+    )
