@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import attempts, record
 from passk_action.core.classify import classify
 from passk_action.core.model import RowClass, Scoring
 from passk_action.core.stats import compute_metrics, pass_hat_k, summarize_run
-
-from .helpers import attempts, record
 
 EXACT = Scoring()
 

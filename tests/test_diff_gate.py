@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from helpers import attempts, record, run_of
 from passk_action.core.diff import Change, Confirmation, confirmation_plan, first_divergent_check
 from passk_action.core.gate import GatePolicy, ProtectedChange, Rule
 from passk_action.core.model import Phase, RowClass, Version
 from passk_action.core.result import evaluate
 
-from .helpers import attempts, record, run_of
-
 RIGHT = ["deny", "deny", "deny"]
 
 
-def _evaluate(rows, base, cand, ratchet=frozenset(), policy=GatePolicy(), **kw):  # type: ignore[no-untyped-def]
+DEFAULT_POLICY = GatePolicy()
+
+
+def _evaluate(rows, base, cand, ratchet=frozenset(), policy=DEFAULT_POLICY, **kw):  # type: ignore[no-untyped-def]
     baseline = run_of(rows, base, version=Version.BASELINE)
     candidate = run_of(rows, cand)
     return evaluate(rows, baseline, candidate, ratchet=frozenset(ratchet), policy=policy, **kw)
