@@ -1,6 +1,6 @@
 """A local fake of GitHub's REST API, validated against GitHub's OpenAPI description."""
 
-from fakegithub.server import (
+from .server import (
     NOT_ACCESSIBLE,
     SECONDARY_LIMIT_MESSAGE,
     FakeFile,
@@ -8,7 +8,7 @@ from fakegithub.server import (
     FakePull,
     RecordedRequest,
 )
-from fakegithub.spec import SPEC_FILE, SPECS_DIR, SpecMissing, load_spec, schema_errors
+from .spec import SPEC_FILE, SPECS_DIR, SpecMissing, load_spec, pointer, schema_errors
 
 __all__ = [
     "NOT_ACCESSIBLE",
@@ -21,5 +21,6 @@ __all__ = [
     "RecordedRequest",
     "SpecMissing",
     "load_spec",
+    "pointer",
     "schema_errors",
 ]

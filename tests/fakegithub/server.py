@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from fakegithub.spec import Operation, example, operations, schema_errors, value_errors
+from .spec import Operation, example, operations, schema_errors, value_errors
 
 API_VERSION = "2022-11-28"
 ACCEPT = "application/vnd.github+json"
@@ -143,7 +143,9 @@ class FakeGitHub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 

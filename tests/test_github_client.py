@@ -1,0 +1,497 @@
+"""passk's GitHub client and publishing helpers, against the local fake GitHub.
+
+No test sleeps: the client gets a fake clock whose ``sleep`` records the wait
+and advances time, so retry timing is asserted exactly.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from fakegithub import NOT_ACCESSIBLE, FakeFile, FakeGitHub, FakePull
+from passk_action import __version__
+from passk_action.errors import ConfigError, GitHubError
+from passk_action.github import (
+    MARKER,
+    GitHubClient,
+    find_sticky_comment,
+    fit_comment,
+    publish_check,
+    upsert_sticky_comment,
+)
+
+TOKEN = "ghs_secretTokenValue42abcdef"
+REPO = "octo-org/refund-agent"
+SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+
+
+class FakeClock:
+    """``time.time`` and ``time.sleep`` for the client: sleeping only moves the clock."""
+
+    def __init__(self, start: float = 1_767_600_000.0) -> None:
+        self.now = start
+        self.waits: list[float] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub(token=TOKEN, repository=REPO) as server:
+        yield server
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def make_client(fake: FakeGitHub, clock: FakeClock, **kwargs: Any) -> GitHubClient:
+    return GitHubClient(
+        api_url=fake.url,
+        token=TOKEN,
+        repository=REPO,
+        sleep=clock.sleep,
+        clock=clock.time,
+        **kwargs,
+    )
+
+
+@pytest.fixture
+def client(fake: FakeGitHub, clock: FakeClock) -> GitHubClient:
+    return make_client(fake, clock)
+
+
+# -- each method ------------------------------------------------------------------------
+
+
+def test_comment_lifecycle(fake: FakeGitHub, client: GitHubClient) -> None:
+    created = client.create_issue_comment(2, "first")
+    assert fake.comment_bodies(2) == ["first"]
+    updated = client.update_issue_comment(created["id"], "second")
+    assert updated["id"] == created["id"]
+    assert [c["body"] for c in client.list_issue_comments(2)] == ["second"]
+    client.delete_issue_comment(created["id"])
+    assert client.list_issue_comments(2) == []
+    assert fake.violations == []
+    headers = fake.requests[0].headers
+    assert headers["User-Agent"] == f"passk-action/{__version__}"
+    assert headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_list_comments_follows_three_pages(fake: FakeGitHub, client: GitHubClient) -> None:
+    for i in range(250):
+        fake.add_comment(5, f"c{i}")
+    comments = client.list_issue_comments(5)
+    assert [c["body"] for c in comments] == [f"c{i}" for i in range(250)]
+    pages = [r.query for r in fake.requests]
+    assert pages == [
+        {"per_page": "100"},
+        {"per_page": "100", "page": "2"},
+        {"per_page": "100", "page": "3"},
+    ]
+    assert fake.violations == []
+
+
+def test_check_run_is_completed_and_truncated(fake: FakeGitHub, client: GitHubClient) -> None:
+    run = client.create_check_run(
+        name="passk",
+        head_sha=SHA,
+        conclusion="failure",
+        title="Gate failed",
+        summary="s" * 70_000 + "\n",
+        text="short",
+    )
+    assert run["status"] == "completed" and run["conclusion"] == "failure"
+    sent = fake.requests[-1].body
+    assert len(sent["output"]["summary"]) <= 65_535
+    assert "truncated" in sent["output"]["summary"]
+    assert sent["output"]["text"] == "short"
+    assert fake.violations == []
+
+
+def test_commit_status_description_is_shortened(fake: FakeGitHub, client: GitHubClient) -> None:
+    status = client.create_commit_status(
+        sha=SHA, state="success", context="passk", description="d" * 300
+    )
+    assert status["state"] == "success"
+    assert len(status["description"]) == 140 and status["description"].endswith("…")
+    assert fake.statuses[SHA][0]["context"] == "passk"
+    assert fake.violations == []
+
+
+def test_pull_and_its_files(fake: FakeGitHub, client: GitHubClient) -> None:
+    files = tuple(FakeFile(f"rows/{i}.yml") for i in range(130))
+    fake.pull = FakePull(
+        number=12,
+        head_sha=SHA,
+        base_ref="release",
+        labels=("passk",),
+        head_repo_full_name="mallory/refund-agent",
+        files=files,
+    )
+    pull = client.get_pull(12)
+    assert (pull["number"], pull["head"]["sha"], pull["base"]["ref"]) == (12, SHA, "release")
+    assert pull["head"]["repo"]["full_name"] != pull["base"]["repo"]["full_name"]
+    assert [f["filename"] for f in client.list_pull_files(12)] == [f.filename for f in files]
+    assert fake.violations == []
+
+
+def test_missing_pull_is_a_clear_error(client: GitHubClient) -> None:
+    with pytest.raises(GitHubError) as info:
+        client.get_pull(99)
+    assert info.value.status == 404
+    assert str(info.value).startswith(f"GitHub API GET /repos/{REPO}/pulls/99: HTTP 404")
+
+
+# -- retries -------------------------------------------------------------------------------
+
+
+def test_502_then_success(fake: FakeGitHub, client: GitHubClient, clock: FakeClock) -> None:
+    fake.fail_next("issues/create-comment", 502, times=2)
+    assert client.create_issue_comment(2, "hi")["body"] == "hi"
+    assert clock.waits == [1.0, 2.0]
+    assert fake.comment_bodies(2) == ["hi"]
+
+
+def test_secondary_limit_honours_retry_after(
+    fake: FakeGitHub, client: GitHubClient, clock: FakeClock
+) -> None:
+    fake.fail_secondary_rate_limit("issues/create-comment", retry_after=7)
+    client.create_issue_comment(2, "hi")
+    assert clock.waits == [7.0]
+
+
+def test_secondary_limit_without_retry_after_waits_a_minute(
+    fake: FakeGitHub, client: GitHubClient, clock: FakeClock
+) -> None:
+    fake.fail_secondary_rate_limit("issues/list-comments", retry_after=None)
+    client.list_issue_comments(2)
+    assert clock.waits == [60.0]
+
+
+def test_primary_limit_waits_until_reset(
+    fake: FakeGitHub, client: GitHubClient, clock: FakeClock
+) -> None:
+    reset = int(clock.now) + 30
+    fake.fail_primary_rate_limit("pulls/get", reset_epoch=reset)
+    client.get_pull(2)
+    (wait,) = clock.waits
+    assert reset - 1_767_600_000 <= wait <= reset - 1_767_600_000 + 1
+    assert clock.now >= reset
+
+
+def test_total_wait_never_exceeds_the_bound(fake: FakeGitHub, clock: FakeClock) -> None:
+    client = make_client(fake, clock, max_retry_wait_s=5.0)
+    fake.fail_next("pulls/get", 503, times=10)
+    with pytest.raises(GitHubError, match="retry budget") as info:
+        client.get_pull(2)
+    assert clock.waits == [1.0, 2.0]
+    assert sum(clock.waits) <= 5.0
+    assert info.value.status == 503
+    assert len(fake.requests) == 3
+
+
+def test_retry_after_beyond_the_bound_gives_up_without_sleeping(
+    fake: FakeGitHub, client: GitHubClient, clock: FakeClock
+) -> None:
+    fake.fail_secondary_rate_limit("issues/create-comment", retry_after=600)
+    with pytest.raises(GitHubError, match="600 s more wait, past the 120 s retry budget"):
+        client.create_issue_comment(2, "hi")
+    assert clock.waits == []
+    assert fake.comment_bodies(2) == []
+
+
+def test_attempts_are_bounded(fake: FakeGitHub, clock: FakeClock) -> None:
+    client = make_client(fake, clock, max_retry_wait_s=1000.0, max_attempts=3)
+    fake.fail_next("pulls/get", 500, times=5)
+    with pytest.raises(GitHubError, match="gave up after 3 attempts: HTTP 500"):
+        client.get_pull(2)
+    assert len(fake.requests) == 3
+
+
+@pytest.mark.parametrize("status", [403, 404, 422])
+def test_client_errors_are_not_retried(
+    fake: FakeGitHub, client: GitHubClient, clock: FakeClock, status: int
+) -> None:
+    body = {
+        "message": "Validation Failed",
+        "documentation_url": "https://docs.github.com",
+        "errors": [{"code": "custom", "message": "body is too long (maximum is 65536 characters)"}],
+    }
+    fake.fail_next("issues/create-comment", status, body=body)
+    with pytest.raises(GitHubError) as info:
+        client.create_issue_comment(2, "hi")
+    assert info.value.status == status
+    assert clock.waits == []
+    assert len(fake.requests) == 1
+    assert "body is too long" in str(info.value)
+    assert info.value.where == f"GitHub API POST /repos/{REPO}/issues/2/comments"
+
+
+def test_connection_errors_are_retried_then_reported(clock: FakeClock) -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = GitHubClient(
+        api_url=f"http://127.0.0.1:{port}",
+        token=TOKEN,
+        repository=REPO,
+        sleep=clock.sleep,
+        clock=clock.time,
+        timeout_s=2.0,
+    )
+    with pytest.raises(GitHubError, match="gave up after 5 attempts: connection failed"):
+        client.get_pull(2)
+    assert clock.waits == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_non_json_answer_is_an_error(fake: FakeGitHub, client: GitHubClient) -> None:
+    fake.fail_next("pulls/get", 200, body="<html>Sign in to GitHub</html>")
+    with pytest.raises(GitHubError, match="not JSON") as info:
+        client.get_pull(2)
+    assert "api-url" in str(info.value)
+
+
+def test_token_never_appears_in_errors(fake: FakeGitHub, client: GitHubClient) -> None:
+    fake.fail_next("pulls/get", 401, body={"message": f"Bad credentials {TOKEN}"})
+    with pytest.raises(GitHubError) as info:
+        client.get_pull(2)
+    assert TOKEN not in str(info.value)
+    assert "Bad credentials" in str(info.value)
+    assert TOKEN not in repr(client)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_construction_is_a_clear_error() -> None:
+    with pytest.raises(GitHubError, match="owner/name"):
+        GitHubClient(api_url="https://api.github.com", token=TOKEN, repository="refund-agent")
+    with pytest.raises(GitHubError, match="no GitHub token"):
+        GitHubClient(api_url="https://api.github.com", token=" ", repository=REPO)
+
+
+# -- sticky comment ---------------------------------------------------------------------------
+
+
+def test_sticky_comment_created_then_updated(fake: FakeGitHub, client: GitHubClient) -> None:
+    first = upsert_sticky_comment(client, 2, "report v1", "update")
+    assert first.action == "created" and first.error is None
+    second = upsert_sticky_comment(client, 2, "report v2", "update")
+    assert second.action == "updated"
+    assert second.comment_id == first.comment_id
+    assert fake.comment_bodies(2) == [f"{MARKER}\nreport v2"]
+    assert second.url is not None and second.url.endswith(f"#issuecomment-{first.comment_id}")
+    assert fake.violations == []
+
+
+def test_sticky_comment_found_on_a_later_page(fake: FakeGitHub, client: GitHubClient) -> None:
+    for i in range(120):
+        fake.add_comment(2, f"chatter {i}")
+    ours = fake.add_comment(2, f"{MARKER}\nold", login="github-actions[bot]")
+    for i in range(90):
+        fake.add_comment(2, f"more chatter {i}")
+    outcome = upsert_sticky_comment(client, 2, "new report", "update")
+    assert (outcome.action, outcome.comment_id) == ("updated", ours["id"])
+    assert len(fake.comment_bodies(2)) == 211
+
+
+def test_sticky_update_picks_the_newest_of_several(fake: FakeGitHub, client: GitHubClient) -> None:
+    older = fake.add_comment(2, f"{MARKER} a")
+    newer = fake.add_comment(2, f"{MARKER} b")
+    outcome = upsert_sticky_comment(client, 2, "c", "update")
+    assert outcome.comment_id == newer["id"]
+    assert fake.comment_bodies(2) == [f"{MARKER} a", f"{MARKER}\nc"]
+    assert find_sticky_comment(client, 2)["id"] == newer["id"]  # type: ignore[index]
+    assert older["id"] != newer["id"]
+
+
+def test_sticky_new_deletes_every_old_one(fake: FakeGitHub, client: GitHubClient) -> None:
+    fake.add_comment(2, f"{MARKER} a")
+    fake.add_comment(2, "a human comment")
+    fake.add_comment(2, f"{MARKER} b")
+    outcome = upsert_sticky_comment(client, 2, "fresh", "new")
+    assert outcome.action == "created"
+    assert fake.comment_bodies(2) == ["a human comment", f"{MARKER}\nfresh"]
+
+
+def test_sticky_off_does_nothing(fake: FakeGitHub, client: GitHubClient) -> None:
+    assert upsert_sticky_comment(client, 2, "x", "off").action == "skipped"
+    assert fake.requests == []
+
+
+def test_sticky_unknown_mode_is_a_config_error(client: GitHubClient) -> None:
+    with pytest.raises(ConfigError, match="comment-mode"):
+        upsert_sticky_comment(client, 2, "x", "replace")
+
+
+def test_find_sticky_comment_can_require_an_author(fake: FakeGitHub, client: GitHubClient) -> None:
+    ours = fake.add_comment(2, f"{MARKER} real", login="github-actions[bot]")
+    fake.add_comment(2, f"{MARKER} forged", login="mallory")
+    assert find_sticky_comment(client, 2)["body"].endswith("forged")  # type: ignore[index]
+    found = find_sticky_comment(client, 2, author="github-actions[bot]")
+    assert found is not None and found["id"] == ours["id"]
+    assert find_sticky_comment(client, 3) is None
+
+
+def test_fork_token_comment_fails_without_raising(clock: FakeClock) -> None:
+    with FakeGitHub(token=TOKEN, repository=REPO, read_only=True) as fake:
+        client = make_client(fake, clock)
+        outcome = upsert_sticky_comment(client, 2, "report", "update")
+        assert outcome.action == "failed" and outcome.status == 403
+        assert outcome.error is not None and NOT_ACCESSIBLE in outcome.error
+        assert "pull-requests: write" in outcome.error
+        assert fake.violations == []
+
+
+# -- check --------------------------------------------------------------------------------------
+
+
+def test_publish_check_creates_a_check_run(fake: FakeGitHub, client: GitHubClient) -> None:
+    outcome = publish_check(
+        client,
+        name="passk",
+        head_sha=SHA,
+        passed=True,
+        title="Gate passed",
+        summary="all rows stable",
+    )
+    assert outcome.used == "check_run" and outcome.id == fake.check_runs[0]["id"]
+    assert fake.check_runs[0]["conclusion"] == "success"
+    assert fake.statuses == {}
+
+
+def test_publish_check_falls_back_to_status_on_403(fake: FakeGitHub, client: GitHubClient) -> None:
+    fake.fail_not_accessible("checks/create")
+    outcome = publish_check(
+        client,
+        name="passk",
+        head_sha=SHA,
+        passed=False,
+        title="Gate failed: 2 must-not-break rows lost " + "x" * 200,
+        summary="…",
+    )
+    assert outcome.used == "commit_status"
+    assert outcome.fallback_reason is not None and "checks: write" in outcome.fallback_reason
+    (status,) = fake.statuses[SHA]
+    assert (status["state"], status["context"]) == ("failure", "passk")
+    assert status["description"].startswith("Gate failed") and len(status["description"]) == 140
+    assert fake.violations == []
+
+
+def test_publish_check_fails_softly_when_nothing_is_allowed(clock: FakeClock) -> None:
+    with FakeGitHub(token=TOKEN, repository=REPO, read_only=True) as fake:
+        outcome = publish_check(
+            make_client(fake, clock),
+            name="passk",
+            head_sha=SHA,
+            passed=True,
+            title="t",
+            summary="s",
+        )
+        assert outcome.used == "failed"
+        assert outcome.error is not None and "statuses: write" in outcome.error
+
+
+def test_publish_check_does_not_fall_back_on_server_errors(
+    fake: FakeGitHub, clock: FakeClock
+) -> None:
+    client = make_client(fake, clock, max_attempts=1)
+    fake.fail_next("checks/create", 500)
+    outcome = publish_check(client, name="passk", head_sha=SHA, passed=True, title="t", summary="s")
+    assert outcome.used == "failed" and fake.statuses == {}
+
+
+# -- fit_comment -----------------------------------------------------------------------------
+
+NOTE = "… truncated; the full report is in the job summary"
+
+
+def test_short_body_is_unchanged() -> None:
+    assert fit_comment("a\nb\n", 10, NOTE) == "a\nb\n"
+
+
+def test_long_body_is_cut_at_a_line_boundary() -> None:
+    body = "".join(f"row {i:05d} stable-correct\n" for i in range(10_000))
+    fitted = fit_comment(body, 60_000, NOTE)
+    assert len(fitted) <= 60_000
+    kept = fitted[: -len(NOTE) - 2]
+    assert body.startswith(kept) and kept.endswith("stable-correct\n")
+    assert fitted.endswith("\n" + NOTE + "\n")
+
+
+def test_cut_inside_details_closes_it() -> None:
+    body = (
+        "# passk\n<details><summary>rows</summary>\n\n" + "| r | ok |\n" * 10_000 + "</details>\n"
+    )
+    fitted = fit_comment(body, 5_000, NOTE)
+    assert len(fitted) <= 5_000
+    assert fitted.count("<details>") == fitted.count("</details>") == 1
+    assert fitted.index("</details>") < fitted.index(NOTE)
+
+
+def test_cut_inside_a_fence_closes_it_and_ignores_tags_inside() -> None:
+    body = "<details>\n\n````text\n" + "<details> not a tag here\n" * 1000 + "````\n</details>\n"
+    fitted = fit_comment(body, 2_000, NOTE)
+    assert len(fitted) <= 2_000
+    lines = fitted.splitlines()
+    assert lines[-5:] == ["````", "", "</details>", "", NOTE]
+
+
+def test_a_single_giant_line_is_cut_inside() -> None:
+    fitted = fit_comment("x" * 1_000, 200, NOTE)
+    assert len(fitted) <= 200 and fitted.startswith("x" * 100) and fitted.endswith(NOTE + "\n")
+
+
+def test_a_note_that_cannot_fit_is_refused() -> None:
+    with pytest.raises(ValueError, match="does not fit"):
+        fit_comment("x" * 100, 20, NOTE)
+
+
+_LINES = st.sampled_from(
+    ["text", "<details>", "</details>", "```", "~~~~", "````", "| a | b |", "x" * 50]
+)
+
+
+def _details_depth(markdown: str) -> tuple[int, str]:
+    """<details> depth left open outside code, and the text of the last paragraph.
+
+    markdown-it (CommonMark, like GitHub) decides what is code, independently
+    of fit_comment's own line scanner.
+    """
+    depth = 0
+    last_paragraph = ""
+    for token in MarkdownIt("commonmark").parse(markdown):
+        if token.type == "html_block":
+            depth += token.content.count("<details>")
+            depth = max(0, depth - token.content.count("</details>"))
+        if token.type == "inline":
+            last_paragraph = token.content
+    return depth, last_paragraph
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LINES, min_size=5, max_size=200), st.integers(min_value=80, max_value=600))
+def test_fit_comment_always_fits_and_closes_what_it_cut(lines: list[str], limit: int) -> None:
+    # Blank lines between blocks keep CommonMark's HTML blocks to one line each.
+    body = "\n\n".join(lines) + "\n"
+    fitted = fit_comment(body, limit, NOTE)
+    assert len(fitted) <= limit
+    if fitted == body:
+        return
+    depth, last_paragraph = _details_depth(fitted)
+    # The note is a visible paragraph: every fence the cut left open was closed.
+    assert last_paragraph == NOTE
+    assert fitted.count(NOTE) == 1
+    assert depth == 0
