@@ -495,3 +495,31 @@ def test_fit_comment_always_fits_and_closes_what_it_cut(lines: list[str], limit:
     assert last_paragraph == NOTE
     assert fitted.count(NOTE) == 1
     assert depth == 0
+
+
+def test_429_is_retried_after_the_asked_delay(
+    fake: FakeGitHub, client: GitHubClient, clock: FakeClock
+) -> None:
+    fake.fail_next("pulls/list-files", 429, headers={"retry-after": "2"})
+    assert client.list_pull_files(2) == []
+    assert clock.waits == [2.0]
+
+
+def test_next_link_to_another_host_is_not_followed(fake: FakeGitHub, client: GitHubClient) -> None:
+    # Following it would hand our token to that host.
+    link = (
+        '<http://attacker.invalid/repos/octo-org/refund-agent/issues/2/comments?page=2>; rel="next"'
+    )
+    fake.fail_next("issues/list-comments", 200, headers={"Link": link}, body=[])
+    with pytest.raises(GitHubError, match="another host"):
+        client.list_issue_comments(2)
+    assert len(fake.requests) == 1
+
+
+def test_wrong_json_shape_is_an_error(fake: FakeGitHub, client: GitHubClient) -> None:
+    fake.fail_next("issues/list-comments", 200, body={"message": "not a list"})
+    with pytest.raises(GitHubError, match="expected a JSON array"):
+        client.list_issue_comments(2)
+    fake.fail_next("pulls/get", 200, body=[1, 2])
+    with pytest.raises(GitHubError, match="expected a JSON object"):
+        client.get_pull(2)
