@@ -1,0 +1,192 @@
+"""Make user- and agent-controlled text inert in GitHub Markdown.
+
+Row ids, decisions, labels, check names and values, error details, agent
+stderr and notes all reach a PR comment or a job summary.  None of them may
+format text, open a link, embed an image or HTML, break a table, ping a
+person, reference an issue, or reproduce one of our own hidden HTML-comment
+markers (the sticky-comment marker and the machine-readable record): a row
+id ``<!-- passk:sticky-comment -->`` must not make passk edit the wrong
+comment.
+
+Three helpers, one per place a value can appear:
+
+- :func:`inline` for table cells and prose: one line, HTML-escaped,
+  Markdown-escaped, autolinks and pings neutralized;
+- :func:`code` for a raw value inside an inline code span (prose and lists,
+  *not* table cells: a ``|`` inside a code span still splits a GFM table row);
+- :func:`block` for multi-line text (stderr) inside a fenced code block.
+
+Neutralizing pings and autolinks: GitHub turns ``@name`` into a mention,
+``#123`` and ``GH-123`` into issue references, and bare ``http://``,
+``https://`` and ``www.`` text into links, even after Markdown escaping.  We
+insert U+2060 WORD JOINER right after ``@``, ``#``, ``GH-``, ``://`` and
+``www.``: it is invisible, does not allow a line break, and is not a
+character of a user name, number or domain, so the autolinker no longer
+matches.  The cost: a value copied from the rendered page carries that
+invisible character.  Code spans and blocks are shown verbatim by GitHub
+(no mentions or links inside), so there the only change is the one that
+stops ``<!--`` from opening an HTML comment in the raw comment body.
+
+Control characters (NUL and friends) become U+FFFD; bidirectional-override
+characters do too, so a value cannot visually reorder the text around it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Literal
+
+WORD_JOINER = "\u2060"
+REPLACEMENT = "\ufffd"
+ELLIPSIS = "…"
+
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+# Cc: control characters (NUL, ESC, ...); Cs: lone surrogates, which cannot
+# even be encoded as UTF-8 when the comment is posted.
+_UNSAFE_CATEGORIES = frozenset(("Cc", "Cs"))
+
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+# Punctuation that forms Markdown structure anywhere in a line: escapes,
+# code, emphasis, links/images, table cells, strikethrough, and GitHub's
+# math ($...$).  `_` is handled separately (intraword `_` is inert).
+_ALWAYS_ESCAPED = frozenset("\\`*[]|~$")
+
+# Characters that only matter at the start of a line (heading, list item,
+# block quote is already HTML-escaped).  Our renderers put values right
+# after "- " in lists, which is a line start for the nested content.
+_LEADING_ESCAPED = frozenset("#+-=")
+_LEADING_ORDERED = re.compile(r"\d{1,9}[.)]")
+
+_AUTOLINKS = re.compile(r"://|(?i:www\.)|(?i:\bgh-)(?=\d)")
+
+_COMMENT_OPEN = "<!--"
+_COMMENT_OPEN_INERT = "<!" + WORD_JOINER + "--"
+
+
+def _scrub(text: str, keep: str = "") -> str:
+    """Replace control and bidi-override characters (except those in ``keep``)."""
+    if text.isprintable() and not _BIDI_CONTROLS.intersection(text):
+        return text  # the common case, without a per-character loop
+    return "".join(
+        REPLACEMENT
+        if (c not in keep and unicodedata.category(c) in _UNSAFE_CATEGORIES) or c in _BIDI_CONTROLS
+        else c
+        for c in text
+    )
+
+
+def _one_line(text: str) -> str:
+    """All whitespace runs (newlines, ``\\r``, tabs) to one space, ends trimmed."""
+    return " ".join(text.split())
+
+
+def _truncate_head(text: str, max_len: int) -> str:
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    if len(text) <= max_len:
+        return text
+    return text[: max_len - 1] + ELLIPSIS
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum()
+
+
+def _escape_markdown(text: str) -> str:
+    out: list[str] = []
+    start = 0
+    ordered = _LEADING_ORDERED.match(text)
+    if ordered:
+        # "1. x" or "1) x" would start an ordered list: escape the delimiter.
+        out.append(ordered.group()[:-1] + "\\" + ordered.group()[-1])
+        start = ordered.end()
+    elif text[:1] in _LEADING_ESCAPED:
+        out.append("\\" + text[0])
+        start = 1
+        if text[0] == "#":
+            out.append(WORD_JOINER)
+    last = len(text) - 1
+    for i in range(start, len(text)):
+        c = text[i]
+        if c in _HTML:
+            out.append(_HTML[c])
+        elif c in _ALWAYS_ESCAPED:
+            out.append("\\" + c)
+        elif c == "_":
+            intraword = 0 < i < last and _is_word_char(text[i - 1]) and _is_word_char(text[i + 1])
+            out.append("_" if intraword else "\\_")
+        elif c == "!" and i < last and text[i + 1] == "[":
+            out.append("\\!")
+        elif c in "@#":
+            out.append(c + WORD_JOINER)
+        else:
+            out.append(c)
+    return _AUTOLINKS.sub(lambda m: m.group() + WORD_JOINER, "".join(out))
+
+
+def inline(text: str, max_len: int = 80) -> str:
+    """``text`` as inert Markdown on one line, at most ``max_len`` visible characters.
+
+    Whitespace (including newlines and ``\\r``) collapses to single spaces,
+    then the text is cut to ``max_len`` characters ending in "…", then
+    escaped: ``& < > "`` as HTML entities, Markdown punctuation with a
+    backslash only where it can trigger formatting, and pings/autolinks
+    broken with a word joiner (see the module docstring).  Safe in a table
+    cell, a list item, a heading or a ``<summary>``.
+    """
+    visible = _truncate_head(_scrub(_one_line(text)), max_len)
+    return _escape_markdown(visible)
+
+
+def code(text: str, max_len: int = 80) -> str:
+    """``text`` shown raw inside an inline code span, on one line.
+
+    The backtick fence is one longer than the longest backtick run inside, so
+    the value cannot close it; a value starting or ending with a backtick is
+    padded with a space (which CommonMark strips).  Not for table cells: a
+    ``|`` inside a code span still splits a GFM table row, use :func:`inline`
+    there.  An empty value renders as an italic *(empty)*, outside any span,
+    so it cannot be mistaken for a literal value.
+    """
+    visible = _truncate_head(_scrub(_one_line(text)), max_len)
+    if not visible:
+        return "*(empty)*"
+    visible = visible.replace(_COMMENT_OPEN, _COMMENT_OPEN_INERT)
+    fence = "`" * (_longest_backtick_run(visible) + 1)
+    pad = " " if visible.startswith("`") or visible.endswith("`") else ""
+    return f"{fence}{pad}{visible}{pad}{fence}"
+
+
+def block(text: str, max_len: int = 2000, *, keep: Literal["head", "tail"] = "tail") -> str:
+    """Multi-line ``text`` in a fenced code block it cannot close.
+
+    Line endings become ``\\n``; other control characters become U+FFFD.
+    Longer text is cut to ``max_len`` characters, keeping the *tail* by
+    default: the last lines of stderr are where the error is.  The fence is
+    at least three backticks and longer than any backtick run inside, so no
+    line of the content can close it, and everything inside (including
+    ``</details>`` or ``<img ...>``) is displayed, never interpreted.  The
+    block starts at column 0: place it at the top level or in a
+    ``<details>`` body, not inside a list item.
+    """
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    body = _scrub(text.replace("\r\n", "\n").replace("\r", "\n"), keep="\n\t")
+    body = body.strip("\n")
+    if len(body) > max_len:
+        if keep == "tail":
+            body = ELLIPSIS + body[len(body) - max_len + 1 :]
+        else:
+            body = body[: max_len - 1] + ELLIPSIS
+    body = body.replace(_COMMENT_OPEN, _COMMENT_OPEN_INERT)
+    fence = "`" * max(3, _longest_backtick_run(body) + 1)
+    return f"{fence}\n{body}\n{fence}"
+
+
+def _longest_backtick_run(text: str) -> int:
+    runs = re.findall(r"`+", text)
+    return max((len(r) for r in runs), default=0)
