@@ -124,32 +124,41 @@ def _gate_from_json(doc: dict[str, Any]) -> GateDecision:
     )
 
 
+def _record_from_json(row: Any, where: str) -> RowRecord:
+    """The authoritative label and mark of one row: what the gate is recomputed from."""
+    if not isinstance(row, dict):
+        raise ArtifactError("a row must be a JSON object", where=where)
+    row_id, expected, mnb = row.get("id"), row.get("expected"), row.get("must_not_break")
+    digest, tags = row.get("input_digest", ""), row.get("tags", [])
+    if not isinstance(row_id, str) or not row_id:
+        raise ArtifactError("'id' must be a non-empty string", where=where)
+    if not isinstance(expected, str) or not expected:
+        raise ArtifactError("'expected' must be a non-empty string", where=where)
+    if not isinstance(mnb, bool):
+        raise ArtifactError("'must_not_break' must be true or false", where=where)
+    if not isinstance(digest, str):
+        raise ArtifactError("'input_digest' must be a string", where=where)
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ArtifactError("'tags' must be a list of strings", where=where)
+    return RowRecord(row_id, digest, expected, mnb, tuple(tags))
+
+
 def result_from_json(doc: Any, where: str) -> AuditedResult:
     _check_version(doc, where, RESULT_KIND)
-    validate_header(doc, where, "result.schema.json")
+    validate_header(doc, where, "result.schema.json", big_lists=("rows",))
     baseline = run_from_json(doc["baseline"]["run"], f"{where}: baseline.run")
     candidate = run_from_json(doc["candidate"]["run"], f"{where}: candidate.run")
     if candidate.settings != baseline.settings:
         raise ArtifactError("the two runs were recorded with different settings", where=where)
     candidate_rows = {r.id: r for r in candidate.rows}
-    records = []
-    for i, row in enumerate(doc["rows"]):
-        digest = row.get("input_digest") or getattr(
-            candidate_rows.get(row["id"]), "input_digest", ""
-        )
-        records.append(
-            RowRecord(
-                id=row["id"],
-                input_digest=digest,
-                expected=row["expected"],
-                must_not_break=row["must_not_break"],
-                tags=tuple(row.get("tags", ())),
-            )
-        )
-        if row["id"] not in candidate_rows:
+    records = [_record_from_json(row, f"{where}: rows[{i}]") for i, row in enumerate(doc["rows"])]
+    for i, record in enumerate(records):
+        if record.id not in candidate_rows:
             raise ArtifactError(
-                f"row {row['id']!r} has no candidate attempts", where=f"{where}: rows[{i}]"
+                f"row {record.id!r} is not in the candidate run", where=f"{where}: rows[{i}]"
             )
+    if len({r.id for r in records}) != len(records):
+        raise ArtifactError("a row appears twice in 'rows'", where=where)
     policy = GatePolicy(block_on_any_regression=doc["policy"]["block_on_any_regression"])
     protected = tuple(
         ProtectedChange(c["kind"], c["detail"], c["id"]) for c in doc["protected_changes"]

@@ -10,7 +10,7 @@ from typing import Any
 from ..artifact import read_run, write_run
 from ..core.model import AgentInfo, Run, Version
 from ..engine import build_agent, carried_ratchet, record_run
-from ..errors import EXIT_OK, ArtifactError
+from ..errors import EXIT_OK, ArtifactError, ConfigError
 from .common import (
     add_config_argument,
     add_run_arguments,
@@ -32,6 +32,14 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--commit", default=None, help="the git commit being recorded (for the record)"
+    )
+    parser.add_argument(
+        "--agent",
+        choices=["agent", "baseline.agent"],
+        default="agent",
+        dest="agent_key",
+        help="which configured agent to record (default: agent, the version in this checkout; "
+        "baseline.agent bootstraps a baseline from the production command)",
     )
     add_run_arguments(parser)
     parser.set_defaults(handler=handle)
@@ -59,7 +67,16 @@ def handle(args: argparse.Namespace) -> int:
     config, dataset = inputs.config, inputs.dataset
     out = config.baseline.artifact
     previous = previous_baseline(out)
-    agent = build_agent(config.agent, os.environ)
+    agent_config = config.agent
+    if args.agent_key == "baseline.agent":
+        if config.baseline.agent is None:
+            raise ConfigError(
+                "--agent baseline.agent needs a baseline agent",
+                where=f"{config.path}: baseline.agent",
+                hint="add baseline.agent, or record `agent` (the default)",
+            )
+        agent_config = config.baseline.agent
+    agent = build_agent(agent_config, os.environ)
     # Record to a side file first: the committed baseline is replaced only
     # once the new run is complete and its ratchet computed.
     staging = out.with_name(out.name + ".recording.json")
