@@ -1,0 +1,43 @@
+# passk container action image.
+#
+# Base pinned by tag. For releases pin by digest as well
+# (python:3.12-slim@sha256:...) so a rebuilt tag cannot change the image under
+# users; no image registry is reachable where this file was written, so the
+# digest could not be looked up and recorded here.
+#
+# Runner contract (docs "Dockerfile support for GitHub Actions"): no USER (the
+# action runs as root so it can write to the mounted workspace and the
+# file-command files) and no WORKDIR (the runner mounts GITHUB_WORKSPACE at
+# /github/workspace and makes it the working directory).
+
+# ---- build: turn the source tree into a wheel; nothing here reaches the final image
+FROM python:3.12-slim AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+COPY pyproject.toml README.m[d] /src/
+COPY src/ /src/src/
+RUN python -m pip wheel --no-deps --wheel-dir /dist /src
+
+# ---- runtime: the wheel, its four runtime dependencies, and git
+FROM python:3.12-slim
+LABEL org.opencontainers.image.title="passk" \
+      org.opencontainers.image.description="Reliability gate for LLM agents: pass^k, flip rate and accuracy, row by row" \
+      org.opencontainers.image.licenses="MIT"
+# PYTHONUNBUFFERED: progress lines reach the Actions log as they happen.
+# PYTHONDONTWRITEBYTECODE: agents run from the mounted workspace as root; do not
+# leave root-owned __pycache__ directories behind in the user's checkout.
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+# git: the entrypoint reads the pull request's base commit and checks it out in
+# a worktree. The workspace belongs to the runner's uid, not root, so git would
+# refuse it as "dubious ownership" without the safe.directory entry.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && git config --system --add safe.directory '*'
+COPY --from=build /dist/ /tmp/dist/
+RUN python -m pip install --no-cache-dir /tmp/dist/*.whl \
+ && rm -rf /tmp/dist \
+ && passk --version
+ENTRYPOINT ["passk"]
+CMD ["--help"]
