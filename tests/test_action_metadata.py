@@ -1,0 +1,250 @@
+"""action.yml and every workflow we ship validate against GitHub's own JSON schemas.
+
+The schemas live beside the repository in ``../shared/specs`` (CI clones the
+repo with a copy of ``shared/`` next to it). A missing schema fails the test:
+a silent skip would let an invalid action.yml reach the Marketplace.
+Beyond the schemas, the checks pin what users rely on: input names and
+defaults (the entrypoint reads them as ``INPUT_*``), the outputs later steps
+use, and the security posture of the example workflows.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SPECS = REPO.parent / "shared" / "specs"
+ACTION = REPO / "action.yml"
+WORKFLOWS = sorted(
+    [
+        *(REPO / ".github" / "workflows").glob("*.yml"),
+        *(REPO / "examples" / "workflows").glob("*.yml"),
+    ]
+)
+PR_WORKFLOW = REPO / "examples" / "workflows" / "passk-pull-request.yml"
+BASELINE_WORKFLOW = REPO / "examples" / "workflows" / "passk-baseline.yml"
+PUBLISHED = "passk-dev/passk-action@v1"
+
+INPUT_DEFAULTS = {
+    "config": "passk.yml",
+    "github-token": "${{ github.token }}",
+    "comment": "update",
+    "check-name": "passk",
+    "mode": "gate",
+    "baseline-update": "pull-request",
+    "working-directory": ".",
+}
+OUTPUTS = {"passed", "mean-accuracy", "pass-k", "flip-rate", "gained", "lost", "result", "reused"}
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    path = SPECS / name
+    if not path.is_file():
+        pytest.fail(
+            f"{path}: GitHub's JSON schema is missing; put a copy of shared/specs beside the "
+            "repository (see shared/specs/SOURCES.md)",
+            pytrace=False,
+        )
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(doc, dict), f"{path}: not a YAML mapping"
+    return doc
+
+
+def load_workflow(path: Path) -> dict[str, Any]:
+    """A workflow as GitHub reads it: PyYAML (YAML 1.1) turns the key ``on`` into True (F1)."""
+    doc = load_yaml(path)
+    if True in doc:
+        doc["on"] = doc.pop(True)
+    return doc
+
+
+def errors(schema_name: str, doc: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft7Validator(schema(schema_name))
+    found = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in found]
+
+
+def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    return [step for job in workflow["jobs"].values() for step in job.get("steps", [])]
+
+
+# -- action.yml ---------------------------------------------------------------
+
+
+def test_action_validates_against_githubs_schema() -> None:
+    assert errors("github-action.schema.json", load_yaml(ACTION)) == []
+
+
+def test_the_action_schema_check_can_fail() -> None:
+    # Guard against a vacuous schema: known-bad metadata must be reported.
+    bad = copy.deepcopy(load_yaml(ACTION))
+    bad["branding"]["icon"] = "rocket-ship"
+    bad["runs"]["using"] = "docker2"
+    del bad["name"]
+    problems = errors("github-action.schema.json", bad)
+    assert any("name" in p for p in problems), problems
+    assert any(p.startswith("branding/icon") for p in problems), problems
+
+
+def test_action_is_a_docker_action_running_the_entrypoint() -> None:
+    action = load_yaml(ACTION)
+    assert action["runs"] == {"using": "docker", "image": "Dockerfile", "args": ["action"]}
+    assert action["name"] == "passk — reliability gate for LLM agents"
+    assert 0 < len(action["description"]) <= 125, "the Marketplace shows at most 125 characters"
+
+
+def test_action_inputs_and_defaults() -> None:
+    inputs = load_yaml(ACTION)["inputs"]
+    assert {name: spec.get("default") for name, spec in inputs.items()} == INPUT_DEFAULTS
+    for name, spec in inputs.items():
+        assert spec.get("description", "").strip(), f"input {name} needs a description"
+        # The entrypoint applies the defaults; a required input would not be enforced (D1).
+        assert spec.get("required", False) is False, f"input {name} has a default"
+
+
+@pytest.mark.parametrize(
+    ("name", "choices"),
+    [
+        ("comment", ("update", "new", "off")),
+        ("mode", ("gate", "baseline")),
+        ("baseline-update", ("commit", "pull-request")),
+    ],
+)
+def test_enumerated_inputs_name_every_choice(name: str, choices: tuple[str, ...]) -> None:
+    description = load_yaml(ACTION)["inputs"][name]["description"]
+    for choice in choices:
+        assert f"`{choice}`" in description, f"input {name} should document `{choice}`"
+
+
+def test_action_outputs() -> None:
+    outputs = load_yaml(ACTION)["outputs"]
+    assert set(outputs) == OUTPUTS
+    for name, spec in outputs.items():
+        assert spec.get("description", "").strip(), f"output {name} needs a description"
+
+
+def test_dockerfile_follows_the_runner_contract() -> None:
+    # D2: no USER (the action must run as root) and no WORKDIR (the runner sets it).
+    instructions = [
+        line.split(maxsplit=1)[0].upper()
+        for line in (REPO / "Dockerfile").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#") and not line.startswith(" ")
+    ]
+    assert "USER" not in instructions
+    assert "WORKDIR" not in instructions
+    text = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    assert 'ENTRYPOINT ["passk"]' in text
+    assert "safe.directory" in text
+
+
+# -- workflows --------------------------------------------------------------------
+
+
+def test_every_workflow_file_is_found() -> None:
+    names = {path.relative_to(REPO).as_posix() for path in WORKFLOWS}
+    assert names >= {
+        ".github/workflows/ci.yml",
+        ".github/workflows/passk.yml",
+        "examples/workflows/passk-pull-request.yml",
+        "examples/workflows/passk-baseline.yml",
+    }
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_workflow_validates_against_githubs_schema(path: Path) -> None:
+    assert errors("github-workflow.schema.json", load_workflow(path)) == []
+
+
+def test_the_workflow_schema_check_can_fail() -> None:
+    bad = copy.deepcopy(load_workflow(PR_WORKFLOW))
+    bad["permissions"]["pull-requests"] = "admin"
+    bad["jobs"]["passk"].pop("runs-on")
+    problems = errors("github-workflow.schema.json", bad)
+    assert problems, "an invalid permission level and a job without runs-on must be reported"
+    # Without the F1 fix the real file would fail too: the check sees the file as GitHub does.
+    raw = load_yaml(PR_WORKFLOW)
+    assert errors("github-workflow.schema.json", raw) != []
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_no_workflow_uses_pull_request_target(path: Path) -> None:
+    # E3: passk runs the PR's agent code; under pull_request_target it would run with a
+    # read/write token and secrets, even for forks.
+    triggers = load_workflow(path)["on"]
+    names = {triggers} if isinstance(triggers, str) else set(triggers)
+    assert "pull_request_target" not in names
+    code = [
+        line
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if not line.lstrip().startswith("#")
+    ]
+    assert not [line for line in code if "pull_request_target" in line]
+
+
+def test_pull_request_workflow() -> None:
+    workflow = load_workflow(PR_WORKFLOW)
+    assert set(workflow["on"]) == {"pull_request"}
+    assert workflow["permissions"] == {
+        "contents": "read",
+        "pull-requests": "write",
+        "checks": "write",
+    }
+    all_steps = steps(workflow)
+    checkout = [s for s in all_steps if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert [s["uses"] for s in checkout] == ["actions/checkout@v4"]
+    assert checkout[0]["with"]["fetch-depth"] == 0
+    passk = [s for s in all_steps if s.get("uses") == PUBLISHED]
+    assert len(passk) == 1
+    assert passk[0]["with"]["config"] == "passk.yml"
+    comment = PR_WORKFLOW.read_text(encoding="utf-8").split("\nname:", 1)[0]
+    for must_explain in ("pull_request_target", "fork", "read-only", "job summary"):
+        assert must_explain in comment, f"the header comment should explain {must_explain!r}"
+
+
+def test_baseline_workflow() -> None:
+    workflow = load_workflow(BASELINE_WORKFLOW)
+    assert workflow["on"] == {"push": {"branches": ["main"]}}
+    assert workflow["permissions"] == {"contents": "write", "pull-requests": "write"}
+    passk = [s for s in steps(workflow) if s.get("uses") == PUBLISHED]
+    assert len(passk) == 1
+    assert passk[0]["with"]["mode"] == "baseline"
+
+
+def test_ci_runs_the_test_script_on_python_311() -> None:
+    workflow = load_workflow(REPO / ".github" / "workflows" / "ci.yml")
+    assert set(workflow["on"]) == {"push", "pull_request"}
+    all_steps = steps(workflow)
+    setup = [s for s in all_steps if str(s.get("uses", "")).startswith("actions/setup-python@")]
+    assert setup and str(setup[0]["with"]["python-version"]) == "3.11"
+    assert any(s.get("run", "").strip() == ".ci/run" for s in all_steps)
+
+
+def test_dogfood_runs_this_checkouts_action_on_the_demo() -> None:
+    workflow = load_workflow(REPO / ".github" / "workflows" / "passk.yml")
+    assert set(workflow["on"]) == {"pull_request"}
+    local = [s for s in steps(workflow) if s.get("uses") == "./"]
+    assert len(local) == 1
+    config = local[0]["with"]["config"]
+    assert config == "examples/refunds/passk.yml"
+    assert (REPO / config).is_file()
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_run_scripts_take_expressions_through_env(path: Path) -> None:
+    # Script injection: `${{ }}` inside `run:` is pasted into the shell before it runs.
+    for step in steps(load_workflow(path)):
+        assert "${{" not in step.get("run", ""), f"{path.name}: pass expressions via env"
