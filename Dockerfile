@@ -33,6 +33,7 @@ ENV PYTHONUNBUFFERED=1 \
 # refuse it as "dubious ownership" without the safe.directory entry.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git ca-certificates \
+ && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && git config --system --add safe.directory '*'
 COPY --from=build /dist/ /tmp/dist/
