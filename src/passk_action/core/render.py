@@ -1,0 +1,655 @@
+"""Markdown for people: the run report, the compare report and the sticky PR comment.
+
+Pure: a recorded run or a :class:`CompareResult` in, text out.  Every value
+that came from a user or an agent goes through :mod:`.escape` exactly once,
+where it is placed (``inline`` in tables and prose, ``code`` for ids and
+check names in lists, ``block`` for stderr), so nothing in a row id, a
+decision or an error detail can format, link, ping or forge our markers.
+
+The three numbers always appear together, side by side; every list states its
+exact count and is capped with "… and N more" so a report stays readable and a
+comment fits GitHub's size limit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .diff import Change, Confirmation, DivergentCheck, RowComparison
+from .escape import block, code, inline
+from .gate import GateDecision, GateFailure, Rule
+from .model import AgentInfo, Attempt, Json, Phase, RowClass, Run
+from .result import CompareResult, Executions
+from .stats import Metrics, RowSummary, compute_metrics, summarize_run
+
+ID_LEN = 80
+VALUE_LEN = 40
+REASON_LEN = 300
+DETAIL_LEN = 2000
+REPORT_LIST_LIMIT = 200
+"""Items per list in the full reports (the counts stay exact)."""
+
+COMMENT_LIMIT = 60000
+"""GitHub rejects comment bodies over 65,536 characters; keep a margin."""
+
+# --- shared formatting helpers -------------------------------------------
+
+
+def percent(value: float | None) -> str:
+    """A share as a percentage with one decimal; "n/a" when undefined."""
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def points(before: float | None, after: float | None) -> str:
+    """The change of a share in percentage points, signed ("+4.2 pts")."""
+    if before is None or after is None:
+        return "n/a"
+    delta = round((after - before) * 100, 1)
+    if delta == 0:
+        return "0.0 pts"  # never "-0.0": a rounding artifact looks like a loss
+    return f"{delta:+.1f} pts"
+
+
+def signed(before: int, after: int) -> str:
+    delta = after - before
+    return f"{delta:+d}" if delta else "0"
+
+
+def ranked_counts(values: Iterable[str | None]) -> list[tuple[str, int]]:
+    """Distinct values with their counts, most frequent first, then first seen.
+
+    ``None`` (an error attempt, not a decision) is left out.
+    """
+    counts = Counter(v for v in values if v is not None)
+    order = {v: i for i, v in reversed(list(enumerate(v for v in values if v is not None)))}
+    return sorted(counts.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def counts_text(pairs: Iterable[tuple[str, int]]) -> str:
+    """``approve ×2, deny ×1``, each value inert; "—" when there is none."""
+    text = ", ".join(f"{inline(value, VALUE_LEN)} ×{n}" for value, n in pairs)
+    return text or "—"
+
+
+def short_digest(digest: str) -> str:
+    """``sha256:`` and the first 12 hex digits: enough to tell datasets apart."""
+    algorithm, sep, hexdigits = digest.partition(":")
+    return f"{algorithm}:{hexdigits[:12]}" if sep else digest[:19]
+
+
+def capped(items: Sequence[str], limit: int) -> list[str]:
+    """Markdown list items, at most ``limit`` of them plus "… and N more"."""
+    lines = [f"- {item}" for item in items[: max(limit, 0)]]
+    hidden = len(items) - len(lines)
+    if hidden > 0:
+        lines.append(f"- … and {hidden} more")
+    return lines
+
+
+def _row_label(row_id: str, *, must_not_break: bool = False, ratchet: bool = False) -> str:
+    tags = [t for t, on in (("must-not-break", must_not_break), ("ratchet", ratchet)) if on]
+    return code(row_id, ID_LEN) + (f" ({', '.join(tags)})" if tags else "")
+
+
+def _agent_text(agent: AgentInfo) -> str:
+    text = inline(agent.description, 120) if agent.description else "*(no description)*"
+    if agent.commit:
+        text += f" at {code(agent.commit[:12], 12)}"
+    return text
+
+
+def _numbers_table(base: Metrics, cand: Metrics, *, counts: bool) -> list[str]:
+    """Baseline, candidate and change, the three numbers side by side."""
+    head = "| | mean accuracy | pass^k | flip rate |"
+    rule = "|---|---:|---:|---:|"
+    rows = [
+        ("baseline", base),
+        ("candidate", cand),
+    ]
+    lines = []
+    if counts:
+        head += " rows | errors |"
+        rule += "---:|---:|"
+    lines += [head, rule]
+    for name, m in rows:
+        line = (
+            f"| {name} | {percent(m.mean_accuracy)} | {percent(m.pass_k)} "
+            f"| {percent(m.flip_rate)} |"
+        )
+        if counts:
+            line += f" {m.rows} | {m.errors} |"
+        lines.append(line)
+    change = (
+        f"| change | {points(base.mean_accuracy, cand.mean_accuracy)} "
+        f"| {points(base.pass_k, cand.pass_k)} | {points(base.flip_rate, cand.flip_rate)} |"
+    )
+    if counts:
+        change += f" {signed(base.rows, cand.rows)} | {signed(base.errors, cand.errors)} |"
+    lines.append(change)
+    return lines
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+# --- the run report ------------------------------------------------------
+
+_CLASS_SEVERITY = {
+    RowClass.UNCLASSIFIED: 0,
+    RowClass.FLIP: 1,
+    RowClass.STABLE_WRONG: 2,
+    RowClass.STABLE_CORRECT: 3,
+}
+
+
+@dataclass(frozen=True)
+class _RunView:
+    """A run reduced once to what both the Markdown and the JSON report show."""
+
+    metrics: Metrics
+    summaries: tuple[RowSummary, ...]
+    errors_by_reason: dict[str, int]
+    row_errors: dict[str, list[tuple[str, int]]]
+    first_error: dict[str, Attempt]
+    confirm_attempts: int
+
+
+def _run_view(run: Run) -> _RunView:
+    """Main attempts only: the headline numbers are defined over the k main attempts."""
+    k = run.settings.k
+    by_row = run.attempts_by_row()
+    summaries = tuple(summarize_run(run.rows, by_row, k, run.settings.scoring))
+    main = [a for a in run.attempts if a.phase is Phase.MAIN]
+    reasons: Counter[str] = Counter()
+    first: dict[str, Attempt] = {}
+    per_row: dict[str, Counter[str]] = {}
+    for attempts in by_row.values():
+        for a in attempts:
+            if a.phase is not Phase.MAIN or a.error is None:
+                continue
+            reasons[a.error] += 1
+            first.setdefault(a.error, a)
+            per_row.setdefault(a.row_id, Counter())[a.error] += 1
+    return _RunView(
+        metrics=compute_metrics(summaries, k),
+        summaries=summaries,
+        errors_by_reason=dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
+        row_errors={
+            row: sorted(c.items(), key=lambda item: (-item[1], item[0]))
+            for row, c in per_row.items()
+        },
+        first_error=first,
+        confirm_attempts=len(run.attempts) - len(main),
+    )
+
+
+def _class_counts(metrics: Metrics) -> str:
+    return " · ".join(f"{cls.value} {metrics.classes.get(cls, 0)}" for cls in RowClass)
+
+
+def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
+    """The Markdown report of one recorded run (``passk report``)."""
+    view = _run_view(run)
+    m = view.metrics
+    records = {r.id: r for r in run.rows}
+    attempts_line = (
+        f"k = {run.settings.k} per row · {_plural(m.attempts, 'attempt')}: "
+        f"{m.valid} valid, {_plural(m.errors, 'error')}"
+    )
+    if view.confirm_attempts:
+        attempts_line += (
+            f" · {_plural(view.confirm_attempts, 'confirmation attempt')} recorded, "
+            "not counted in the numbers"
+        )
+    lines = [
+        f"# passk report: {run.agent.version.value} run",
+        "",
+        f"- **Agent:** {_agent_text(run.agent)}",
+        f"- **Dataset:** {code(short_digest(run.dataset_digest), 40)} · {_plural(m.rows, 'row')}",
+        f"- **Attempts:** {attempts_line}",
+    ]
+    if run.ratchet:
+        lines.append(f"- **Ratchet:** {_plural(len(run.ratchet), 'row')} locked stable-correct")
+    if run.created_at or run.tool_version:
+        recorded = inline(run.created_at, 40) if run.created_at else "unknown time"
+        if run.tool_version:
+            recorded += f" by passk {code(run.tool_version, 40)}"
+        lines.append(f"- **Recorded:** {recorded}")
+    lines += [
+        "",
+        "| mean accuracy | pass^k | flip rate |",
+        "|---:|---:|---:|",
+        f"| {percent(m.mean_accuracy)} | {percent(m.pass_k)} | {percent(m.flip_rate)} |",
+        "",
+        f"**Rows by class:** {_class_counts(m)}",
+        "",
+        "**Errors by reason:** "
+        + (counts_text(view.errors_by_reason.items()) if view.errors_by_reason else "none"),
+    ]
+
+    shaky = sorted(
+        (s for s in view.summaries if s.row_class is not RowClass.STABLE_CORRECT),
+        key=lambda s: (not records[s.id].must_not_break, _CLASS_SEVERITY[s.row_class]),
+    )
+    if shaky:
+        lines += [
+            "",
+            f"## Rows that are not stable-correct ({len(shaky)})",
+            "",
+            "| row | class | expected | decisions | errors |",
+            "|---|---|---|---|---|",
+        ]
+        for s in shaky[: max(rows_limit, 0)]:
+            record = records[s.id]
+            label = inline(s.id, ID_LEN) + (" · must-not-break" if record.must_not_break else "")
+            lines.append(
+                f"| {label} | {s.row_class.value} | {inline(record.expected, VALUE_LEN)} "
+                f"| {counts_text(ranked_counts(s.decisions))} "
+                f"| {counts_text(view.row_errors.get(s.id, []))} |"
+            )
+        if len(shaky) > rows_limit:
+            lines += ["", f"… and {len(shaky) - max(rows_limit, 0)} more"]
+
+    if view.first_error:
+        lines += ["", "## Error details", ""]
+        lines.append("The first recorded error of each reason:")
+        for reason in view.errors_by_reason:
+            attempt = view.first_error[reason]
+            count = _plural(view.errors_by_reason[reason], "attempt")
+            lines += [
+                "",
+                f"**{inline(reason, VALUE_LEN)}** ({count}), "
+                f"first on row {code(attempt.row_id, ID_LEN)}, attempt {attempt.number}:",
+                "",
+                block(attempt.detail or "(no detail recorded)", DETAIL_LEN),
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def run_report_json(run: Run) -> dict[str, Json]:
+    """The same report as data, for ``passk report --json``: every row, no cap."""
+    view = _run_view(run)
+    records = {r.id: r for r in run.rows}
+    return {
+        "metrics": view.metrics.to_json(),
+        "errors_by_reason": dict(view.errors_by_reason),
+        "rows": [
+            {
+                "id": s.id,
+                "class": s.row_class.value,
+                "must_not_break": records[s.id].must_not_break,
+                "decisions": list(s.decisions),
+                "correct": s.correct,
+                "valid": s.valid,
+                "errors": s.errors,
+            }
+            for s in view.summaries
+        ],
+    }
+
+
+# --- the comparison, reduced to its sections ------------------------------
+
+_CONFIRMATION_TEXT = {
+    Confirmation.BASELINE_VARIES: "the baseline also varies: it answered wrong on confirmation",
+    Confirmation.NOT_REPRODUCED: "not reproduced: the candidate was right on every "
+    "confirmation attempt",
+    Confirmation.CONFIRMED_REGRESSION: "confirmed regression",
+}
+
+
+@dataclass(frozen=True)
+class _Sections:
+    regressions: tuple[RowComparison, ...]
+    less_stable: tuple[RowComparison, ...]
+    lost: tuple[RowComparison, ...]
+    gained: tuple[RowComparison, ...]
+    candidate_check_flips: tuple[RowComparison, ...]
+    baseline_check_flips: tuple[RowComparison, ...]
+
+
+def _protected_first(rows: Iterable[RowComparison]) -> tuple[RowComparison, ...]:
+    """Must-not-break (or ratchet-locked) rows first, then dataset order."""
+    return tuple(sorted(rows, key=lambda r: not (r.must_not_break or r.in_ratchet)))
+
+
+def _sections(result: CompareResult) -> _Sections:
+    rows = result.comparison.rows
+    lost = tuple(r for r in rows if r.change is Change.LOST)
+    stable = (RowClass.STABLE_CORRECT, RowClass.STABLE_WRONG)
+    return _Sections(
+        regressions=_protected_first(
+            r for r in lost if r.confirmation is Confirmation.CONFIRMED_REGRESSION
+        ),
+        less_stable=_protected_first(
+            r
+            for r in rows
+            if (r.change is Change.LOST and r.confirmation is not Confirmation.CONFIRMED_REGRESSION)
+            or (
+                r.baseline_class is RowClass.STABLE_WRONG
+                and r.candidate_class in (RowClass.FLIP, RowClass.UNCLASSIFIED)
+            )
+        ),
+        lost=_protected_first(lost),
+        gained=tuple(r for r in rows if r.change is Change.GAINED),
+        candidate_check_flips=tuple(
+            r for r in rows if r.candidate_check_flips and r.candidate_final_class in stable
+        ),
+        baseline_check_flips=tuple(
+            r for r in rows if r.baseline_check_flips and r.baseline_final_class in stable
+        ),
+    )
+
+
+def _transition(row: RowComparison) -> str:
+    text = f"{row.baseline_class.value} → {row.candidate_class.value}"
+    if (row.baseline_final_class, row.candidate_final_class) != (
+        row.baseline_class,
+        row.candidate_class,
+    ):
+        text += (
+            f" (with confirmation attempts: baseline {row.baseline_final_class.value}, "
+            f"candidate {row.candidate_final_class.value})"
+        )
+    return text
+
+
+def _label(row: RowComparison) -> str:
+    return _row_label(row.id, must_not_break=row.must_not_break, ratchet=row.in_ratchet)
+
+
+def divergence_text(check: DivergentCheck | None) -> str:
+    """``first divergent check `return_window`: baseline ok ×9 · candidate ok ×5, expired ×4``."""
+    if check is None:
+        return "no intermediate check diverged: the versions differ at the decision itself"
+    return (
+        f"first divergent check {code(check.name, VALUE_LEN)}: "
+        f"baseline {counts_text(check.baseline)} · candidate {counts_text(check.candidate)}"
+    )
+
+
+def _regression_item(row: RowComparison) -> str:
+    return f"{_label(row)}: {_transition(row)}; {divergence_text(row.first_divergent_check)}"
+
+
+def _lost_item(row: RowComparison) -> str:
+    if row.change is not Change.LOST:
+        return f"{_label(row)}: {_transition(row)}"
+    if row.confirmation is None:
+        why = "not confirmed: no confirmation attempts were recorded"
+    else:
+        why = _CONFIRMATION_TEXT[row.confirmation]
+    return f"{_label(row)}: {_transition(row)}; {why}"
+
+
+def _gained_item(row: RowComparison) -> str:
+    return f"{_label(row)}: {_transition(row)}"
+
+
+def _flip_item(row: RowComparison, names: Sequence[str], row_class: RowClass) -> str:
+    checks = ", ".join(code(n, VALUE_LEN) for n in names)
+    return f"{_label(row)} ({row_class.value}): {checks}"
+
+
+def _failure_item(failure: GateFailure) -> str:
+    rule = f"**{failure.rule.value}**"
+    reason = inline(failure.reason, REASON_LEN)
+    if failure.id is None:
+        return f"{rule}: {reason}"
+    return f"{code(failure.id, ID_LEN)}: {rule}: {reason}"
+
+
+def _failure_summary(gate: GateDecision) -> str:
+    by_rule = Counter(f.rule for f in gate.failures)
+    parts = [f"{by_rule[rule]} {rule.value}" for rule in Rule if by_rule[rule]]
+    return f"{_plural(len(gate.failures), 'failure')} ({', '.join(parts)})"
+
+
+def verdict_line(result: CompareResult, sections: _Sections | None = None) -> str:
+    """One line: the gate, why, and the row movement."""
+    s = sections or _sections(result)
+    gate = result.gate
+    head = "✅ passk: gate passed" if gate.passed else "❌ passk: gate failed"
+    parts = [] if gate.passed else [_failure_summary(gate)]
+    parts += [
+        _plural(len(s.regressions), "confirmed regression"),
+        f"{len(s.gained)} gained",
+        f"{len(s.lost)} lost",
+    ]
+    return f"{head}: {' · '.join(parts)}"
+
+
+def _gate_items(gate: GateDecision, limit: int) -> list[str]:
+    if not gate.failures:
+        lines = ["- No gate rule is broken."]
+    else:
+        lines = capped([_failure_item(f) for f in gate.failures], limit)
+    lines += capped([f"⚠️ {inline(w, REASON_LEN)}" for w in gate.warnings], limit)
+    return lines
+
+
+def _executions_text(executions: Executions, reused: bool) -> str:
+    if reused:
+        text = "reused recorded verdicts for this commit: no agent was run again"
+        if executions.total:
+            text += f" ({_plural(executions.total, 'agent execution')} recorded)"
+        return text
+    text = f"{_plural(executions.total, 'agent execution')}"
+    detail = [
+        f"candidate {executions.candidate}",
+        f"baseline top-up {executions.baseline_topup}",
+        f"confirmation {executions.confirm_baseline} baseline + "
+        f"{executions.confirm_candidate} candidate",
+    ]
+    text += f" ({', '.join(detail)})"
+    if executions.naive:
+        text += f" instead of {executions.naive} for re-running both versions on every row"
+    return text
+
+
+# --- the compare report --------------------------------------------------
+
+
+def _header_facts(result: CompareResult) -> list[str]:
+    base, cand = result.baseline, result.candidate
+    digests = {base.dataset_digest, cand.dataset_digest}
+    dataset = " vs ".join(code(short_digest(d), 40) for d in sorted(digests))
+    return [
+        f"- **Baseline:** {_agent_text(base.agent)}",
+        f"- **Candidate:** {_agent_text(cand.agent)}",
+        f"- **Dataset:** {dataset} · {_plural(len(result.rows), 'row')} · k = {cand.settings.k}",
+    ]
+
+
+def render_compare_report(result: CompareResult, *, list_limit: int = REPORT_LIST_LIMIT) -> str:
+    """The full Markdown report of a comparison (job summary, ``passk compare``)."""
+    s = _sections(result)
+    gate = result.gate
+    cmp = result.comparison
+    lines = [f"# {verdict_line(result, s)}", "", *_header_facts(result), ""]
+    lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=True)
+    lines += [
+        "",
+        f"**Rows:** {len(s.gained)} gained · {len(s.lost)} lost "
+        f"({_plural(len(s.regressions), 'confirmed regression')})",
+        "",
+        "## Gate: " + ("✅ passed" if gate.passed else f"❌ failed, {_failure_summary(gate)}"),
+        "",
+        "The gate reads recorded verdicts only; better numbers elsewhere never override "
+        "a broken rule.",
+        "",
+        *_gate_items(gate, list_limit),
+    ]
+
+    def section(title: str, items: list[str], intro: str | None = None) -> None:
+        if not items:
+            return
+        lines.extend(["", f"## {title} ({len(items)})", ""])
+        if intro:
+            lines.extend([intro, ""])
+        lines.extend(capped(items, list_limit))
+
+    section(
+        "Confirmed regressions",
+        [_regression_item(r) for r in s.regressions],
+        "Lost rows where, on confirmation, the baseline was right every time and the "
+        "candidate was not.",
+    )
+    section(
+        "Less stable without a confirmed regression",
+        [_lost_item(r) for r in s.less_stable],
+    )
+    section("Rows gained", [_gained_item(r) for r in s.gained])
+    flips = [
+        f"candidate: {_flip_item(r, r.candidate_check_flips, r.candidate_final_class)}"
+        for r in s.candidate_check_flips
+    ] + [
+        f"baseline: {_flip_item(r, r.baseline_check_flips, r.baseline_final_class)}"
+        for r in s.baseline_check_flips
+    ]
+    section(
+        "Intermediate checks that flipped while the decision held",
+        flips,
+        "The decision stayed the same on every attempt, but these checks took different "
+        "values: that variation is hidden by the verdict alone.",
+    )
+    section("Notes", [inline(n, REASON_LEN) for n in result.notes])
+    executions = _executions_text(result.executions, result.reused)
+    lines += ["", "## Executions", "", executions[:1].upper() + executions[1:]]
+    return "\n".join(lines) + "\n"
+
+
+# --- the sticky PR comment -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """How much of each list a comment shows; tried from generous to minimal."""
+
+    items: int
+    gate: int
+    check_flips: bool
+
+
+_BUDGETS = (
+    _Budget(items=50, gate=30, check_flips=True),
+    _Budget(items=20, gate=30, check_flips=False),
+    _Budget(items=5, gate=30, check_flips=False),
+    _Budget(items=0, gate=30, check_flips=False),
+    _Budget(items=0, gate=10, check_flips=False),
+    _Budget(items=0, gate=3, check_flips=False),
+)
+
+_FOLD_OVER = 5
+"""Lists longer than this go inside a collapsed <details> block."""
+
+_SAFE_URL = re.compile(r"https://[^\s<>()\[\]`\"'\\]+")
+
+
+def _hidden_comment(value: str, name: str) -> None:
+    if not (value.startswith("<!--") and value.endswith("-->") and len(value) >= 7):
+        raise ValueError(f"{name} must be a hidden HTML comment '<!-- ... -->', got {value!r}")
+
+
+def _list_block(title: str, items: list[str], limit: int) -> tuple[list[str], bool]:
+    """A titled list, folded when long; returns the lines and whether it was cut."""
+    if not items:
+        return [], False
+    body = capped(items, limit)
+    cut = len(items) > limit
+    if len(items) > _FOLD_OVER:
+        return [
+            "",
+            f"<details><summary>{title} ({len(items)})</summary>",
+            "",
+            *body,
+            "",
+            "</details>",
+        ], cut
+    return ["", f"**{title} ({len(items)})**", "", *body], cut
+
+
+def _comment_body(
+    result: CompareResult,
+    s: _Sections,
+    budget: _Budget,
+    details_url: str | None,
+) -> list[str]:
+    cmp = result.comparison
+    lines = [f"### {verdict_line(result, s)}", ""]
+    lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=False)
+    lines += ["", "**Gate**", "", *_gate_items(result.gate, budget.gate)]
+    cut = len(result.gate.failures) > budget.gate or len(result.gate.warnings) > budget.gate
+    lists: list[tuple[str, list[str]]] = [
+        ("Confirmed regressions", [_regression_item(r) for r in s.regressions]),
+        ("Rows lost", [_lost_item(r) for r in s.lost]),
+        ("Rows gained", [_gained_item(r) for r in s.gained]),
+    ]
+    if budget.check_flips:
+        lists.append(
+            (
+                "Checks that flipped while the decision held",
+                [
+                    f"candidate: {_flip_item(r, r.candidate_check_flips, r.candidate_final_class)}"
+                    for r in s.candidate_check_flips
+                ]
+                + [
+                    f"baseline: {_flip_item(r, r.baseline_check_flips, r.baseline_final_class)}"
+                    for r in s.baseline_check_flips
+                ],
+            )
+        )
+    elif s.candidate_check_flips or s.baseline_check_flips:
+        cut = True
+    lists.append(("Notes", [inline(n, REASON_LEN) for n in result.notes]))
+    for title, items in lists:
+        block_lines, was_cut = _list_block(title, items, budget.items)
+        lines += block_lines
+        cut = cut or was_cut
+    footer = [_executions_text(result.executions, result.reused)]
+    if result.tool_version:
+        footer.insert(0, f"passk {code(result.tool_version, 40)}")
+    if details_url:
+        footer.append(f"[full report]({details_url})")
+    lines += ["", "---", "", " · ".join(footer)]
+    if cut:
+        where = f"[full report]({details_url})" if details_url else "full report in the job summary"
+        lines += ["", f"Some lists are shortened to fit a pull-request comment: {where}."]
+    return lines
+
+
+def render_comment(
+    result: CompareResult,
+    *,
+    marker: str,
+    record: str,
+    limit: int = COMMENT_LIMIT,
+    details_url: str | None = None,
+) -> str:
+    """The sticky PR comment: ``marker`` first, ``record`` last, at most ``limit`` chars.
+
+    ``marker`` and ``record`` are the caller's hidden HTML comments; no
+    escaped value can contain ``<!--``, so each appears exactly once.  When
+    the comment is too long, the lists shrink first (then the check flips go,
+    then the gate reasons shrink to a few, their count staying exact); the
+    verdict, the numbers and the record always stay.  If even the minimal
+    comment exceeds ``limit`` (a huge ``record``), the minimal one is returned.
+    """
+    _hidden_comment(marker, "marker")
+    _hidden_comment(record, "record")
+    if marker in record or record in marker:
+        raise ValueError("marker and record must differ and not contain each other")
+    if details_url is not None and not _SAFE_URL.fullmatch(details_url):
+        raise ValueError(f"details_url must be a plain https:// URL, got {details_url!r}")
+    s = _sections(result)
+    text = ""
+    for budget in _BUDGETS:
+        lines = _comment_body(result, s, budget, details_url)
+        text = "\n".join([marker, *lines, "", record])
+        if len(text) <= limit:
+            break
+    return text

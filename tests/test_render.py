@@ -1,0 +1,572 @@
+"""Golden tests for the Markdown renderers: the run report, the compare report, the PR comment.
+
+Each scenario builds its runs by hand, attempt by attempt, decides the gate
+with ``core.result.evaluate`` (the only path to a decision), renders, and
+compares the **whole text** with a file in ``tests/golden/render/``.
+
+To regenerate the golden files after an intended change, run::
+
+    PASSK_UPDATE_GOLDEN=1 python -m pytest tests/test_render.py -q
+
+then read the diff of ``tests/golden/render/`` before committing it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from passk_action.core.gate import GatePolicy, ProtectedChange
+from passk_action.core.model import (
+    AgentInfo,
+    Attempt,
+    EvalSettings,
+    Phase,
+    RowRecord,
+    Run,
+    Version,
+)
+from passk_action.core.render import (
+    capped,
+    counts_text,
+    percent,
+    points,
+    ranked_counts,
+    render_comment,
+    render_compare_report,
+    render_run_report,
+    run_report_json,
+    short_digest,
+)
+from passk_action.core.result import CompareResult, Executions, evaluate
+
+GOLDEN = Path(__file__).parent / "golden" / "render"
+MARKER = "<!-- passk:sticky-comment -->"
+RECORD = '<!-- passk:record {"gate":"failed","head":"0123abc"} -->'
+DIGEST = "sha256:" + "ab12" * 16
+K = 3
+NO_EXECUTIONS = Executions()
+
+# --- building runs by hand ------------------------------------------------
+
+Checks = Sequence[tuple[str, str]]
+
+
+def row(row_id: str, expected: str, *, mnb: bool = False) -> RowRecord:
+    return RowRecord(
+        id=row_id, input_digest="sha256:" + "0" * 64, expected=expected, must_not_break=mnb
+    )
+
+
+class Attempts:
+    """Numbered attempts for one version: main ones first, then confirmations."""
+
+    def __init__(self) -> None:
+        self.attempts: list[Attempt] = []
+        self._numbers: dict[str, int] = {}
+
+    def _next(self, row_id: str) -> int:
+        self._numbers[row_id] = self._numbers.get(row_id, 0) + 1
+        return self._numbers[row_id]
+
+    def ok(
+        self,
+        row_id: str,
+        decision: str,
+        checks: Checks = (),
+        *,
+        phase: Phase = Phase.MAIN,
+        times: int = 1,
+    ) -> Attempts:
+        for _ in range(times):
+            self.attempts.append(
+                Attempt(row_id, self._next(row_id), phase, decision, tuple(checks))
+            )
+        return self
+
+    def error(
+        self, row_id: str, reason: str, detail: str, *, phase: Phase = Phase.MAIN
+    ) -> Attempts:
+        self.attempts.append(
+            Attempt(row_id, self._next(row_id), phase, None, (), error=reason, detail=detail)
+        )
+        return self
+
+
+def make_run(
+    version: Version,
+    rows: Sequence[RowRecord],
+    attempts: Attempts,
+    description: str,
+    commit: str | None,
+    ratchet: Iterable[str] = (),
+) -> Run:
+    return Run(
+        tool_version="0.1.0",
+        dataset_digest=DIGEST,
+        settings=EvalSettings(k=K),
+        agent=AgentInfo(version=version, description=description, commit=commit),
+        created_at="2024-05-01T12:00:00Z",
+        rows=tuple(rows),
+        attempts=tuple(attempts.attempts),
+        ratchet=tuple(ratchet),
+    )
+
+
+def compare(
+    rows: Sequence[RowRecord],
+    base: Run,
+    cand: Run,
+    *,
+    ratchet: Iterable[str] = (),
+    protected: Sequence[ProtectedChange] = (),
+    protected_allowed: bool = False,
+    notes: tuple[str, ...] = (),
+    executions: Executions = NO_EXECUTIONS,
+    reused: bool = False,
+) -> CompareResult:
+    locked = frozenset(ratchet)
+    policy = GatePolicy()
+    comparison, gate = evaluate(
+        rows,
+        base,
+        cand,
+        ratchet=locked,
+        policy=policy,
+        protected_changes=protected,
+        protected_changes_allowed=protected_allowed,
+    )
+    return CompareResult(
+        rows=tuple(rows),
+        baseline=base,
+        candidate=cand,
+        ratchet=locked,
+        policy=policy,
+        comparison=comparison,
+        gate=gate,
+        protected_changes=tuple(protected),
+        protected_changes_allowed=protected_allowed,
+        notes=notes,
+        executions=executions,
+        reused=reused,
+        created_at="2024-05-02T09:30:00Z",
+        tool_version="0.1.0",
+    )
+
+
+OK = [("return_window", "ok"), ("proof_of_purchase", "present")]
+EXPIRED = [("return_window", "expired"), ("proof_of_purchase", "present")]
+TIMEOUT_DETAIL = (
+    "killed after the 30s timeout\nstderr (last 2000 chars): Traceback (most recent call last):\n"
+    '  File "agent.py", line 12, in <module>\n    time.sleep(60)\nKeyboardInterrupt'
+)
+
+
+def failed_scenario() -> CompareResult:
+    """Every kind of row the report distinguishes, and a failed gate."""
+    rows = [
+        row("refund-001", "approve", mnb=True),  # must-not-break confirmed regression
+        row("refund-002", "deny"),  # lost, the baseline also varies
+        row("refund-003", "approve", mnb=True),  # must-not-break, unclassified candidate
+        row("refund-004", "approve"),  # ratchet-locked, lost, not reproduced
+        row("refund-005", "deny"),  # gained
+        row("refund-006", "deny"),  # decision holds, a check flips on the candidate
+        row("refund-007", "approve"),  # stable-wrong -> flip; a check flips on the baseline
+    ]
+    base = (
+        Attempts()
+        .ok("refund-001", "approve", OK, times=3)
+        .ok("refund-001", "approve", OK, phase=Phase.CONFIRM, times=6)
+        .ok("refund-002", "deny", times=3)
+        .ok("refund-002", "deny", phase=Phase.CONFIRM)
+        .ok("refund-002", "approve", phase=Phase.CONFIRM)
+        .ok("refund-003", "approve", OK, times=3)
+        .ok("refund-004", "approve", times=3)
+        .ok("refund-004", "approve", phase=Phase.CONFIRM, times=2)
+        .ok("refund-005", "deny")
+        .ok("refund-005", "approve")
+        .ok("refund-005", "deny")
+        .ok("refund-006", "deny", [("proof_of_purchase", "missing")], times=3)
+        .ok("refund-007", "deny", [("return_window", "ok")])
+        .ok("refund-007", "deny", [("return_window", "expired")])
+        .ok("refund-007", "deny", [("return_window", "ok")])
+    )
+    cand = (
+        Attempts()
+        .ok("refund-001", "approve", OK, times=2)
+        .ok("refund-001", "deny", EXPIRED)
+        .ok("refund-001", "approve", OK, phase=Phase.CONFIRM, times=3)
+        .ok("refund-001", "deny", EXPIRED, phase=Phase.CONFIRM, times=3)
+        .ok("refund-002", "deny")
+        .ok("refund-002", "approve")
+        .ok("refund-002", "deny")
+        .ok("refund-002", "deny", phase=Phase.CONFIRM, times=2)
+        .ok("refund-003", "approve", OK)
+        .error("refund-003", "timeout", TIMEOUT_DETAIL)
+        .error("refund-003", "exit-status", "exited with status 3")
+        .ok("refund-004", "approve")
+        .ok("refund-004", "deny")
+        .ok("refund-004", "approve")
+        .ok("refund-004", "approve", phase=Phase.CONFIRM, times=2)
+        .ok("refund-005", "deny", times=3)
+        .ok("refund-006", "deny", [("proof_of_purchase", "missing")])
+        .ok("refund-006", "deny", [("proof_of_purchase", "present")])
+        .ok("refund-006", "deny", [("proof_of_purchase", "missing")])
+        .ok("refund-007", "deny", [("return_window", "ok")])
+        .ok("refund-007", "approve", [("return_window", "ok")])
+        .ok("refund-007", "deny", [("return_window", "ok")])
+    )
+    return compare(
+        rows,
+        make_run(Version.BASELINE, rows, base, "refund agent (production prompt)", "9f8e7d6c5b4a"),
+        make_run(Version.CANDIDATE, rows, cand, "refund agent (new prompt)", "0123abcdef99"),
+        ratchet=["refund-004"],
+        notes=("1 row was relabeled since the baseline was recorded: refund-005",),
+        executions=Executions(
+            candidate=21, baseline_topup=0, confirm_baseline=10, confirm_candidate=10, naive=62
+        ),
+    )
+
+
+def passed_scenario() -> CompareResult:
+    """A clean pull request: one row gained, verdicts reused, an allowed protected change."""
+    rows = [
+        row("claim-a", "pay", mnb=True),
+        row("claim-b", "reject"),
+        row("claim-c", "pay"),
+        row("claim-d", "escalate"),
+    ]
+    base = (
+        Attempts()
+        .ok("claim-a", "pay", times=3)
+        .ok("claim-b", "reject", times=3)
+        .ok("claim-c", "pay")
+        .ok("claim-c", "reject")
+        .ok("claim-c", "pay")
+        .ok("claim-d", "pay", times=3)
+    )
+    cand = (
+        Attempts()
+        .ok("claim-a", "pay", times=3)
+        .ok("claim-b", "reject", times=3)
+        .ok("claim-c", "pay", times=3)
+        .ok("claim-d", "pay", times=3)
+    )
+    return compare(
+        rows,
+        make_run(Version.BASELINE, rows, base, "claims agent v1", None),
+        make_run(Version.CANDIDATE, rows, cand, "claims agent v2", "abcdef1234567890"),
+        protected=[ProtectedChange("baseline-changed", "the baseline artifact was re-recorded")],
+        protected_allowed=True,
+        executions=Executions(candidate=0, naive=24),
+        reused=True,
+    )
+
+
+# The block keeps the tail of a long detail, so the hostile part comes last.
+HOSTILE_DETAILS = "y" * 10_000 + (
+    "\n```\n</details>\n<!-- passk:sticky-comment -->\n"
+    "<img src=x onerror=alert(1)>\r\nNUL:\x00 end\n"
+)
+
+
+def hostile_scenario() -> CompareResult:
+    """Every user- or agent-controlled string is hostile."""
+    html_id = "</details><img src=x onerror=alert(1)>"
+    pipe_id = "| a | b |"
+    link_id = "[click](https://evil.example)"
+    marker_id = MARKER
+    ping_id = "@octocat #1 www.evil.example\nsecond line"
+    rows = [
+        row(html_id, "approve", mnb=True),
+        row(pipe_id, "```"),
+        row(link_id, "**yes**"),
+        row(marker_id, "deny"),
+        row(ping_id, "approve", mnb=True),
+    ]
+    check = "`x` | y <!-- passk:record -->"
+    base = (
+        Attempts()
+        .ok(html_id, "approve", [(check, "[click](https://evil.example)")], times=3)
+        .ok(
+            html_id,
+            "approve",
+            [(check, "[click](https://evil.example)")],
+            phase=Phase.CONFIRM,
+            times=2,
+        )
+        .ok(pipe_id, "```", times=3)
+        .ok(pipe_id, "@octocat", phase=Phase.CONFIRM)
+        .ok(link_id, "**yes**")
+        .ok(link_id, "</details>")
+        .ok(link_id, "**yes**")
+        .ok(marker_id, "deny", [("<!-- passk:sticky-comment -->", "a")], times=3)
+        .ok(ping_id, "approve", times=3)
+    )
+    cand = (
+        Attempts()
+        .ok(html_id, "approve", [(check, "[click](https://evil.example)")], times=2)
+        .ok(html_id, "@octocat #1\nnext", [(check, "@octocat #1\nnext")])
+        .ok(
+            html_id,
+            "@octocat #1\nnext",
+            [(check, "@octocat #1\nnext")],
+            phase=Phase.CONFIRM,
+            times=2,
+        )
+        .ok(pipe_id, "```")
+        .ok(pipe_id, "| x |")
+        .ok(pipe_id, "```")
+        .ok(pipe_id, "```", phase=Phase.CONFIRM)
+        .ok(link_id, "**yes**", times=3)
+        .ok(marker_id, "deny", [("<!-- passk:sticky-comment -->", "a")])
+        .ok(marker_id, "deny", [("<!-- passk:sticky-comment -->", "<b>b</b>")])
+        .ok(marker_id, "deny", [("<!-- passk:sticky-comment -->", "a")])
+        .ok(ping_id, "approve")
+        .error(ping_id, "exit-status`|<b>", HOSTILE_DETAILS)
+        .error(ping_id, "exit-status`|<b>", "second")
+    )
+    return compare(
+        rows,
+        make_run(Version.BASELINE, rows, base, "**bold** @team [x](https://evil.example)", None),
+        make_run(Version.CANDIDATE, rows, cand, "<script>alert(1)</script>", "`; rm -rf /"),
+        protected=[ProtectedChange("relabeled", "row <!-- x --> relabeled | @octocat", pipe_id)],
+        notes=("note with <!-- passk:sticky-comment --> and @octocat\nand a newline",),
+        executions=Executions(candidate=13, confirm_baseline=3, confirm_candidate=3, naive=36),
+    )
+
+
+# --- golden files -------------------------------------------------------------
+
+
+def assert_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("PASSK_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="")
+        return
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run with PASSK_UPDATE_GOLDEN=1 to create it")
+    expected = path.read_text(encoding="utf-8")
+    assert text == expected, f"{name} differs; PASSK_UPDATE_GOLDEN=1 regenerates it"
+
+
+SCENARIOS = {
+    "failed": failed_scenario,
+    "passed": passed_scenario,
+    "hostile": hostile_scenario,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_compare_report_golden(name: str) -> None:
+    assert_golden(f"compare_{name}.md", render_compare_report(SCENARIOS[name]()))
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_comment_golden(name: str) -> None:
+    url = "https://github.com/o/r/actions/runs/42" if name == "passed" else None
+    text = render_comment(SCENARIOS[name](), marker=MARKER, record=RECORD, details_url=url)
+    assert_golden(f"comment_{name}.md", text)
+
+
+@pytest.mark.parametrize("name", ["failed", "hostile"])
+def test_run_report_golden(name: str) -> None:
+    assert_golden(f"run_{name}.md", render_run_report(SCENARIOS[name]().candidate))
+
+
+def test_run_report_caps_its_row_table() -> None:
+    text = render_run_report(failed_scenario().candidate, rows_limit=2)
+    assert_golden("run_failed_capped.md", text)
+
+
+# --- what the goldens are meant to show, stated so a bad regeneration fails ---
+
+
+def test_the_failed_scenario_fails_for_the_expected_reasons() -> None:
+    result = failed_scenario()
+    assert [(f.id, f.rule.value) for f in result.gate.failures] == [
+        ("refund-001", "must-not-break"),
+        ("refund-003", "unclassified"),
+        ("refund-004", "ratchet"),
+    ]
+    report = render_compare_report(result)
+    assert report.startswith("# ❌ passk: gate failed: 3 failures")
+    assert (
+        "first divergent check `return_window`: baseline ok ×9 · candidate ok ×5, expired ×4"
+        in report
+    )
+
+
+def gfm() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def all_tokens(text: str) -> list[Token]:
+    out: list[Token] = []
+    for token in gfm().parse(text):
+        out.append(token)
+        out.extend(token.children or [])
+    return out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(lambda: render_compare_report(hostile_scenario()), id="report"),
+        pytest.param(
+            lambda: render_comment(hostile_scenario(), marker=MARKER, record=RECORD),
+            id="comment",
+        ),
+        pytest.param(lambda: render_run_report(hostile_scenario().candidate), id="run"),
+    ],
+)
+def test_hostile_values_stay_inert(text: object) -> None:
+    assert callable(text)
+    rendered: str = text()
+    tokens = all_tokens(rendered)
+    kinds = {t.type for t in tokens}
+    assert not kinds & {"link_open", "image", "em_open", "s_open", "code_block"}
+    # Our own headings only: none comes from a value.
+    headings = [t for t in tokens if t.type == "heading_open"]
+    assert len(headings) == sum(1 for line in rendered.splitlines() if line.startswith("#"))
+    # The only HTML is ours: the marker, the record, <details>/<summary>.
+    html = [t.content.strip() for t in tokens if t.type in ("html_block", "html_inline")]
+    for chunk in html:
+        ours = chunk in (MARKER, RECORD, "</details>") or chunk.startswith("<details><summary>")
+        assert ours, chunk
+    # Every table row has exactly as many cells as its header.
+    lines = rendered.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("|---"):
+            continue
+        header = "\n".join(lines[i - 1 : i + 1])
+        width = sum(1 for t in all_tokens(header) if t.type == "th_open")
+        j = i + 1
+        while j < len(lines) and lines[j].startswith("|"):
+            table = "\n".join([lines[i - 1], lines[i], lines[j]])
+            assert sum(1 for t in all_tokens(table) if t.type == "td_open") == width, lines[j]
+            j += 1
+    # Pings and autolinks are broken outside code spans (where GitHub shows text as is).
+    prose = "".join(t.content for t in tokens if t.type == "text")
+    assert "@octocat" not in prose
+    assert "https://evil" not in prose
+    assert "www.evil" not in prose
+
+
+def test_hostile_comment_has_marker_and_record_exactly_once() -> None:
+    text = render_comment(hostile_scenario(), marker=MARKER, record=RECORD)
+    assert text.startswith(MARKER + "\n")
+    assert text.endswith("\n" + RECORD)
+    assert text.count(MARKER) == 1
+    assert text.count(RECORD) == 1
+    assert text.count("<!--") == 2
+
+
+# --- size ----------------------------------------------------------------------
+
+
+def many_lost_rows(n: int) -> CompareResult:
+    """``n`` lost rows with long ids, every other one must-not-break."""
+    rows = [row(f"row-{i:05d}-" + "x" * 60, "approve", mnb=i % 2 == 0) for i in range(n)]
+    base = Attempts()
+    cand = Attempts()
+    for r in rows:
+        base.ok(r.id, "approve", times=3)
+        cand.ok(r.id, "approve", times=2).ok(r.id, "deny")
+    return compare(
+        rows,
+        make_run(Version.BASELINE, rows, base, "big baseline", None),
+        make_run(Version.CANDIDATE, rows, cand, "big candidate", None),
+        executions=Executions(candidate=3 * n, naive=6 * n),
+    )
+
+
+def test_a_huge_comment_is_trimmed_under_the_limit_keeping_what_matters() -> None:
+    result = many_lost_rows(5000)
+    limit = 60_000
+    text = render_comment(result, marker=MARKER, record=RECORD, limit=limit)
+    assert len(text) <= limit
+    assert text.startswith(MARKER + "\n") and text.endswith("\n" + RECORD)
+    assert text.count(MARKER) == 1 and text.count(RECORD) == 1
+    assert "### ❌ passk: gate failed: 2500 failures (2500 must-not-break)" in text
+    assert "| baseline | 100.0% | 100.0% | 0.0% |" in text
+    assert "| candidate | 66.7% | 0.0% | 100.0% |" in text
+    assert "| change | -33.3 pts | -100.0 pts | +100.0 pts |" in text
+    assert "5000 lost" in text
+    assert "- … and 2470 more" in text  # gate reasons capped, the count exact
+    assert "full report in the job summary" in text
+    # The full report keeps the exact counts too.
+    report = render_compare_report(result)
+    assert "## Less stable without a confirmed regression (5000)" in report
+    assert "- … and 4800 more" in report
+
+
+def test_a_tight_limit_drops_lists_before_gate_reasons() -> None:
+    result = many_lost_rows(200)
+    roomy = render_comment(result, marker=MARKER, record=RECORD, limit=60_000)
+    tight = render_comment(result, marker=MARKER, record=RECORD, limit=8_000)
+    assert len(tight) <= 8_000 < len(roomy)
+    assert tight.count("row-00000-") >= 1  # still names the first gate failure
+    assert "Some lists are shortened" in tight
+
+
+def test_comment_rejects_a_marker_that_is_not_a_hidden_comment() -> None:
+    with pytest.raises(ValueError, match="marker"):
+        render_comment(passed_scenario(), marker="passk", record=RECORD)
+    with pytest.raises(ValueError, match="details_url"):
+        render_comment(
+            passed_scenario(), marker=MARKER, record=RECORD, details_url="javascript:alert(1)"
+        )
+
+
+# --- helpers and the JSON report --------------------------------------------
+
+
+def test_formatting_helpers() -> None:
+    assert percent(None) == "n/a"
+    assert percent(0.8333333) == "83.3%"
+    assert points(0.5, 0.542) == "+4.2 pts"
+    assert points(0.5, 0.49999) == "0.0 pts"
+    assert points(0.7, 0.5) == "-20.0 pts"
+    assert points(None, 0.5) == "n/a"
+    assert ranked_counts(["deny", "approve", None, "approve"]) == [("approve", 2), ("deny", 1)]
+    assert ranked_counts(["b", "a"]) == [("b", 1), ("a", 1)]
+    assert counts_text([("approve", 2), ("deny", 1)]) == "approve ×2, deny ×1"
+    assert counts_text([]) == "—"
+    assert short_digest(DIGEST) == "sha256:ab12ab12ab12"
+    assert capped(["a", "b", "c"], 2) == ["- a", "- b", "- … and 1 more"]
+    assert capped(["a"], 2) == ["- a"]
+
+
+def test_run_report_json() -> None:
+    data = run_report_json(failed_scenario().candidate)
+    assert data["metrics"] == {
+        "rows": 7,
+        "k": 3,
+        "mean_accuracy": 14 / 19,
+        "pass_k": 2 / 7,
+        "flip_rate": 4 / 6,
+        "classes": {"stable-correct": 2, "stable-wrong": 0, "flip": 4, "unclassified": 1},
+        "attempts": 21,
+        "valid": 19,
+        "errors": 2,
+    }
+    assert data["errors_by_reason"] == {"exit-status": 1, "timeout": 1}
+    rows = data["rows"]
+    assert isinstance(rows, list)
+    assert rows[2] == {
+        "id": "refund-003",
+        "class": "unclassified",
+        "must_not_break": True,
+        "decisions": ["approve", None, None],
+        "correct": 1,
+        "valid": 1,
+        "errors": 2,
+    }
+    assert [r["id"] for r in rows] == [f"refund-00{i}" for i in range(1, 8)]
