@@ -1,0 +1,295 @@
+"""``passk baseline``, ``compare`` and ``gate`` end to end with the shipped scripted agent.
+
+Every agent here is a real process (``python -m passk_action.testing.scripted_agent``)
+whose answers are fixed by a script, and every request it receives is logged,
+so the tests can assert not only the decision but which attempts were asked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from passk_action.cli import main
+
+RIGHT = "deny"
+WRONG = "approve"
+
+
+@dataclass
+class Project:
+    root: Path
+    log: Path
+
+    @property
+    def config(self) -> str:
+        return str(self.root / "passk.yml")
+
+    def write_rows(self, rows: list[dict[str, Any]]) -> None:
+        lines = [json.dumps(r) for r in rows]
+        (self.root / "data.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def write_script(self, rows: dict[str, Any], default: Any = RIGHT) -> None:
+        (self.root / "script.json").write_text(
+            json.dumps({"default": default, "rows": rows}), encoding="utf-8"
+        )
+
+    def write_config(self, **extra: Any) -> None:
+        agent = [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"]
+        config: dict[str, Any] = {
+            "dataset": "data.jsonl",
+            "k": 3,
+            "concurrency": 4,
+            "agent": {"command": agent, "timeout_s": 20},
+            "baseline": {"artifact": ".passk/baseline.json", "agent": {"command": agent}},
+            "confirm": {"attempts": 3, "must_not_break_attempts": 4},
+            "retry": {"attempts": 0, "backoff_s": 0},
+        }
+        config.update(extra)
+        (self.root / "passk.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        requests = [json.loads(line) for line in self.log.read_text().splitlines()]
+        self.log.unlink()
+        return requests
+
+    def baseline(self) -> None:
+        code = main(["baseline", "--config", self.config, "--agent", "baseline.agent", "--quiet"])
+        assert code == 0
+        self.requests()  # forget the baseline's own attempts
+
+    def compare(self) -> tuple[int, dict[str, Any]]:
+        out = self.root / "result.json"
+        code = main(
+            [
+                "compare",
+                "--config",
+                self.config,
+                "--json",
+                str(out),
+                "--quiet",
+                "--markdown",
+                str(self.root / "report.md"),
+            ]
+        )
+        result = json.loads(out.read_text()) if out.exists() else {}
+        return code, result
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
+    log = tmp_path / "requests.jsonl"
+    monkeypatch.setenv("PASSK_SCRIPTED_LOG", str(log))
+    p = Project(tmp_path, log)
+    p.write_config()
+    yield p
+
+
+def row(row_id: str, mnb: bool = False, expected: str = RIGHT) -> dict[str, Any]:
+    return {"id": row_id, "input": {"case": row_id}, "expected": expected, "must_not_break": mnb}
+
+
+def by_id(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in result["rows"]}
+
+
+def checks(window: str, proof: str) -> dict[str, str]:
+    return {"return_window": window, "proof_of_purchase": proof}
+
+
+def test_must_not_break_regression_blocks_with_first_divergent_check(project: Project) -> None:
+    project.write_rows([row("m", mnb=True), row("steady")])
+    good = {"decision": RIGHT, "checks": checks("expired", "present")}
+    bad = {"decision": WRONG, "checks": checks("ok", "present")}
+    project.write_script({"m": {"baseline": [good], "candidate": [good, bad, good, bad]}})
+    project.baseline()
+    code, result = project.compare()
+    assert code == 1
+    assert result["gate"]["passed"] is False
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("m", "must-not-break")]
+    m = by_id(result)["m"]
+    assert (m["baseline_class"], m["candidate_class"], m["change"]) == (
+        "stable-correct",
+        "flip",
+        "lost",
+    )
+    assert m["confirmation"] == "confirmed-regression"
+    assert m["first_divergent_check"] == {
+        "check": "return_window",
+        "baseline": {"expired": 7},
+        "candidate": {"ok": 5, "expired": 2},
+    }
+    # Confirmation re-ran the lost row on both versions, numbered after k.
+    asked = project.requests()
+    confirm = sorted(
+        (r["version"], r["attempt"]) for r in asked if r["id"] == "m" and r["attempt"] > 3
+    )
+    assert confirm == [(v, n) for v in ("baseline", "candidate") for n in (4, 5, 6, 7)]
+    assert result["lost"] == ["m"]
+    report = (project.root / "report.md").read_text()
+    assert "return\\_window" in report or "return_window" in report
+
+
+def test_baseline_that_also_varies_does_not_block(project: Project) -> None:
+    project.write_config(gate={"block_on_any_regression": True})
+    project.write_rows([row("v")])
+    # Baseline: right on its k main attempts, then wrong in confirmation.
+    project.write_script(
+        {"v": {"baseline": [RIGHT, RIGHT, RIGHT, WRONG], "candidate": [RIGHT, WRONG]}}
+    )
+    project.baseline()
+    code, result = project.compare()
+    v = by_id(result)["v"]
+    assert v["confirmation"] == "baseline-varies"
+    assert v["baseline_final_class"] == "flip"
+    assert code == 0 and result["gate"]["passed"] is True
+
+
+def test_crash_only_must_not_break_row_blocks_as_unclassified(project: Project) -> None:
+    project.write_rows([row("c", mnb=True)])
+    project.write_script({"c": {"baseline": [RIGHT], "candidate": [{"crash": "model overloaded"}]}})
+    project.baseline()
+    code, result = project.compare()
+    assert code == 1
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("c", "unclassified")]
+    assert by_id(result)["c"]["candidate_final_class"] == "unclassified"
+    errors = [a for a in result["candidate"]["run"]["attempts"] if a.get("error")]
+    assert errors and all(a["error"] == "exit-status" for a in errors)
+
+
+def test_ratchet_row_stays_locked_after_its_mark_is_removed(project: Project) -> None:
+    project.write_rows([row("locked", mnb=True), row("other")])
+    project.write_script({"locked": {"baseline": [RIGHT], "candidate": [WRONG]}})
+    project.baseline()
+    baseline = json.loads((project.root / ".passk/baseline.json").read_text())
+    assert baseline["ratchet"] == ["locked"]
+    # The pull request drops the must-not-break mark: the ratchet still holds.
+    project.write_rows([row("locked", mnb=False), row("other")])
+    code, result = project.compare()
+    assert code == 1
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("locked", "ratchet")]
+    # Only the mark changed, so the baseline's decisions were reused, not re-run.
+    assert result["executions"]["baseline_topup"] == 0
+
+
+def test_gained_row_is_listed_and_does_not_block(project: Project) -> None:
+    project.write_rows([row("g"), row("same")])
+    project.write_script({"g": {"baseline": [WRONG, RIGHT, WRONG], "candidate": [RIGHT]}})
+    project.baseline()
+    code, result = project.compare()
+    assert code == 0
+    assert result["gained"] == ["g"] and result["lost"] == []
+    assert by_id(result)["g"]["change"] == "gained"
+
+
+def test_unchanged_dataset_reuses_the_baseline_without_any_baseline_run(project: Project) -> None:
+    project.write_rows([row("a"), row("b", mnb=True)])
+    project.write_script({})
+    project.baseline()
+    code, result = project.compare()
+    assert code == 0
+    asked = project.requests()
+    assert {r["version"] for r in asked} == {"candidate"}
+    assert len(asked) == 6
+    assert result["executions"] == {
+        "candidate": 6,
+        "baseline_topup": 0,
+        "confirm_baseline": 0,
+        "confirm_candidate": 0,
+        "total": 6,
+        "naive": 12,
+    }
+    assert any("no baseline run was needed" in n for n in result["notes"])
+
+
+def test_grown_dataset_runs_only_the_new_rows_on_the_baseline(project: Project) -> None:
+    project.write_rows([row("a"), row("b")])
+    project.write_script({})
+    project.baseline()
+    project.write_rows([row("a"), row("b"), row("new-1"), {**row("b"), "id": "new-2"}])
+    code, result = project.compare()
+    assert code == 0
+    baseline_asked = sorted(
+        (r["id"], r["attempt"]) for r in project.requests() if r["version"] == "baseline"
+    )
+    assert baseline_asked == [(i, n) for i in ("new-1", "new-2") for n in (1, 2, 3)]
+    assert any("new or changed row(s)" in n and "new-1" in n for n in result["notes"])
+
+
+def test_changed_input_is_run_again_on_the_baseline(project: Project) -> None:
+    project.write_rows([row("a"), row("b")])
+    project.write_script({})
+    project.baseline()
+    project.write_rows([row("a"), {**row("b"), "input": {"case": "b", "edited": True}}])
+    project.compare()
+    asked = {r["id"] for r in project.requests() if r["version"] == "baseline"}
+    assert asked == {"b"}
+
+
+def test_gate_reproduces_the_decision_with_the_agent_gone(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.write_rows([row("m", mnb=True), row("x")])
+    project.write_script({"m": {"baseline": [RIGHT], "candidate": [RIGHT, WRONG]}})
+    project.baseline()
+    code, _ = project.compare()
+    assert code == 1
+    project.requests()  # forget the comparison's attempts
+    (project.root / "script.json").unlink()
+    project.write_config(agent={"command": ["/nonexistent/agent"]})
+    capsys.readouterr()
+    assert main(["gate", str(project.root / "result.json")]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL m: [must-not-break]" in out
+    assert project.requests() == []
+
+
+def test_gate_refuses_a_result_whose_recorded_gate_was_edited(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.write_rows([row("m", mnb=True)])
+    project.write_script({"m": {"baseline": [RIGHT], "candidate": [WRONG]}})
+    project.baseline()
+    project.compare()
+    path = project.root / "result.json"
+    doc = json.loads(path.read_text())
+    doc["gate"] = {"passed": True, "failures": [], "warnings": []}
+    path.write_text(json.dumps(doc))
+    assert main(["gate", str(path)]) == 1
+    assert "does not match the gate recomputed" in capsys.readouterr().err
+
+
+def test_settings_mismatch_refuses_the_baseline(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.write_rows([row("a")])
+    project.write_script({})
+    project.baseline()
+    project.write_config(k=4)
+    code, _ = project.compare()
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "baseline.json" in err[0] and "k=3" in err[0] and "k=4" in err[0]
+
+
+def test_report_json_of_a_run(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    project.write_rows([row("a"), row("f")])
+    project.write_script({"f": [RIGHT, WRONG, "escalate"]})
+    out = project.root / "run.json"
+    assert main(["run", "--config", project.config, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["metrics"]["rows"] == 2
+    assert report["metrics"]["flip_rate"] == 0.5
+    assert report["metrics"]["mean_accuracy"] == pytest.approx(4 / 6)
+    assert {r["id"]: r["class"] for r in report["rows"]} == {"a": "stable-correct", "f": "flip"}
