@@ -570,3 +570,18 @@ def test_run_report_json() -> None:
         "errors": 2,
     }
     assert [r["id"] for r in rows] == [f"refund-00{i}" for i in range(1, 8)]
+
+
+def test_an_empty_run_reports_undefined_numbers_as_na() -> None:
+    empty = make_run(Version.BASELINE, [], Attempts(), "", None)
+    text = render_run_report(empty)
+    assert "| n/a | n/a | n/a |" in text.splitlines()
+    assert "- **Agent:** *(no description)*" in text.splitlines()
+    assert "**Errors by reason:** none" in text.splitlines()
+    assert "## Rows that are not stable-correct" not in text
+    result = compare([], empty, make_run(Version.CANDIDATE, [], Attempts(), "c", None))
+    comment = render_comment(result, marker=MARKER, record=RECORD)
+    assert "| change | n/a | n/a | n/a |" in comment.splitlines()
+    assert comment.splitlines()[1] == (
+        "### ✅ passk: gate passed: 0 confirmed regressions · 0 gained · 0 lost"
+    )

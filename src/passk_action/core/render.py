@@ -89,6 +89,17 @@ def capped(items: Sequence[str], limit: int) -> list[str]:
     return lines
 
 
+def errors_by_row(attempts: Iterable[Attempt]) -> dict[str, list[tuple[str, int]]]:
+    """Error reasons of each row's error attempts, most frequent first."""
+    per_row: dict[str, Counter[str]] = {}
+    for a in attempts:
+        if a.error is not None:
+            per_row.setdefault(a.row_id, Counter())[a.error] += 1
+    return {
+        row: sorted(c.items(), key=lambda item: (-item[1], item[0])) for row, c in per_row.items()
+    }
+
+
 def _row_label(row_id: str, *, must_not_break: bool = False, ratchet: bool = False) -> str:
     tags = [t for t, on in (("must-not-break", must_not_break), ("ratchet", ratchet)) if on]
     return code(row_id, ID_LEN) + (f" ({', '.join(tags)})" if tags else "")
@@ -166,22 +177,16 @@ def _run_view(run: Run) -> _RunView:
     main = [a for a in run.attempts if a.phase is Phase.MAIN]
     reasons: Counter[str] = Counter()
     first: dict[str, Attempt] = {}
-    per_row: dict[str, Counter[str]] = {}
     for attempts in by_row.values():
         for a in attempts:
-            if a.phase is not Phase.MAIN or a.error is None:
-                continue
-            reasons[a.error] += 1
-            first.setdefault(a.error, a)
-            per_row.setdefault(a.row_id, Counter())[a.error] += 1
+            if a.phase is Phase.MAIN and a.error is not None:
+                reasons[a.error] += 1
+                first.setdefault(a.error, a)
     return _RunView(
         metrics=compute_metrics(summaries, k),
         summaries=summaries,
         errors_by_reason=dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
-        row_errors={
-            row: sorted(c.items(), key=lambda item: (-item[1], item[0]))
-            for row, c in per_row.items()
-        },
+        row_errors=errors_by_row(main),
         first_error=first,
         confirm_attempts=len(run.attempts) - len(main),
     )
@@ -310,6 +315,9 @@ class _Sections:
     gained: tuple[RowComparison, ...]
     candidate_check_flips: tuple[RowComparison, ...]
     baseline_check_flips: tuple[RowComparison, ...]
+    baseline_errors: dict[str, list[tuple[str, int]]]
+    candidate_errors: dict[str, list[tuple[str, int]]]
+    """Error reasons per row over all attempts: why a row is unclassified."""
 
 
 def _protected_first(rows: Iterable[RowComparison]) -> tuple[RowComparison, ...]:
@@ -342,6 +350,8 @@ def _sections(result: CompareResult) -> _Sections:
         baseline_check_flips=tuple(
             r for r in rows if r.baseline_check_flips and r.baseline_final_class in stable
         ),
+        baseline_errors=errors_by_row(result.baseline.attempts),
+        candidate_errors=errors_by_row(result.candidate.attempts),
     )
 
 
@@ -376,14 +386,26 @@ def _regression_item(row: RowComparison) -> str:
     return f"{_label(row)}: {_transition(row)}; {divergence_text(row.first_divergent_check)}"
 
 
-def _lost_item(row: RowComparison) -> str:
-    if row.change is not Change.LOST:
-        return f"{_label(row)}: {_transition(row)}"
-    if row.confirmation is None:
-        why = "not confirmed: no confirmation attempts were recorded"
-    else:
-        why = _CONFIRMATION_TEXT[row.confirmation]
-    return f"{_label(row)}: {_transition(row)}; {why}"
+def _unclassified_why(row: RowComparison, s: _Sections) -> str:
+    """The error reasons of a side left unclassified: the first thing to fix."""
+    parts = []
+    for side, row_class, errors in (
+        ("baseline", row.baseline_final_class, s.baseline_errors),
+        ("candidate", row.candidate_final_class, s.candidate_errors),
+    ):
+        if row_class is RowClass.UNCLASSIFIED and row.id in errors:
+            parts.append(f"; {side} errors: {counts_text(errors[row.id])}")
+    return "".join(parts)
+
+
+def _lost_item(row: RowComparison, s: _Sections) -> str:
+    text = f"{_label(row)}: {_transition(row)}"
+    if row.change is Change.LOST:
+        if row.confirmation is None:
+            text += "; not confirmed: no confirmation attempts were recorded"
+        else:
+            text += f"; {_CONFIRMATION_TEXT[row.confirmation]}"
+    return text + _unclassified_why(row, s)
 
 
 def _gained_item(row: RowComparison) -> str:
@@ -501,7 +523,7 @@ def render_compare_report(result: CompareResult, *, list_limit: int = REPORT_LIS
     )
     section(
         "Less stable without a confirmed regression",
-        [_lost_item(r) for r in s.less_stable],
+        [_lost_item(r, s) for r in s.less_stable],
     )
     section("Rows gained", [_gained_item(r) for r in s.gained])
     flips = [
@@ -586,7 +608,7 @@ def _comment_body(
     cut = len(result.gate.failures) > budget.gate or len(result.gate.warnings) > budget.gate
     lists: list[tuple[str, list[str]]] = [
         ("Confirmed regressions", [_regression_item(r) for r in s.regressions]),
-        ("Rows lost", [_lost_item(r) for r in s.lost]),
+        ("Rows lost", [_lost_item(r, s) for r in s.lost]),
         ("Rows gained", [_gained_item(r) for r in s.gained]),
     ]
     if budget.check_flips:
