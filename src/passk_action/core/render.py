@@ -58,7 +58,7 @@ def signed(before: int, after: int) -> str:
     return f"{delta:+d}" if delta else "0"
 
 
-def ranked_counts(values: Iterable[str | None]) -> list[tuple[str, int]]:
+def ranked_counts(values: Sequence[str | None]) -> list[tuple[str, int]]:
     """Distinct values with their counts, most frequent first, then first seen.
 
     ``None`` (an error attempt, not a decision) is left out.
