@@ -1,0 +1,434 @@
+"""The action image, run the way the GitHub runner runs a Docker container action.
+
+The runner (``ContainerActionHandler.cs``, FACTS.md D2) mounts the workspace at
+``/github/workspace`` and makes it the working directory, mounts the file-command
+directory at ``/github/file_commands`` and the event at
+``/github/workflow/event.json``, passes every input as ``INPUT_<NAME>`` with
+hyphens kept (D1) and runs the image's entrypoint with ``args`` from action.yml.
+These tests do exactly that against a real git checkout of the refunds demo and
+the fake GitHub on 127.0.0.1, then read what the runner would read: the exit
+code, ``GITHUB_OUTPUT`` (parsed with the runner's own rules, C2), the job
+summary, and what reached GitHub.
+
+Without a usable Docker engine the module skips; ``run_container.sh`` builds
+the image, reports its build time and size, and runs this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from passk_action import __version__
+
+REPO = Path(__file__).resolve().parents[2]
+# The shared test packages (fakegithub) live in tests/, beside this directory.
+sys.path.insert(0, str(REPO / "tests"))
+
+from fakegithub import FakeGitHub, FakePull  # noqa: E402
+
+SKIP_REASON = (
+    "Docker engine not available: run tests/container/run_container.sh after "
+    "`docker-local.sh start`"
+)
+IMAGE = os.environ.get("PASSK_CONTAINER_IMAGE", "passk-action:test")
+EVENT = REPO.parent / "shared" / "specs" / "events" / "pull_request.opened.json"
+DEMO = REPO / "examples" / "refunds"
+TOKEN = "ghs_fakeTokenForTests0123456789"
+CANDIDATE_AGENT = '["python3", "agent.py", "--policy", "v2"]'
+PRODUCTION_AGENT = '["python3", "agent.py", "--policy", "v1"]'
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Octo Cat",
+    "GIT_AUTHOR_EMAIL": "octocat@example.com",
+    "GIT_COMMITTER_NAME": "Octo Cat",
+    "GIT_COMMITTER_EMAIL": "octocat@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def docker_usable() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        answer = subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return answer.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not docker_usable(), reason=SKIP_REASON)
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    """The image under test; built here unless run_container.sh just built it."""
+    if os.environ.get("PASSK_CONTAINER_BUILT") != "1":
+        build = subprocess.run(
+            ["docker", "build", "--network", "host", "-t", IMAGE, str(REPO)],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            check=False,
+        )
+        if build.returncode != 0:
+            tail = "\n".join((build.stdout + build.stderr).splitlines()[-30:])
+            pytest.fail(f"docker build failed (exit {build.returncode}):\n{tail}", pytrace=False)
+    return IMAGE
+
+
+# -- a pull request, checked out the way actions/checkout does ------------------------
+
+
+@dataclass(frozen=True)
+class PullRequestCheckout:
+    workspace: Path
+    runner_temp: Path
+    base_sha: str
+    head_sha: str
+    merge_sha: str
+    number: int
+    repository: str
+
+    @property
+    def output_file(self) -> Path:
+        return self.runner_temp / "_runner_file_commands" / "set_output"
+
+    @property
+    def summary_file(self) -> Path:
+        return self.runner_temp / "_runner_file_commands" / "step_summary"
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env={**os.environ, **GIT_ENV},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def demo_files() -> list[str]:
+    """The demo as committed (not whatever local runs left beside it)."""
+    listed = git(REPO, "ls-files", "--", "examples/refunds")
+    files = [line.removeprefix("examples/refunds/") for line in listed.splitlines()]
+    assert ".passk/baseline.json" in files, "the demo's committed baseline is missing"
+    return files
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> PullRequestCheckout:
+    """Base commit: the demo with the production agent and its committed baseline.
+
+    The pull request switches the agent to the candidate prompt (the demo's
+    passk.yml as shipped). HEAD is the merge commit, as for refs/pull/N/merge.
+    """
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    git(workspace, "init", "-q", "-b", "main")
+    for name in demo_files():
+        target = workspace / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(DEMO / name, target)
+    candidate_config = (DEMO / "passk.yml").read_text(encoding="utf-8")
+    assert candidate_config.count(CANDIDATE_AGENT) == 1, "the demo's agent line changed"
+    (workspace / "passk.yml").write_text(
+        candidate_config.replace(CANDIDATE_AGENT, PRODUCTION_AGENT), encoding="utf-8"
+    )
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "Refund agent in production, with its baseline")
+    base_sha = git(workspace, "rev-parse", "HEAD")
+
+    git(workspace, "checkout", "-q", "-b", "feature/refund-agent")
+    (workspace / "passk.yml").write_text(candidate_config, encoding="utf-8")
+    git(workspace, "commit", "-q", "-am", "Tighten the refund agent prompt")
+    head_sha = git(workspace, "rev-parse", "HEAD")
+
+    git(workspace, "checkout", "-q", "--detach", base_sha)
+    git(workspace, "merge", "-q", "--no-ff", "-m", f"Merge {head_sha} into {base_sha}", head_sha)
+    merge_sha = git(workspace, "rev-parse", "HEAD")
+
+    event = json.loads(EVENT.read_text(encoding="utf-8"))
+    pull = event["pull_request"]
+    pull["head"].update(sha=head_sha, ref="feature/refund-agent")
+    pull["base"].update(sha=base_sha, ref="main")
+    runner_temp = tmp_path / "runner_temp"
+    for sub in ("_runner_file_commands", "_github_workflow", "_github_home"):
+        (runner_temp / sub).mkdir(parents=True)
+    (runner_temp / "_github_workflow" / "event.json").write_text(
+        json.dumps(event), encoding="utf-8"
+    )
+    checkout = PullRequestCheckout(
+        workspace,
+        runner_temp,
+        base_sha,
+        head_sha,
+        merge_sha,
+        int(event["number"]),
+        str(event["repository"]["full_name"]),
+    )
+    # The runner creates both files empty before the step starts.
+    checkout.output_file.touch()
+    checkout.summary_file.touch()
+    return checkout
+
+
+@pytest.fixture
+def fake(checkout: PullRequestCheckout) -> Iterator[FakeGitHub]:
+    pull = FakePull(
+        number=checkout.number,
+        head_sha=checkout.head_sha,
+        base_sha=checkout.base_sha,
+        base_ref="main",
+        head_ref="feature/refund-agent",
+    )
+    with FakeGitHub(token=TOKEN, repository=checkout.repository, pull=pull) as server:
+        yield server
+
+
+def action_inputs(**overrides: str) -> dict[str, str]:
+    """Every input, defaults from action.yml, as the runner sets them (D1: hyphens kept)."""
+    spec = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))["inputs"]
+    values = {name: str(entry.get("default", "")) for name, entry in spec.items()}
+    values["github-token"] = TOKEN  # the runner evaluates ${{ github.token }}
+    values.update({name.replace("_", "-"): value for name, value in overrides.items()})
+    return {f"INPUT_{name.upper()}": value for name, value in values.items()}
+
+
+def run_action(
+    image: str, checkout: PullRequestCheckout, api_url: str, **inputs: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **action_inputs(**inputs),
+        "HOME": "/github/home",
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": "/github/workflow/event.json",
+        "GITHUB_OUTPUT": "/github/file_commands/set_output",
+        "GITHUB_STEP_SUMMARY": "/github/file_commands/step_summary",
+        "GITHUB_WORKSPACE": "/github/workspace",
+        "GITHUB_REPOSITORY": checkout.repository,
+        "GITHUB_SHA": checkout.merge_sha,
+        "GITHUB_REF": f"refs/pull/{checkout.number}/merge",
+        "GITHUB_REF_NAME": f"{checkout.number}/merge",
+        "GITHUB_HEAD_REF": "feature/refund-agent",
+        "GITHUB_BASE_REF": "main",
+        "GITHUB_API_URL": api_url,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_RUN_ID": "7001",
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_ACTOR": "octocat",
+        "GITHUB_WORKFLOW": "passk",
+        "GITHUB_JOB": "passk",
+        "RUNNER_TEMP": "/github/runner_temp",
+        "RUNNER_OS": "Linux",
+    }
+    mounts = {
+        checkout.workspace: "/github/workspace",
+        checkout.runner_temp / "_runner_file_commands": "/github/file_commands",
+        checkout.runner_temp / "_github_workflow": "/github/workflow",
+        checkout.runner_temp / "_github_home": "/github/home",
+        checkout.runner_temp: "/github/runner_temp",
+    }
+    command = ["docker", "run", "--rm", "--network", "host", "-w", "/github/workspace"]
+    for host, inside in mounts.items():
+        command += ["-v", f"{host}:{inside}"]
+    for name, value in env.items():
+        command += ["-e", f"{name}={value}"]
+    command += [image, "action"]  # action.yml: runs.args
+    return subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """GITHUB_OUTPUT as the runner reads it (FileCommandManager.EnvFileKeyValuePairs, C2)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    values: dict[str, str] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if not line:
+            continue
+        equals, heredoc = line.find("="), line.find("<<")
+        if heredoc >= 0 and (equals < 0 or heredoc < equals):
+            name, delimiter = line[:heredoc], line[heredoc + 2 :]
+            assert name and delimiter, f"invalid heredoc line {line!r}"
+            body: list[str] = []
+            while index < len(lines) and lines[index] != delimiter:
+                body.append(lines[index])
+                index += 1
+            assert index < len(lines), f"Matching delimiter not found {delimiter!r}"
+            index += 1
+            values[name] = "\n".join(body)
+        else:
+            assert equals > 0, f"invalid GITHUB_OUTPUT line {line!r}"
+            values[line[:equals]] = line[equals + 1 :]
+    return values
+
+
+def explain(done: subprocess.CompletedProcess[str]) -> str:
+    out, err = done.stdout[-4000:], done.stderr[-4000:]
+    return f"exit {done.returncode}\n--- stdout\n{out}\n--- stderr\n{err}"
+
+
+def host_path(checkout: PullRequestCheckout, reported: str) -> Path:
+    """A path the action reported, as seen from the runner (container paths translated)."""
+    inside = Path(reported)
+    if inside.is_absolute():
+        assert inside.is_relative_to("/github/workspace"), f"{reported} is outside the workspace"
+        return checkout.workspace / inside.relative_to("/github/workspace")
+    return checkout.workspace / inside
+
+
+# -- tests ----------------------------------------------------------------------
+
+
+def test_image_answers_its_version(image: str) -> None:
+    done = subprocess.run(
+        ["docker", "run", "--rm", image, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, explain(done)
+    assert done.stdout.strip() == f"passk {__version__}"
+
+
+def test_image_follows_the_runner_contract(image: str) -> None:
+    inspected = subprocess.run(
+        ["docker", "image", "inspect", image], capture_output=True, text=True, check=True
+    )
+    config: dict[str, Any] = json.loads(inspected.stdout)[0]["Config"]
+    assert config["Entrypoint"] == ["passk"]
+    assert config["Cmd"] == ["--help"]
+    assert config.get("User", "") in ("", "root"), "D2: no USER instruction"
+    assert config.get("WorkingDir", "") in ("", "/"), "D2: no WORKDIR instruction"
+    probe = (
+        "for tool in gcc cc make; do command -v $tool && exit 3; done; "
+        "git --version && git config --system --get-all safe.directory"
+    )
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--entrypoint", "sh", image, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, "no compilers or build tools in the final image\n" + explain(done)
+    assert done.stdout.splitlines()[-1] == "*"
+
+
+def test_pull_request_gate_as_the_runner_runs_it(
+    image: str, checkout: PullRequestCheckout, fake: FakeGitHub
+) -> None:
+    done = run_action(image, checkout, fake.url)
+
+    # The demo's candidate loses must-not-break high-value rows: the gate fails.
+    assert done.returncode == 1, explain(done)
+    assert "Traceback" not in done.stdout + done.stderr
+    outputs = parse_env_file(checkout.output_file.read_text(encoding="utf-8"))
+    declared = set(yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))["outputs"])
+    assert set(outputs) == declared, explain(done)
+    assert outputs["passed"] == "false"
+    assert outputs["reused"] == "true", "the committed baseline matches the dataset and settings"
+    for name in ("mean-accuracy", "pass-k", "flip-rate"):
+        assert 0.0 <= float(outputs[name]) <= 1.0, (name, outputs[name])
+    assert int(outputs["lost"]) >= 1
+    assert int(outputs["gained"]) >= 1, "v2 accepts the partial proof v1 wrongly denied"
+
+    result_file = host_path(checkout, outputs["result"])
+    result = json.loads(result_file.read_text(encoding="utf-8"))
+    assert result["kind"] == "passk-result"
+    assert result["gate"]["passed"] is False
+    assert len(result["lost"]) == int(outputs["lost"])
+    assert len(result["gained"]) == int(outputs["gained"])
+    assert result["reused"] is True
+
+    summary = checkout.summary_file.read_text(encoding="utf-8")
+    assert 0 < len(summary.encode("utf-8")) <= 1024 * 1024, "C1: at most 1 MiB per step"
+    assert "pass^k" in summary
+    for row_id in result["lost"]:
+        assert row_id in summary, f"the summary should name lost row {row_id}"
+
+    assert fake.violations == []
+    comments = fake.comment_bodies(checkout.number)
+    assert len(comments) == 1
+    assert all(row_id in comments[0] for row_id in result["lost"])
+    assert len(fake.check_runs) == 1
+    check = fake.check_runs[0]
+    assert check["name"] == "passk"
+    # On the PR's head commit: a check on the merge commit never shows on the pull request.
+    assert check["head_sha"] == checkout.head_sha
+    assert check["status"] == "completed"
+    assert check["conclusion"] == "failure"
+
+    # The base commit was checked out in a worktree; nothing of it may be left behind.
+    worktrees = git(checkout.workspace, "worktree", "list", "--porcelain")
+    assert worktrees.count("worktree ") == 1, worktrees
+    assert git(checkout.workspace, "rev-parse", "HEAD") == checkout.merge_sha
+    assert git(checkout.workspace, "diff", "--stat", "HEAD") == "", "tracked files changed"
+
+    # Re-running the job: same gate, the sticky comment is edited, not duplicated.
+    checkout.output_file.write_text("", encoding="utf-8")
+    checkout.summary_file.write_text("", encoding="utf-8")
+    again = run_action(image, checkout, fake.url)
+    assert again.returncode == 1, explain(again)
+    rerun = parse_env_file(checkout.output_file.read_text(encoding="utf-8"))
+    assert (rerun["passed"], rerun["lost"]) == (outputs["passed"], outputs["lost"])
+    assert len(fake.comment_bodies(checkout.number)) == 1
+    assert fake.violations == []
+
+
+def test_fork_pull_request_gets_a_read_only_token(
+    image: str, checkout: PullRequestCheckout
+) -> None:
+    # E1/E2: every write answers 403; the gate still decides, the report is in the summary.
+    event_file = checkout.runner_temp / "_github_workflow" / "event.json"
+    event = json.loads(event_file.read_text(encoding="utf-8"))
+    event["pull_request"]["head"]["repo"].update(full_name="forker/Hello-World", fork=True)
+    event_file.write_text(json.dumps(event), encoding="utf-8")
+    pull = FakePull(
+        number=checkout.number,
+        head_sha=checkout.head_sha,
+        base_sha=checkout.base_sha,
+        head_repo_full_name="forker/Hello-World",
+    )
+    with FakeGitHub(
+        token=TOKEN, repository=checkout.repository, pull=pull, read_only=True
+    ) as server:
+        done = run_action(image, checkout, server.url)
+    assert done.returncode == 1, explain(done)
+    outputs = parse_env_file(checkout.output_file.read_text(encoding="utf-8"))
+    assert outputs["passed"] == "false"
+    assert "pass^k" in checkout.summary_file.read_text(encoding="utf-8")
+    assert server.violations == []
+    assert server.comment_bodies(checkout.number) == []
+    assert server.check_runs == []
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_bad_input_exits_2_naming_the_input(
+    image: str, checkout: PullRequestCheckout, fake: FakeGitHub
+) -> None:
+    done = run_action(image, checkout, fake.url, comment="sometimes")
+    assert done.returncode == 2, explain(done)
+    said = done.stdout + done.stderr
+    assert "comment" in said and "sometimes" in said, explain(done)
+    assert "Traceback" not in said
+    assert fake.comment_bodies(checkout.number) == []
+    assert fake.check_runs == []
