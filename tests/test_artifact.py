@@ -1,0 +1,311 @@
+"""The run artifact and its journal: golden files, round trips, and refused versions.
+
+The golden files in ``tests/golden/artifacts/`` pin the exact bytes passk
+writes (a committed baseline must diff the same way on every machine) and
+the exact message a user gets for an invalid, an old and a newer artifact.
+Regenerate the valid one with ``PASSK_UPDATE_GOLDEN=1`` after a deliberate
+format change, and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from passk_action.artifact import (
+    SCHEMA_VERSION,
+    Journal,
+    dump_run,
+    journal_path,
+    read_journal,
+    read_run,
+    run_from_json,
+    write_run,
+)
+from passk_action.cli import main
+from passk_action.core.model import (
+    AgentInfo,
+    Attempt,
+    EvalSettings,
+    Phase,
+    RowRecord,
+    Run,
+    Scoring,
+    Version,
+    canonical_json,
+    sha256_hex,
+)
+from passk_action.errors import ArtifactError
+
+GOLDEN = Path(__file__).parent / "golden" / "artifacts"
+UPDATE = os.environ.get("PASSK_UPDATE_GOLDEN") == "1"
+
+
+def _digest(row_id: str) -> str:
+    return sha256_hex(canonical_json({"id": row_id, "input": {"case": row_id}}))
+
+
+def small_run() -> Run:
+    """A hand-built run that uses every field the format has."""
+    rows = (
+        RowRecord("refund-001", _digest("refund-001"), "deny", True, ("vip", "eu")),
+        RowRecord("refund-002", _digest("refund-002"), "approve", False),
+    )
+    attempts = (
+        Attempt(
+            "refund-001",
+            1,
+            Phase.MAIN,
+            "deny",
+            checks=(("return_window", "expired"), ("proof_of_purchase", "present")),
+            duration_s=1.23456789,
+        ),
+        Attempt(
+            "refund-001",
+            2,
+            Phase.MAIN,
+            "deny",
+            checks=(("return_window", "expired"), ("proof_of_purchase", "present")),
+            duration_s=0.5,
+            retries=("exit-status: exited with status 1",),
+        ),
+        Attempt("refund-001", 3, Phase.MAIN, "deny", duration_s=0.75),
+        Attempt("refund-001", 4, Phase.CONFIRM, "deny", duration_s=0.25),
+        Attempt("refund-002", 1, Phase.MAIN, "approve", duration_s=0.1),
+        Attempt(
+            "refund-002",
+            2,
+            Phase.MAIN,
+            None,
+            error="timeout",
+            detail="killed after the 60s timeout\nstderr (last 2000 chars): retrying…",
+            duration_s=60.0,
+        ),
+        Attempt("refund-002", 3, Phase.MAIN, "Approve ", duration_s=0.2),
+    )
+    return Run(
+        tool_version="0.1.0",
+        dataset_digest="sha256:" + "ab" * 32,
+        settings=EvalSettings(k=3, scoring=Scoring(normalize=("strip", "casefold"))),
+        agent=AgentInfo(Version.BASELINE, "python3 agent.py --prod", "0123456789abcdef"),
+        created_at="2026-11-30T09:00:00Z",
+        rows=rows,
+        attempts=attempts,
+        ratchet=("refund-001",),
+    )
+
+
+def normalized(run: Run) -> Run:
+    """What a run looks like after a trip through JSON: durations rounded to 0.1 ms."""
+    from dataclasses import replace
+
+    return replace(
+        run,
+        attempts=tuple(replace(a, duration_s=round(a.duration_s, 4)) for a in run.attempts),
+    )
+
+
+# ------------------------------------------------------------------ golden files
+
+
+def test_valid_v1_artifact_is_exactly_what_dump_run_writes() -> None:
+    golden = GOLDEN / "valid_v1.json"
+    text = dump_run(small_run())
+    if UPDATE:
+        golden.write_text(text, encoding="utf-8")
+    assert golden.read_text(encoding="utf-8") == text
+    # schema_version first, then one row / one attempt per line (readable diffs).
+    lines = text.splitlines()
+    assert lines[1] == f'  "schema_version": {SCHEMA_VERSION},'
+    assert sum(1 for line in lines if line.startswith('    {"row":')) == 7
+
+
+def test_valid_v1_golden_reads_back_to_the_run() -> None:
+    assert read_run(GOLDEN / "valid_v1.json") == normalized(small_run())
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "invalid_v1.json",
+            "invalid_v1.json: attempts[1]: an attempt has exactly one of 'decision' and 'error'",
+        ),
+        (
+            "old_v0.json",
+            "old_v0.json: schema_version 0 is older than this passk reads (1) "
+            "(record the run again, e.g. with `passk baseline`)",
+        ),
+        (
+            "newer_v2.json",
+            "newer_v2.json: schema_version 2 is newer than this passk reads (1) (upgrade passk)",
+        ),
+    ],
+)
+def test_refused_golden_artifacts_say_why(name: str, message: str) -> None:
+    path = GOLDEN / name
+    with pytest.raises(ArtifactError) as caught:
+        read_run(path)
+    assert str(caught.value) == f"{GOLDEN}/{message}"
+
+
+@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v2.json"])
+def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(GOLDEN / name)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"passk: error: {GOLDEN / name}")
+
+
+def test_golden_refusals_differ_from_the_valid_file_only_where_they_claim() -> None:
+    """Guards the goldens themselves: each is the valid file with one deliberate fault."""
+    valid = json.loads((GOLDEN / "valid_v1.json").read_text())
+    for name, version in (("old_v0.json", 0), ("newer_v2.json", 2)):
+        doc = json.loads((GOLDEN / name).read_text())
+        assert doc["schema_version"] == version
+        assert {k: v for k, v in doc.items() if k != "schema_version"} == {
+            k: v for k, v in valid.items() if k != "schema_version"
+        }
+    invalid = json.loads((GOLDEN / "invalid_v1.json").read_text())
+    assert invalid["attempts"][1] == {**valid["attempts"][1], "error": "timeout"}
+
+
+# ---------------------------------------------------------------- round trips
+
+
+def test_run_json_run_round_trip(tmp_path: Path) -> None:
+    run = small_run()
+    path = tmp_path / "run.json"
+    write_run(run, path)
+    back = read_run(path)
+    assert back == normalized(run)
+    # Stable: writing what was read gives the same bytes.
+    assert dump_run(back) == path.read_text(encoding="utf-8")
+
+
+def test_round_trip_keeps_non_ascii_and_check_order(tmp_path: Path) -> None:
+    run = small_run()
+    path = tmp_path / "run.json"
+    write_run(run, path)
+    text = path.read_text(encoding="utf-8")
+    assert "retrying…" in text  # written as UTF-8, not \u escapes
+    first = read_run(path).attempts[0]
+    assert [name for name, _ in first.checks] == ["return_window", "proof_of_purchase"]
+
+
+def test_bom_is_accepted_when_reading(tmp_path: Path) -> None:
+    """Editors on Windows add a BOM when a user touches a committed baseline."""
+    path = tmp_path / "run.json"
+    path.write_bytes(b"\xef\xbb\xbf" + dump_run(small_run()).encode("utf-8"))
+    assert read_run(path) == normalized(small_run())
+
+
+def test_run_from_json_names_the_field_and_index() -> None:
+    doc = json.loads(dump_run(small_run()))
+    doc["rows"][1]["must_not_break"] = "yes"
+    with pytest.raises(ArtifactError) as caught:
+        run_from_json(doc, "base.json")
+    assert str(caught.value) == "base.json: rows[1]: 'must_not_break' must be true or false"
+
+
+def test_attempt_for_unknown_row_and_duplicate_attempt_are_refused() -> None:
+    doc = json.loads(dump_run(small_run()))
+    doc["attempts"].append(dict(doc["attempts"][0]))
+    with pytest.raises(ArtifactError, match="attempt 1 of row 'refund-001' is recorded twice"):
+        run_from_json(doc, "base.json")
+    doc["attempts"][-1] = {**doc["attempts"][0], "row": "ghost"}
+    with pytest.raises(ArtifactError, match="attempt for unknown row 'ghost'"):
+        run_from_json(doc, "base.json")
+
+
+# -------------------------------------------------------------------- journal
+
+
+def header_of(run: Run) -> Run:
+    from dataclasses import replace
+
+    return replace(run, attempts=())
+
+
+def test_journal_round_trip(tmp_path: Path) -> None:
+    run = small_run()
+    path = journal_path(tmp_path / "run.json")
+    assert path.name == "run.json.journal.jsonl"
+    with Journal.create(path, header_of(run)) as journal:
+        for attempt in run.attempts:
+            journal.append(attempt)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 + len(run.attempts)  # a header, then one attempt per line
+    contents = read_journal(path)
+    assert contents.warnings == ()
+    assert contents.header == header_of(run)
+    assert contents.attempts == normalized(run).attempts
+
+
+def test_journal_torn_last_line_is_dropped_with_a_warning(tmp_path: Path) -> None:
+    run = small_run()
+    path = journal_path(tmp_path / "run.json")
+    with Journal.create(path, header_of(run)) as journal:
+        for attempt in run.attempts[:3]:
+            journal.append(attempt)
+    whole = path.read_bytes()
+    with Journal.create(tmp_path / "scratch.jsonl", header_of(run)) as scratch:
+        scratch.append(run.attempts[3])
+    fourth = (tmp_path / "scratch.jsonl").read_bytes().splitlines()[1]
+    path.write_bytes(whole + fourth[: len(fourth) // 2])
+    contents = read_journal(path)
+    assert contents.attempts == normalized(run).attempts[:3]
+    assert contents.warnings == (
+        f"{path}:5: dropped a torn last line (the run was killed mid-write)",
+    )
+
+
+def test_journal_torn_in_a_multibyte_character_is_still_a_torn_line(tmp_path: Path) -> None:
+    run = small_run()
+    path = journal_path(tmp_path / "run.json")
+    with Journal.create(path, header_of(run)) as journal:
+        journal.append(run.attempts[0])
+    path.write_bytes(path.read_bytes() + '{"row":"refund-002","n":2,"error":"…'.encode()[:-1])
+    contents = read_journal(path)
+    assert len(contents.attempts) == 1
+    assert len(contents.warnings) == 1
+
+
+def test_journal_damaged_middle_line_is_an_error_not_a_silent_skip(tmp_path: Path) -> None:
+    run = small_run()
+    path = journal_path(tmp_path / "run.json")
+    with Journal.create(path, header_of(run)) as journal:
+        for attempt in run.attempts[:3]:
+            journal.append(attempt)
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2][:10]
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(ArtifactError) as caught:
+        read_journal(path)
+    assert str(caught.value) == (
+        f"{path}:3: damaged journal line (start the run anew without --resume)"
+    )
+
+
+def test_empty_journal_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "run.json.journal.jsonl"
+    path.write_bytes(b"")
+    with pytest.raises(ArtifactError, match="journal is empty"):
+        read_journal(path)
+
+
+def test_journal_recording_an_attempt_twice_is_refused(tmp_path: Path) -> None:
+    run = small_run()
+    path = journal_path(tmp_path / "run.json")
+    with Journal.create(path, header_of(run)) as journal:
+        journal.append(run.attempts[0])
+        journal.append(run.attempts[0])
+    with pytest.raises(ArtifactError, match="recorded twice"):
+        read_journal(path)
