@@ -66,7 +66,7 @@ def load_yaml(path: Path) -> dict[str, Any]:
 
 def load_workflow(path: Path) -> dict[str, Any]:
     """A workflow as GitHub reads it: PyYAML (YAML 1.1) turns the key ``on`` into True (F1)."""
-    doc = load_yaml(path)
+    doc: dict[Any, Any] = load_yaml(path)
     if True in doc:
         doc["on"] = doc.pop(True)
     return doc
