@@ -1,0 +1,349 @@
+"""Error bars, paired comparison, pass^k curve, check stability and power, by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from helpers import attempts, record, run_of
+from passk_action.core.gate import GatePolicy
+from passk_action.core.model import Phase, RowClass, Scoring, Version
+from passk_action.core.result import CompareResult, evaluate
+from passk_action.core.stats import RowSummary
+from passk_action.core.uncertainty import (
+    BETTER,
+    TOO_FEW_ROWS,
+    WITHIN_NOISE,
+    WORSE,
+    Z_80,
+    Z_975,
+    accuracy_error_bar,
+    analyze,
+    check_stability,
+    clustered_se,
+    mcnemar_exact_p,
+    mean_error_bar,
+    paired_comparison,
+    pass_at_k,
+    pass_curve,
+    pass_k_error_bar,
+    power_analysis,
+)
+
+EXACT = Scoring()
+
+
+def summary(row_id: str, valid: int, correct: int, cls: RowClass = RowClass.FLIP) -> RowSummary:
+    return RowSummary(row_id, cls, valid, correct, 0, ())
+
+
+# ------------------------------------------------------------------ pass^k curve
+
+
+def test_tau_bench_figure_through_the_curve() -> None:
+    """50 tasks x 4 trials; 14/12/10/4/10 tasks with 0/1/2/3/4 successes.
+
+    pass^1..4 = 0.420, 0.273, 0.220, 0.200 (tau-bench's published figure).
+    """
+    counts = [0] * 14 + [1] * 12 + [2] * 10 + [3] * 4 + [4] * 10
+    curve = pass_curve([(4, c) for c in counts])
+    assert [p.j for p in curve.points] == [1, 2, 3, 4]
+    assert [round(p.pass_hat, 3) for p in curve.points] == [0.420, 0.273, 0.220, 0.200]
+    # pass@1 is the mean accuracy too; pass@4 = rows with any success = 36/50.
+    assert curve.points[0].pass_at == pytest.approx(0.42)
+    assert curve.points[3].pass_at == pytest.approx(36 / 50)
+    assert all(p.short_rows == 0 for p in curve.points)
+
+
+def test_curve_scores_short_rows_zero_and_says_so() -> None:
+    # Row a: 3 valid, 3 right; row b: 2 valid, 2 right (a crash on its third).
+    curve = pass_curve([(3, 3), (2, 2)])
+    third = curve.points[2]
+    assert third.j == 3
+    assert third.short_rows == 1
+    assert third.pass_hat == pytest.approx(0.5)  # (1 + 0) / 2
+    assert third.pass_at == pytest.approx(0.5)
+    assert curve.points[1].pass_hat == pytest.approx(1.0)
+
+
+def test_pass_at_k_chen_estimator() -> None:
+    # n=4, c=1, k=2: 1 - C(3,2)/C(4,2) = 1 - 3/6 = 0.5
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)
+    assert pass_at_k(4, 0, 3) == 0.0
+    assert pass_at_k(4, 4, 1) == 1.0
+    with pytest.raises(ValueError):
+        pass_at_k(2, 3, 1)
+
+
+def test_empty_curve() -> None:
+    assert pass_curve([]).points == ()
+
+
+# -------------------------------------------------------------------- error bars
+
+
+def test_row_level_standard_error_by_hand() -> None:
+    # Rows right 4/4, 2/4, 0/4, 2/4 -> row means 1, .5, 0, .5; mean .5.
+    # Deviations .5, 0, -.5, 0 -> sum of squares .5; s^2 = .5 / 3 = 1/6.
+    # SE = sqrt((1/6) / 4) = sqrt(1/24) = 0.20412...
+    rows = [summary("a", 4, 4), summary("b", 4, 2), summary("c", 4, 0), summary("d", 4, 2)]
+    bar = accuracy_error_bar(rows)
+    assert bar.estimate == pytest.approx(0.5)
+    assert bar.se == pytest.approx(math.sqrt(1 / 24))
+    assert bar.low == pytest.approx(0.5 - Z_975 * math.sqrt(1 / 24))
+    assert bar.n == 4 and bar.excluded == 0 and bar.method == "rows"
+
+
+def test_row_level_se_is_not_the_pooled_bernoulli() -> None:
+    # Two rows, 4/4 and 0/4: pooled Bernoulli over 8 answers would give
+    # sqrt(.5 * .5 / 8) = 0.177; the row-level SE is sqrt(.5 / 2) = 0.5.
+    bar = accuracy_error_bar([summary("a", 4, 4), summary("b", 4, 0)])
+    assert bar.se == pytest.approx(0.5)
+    assert bar.low == 0.0 and bar.high == 1.0  # clipped to [0, 1]
+
+
+def test_rows_without_valid_attempt_are_excluded_and_counted() -> None:
+    rows = [summary("a", 3, 3), summary("b", 0, 0), summary("c", 3, 0)]
+    bar = accuracy_error_bar(rows)
+    assert bar.n == 2 and bar.excluded == 1
+    assert bar.estimate == pytest.approx(0.5)
+
+
+def test_one_row_has_no_interval() -> None:
+    bar = accuracy_error_bar([summary("a", 3, 2)])
+    assert bar.estimate == pytest.approx(2 / 3)
+    assert bar.se is None and bar.low is None and bar.high is None
+    assert accuracy_error_bar([]).estimate is None
+
+
+def test_pass_k_error_bar_uses_per_row_estimates() -> None:
+    # k=2: rows (4,4)->1, (4,2)->C(2,2)/C(4,2)=1/6, (1,1)->0 (n < k), (0,0)->0.
+    rows = [summary("a", 4, 4), summary("b", 4, 2), summary("c", 1, 1), summary("d", 0, 0)]
+    bar = pass_k_error_bar(rows, 2)
+    values = [1.0, 1 / 6, 0.0, 0.0]
+    mean = sum(values) / 4
+    var = sum((v - mean) ** 2 for v in values) / 3
+    assert bar.estimate == pytest.approx(mean)
+    assert bar.se == pytest.approx(math.sqrt(var / 4))
+    assert bar.n == 4 and bar.excluded == 0
+
+
+def test_clustered_se_by_hand() -> None:
+    # Values 1, .5, 0, .5 (mean .5), clusters a, a, b, b.
+    # Cluster residual sums: a = .5 + 0 = .5, b = -.5 + 0 = -.5.
+    # SE = sqrt(.25 + .25) / 4 = sqrt(.5) / 4 = 0.17678...
+    values = [1.0, 0.5, 0.0, 0.5]
+    assert clustered_se(values, ["a", "a", "b", "b"]) == pytest.approx(math.sqrt(0.5) / 4)
+    # Clusters a, b, a, b: residuals cancel inside each cluster -> 0.
+    assert clustered_se(values, ["a", "b", "a", "b"]) == pytest.approx(0.0)
+    # One cluster: nothing to estimate from.
+    assert clustered_se(values, ["a"] * 4) is None
+
+
+def test_clustered_equals_unclustered_when_every_row_is_its_own_cluster() -> None:
+    # Unclustered: sqrt(s^2 / n), s^2 with n - 1.  CRSE with singletons:
+    # sqrt(sum r^2) / n = sqrt((n-1)/n) * sqrt(s^2 / n).  Factor sqrt(n/(n-1)).
+    values = [1.0, 0.25, 0.0, 0.5, 0.75, 1.0, 0.0]
+    n = len(values)
+    plain = mean_error_bar(values)
+    clustered = mean_error_bar(values, [f"c{i}" for i in range(n)])
+    assert plain.se is not None and clustered.se is not None
+    assert clustered.method == "clustered" and clustered.clusters == n
+    assert clustered.se * math.sqrt(n / (n - 1)) == pytest.approx(plain.se)
+    # Rows missing from the mapping are clusters of their own too.
+    partial = mean_error_bar(values, ["c0"] + [None] * (n - 1))
+    assert partial.se == pytest.approx(clustered.se)
+
+
+def test_accuracy_error_bar_with_cluster_mapping() -> None:
+    rows = [summary("a", 2, 2), summary("b", 2, 1), summary("c", 2, 0), summary("d", 2, 1)]
+    bar = accuracy_error_bar(rows, {"a": "x", "b": "x", "c": "y", "d": "y"})
+    assert bar.method == "clustered" and bar.clusters == 2
+    assert bar.se == pytest.approx(math.sqrt(0.5) / 4)
+
+
+# ------------------------------------------------------------- paired comparison
+
+
+@pytest.mark.parametrize(
+    ("b", "c", "p"),
+    [
+        (0, 0, 1.0),
+        (0, 5, 0.0625),  # 2 * (1/32)
+        (5, 0, 0.0625),
+        (1, 9, 0.021484375),  # 2 * (1 + 10) / 1024
+        (3, 3, 1.0),  # 2 * P(X <= 3 | n=6) = 2 * 42/64 > 1 -> 1
+    ],
+)
+def test_mcnemar_exact(b: int, c: int, p: float) -> None:
+    assert mcnemar_exact_p(b, c) == p
+
+
+def test_paired_interval_containing_zero_is_within_noise() -> None:
+    # Differences +.5, -.5, 0, 0 -> mean 0, interval around 0.
+    base = [summary("a", 2, 1), summary("b", 2, 2), summary("c", 2, 2), summary("d", 2, 0)]
+    cand = [summary("a", 2, 2), summary("b", 2, 1), summary("c", 2, 2), summary("d", 2, 0)]
+    paired = paired_comparison(base, cand)
+    assert paired.difference.estimate == pytest.approx(0.0)
+    assert paired.verdict == WITHIN_NOISE
+
+
+def test_paired_better_and_worse() -> None:
+    # Differences .5, .5, 1, .5: mean .625, s^2 = .0625, SE = .125 -> [.38, .87].
+    base = [summary(r, 2, 0) for r in "abcd"]
+    cand = [summary("a", 2, 1), summary("b", 2, 1), summary("c", 2, 2), summary("d", 2, 1)]
+    better = paired_comparison(base, cand)
+    assert better.difference.se == pytest.approx(0.125)
+    assert better.verdict == BETTER
+    assert paired_comparison(cand, base).verdict == WORSE
+    assert paired_comparison(base[:1], cand[:1]).verdict == TOO_FEW_ROWS
+
+
+def test_paired_mcnemar_counts_stable_correct_status() -> None:
+    sc, flip = RowClass.STABLE_CORRECT, RowClass.FLIP
+    base = [summary("a", 3, 3, sc), summary("b", 3, 3, sc), summary("c", 3, 1, flip)]
+    cand = [summary("a", 3, 3, sc), summary("b", 3, 2, flip), summary("c", 3, 3, sc)]
+    paired = paired_comparison(base, cand)
+    assert (paired.b, paired.c) == (1, 1)
+    assert paired.p_value == 1.0
+
+
+def test_paired_excludes_rows_without_answers_on_one_side() -> None:
+    base = [summary("a", 2, 2), summary("b", 0, 0), summary("c", 2, 0)]
+    cand = [summary("a", 2, 2), summary("b", 2, 2), summary("c", 2, 0)]
+    paired = paired_comparison(base, cand)
+    assert paired.difference.n == 2 and paired.difference.excluded == 1
+
+
+# --------------------------------------------------------------- check stability
+
+
+def test_check_flip_rate_and_rows_whose_decision_held() -> None:
+    rows = [record("a"), record("b"), record("c"), record("d")]
+    by_row = {
+        # window flips, decision holds
+        "a": attempts("a", [("deny", {"window": "ok"}), ("deny", {"window": "expired"})]),
+        # window flips, decision flips too
+        "b": attempts("b", [("deny", {"window": "ok"}), ("approve", {"window": "late"})]),
+        # steady window; proof reported once only (not eligible)
+        "c": attempts(
+            "c", [("deny", {"window": "ok", "proof": "yes"}), ("deny", {"window": "ok"})]
+        ),
+        # an error attempt has no checks; one valid report is not eligible
+        "d": attempts("d", [("deny", {"window": "ok"}), None]),
+    }
+    stats = {c.name: c for c in check_stability(rows, by_row, EXACT)}
+    assert list(stats) == ["window", "proof"]
+    window = stats["window"]
+    assert (window.eligible, window.flipped) == (3, 2)
+    assert window.flip_rate == pytest.approx(2 / 3)
+    assert window.held_rows == ("a",)
+    assert stats["proof"].eligible == 0 and stats["proof"].flip_rate is None
+
+
+def test_check_stability_ignores_confirmation_attempts() -> None:
+    rows = [record("a")]
+    main = attempts("a", [("deny", {"w": "ok"}), ("deny", {"w": "ok"})])
+    confirm = attempts("a", [("deny", {"w": "bad"})], start=3, phase=Phase.CONFIRM)
+    (window,) = check_stability(rows, {"a": main + confirm}, EXACT)
+    assert window.flipped == 0
+    (window,) = check_stability(rows, {"a": main + confirm}, EXACT, phases=None)
+    assert window.flipped == 1
+
+
+# ------------------------------------------------------------------------- power
+
+
+def test_power_by_hand() -> None:
+    # Two rows per version, 4 attempts each: accuracies 1 and .5.
+    # s^2 = (.25^2 + .25^2) / 1 = .125.  MDE = (z + z) * sqrt(2 * .125 / 2).
+    rows = [summary("a", 4, 4), summary("b", 4, 2)]
+    power = power_analysis([rows])
+    factor = Z_975 + Z_80
+    assert power.variance == pytest.approx(0.125)
+    assert power.mde_unpaired == pytest.approx(factor * math.sqrt(0.125))
+    # Within: row a p=1 -> 0; row b p=.5 -> .25 * 4/3 = 1/3, over k=4 -> 1/12.
+    # E[sigma^2/k] = (0 + 1/12) / 2 = 1/24; between = .125 - 1/24 = 1/12.
+    assert power.within == pytest.approx(1 / 24)
+    assert power.between == pytest.approx(1 / 12)
+    assert power.within_share == pytest.approx(1 / 3)
+    assert power.mde_k_infinite == pytest.approx(factor * math.sqrt(2 * (1 / 12) / 2))
+    assert power.mde_more_rows == pytest.approx(factor * math.sqrt(2 * 0.125 / 4))
+    assert power.mde_more_k == pytest.approx(factor * math.sqrt(2 * (1 / 12 + 1 / 48) / 2))
+    assert power.advice is not None and power.advice.startswith("add rows")
+    # Doubling rows beats doubling k for the same executions (both terms halve).
+    assert power.mde_more_rows < power.mde_more_k
+    assert power.mde_paired is None
+
+
+def test_power_advises_raising_k_when_noise_dominates() -> None:
+    # Every row right half the time: all variance is within rows.
+    rows = [summary(r, 2, 1) for r in "abcd"] + [summary("e", 2, 2), summary("f", 2, 0)]
+    power = power_analysis([rows])
+    assert power.within_share is not None and power.within_share > 0.5
+    assert power.advice is not None and power.advice.startswith("raise k")
+
+
+def test_power_paired_uses_difference_variance() -> None:
+    power = power_analysis([[summary("a", 2, 2), summary("b", 2, 0)]], [0.5, 0.5, 1.0, 0.5])
+    assert power.mde_paired == pytest.approx((Z_975 + Z_80) * 0.125)
+
+
+def test_power_without_rows() -> None:
+    power = power_analysis([[summary("a", 2, 2)]])
+    assert power.mde_unpaired is None and power.advice is None
+
+
+# ---------------------------------------------------------------------- analyze
+
+
+def make_result() -> CompareResult:
+    rows = [record("a"), record("b"), record("c"), record("d")]
+    base = run_of(
+        rows,
+        attempts("a", ["deny"] * 3)
+        + attempts("b", ["deny"] * 3)
+        + attempts("c", ["deny", "approve", "deny"])
+        + attempts("d", ["approve"] * 3),
+        version=Version.BASELINE,
+    )
+    cand = run_of(
+        rows,
+        attempts("a", ["deny"] * 3)
+        + attempts("b", ["deny", "approve", "deny"])
+        + attempts("b", ["approve"] * 2, start=4, phase=Phase.CONFIRM)
+        + attempts("c", ["deny"] * 3)
+        + attempts("d", [("approve", {"w": "x"}), ("approve", {"w": "y"}), None]),
+    )
+    policy = GatePolicy()
+    comparison, gate = evaluate(rows, base, cand, ratchet=frozenset(), policy=policy)
+    return CompareResult(tuple(rows), base, cand, frozenset(), policy, comparison, gate)
+
+
+def test_analyze_bundles_both_versions() -> None:
+    analysis = analyze(make_result())
+    assert analysis.k == 3
+    # Baseline row accuracies 1, 1, 2/3, 0; candidate 1, 2/3, 1, 0 (main only).
+    assert analysis.baseline.accuracy.estimate == pytest.approx((1 + 1 + 2 / 3) / 4)
+    assert analysis.candidate.accuracy.estimate == pytest.approx((1 + 2 / 3 + 1) / 4)
+    assert analysis.baseline.pass_k.estimate == pytest.approx(0.5)
+    assert analysis.paired.difference.estimate == pytest.approx(0.0)
+    assert (analysis.paired.b, analysis.paired.c) == (1, 1)
+    assert analysis.paired.verdict == WITHIN_NOISE
+    assert [c.name for c in analysis.candidate.checks] == ["w"]
+    assert analysis.candidate.checks[0].held_rows == ("d",)
+    assert len(analysis.candidate.curve.points) == 3
+    assert analysis.candidate.curve.points[2].short_rows == 1  # row d: 2 valid
+
+
+def test_analysis_json_is_plain_json() -> None:
+    analysis = analyze(make_result(), {"a": "g1", "b": "g1", "c": "g2", "d": "g2"})
+    doc = analysis.to_json()
+    text = json.dumps(doc, allow_nan=False)
+    back = json.loads(text)
+    assert back["baseline"]["mean_accuracy"]["method"] == "clustered"
+    assert back["paired"]["verdict"] == WITHIN_NOISE
+    assert back["power"]["alpha"] == 0.05
+    assert set(back) == {"k", "baseline", "candidate", "paired", "power"}
