@@ -345,7 +345,7 @@ def test_pull_request_gate_as_the_runner_runs_it(
     declared = set(yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))["outputs"])
     assert set(outputs) == declared, explain(done)
     assert outputs["passed"] == "false"
-    assert outputs["reused"] == "true", "the committed baseline matches the dataset and settings"
+    assert outputs["reused"] == "false", "the first run on this head commit runs the agent"
     for name in ("mean-accuracy", "pass-k", "flip-rate"):
         assert 0.0 <= float(outputs[name]) <= 1.0, (name, outputs[name])
     assert int(outputs["lost"]) >= 1
@@ -357,7 +357,12 @@ def test_pull_request_gate_as_the_runner_runs_it(
     assert result["gate"]["passed"] is False
     assert len(result["lost"]) == int(outputs["lost"])
     assert len(result["gained"]) == int(outputs["gained"])
-    assert result["reused"] is True
+    assert result["reused"] is False
+    # The committed baseline matches the dataset: reused as is, the baseline agent
+    # ran only to confirm lost rows.
+    assert result["executions"]["candidate"] == 65 * 3
+    assert result["executions"].get("baseline", 0) == 0
+    assert result["executions"].get("baseline_topup", 0) == 0
 
     summary = checkout.summary_file.read_text(encoding="utf-8")
     assert 0 < len(summary.encode("utf-8")) <= 1024 * 1024, "C1: at most 1 MiB per step"
@@ -390,6 +395,7 @@ def test_pull_request_gate_as_the_runner_runs_it(
     assert again.returncode == 1, explain(again)
     rerun = parse_env_file(checkout.output_file.read_text(encoding="utf-8"))
     assert (rerun["passed"], rerun["lost"]) == (outputs["passed"], outputs["lost"])
+    assert rerun["reused"] == "true", "a re-run replays the recorded verdicts"
     assert len(fake.comment_bodies(checkout.number)) == 1
     assert fake.violations == []
 
