@@ -18,12 +18,29 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .charts import (
+    BASELINE_COLOR,
+    CANDIDATE_COLOR,
+    CLASS_ORDER,
+    Series,
+    mermaid_curve,
+    transition_counts,
+)
 from .diff import Change, Confirmation, DivergentCheck, RowComparison
 from .escape import block, code, inline
 from .gate import GateDecision, GateFailure, Rule
 from .model import AgentInfo, Attempt, Json, Phase, RowClass, Run
 from .result import CompareResult, Executions
 from .stats import Metrics, RowSummary, compute_metrics, summarize_run
+from .uncertainty import (
+    BETTER,
+    WITHIN_NOISE,
+    WORSE,
+    Analysis,
+    PairedComparison,
+    PassCurve,
+    analyze,
+)
 
 ID_LEN = 80
 VALUE_LEN = 40
@@ -473,6 +490,116 @@ def _executions_text(executions: Executions, reused: bool) -> str:
     return text
 
 
+# --- noise, the pass^j curve and the transition table ---------------------
+
+
+def _p_value(p: float) -> str:
+    """Two significant digits, and never "0.000": a tiny p is "< 0.001"."""
+    return "< 0.001" if p < 0.001 else f"= {p:.2g}" if p < 0.01 else f"= {p:.2f}"
+
+
+def _signed_points(value: float) -> str:
+    delta = round(value * 100, 1)
+    return "0.0" if delta == 0 else f"{delta:+.1f}"
+
+
+def noise_sentence(paired: PairedComparison) -> str:
+    """Whether the change in mean accuracy is distinguishable from noise, said plainly.
+
+    From the paired comparison (per-row differences, Miller 2024 section 4):
+    "within noise" when its 95% interval holds 0.  The exact McNemar test on
+    the rows that became or stopped being stable-correct comes along, since
+    the gate is about those rows.
+    """
+    bar = paired.difference
+    rows = _plural(bar.n, "row")
+    mcnemar = (
+        f"Stable-correct rows: {paired.c} gained vs {paired.b} lost, "
+        f"exact McNemar p {_p_value(paired.p_value)}."
+    )
+    if bar.estimate is None or bar.low is None or bar.high is None:
+        return (
+            f"**Too few rows to tell a change from noise:** {rows} answered on both versions "
+            f"(at least 2 are needed for an error bar). {mcnemar}"
+        )
+    interval = (
+        f"mean per-row difference {_signed_points(bar.estimate)} pts, 95% CI "
+        f"{_signed_points(bar.low)} to {_signed_points(bar.high)} pts over {rows}"
+    )
+    if bar.method == "clustered":
+        interval += f" in {_plural(bar.clusters or 0, 'cluster')}"
+    if paired.verdict == WITHIN_NOISE:
+        head = f"**Within noise:** the change in mean accuracy could be chance ({interval})."
+    elif paired.verdict in (BETTER, WORSE):
+        head = f"**Beyond noise:** mean accuracy is {paired.verdict} on the candidate ({interval})."
+    else:  # pragma: no cover - verdict_of returns one of the three above with an interval
+        head = f"**{inline(paired.verdict, 40)}:** {interval}."
+    return f"{head} {mcnemar}"
+
+
+def curve_points(analysis: Analysis) -> int:
+    """How many j the two curves share: both versions are drawn over the same range."""
+    return min(len(analysis.baseline.curve.points), len(analysis.candidate.curve.points))
+
+
+def curve_series(analysis: Analysis, *, pass_at: bool = False) -> list[Series]:
+    """pass^j (and optionally pass@j) of both versions over their common j = 1..J."""
+    width = curve_points(analysis)
+
+    def values(curve: PassCurve, at: bool) -> tuple[float, ...]:
+        return tuple(p.pass_at if at else p.pass_hat for p in curve.points[:width])
+
+    out = [
+        Series("baseline pass^j", values(analysis.baseline.curve, False), BASELINE_COLOR),
+        Series("candidate pass^j", values(analysis.candidate.curve, False), CANDIDATE_COLOR),
+    ]
+    if pass_at:
+        out += [
+            Series("baseline pass@j", values(analysis.baseline.curve, True), BASELINE_COLOR, True),
+            Series(
+                "candidate pass@j", values(analysis.candidate.curve, True), CANDIDATE_COLOR, True
+            ),
+        ]
+    return out
+
+
+CURVE_TITLE = "pass^j: share of rows right on all of j attempts"
+
+
+def _curve_lines(analysis: Analysis) -> list[str]:
+    """The Mermaid pass^j chart and the line saying which color is which."""
+    if curve_points(analysis) == 0:
+        return []
+    return [
+        "",
+        mermaid_curve(curve_series(analysis), title=CURVE_TITLE),
+        "",
+        "Blue: baseline · vermillion: candidate. A line that falls faster as j grows "
+        "means answers that are right less consistently.",
+    ]
+
+
+def _transition_lines(rows: Sequence[RowComparison]) -> list[str]:
+    """Rows counted by baseline class (down) and candidate class (across)."""
+    if not rows:
+        return []
+    counts = transition_counts(rows)
+    lines = [
+        "",
+        "| baseline ↓ · candidate → | " + " | ".join(c.value for c in CLASS_ORDER) + " |",
+        "|---|" + "---:|" * len(CLASS_ORDER),
+    ]
+    for base in CLASS_ORDER:
+        cells = " | ".join(str(counts[(base, cand)]) for cand in CLASS_ORDER)
+        lines.append(f"| {base.value} | {cells} |")
+    lines += [
+        "",
+        "Rows by class over the k main attempts; off the diagonal, rows that changed class. "
+        "The stable-correct row counts the rows lost, the stable-correct column the rows gained.",
+    ]
+    return lines
+
+
 # --- the compare report --------------------------------------------------
 
 
@@ -487,17 +614,36 @@ def _header_facts(result: CompareResult) -> list[str]:
     ]
 
 
-def render_compare_report(result: CompareResult, *, list_limit: int = REPORT_LIST_LIMIT) -> str:
-    """The full Markdown report of a comparison (job summary, ``passk compare``)."""
+def render_compare_report(
+    result: CompareResult,
+    *,
+    list_limit: int = REPORT_LIST_LIMIT,
+    analysis: Analysis | None = None,
+    charts: bool = True,
+) -> str:
+    """The full Markdown report of a comparison (job summary, ``passk compare``).
+
+    ``analysis`` defaults to :func:`~.uncertainty.analyze` of ``result``
+    without clusters; pass one computed with the dataset's clusters when you
+    have them.  ``charts=False`` leaves out the Mermaid chart and the
+    transition table (the HTML report draws them as SVG instead).
+    """
     s = _sections(result)
     gate = result.gate
     cmp = result.comparison
+    stats = analysis if analysis is not None else analyze(result)
     lines = [f"# {verdict_line(result, s)}", "", *_header_facts(result), ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=True)
     lines += [
         "",
+        noise_sentence(stats.paired),
+        "",
         f"**Rows:** {len(s.gained)} gained · {len(s.lost)} lost "
         f"({_plural(len(s.regressions), 'confirmed regression')})",
+    ]
+    if charts:
+        lines += _curve_lines(stats) + _transition_lines(cmp.rows)
+    lines += [
         "",
         "## Gate: " + ("✅ passed" if gate.passed else f"❌ failed, {_failure_summary(gate)}"),
         "",
@@ -600,10 +746,13 @@ def _comment_body(
     s: _Sections,
     budget: _Budget,
     details_url: str | None,
+    analysis: Analysis,
 ) -> list[str]:
     cmp = result.comparison
     lines = [f"### {verdict_line(result, s)}", ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=False)
+    lines += ["", noise_sentence(analysis.paired)]
+    lines += _curve_lines(analysis) + _transition_lines(cmp.rows)
     lines += ["", "**Gate**", "", *_gate_items(result.gate, budget.gate)]
     cut = len(result.gate.failures) > budget.gate or len(result.gate.warnings) > budget.gate
     lists: list[tuple[str, list[str]]] = [
@@ -651,6 +800,7 @@ def render_comment(
     record: str,
     limit: int = COMMENT_LIMIT,
     details_url: str | None = None,
+    analysis: Analysis | None = None,
 ) -> str:
     """The sticky PR comment: ``marker`` first, ``record`` last, at most ``limit`` chars.
 
@@ -658,7 +808,9 @@ def render_comment(
     escaped value can contain ``<!--``, so each appears exactly once.  When
     the comment is too long, the lists shrink first (then the check flips go,
     then the gate reasons shrink to a few, their count staying exact); the
-    verdict, the numbers and the record always stay.  If even the minimal
+    verdict, the numbers, the noise sentence, the pass^j chart, the
+    transition table and the record always stay (together well under 2 KB).
+    ``analysis`` as in :func:`render_compare_report`.  If even the minimal
     comment exceeds ``limit`` (a huge ``record``), the minimal one is returned.
     """
     _hidden_comment(marker, "marker")
@@ -668,9 +820,10 @@ def render_comment(
     if details_url is not None and not _SAFE_URL.fullmatch(details_url):
         raise ValueError(f"details_url must be a plain https:// URL, got {details_url!r}")
     s = _sections(result)
+    stats = analysis if analysis is not None else analyze(result)
     text = ""
     for budget in _BUDGETS:
-        lines = _comment_body(result, s, budget, details_url)
+        lines = _comment_body(result, s, budget, details_url, stats)
         text = "\n".join([marker, *lines, "", record])
         if len(text) <= limit:
             break
