@@ -1,0 +1,108 @@
+"""``passk import``: a passk run artifact from another harness's repeated trials.
+
+``passk import --from tau-bench|inspect|promptfoo FILE... --out run.json``
+maps results that already hold several trials per task (tau-bench
+``--num-trials``, Inspect ``--epochs``, promptfoo ``--repeat``) to a run, so
+a team can gate without running anything again.  The mapping is documented
+in :mod:`passk_action.importers`.  ``--dataset-out rows.jsonl`` writes the
+dataset the run's digest matches: ``passk compare --candidate`` needs it as
+``dataset:`` in ``passk.yml``.
+
+Prints one summary line; every entry it could not map goes to stderr with
+its file and index.  Exits 2 when nothing could be imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..artifact import write_run, write_text_atomic
+from ..core.model import Version
+from ..errors import EXIT_OK, UsageError
+from ..importers import ImportOptions, dataset_jsonl
+from ..importers.reader import PARSERS, import_files
+from .common import now_iso, warn
+
+SHOWN = 20
+"""Skipped entries printed one per line before the rest is summarized."""
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "import",
+        help="turn tau-bench, Inspect or promptfoo results with repeated trials into a run",
+    )
+    parser.add_argument(
+        "--from", dest="source", required=True, choices=sorted(PARSERS), help="the input format"
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="result files, in trial order")
+    parser.add_argument("--out", required=True, help="where to write the run artifact")
+    parser.add_argument(
+        "--dataset-out",
+        default=None,
+        help="also write the imported rows as a passk dataset (JSONL) the run matches",
+    )
+    parser.add_argument(
+        "--version",
+        dest="agent_version",
+        choices=[v.value for v in Version],
+        default=Version.CANDIDATE.value,
+        help="which side the run is (default: candidate)",
+    )
+    parser.add_argument(
+        "--k", type=int, default=None, help="k (default: the fewest trials of any task, >= 2)"
+    )
+    parser.add_argument(
+        "--scorer", default=None, help="Inspect: the scorer that grades (default: the first)"
+    )
+    parser.add_argument(
+        "--prompt-idx",
+        type=int,
+        default=None,
+        help="promptfoo: the promptIdx to import when the file has several",
+    )
+    parser.add_argument(
+        "--report-json", default=None, help="write the import report (skipped entries) here"
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.scorer is not None and args.source != "inspect":
+        raise UsageError("--scorer applies to --from inspect only", where="--scorer")
+    if args.prompt_idx is not None and args.source != "promptfoo":
+        raise UsageError("--prompt-idx applies to --from promptfoo only", where="--prompt-idx")
+    options = ImportOptions(
+        version=Version(args.agent_version),
+        k=args.k,
+        scorer=args.scorer,
+        prompt_idx=args.prompt_idx,
+    )
+    imported = import_files(
+        args.source,
+        [Path(f) for f in args.files],
+        options,
+        now=now_iso,
+        tool_version=__version__,
+    )
+    report = imported.report
+    problems = [*report.dropped, *report.skipped]
+    for entry in problems[:SHOWN]:
+        warn(f"not imported: {entry}")
+    if len(problems) > SHOWN:
+        warn(f"... and {len(problems) - SHOWN} more not imported (see --report-json)")
+    for message in report.warnings:
+        warn(message)
+    write_run(imported.run, Path(args.out))
+    if args.dataset_out:
+        write_text_atomic(Path(args.dataset_out), dataset_jsonl(imported.dataset.rows))
+    if args.report_json:
+        text = json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n"
+        write_text_atomic(Path(args.report_json), text)
+    print(f"passk: {report.summary()}: {args.out}", file=sys.stdout)
+    return EXIT_OK

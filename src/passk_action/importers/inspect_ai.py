@@ -1,0 +1,178 @@
+"""Import Inspect eval logs (JSON format) run with ``--epochs`` > 1.
+
+Format (``UKGovernmentBEIS/inspect_ai``, ``src/inspect_ai/log/_log.py``,
+classes ``EvalLog``, ``EvalSpec``, ``EvalSample``): a JSON object
+``{"version", "status", "eval": {"task", "model", "config": {"epochs"}, ...},
+"results", "samples": [...]}``; every sample is one epoch of one dataset
+sample: ``{"id": int | str, "epoch": int, "target", "scores": {"<scorer>":
+{"value", "answer", "explanation"}}, "error": {"message", ...} | null,
+"total_time"}``.  Score values follow ``src/inspect_ai/scorer/_metric.py``:
+``"C"`` (CORRECT), ``"I"`` (INCORRECT), ``"P"`` (PARTIAL), ``"N"`` (NOANSWER).
+Binary ``.eval`` logs are not JSON: convert them first with ``inspect log
+convert --to json``.
+
+Mapping (see the package docstring for what is common):
+
+- a row is a sample id; its input is that id.  The sample's ``target``,
+  ``input`` and messages are deliberately not copied anywhere: the artifact
+  is committed and must not leak the answer key;
+- the grading scorer is ``--scorer NAME``, or else the first scorer of the
+  first scored sample (JSON key order, which is the task's scorer order);
+  when samples carry several scorers the report says which one was used;
+- value ``C``, ``1``/``1.0`` or ``true`` -> ``"pass"``; ``I``, ``0`` or
+  ``false`` -> ``"fail"``; ``N`` (no answer) and a sample with an ``error``
+  are error attempts (not decisions); any other value (``P``, 0.5, lists,
+  objects) cannot be reduced to pass/fail without a threshold passk would
+  have to invent, so the sample is skipped and reported;
+- skipped and reported, with file and sample index: a sample with no id,
+  no integer epoch, no score from the chosen scorer, or an unknown value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ArtifactError
+from . import (
+    FAIL,
+    PASS,
+    ImportOptions,
+    Parsed,
+    Skipped,
+    Trial,
+    first_line,
+    integer,
+    number,
+    task_id,
+)
+
+NAME = "inspect"
+
+_PASS_TEXT = frozenset({"C"})
+_FAIL_TEXT = frozenset({"I"})
+_NO_ANSWER = "N"
+
+
+def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Parsed:
+    """Map an Inspect ``EvalLog`` JSON document to trials."""
+    if not isinstance(doc, dict) or "eval" not in doc:
+        raise ArtifactError(
+            "not an Inspect eval log",
+            where=where,
+            hint="pass the JSON log (`inspect log convert --to json` converts .eval logs)",
+        )
+    samples = doc.get("samples")
+    if samples is None:
+        raise ArtifactError(
+            "the log has no samples",
+            where=where,
+            hint="it was written with --no-log-samples or before any sample finished; "
+            "run the eval again with sample logging on",
+        )
+    if not isinstance(samples, list):
+        raise ArtifactError("'samples' must be a list", where=where)
+    scorer, notes = _choose_scorer(samples, options.scorer, where)
+    trials: list[Trial] = []
+    skipped: list[Skipped] = []
+    for position, sample in enumerate(samples):
+        here = f"{where}: samples[{position}]"
+        if not isinstance(sample, dict):
+            skipped.append(Skipped(here, "not a JSON object"))
+            continue
+        sample_id = task_id(sample.get("id"))
+        if sample_id is None:
+            skipped.append(Skipped(here, "no sample 'id'"))
+            continue
+        epoch = integer(sample.get("epoch"))
+        if epoch is None:
+            skipped.append(Skipped(here, f"sample {sample_id!r} has no integer 'epoch'"))
+            continue
+        order = (file_index, epoch, position)
+        duration = max(number(sample.get("total_time")) or 0.0, 0.0)
+        error = sample.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, dict) else error
+            trials.append(
+                Trial(
+                    sample_id, sample_id, order, None, "sample-error", first_line(message), duration
+                )
+            )
+            continue
+        scores = sample.get("scores")
+        score = scores.get(scorer) if isinstance(scores, dict) and scorer else None
+        if not isinstance(score, dict) or "value" not in score:
+            skipped.append(
+                Skipped(here, f"sample {sample_id!r} epoch {epoch} has no score from {scorer!r}")
+            )
+            continue
+        value = score["value"]
+        if value == _NO_ANSWER:
+            trials.append(
+                Trial(
+                    sample_id, sample_id, order, None, "no-answer", "scored N (no answer)", duration
+                )
+            )
+            continue
+        decision = _decision(value)
+        if decision is None:
+            skipped.append(
+                Skipped(
+                    here,
+                    f"score value {value!r} of {scorer!r} is not C/I, 1/0 or true/false",
+                )
+            )
+            continue
+        trials.append(Trial(sample_id, sample_id, order, decision, duration_s=duration))
+    return Parsed(tuple(trials), tuple(skipped), _description(doc.get("eval")), notes)
+
+
+def _decision(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return PASS if value else FAIL
+    if isinstance(value, str):
+        if value in _PASS_TEXT:
+            return PASS
+        if value in _FAIL_TEXT:
+            return FAIL
+        return None
+    if isinstance(value, (int, float)):
+        if value == 1:
+            return PASS
+        if value == 0:
+            return FAIL
+    return None
+
+
+def _choose_scorer(
+    samples: list[Any], wanted: str | None, where: str
+) -> tuple[str | None, tuple[str, ...]]:
+    names: dict[str, None] = {}
+    for sample in samples:
+        if isinstance(sample, dict) and isinstance(sample.get("scores"), dict):
+            for name in sample["scores"]:
+                names.setdefault(name, None)
+    if wanted is not None:
+        if names and wanted not in names:
+            raise ArtifactError(
+                f"no scorer named {wanted!r} in the log",
+                where=where,
+                hint=f"--scorer must be one of: {', '.join(names)}",
+            )
+        return wanted, ()
+    if not names:
+        return None, ()
+    first = next(iter(names))
+    if len(names) == 1:
+        return first, ()
+    return first, (
+        f"{where}: samples carry {len(names)} scorers ({', '.join(names)}); "
+        f"graded with the first, {first!r} (choose another with --scorer NAME)",
+    )
+
+
+def _description(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return ""
+    parts = [spec.get("model"), spec.get("task")]
+    text = [p for p in parts if isinstance(p, str) and p]
+    return " on ".join(text)

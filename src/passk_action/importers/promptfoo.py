@@ -1,0 +1,185 @@
+"""Import promptfoo JSON output from runs with ``--repeat`` N.
+
+Format (``promptfoo/promptfoo``, ``src/types/index.ts``: ``EvaluateResult``,
+``EvaluateSummaryV3``, ``ResultFailureReason``): ``promptfoo eval -o
+out.json`` writes ``{"evalId", "results": {"version": 3, "timestamp",
+"prompts", "results": [...], "stats"}, "config", "shareableUrl"}``; each
+result has ``promptIdx``, ``testIdx``, ``testCase`` (with ``description``
+and ``vars``), ``vars``, ``provider``, ``success``, ``failureReason`` (0
+none, 1 assertion, 2 error), ``error``, ``gradingResult.pass`` and
+``latencyMs``.
+
+How repeats appear (``src/evaluator.ts``): the evaluator loops
+``for repeatIndex < repeat`` around the tests and gives every repetition a
+**new** ``testIdx``; the result carries no repeat index.  So a test is
+recognised across repetitions by what it is, its ``description`` and
+``vars``, and its trials are ordered by ``testIdx``.
+
+Mapping (see the package docstring for what is common):
+
+- a row is a test: its id is the test's description when that names one
+  test only, else ``test-<N>`` with N its first ``testIdx``; its input is
+  ``{"vars": ..., "description": ...}``;
+- ``success`` (or, when absent, ``gradingResult.pass``) true -> ``"pass"``,
+  false -> ``"fail"``; ``failureReason`` 2 (the provider or a script
+  errored, not an assertion) is an error attempt, never a decision;
+- several prompts or providers in one file are several agents: pick one
+  with ``--prompt-idx N`` (results of the others are left out and counted);
+- skipped and reported, with file and index: a result that is not an
+  object, has no integer ``testIdx``/``promptIdx``, or has no pass/fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ..core.model import Json, canonical_json
+from ..errors import ArtifactError, UsageError
+from . import FAIL, PASS, ImportOptions, Parsed, Skipped, Trial, first_line, integer, number
+
+NAME = "promptfoo"
+ERROR_REASON = 2
+
+
+def _results(doc: Any, where: str) -> list[Any]:
+    summary = doc.get("results") if isinstance(doc, dict) else None
+    results = summary.get("results") if isinstance(summary, dict) else None
+    if not isinstance(results, list):
+        raise ArtifactError(
+            "not a promptfoo output file",
+            where=where,
+            hint="expected {'results': {'results': [...]}}, "
+            "as `promptfoo eval -o out.json` writes it",
+        )
+    return results
+
+
+def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Parsed:
+    """Map a promptfoo output document to trials (see the module docstring)."""
+    results = _results(doc, where)
+    skipped: list[Skipped] = []
+    usable: list[tuple[int, dict[str, Any], int]] = []
+    prompts: dict[int, None] = {}
+    for position, result in enumerate(results):
+        here = f"{where}: results.results[{position}]"
+        if not isinstance(result, dict):
+            skipped.append(Skipped(here, "not a JSON object"))
+            continue
+        test_idx, prompt_idx = integer(result.get("testIdx")), integer(result.get("promptIdx"))
+        if test_idx is None or prompt_idx is None:
+            skipped.append(Skipped(here, "no integer 'testIdx' and 'promptIdx'"))
+            continue
+        prompts.setdefault(prompt_idx, None)
+        usable.append((position, result, test_idx))
+    chosen = _choose_prompt(sorted(prompts), options.prompt_idx, where)
+    notes: list[str] = []
+    others = sum(1 for _, r, _ in usable if r.get("promptIdx") != chosen)
+    if others:
+        notes.append(
+            f"{where}: left out {others} result(s) of prompts other than promptIdx {chosen}"
+        )
+    identities: dict[bytes, tuple[int, str | None, Json]] = {}
+    graded: list[tuple[bytes, int, int, dict[str, Any], str]] = []
+    for position, result, test_idx in usable:
+        if result.get("promptIdx") != chosen:
+            continue
+        description, vars_ = _identity(result)
+        key = canonical_json({"description": description, "vars": vars_})
+        first = identities.get(key)
+        if first is None or test_idx < first[0]:
+            identities[key] = (test_idx, description, vars_)
+        graded.append((key, test_idx, position, result, f"{where}: results.results[{position}]"))
+    ids = _row_ids(identities)
+    trials: list[Trial] = []
+    for key, test_idx, position, result, here in graded:
+        row_id = ids[key]
+        _, description, vars_ = identities[key]
+        row_input: dict[str, Json] = {"vars": vars_}
+        if description is not None:
+            row_input["description"] = description
+        order = (file_index, test_idx, position)
+        duration = max((number(result.get("latencyMs")) or 0.0) / 1000, 0.0)
+        if result.get("failureReason") == ERROR_REASON:
+            detail = first_line(result.get("error"))
+            trials.append(Trial(row_id, row_input, order, None, "provider-error", detail, duration))
+            continue
+        decision = _decision(result)
+        if decision is None:
+            skipped.append(Skipped(here, "no boolean 'success' or 'gradingResult.pass'"))
+            continue
+        trials.append(Trial(row_id, row_input, order, decision, duration_s=duration))
+    return Parsed(tuple(trials), tuple(skipped), _description(usable, chosen), tuple(notes))
+
+
+def _choose_prompt(found: list[int], wanted: int | None, where: str) -> int | None:
+    if wanted is not None:
+        if found and wanted not in found:
+            raise UsageError(
+                f"no results for --prompt-idx {wanted} in {where}",
+                where="--prompt-idx",
+                hint=f"the file has promptIdx {', '.join(map(str, found))}",
+            )
+        return wanted
+    if len(found) > 1:
+        raise UsageError(
+            f"{where} holds results of {len(found)} prompts/providers "
+            f"(promptIdx {', '.join(map(str, found))}), i.e. several agents",
+            where="--prompt-idx",
+            hint="import one at a time with --prompt-idx N",
+        )
+    return found[0] if found else None
+
+
+def _identity(result: dict[str, Any]) -> tuple[str | None, Json]:
+    test_case = result.get("testCase")
+    test_case = test_case if isinstance(test_case, dict) else {}
+    description = test_case.get("description", result.get("description"))
+    if not isinstance(description, str) or not description.strip():
+        description = None
+    vars_ = result.get("vars", test_case.get("vars"))
+    return description, vars_ if vars_ is not None else {}
+
+
+def _row_ids(identities: dict[bytes, tuple[int, str | None, Json]]) -> dict[bytes, str]:
+    """Description when it names one test only, else ``test-<first testIdx>``."""
+    by_description: dict[str, int] = {}
+    for _, description, _ in identities.values():
+        if description is not None:
+            by_description[description] = by_description.get(description, 0) + 1
+    ids: dict[bytes, str] = {}
+    for key, (test_idx, description, _) in identities.items():
+        unique = description is not None and by_description[description] == 1
+        ids[key] = description if unique and description is not None else f"test-{test_idx}"
+    taken: dict[str, int] = {}
+    for row_id in ids.values():
+        taken[row_id] = taken.get(row_id, 0) + 1
+    # A description that happens to read "test-3" must not merge two tests.
+    for key, row_id in ids.items():
+        if taken[row_id] > 1:
+            ids[key] = f"test-{identities[key][0]}-{hashlib.sha256(key).hexdigest()[:8]}"
+    return ids
+
+
+def _decision(result: dict[str, Any]) -> str | None:
+    success = result.get("success")
+    if not isinstance(success, bool):
+        grading = result.get("gradingResult")
+        success = grading.get("pass") if isinstance(grading, dict) else None
+    if not isinstance(success, bool):
+        return None
+    return PASS if success else FAIL
+
+
+def _description(usable: list[tuple[int, dict[str, Any], int]], chosen: int | None) -> str:
+    for _, result, _ in usable:
+        if result.get("promptIdx") != chosen:
+            continue
+        provider = result.get("provider")
+        if isinstance(provider, dict):
+            name = provider.get("label") or provider.get("id")
+            if isinstance(name, str) and name:
+                return name
+        elif isinstance(provider, str) and provider:
+            return provider
+    return ""

@@ -1,0 +1,61 @@
+"""The importers' edge: read the files, pick the parser, build the run.
+
+Kept apart from the parsers so they stay pure (a parsed JSON document in,
+trials out) and so tests can inject the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..artifact import parse_json_file
+from ..errors import UsageError
+from . import Imported, ImportOptions, Parsed, build_import, inspect_ai, promptfoo, tau_bench
+
+
+class Parser(Protocol):
+    def __call__(self, doc: Any, where: str, file_index: int, options: ImportOptions) -> Parsed: ...
+
+
+PARSERS: dict[str, Parser] = {
+    tau_bench.NAME: tau_bench.parse,
+    inspect_ai.NAME: inspect_ai.parse,
+    promptfoo.NAME: promptfoo.parse,
+}
+
+
+def import_files(
+    source: str,
+    paths: Sequence[Path],
+    options: ImportOptions,
+    *,
+    now: Callable[[], str],
+    tool_version: str,
+) -> Imported:
+    """Parse every file with the ``source`` format's parser and build one run."""
+    parser = PARSERS.get(source)
+    if parser is None:
+        raise UsageError(
+            f"unknown format {source!r}", where="--from", hint=f"use one of: {', '.join(PARSERS)}"
+        )
+    if not paths:
+        raise UsageError("no input files", where="FILE", hint="name at least one results file")
+    parsed = []
+    for index, path in enumerate(paths):
+        if source == inspect_ai.NAME and path.suffix == ".eval":
+            raise UsageError(
+                "binary .eval logs are not read",
+                where=str(path),
+                hint=f"convert it first: inspect log convert --to json {path}",
+            )
+        parsed.append(parser(parse_json_file(path), str(path), index, options))
+    return build_import(
+        parsed,
+        source=source,
+        files=[str(p) for p in paths],
+        options=options,
+        now=now,
+        tool_version=tool_version,
+    )

@@ -1,0 +1,162 @@
+"""Import tau-bench and tau2-bench result files.
+
+Formats, as the harnesses write them:
+
+- **tau-bench** (``sierra-research/tau-bench``, ``tau_bench/run.py`` writes
+  ``[r.model_dump() for r in results]``; the model is ``EnvRunResult`` in
+  ``tau_bench/types.py``): a JSON list of ``{"task_id": int, "reward":
+  float, "info": {...}, "traj": [...], "trial": int}``.  When a trial raised,
+  ``run.py`` records ``reward: 0.0`` with ``info: {"error": ..., "traceback":
+  ...}``.
+- **tau2-bench** (``sierra-research/tau2-bench``,
+  ``src/tau2/data_model/simulation.py``, class ``Results``): a JSON object
+  ``{"timestamp", "info", "tasks", "simulations": [...]}`` where each
+  simulation has ``"task_id": str``, ``"trial": int | null``,
+  ``"reward_info": {"reward": float, ...} | null``, ``"termination_reason"``
+  and ``"duration"``.  The directory format keeps the same fields per
+  simulation in ``"simulation_index"`` (``"reward"`` instead of
+  ``"reward_info"``) and the full simulations in separate files; when
+  ``simulations`` is empty the index is read.
+
+Mapping (see the package docstring for what is common):
+
+- success is ``reward`` within 1e-6 of 1, exactly tau-bench's
+  ``is_successful``; success -> decision ``"pass"``, otherwise ``"fail"``,
+  and every row expects ``"pass"``;
+- error attempts (never decisions): a tau-bench trial whose ``info`` holds
+  an ``error`` (the harness raised), a tau2 simulation that ended with
+  ``infrastructure_error`` or ``context_window_exceeded`` (tau2 itself drops
+  these from its metrics: ``NON_EVALUABLE_TERMINATION_REASONS``), and a tau2
+  simulation without a reward;
+- skipped and reported, with file and index: an entry that is not an
+  object, has no task id, or has a reward that is not a number.
+
+Trials of a task are ordered by ``trial`` (then position in the file), and
+files in the order given.  Task ids of several files are merged: import one
+environment (retail, airline, ...) per artifact, as their ids overlap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ArtifactError
+from . import (
+    FAIL,
+    PASS,
+    ImportOptions,
+    Parsed,
+    Skipped,
+    Trial,
+    first_line,
+    integer,
+    number,
+    task_id,
+)
+
+SUCCESS_TOLERANCE = 1e-6
+NON_EVALUABLE = frozenset({"infrastructure_error", "context_window_exceeded"})
+
+NAME = "tau-bench"
+
+
+def is_success(reward: float) -> bool:
+    """tau-bench's rule: a reward within 1e-6 of 1 is a success."""
+    return abs(reward - 1.0) <= SUCCESS_TOLERANCE
+
+
+def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Parsed:
+    """Map a tau-bench (list) or tau2-bench (``Results`` object) document to trials."""
+    if isinstance(doc, list):
+        return _parse_entries(doc, where, file_index, "", tau2=False)
+    if isinstance(doc, dict) and ("simulations" in doc or "simulation_index" in doc):
+        entries = doc.get("simulations") or []
+        key = "simulations"
+        if not entries and isinstance(doc.get("simulation_index"), list):
+            entries, key = doc["simulation_index"], "simulation_index"
+        if not isinstance(entries, list):
+            raise ArtifactError(f"'{key}' must be a list", where=where)
+        return _parse_entries(entries, where, file_index, key, tau2=True, info=doc.get("info"))
+    raise ArtifactError(
+        "not a tau-bench or tau2-bench results file",
+        where=where,
+        hint="expected a JSON list of {task_id, trial, reward} (tau-bench) "
+        "or an object with 'simulations' (tau2-bench)",
+    )
+
+
+def _parse_entries(
+    entries: list[Any],
+    where: str,
+    file_index: int,
+    key: str,
+    *,
+    tau2: bool,
+    info: Any = None,
+) -> Parsed:
+    trials: list[Trial] = []
+    skipped: list[Skipped] = []
+    for position, entry in enumerate(entries):
+        here = f"{where}: {key}[{position}]" if key else f"{where}: [{position}]"
+        if not isinstance(entry, dict):
+            skipped.append(Skipped(here, "not a JSON object"))
+            continue
+        task = task_id(entry.get("task_id"))
+        if task is None:
+            skipped.append(Skipped(here, "no 'task_id' (a string or an integer is needed)"))
+            continue
+        trial_number = integer(entry.get("trial"))
+        order = (file_index, trial_number if trial_number is not None else -1, position)
+        duration = number(entry.get("duration")) or 0.0
+        outcome = _outcome_tau2(entry) if tau2 else _outcome_tau(entry)
+        if isinstance(outcome, Skipped):
+            skipped.append(Skipped(here, outcome.reason))
+            continue
+        decision, error, detail = outcome
+        trials.append(Trial(task, task, order, decision, error, detail, max(duration, 0.0)))
+    return Parsed(tuple(trials), tuple(skipped), _description(info) if tau2 else "")
+
+
+Outcome = tuple[str | None, str | None, str | None] | Skipped
+
+
+def _graded(reward_value: Any) -> Outcome:
+    reward = number(reward_value)
+    if reward is None:
+        return Skipped("", f"reward {reward_value!r} is not a number")
+    return (PASS if is_success(reward) else FAIL, None, None)
+
+
+def _outcome_tau(entry: dict[str, Any]) -> Outcome:
+    info = entry.get("info")
+    if isinstance(info, dict) and info.get("error"):
+        return (None, "harness-error", first_line(info.get("error")))
+    return _graded(entry.get("reward"))
+
+
+def _outcome_tau2(entry: dict[str, Any]) -> Outcome:
+    reason = entry.get("termination_reason")
+    if isinstance(reason, str) and reason in NON_EVALUABLE:
+        return (None, reason.replace("_", "-"), f"tau2 termination_reason {reason}")
+    if "reward_info" in entry:
+        reward_info = entry.get("reward_info")
+        if reward_info is None:
+            return (None, "no-reward", "tau2 recorded no reward_info for this simulation")
+        if not isinstance(reward_info, dict):
+            return Skipped("", "'reward_info' is not an object")
+        return _graded(reward_info.get("reward"))
+    if entry.get("reward") is None:
+        return (None, "no-reward", "tau2 recorded no reward for this simulation")
+    return _graded(entry.get("reward"))
+
+
+def _description(info: Any) -> str:
+    """'<agent llm> on <domain>' from a tau2 ``info`` block, when present."""
+    if not isinstance(info, dict):
+        return ""
+    agent = info.get("agent_info")
+    env = info.get("environment_info")
+    llm = agent.get("llm") if isinstance(agent, dict) else None
+    domain = env.get("domain_name") if isinstance(env, dict) else None
+    parts = [p for p in (llm, domain) if isinstance(p, str) and p]
+    return " on ".join(parts)
