@@ -1,0 +1,149 @@
+"""``passk action`` with ``mode: baseline``: record the default branch's agent as the baseline.
+
+The same steps as ``passk baseline`` (record every row k times, carry the
+ratchet forward from the committed baseline), then the new artifact reaches
+the branch in one of two ways:
+
+- ``baseline-update: commit`` commits it as ``passk[bot]`` and pushes to the
+  checked-out branch (needs ``contents: write``);
+- ``baseline-update: pull-request`` pushes a branch ``passk/baseline-<sha>``
+  and prints the link that opens the pull request.  The REST subset passk
+  speaks has no create-pull-request operation, so a person (or a later
+  workflow step such as ``gh pr create``) opens it: that also keeps a human
+  review on every change to what the gate trusts.
+
+Pushing uses the credentials ``actions/checkout`` configured for the
+repository; the token is never put into a URL or a command line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from ..artifact import write_run
+from ..cli.baseline import previous_baseline
+from ..config import load_config
+from ..core.model import AgentInfo, Version
+from ..core.render import render_run_report
+from ..core.stats import compute_metrics, summarize_run
+from ..dataset import load_dataset
+from ..engine import Session, build_agent, carried_ratchet, record_run, retry_policy
+from ..errors import EXIT_OK, GitError, UsageError
+from ..progress import make_progress
+from .gitrepo import GitRepo
+from .inputs import ActionInputs
+from .main import Runtime, agent_env, fraction
+from .workflow import Workflow
+
+REMOTE = "origin"
+
+
+def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
+    workflow = runtime.workflow
+    if inputs.event_name.startswith("pull_request"):
+        raise UsageError(
+            f"mode baseline records the default branch; it does not run on {inputs.event_name!r}",
+            where="input `mode`",
+            hint="use `mode: gate` on pull requests and `mode: baseline` on pushes",
+        )
+    repo = GitRepo.discover(inputs.working_directory)
+    loaded = load_config(inputs.config_path)
+    for message in loaded.warnings:
+        workflow.warning(message, title="passk")
+    config = loaded.config
+    dataset = load_dataset(config.dataset, config.must_not_break_tags)
+    out = config.baseline.artifact
+    rel = repo.relative(out)
+    previous = previous_baseline(out)
+    commit_sha = runtime.env.get("GITHUB_SHA") or repo.head_sha()
+    agent = build_agent(config.agent, agent_env(runtime.env, inputs.token, config.agent))
+    staging = out.with_name(out.name + ".recording.json")
+    session = Session(
+        concurrency=config.concurrency,
+        retry=retry_policy(config),
+        now=runtime.now,
+        progress=make_progress(runtime.stderr, False, False),
+        warn=lambda message: workflow.warning(message, title="passk"),
+    )
+    with workflow.group("passk: recording the baseline"):
+        run, _ = record_run(
+            dataset,
+            dataset.rows,
+            config.settings,
+            agent,
+            AgentInfo(Version.BASELINE, agent.description, commit_sha),
+            staging,
+            session,
+        )
+        ratchet, left = carried_ratchet(previous, run, dataset)
+        for row_id in left:
+            workflow.warning(f"row {row_id!r} left the ratchet: it is no longer in the dataset")
+        run = replace(run, ratchet=tuple(sorted(ratchet)))
+        write_run(run, out)
+        staging.unlink(missing_ok=True)
+        workflow.line(
+            f"passk: baseline recorded to {rel} ({len(run.attempts)} attempts, "
+            f"{len(run.ratchet)} rows locked by the ratchet)"
+        )
+    workflow.write_summary(render_run_report(run))
+    with workflow.group("passk: publishing the baseline"):
+        _deliver(repo, inputs, workflow, rel, commit_sha)
+    metrics = compute_metrics(
+        summarize_run(run.rows, run.attempts_by_row(), run.settings.k, run.settings.scoring),
+        run.settings.k,
+    )
+    workflow.set_outputs(
+        {
+            "mean-accuracy": fraction(metrics.mean_accuracy),
+            "pass-k": fraction(metrics.pass_k),
+            "flip-rate": fraction(metrics.flip_rate),
+            "result": _workspace_relative(inputs, out),
+            "reused": "false",
+        }
+    )
+    return EXIT_OK
+
+
+def _workspace_relative(inputs: ActionInputs, path: os.PathLike[str]) -> str:
+    from pathlib import Path
+
+    try:
+        return Path(path).resolve().relative_to(inputs.workspace).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _deliver(
+    repo: GitRepo, inputs: ActionInputs, workflow: Workflow, rel: str, commit_sha: str
+) -> None:
+    short = commit_sha[:7]
+    message = f"passk: record the baseline of {short}"
+    commit = repo.commit_files([rel], message)
+    if inputs.baseline_update == "commit":
+        branch = repo.current_branch() or inputs.ref_name
+        if not branch:
+            raise GitError(
+                "the checkout is on no branch, so there is nowhere to commit the baseline",
+                where="baseline-update: commit",
+                hint="run on a push to the default branch, or use `baseline-update: pull-request`",
+            )
+        repo.push(REMOTE, commit, branch)
+        if repo.current_branch() == branch:
+            repo.fast_forward(commit)
+        workflow.notice(f"baseline committed to {branch} as {commit[:7]}", title="passk")
+        return
+    branch = f"passk/baseline-{short}"
+    repo.push(REMOTE, commit, branch)
+    target = repo.current_branch() or inputs.ref_name or "main"
+    compare_url = (
+        f"{inputs.server_url.rstrip('/')}/{inputs.repository}/compare/{target}...{branch}?expand=1"
+        if inputs.repository
+        else None
+    )
+    workflow.notice(
+        f"baseline pushed to the branch {branch}; open the pull request"
+        + (f" at {compare_url}" if compare_url else f" from {branch} into {target}")
+        + " (passk does not create it: review the new baseline before merging)",
+        title="passk",
+    )

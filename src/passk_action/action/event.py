@@ -1,0 +1,93 @@
+"""The webhook payload the run was triggered by (``GITHUB_EVENT_PATH``, FACTS.md D3)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """What the gate needs from a ``pull_request`` event."""
+
+    number: int
+    base_sha: str
+    head_sha: str
+    base_ref: str
+    head_ref: str
+    labels: tuple[str, ...]
+    fork: bool
+    """The head branch lives in another repository: the token is read-only (FACTS.md E1)."""
+
+
+def read_payload(path: str | None) -> dict[str, Any]:
+    """The event JSON; a missing or unreadable file is a usage error naming it."""
+    if not path:
+        raise UsageError(
+            "GITHUB_EVENT_PATH is not set",
+            where="GITHUB_EVENT_PATH",
+            hint="run passk action inside a GitHub Actions job (the runner sets it)",
+        )
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read the event payload: {exc.strerror or exc}", where=path
+        ) from exc
+    except ValueError as exc:
+        raise UsageError(
+            f"the event payload is not JSON: {exc}", where=path, hint="the runner writes it"
+        ) from exc
+    if not isinstance(doc, dict):
+        raise UsageError("the event payload is not a JSON object", where=path)
+    return doc
+
+
+def _get(doc: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+def pull_request_from(payload: dict[str, Any], where: str) -> PullRequest:
+    """The pull request of a ``pull_request`` payload, checked field by field."""
+    pr = payload.get("pull_request")
+    if not isinstance(pr, dict):
+        raise UsageError("the event has no `pull_request` object", where=where)
+    number = pr.get("number", payload.get("number"))
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise UsageError("`pull_request.number` is missing or not a number", where=where)
+    shas = {}
+    for side in ("base", "head"):
+        sha = _get(pr, side, "sha")
+        if not isinstance(sha, str) or not _SHA.fullmatch(sha):
+            raise UsageError(f"`pull_request.{side}.sha` is not a commit sha", where=where)
+        shas[side] = sha
+    labels = tuple(
+        str(label["name"])
+        for label in pr.get("labels") or ()
+        if isinstance(label, dict) and isinstance(label.get("name"), str)
+    )
+    base_repo = _get(pr, "base", "repo", "full_name")
+    head_repo = _get(pr, "head", "repo", "full_name")
+    # A deleted fork has head.repo null: it came from elsewhere, so treat it as a fork.
+    # (``head.repo.fork`` is no test: it is true for every branch of a repo that is a fork.)
+    fork = head_repo is None or head_repo != base_repo
+    return PullRequest(
+        number=number,
+        base_sha=shas["base"],
+        head_sha=shas["head"],
+        base_ref=str(_get(pr, "base", "ref") or ""),
+        head_ref=str(_get(pr, "head", "ref") or ""),
+        labels=labels,
+        fork=fork,
+    )

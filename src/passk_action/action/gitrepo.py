@@ -1,0 +1,198 @@
+"""The git operations the action needs, through the ``git`` command.
+
+Files of the pull request's base commit are read with ``git show`` (never
+checked out over the candidate); the base agent runs in a detached
+``git worktree`` that is always removed afterwards.  Every git call gets
+``-c safe.directory=*``: in a container action the workspace belongs to
+another user, and git would otherwise refuse to read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import GitError
+
+BOT_NAME = "passk[bot]"
+BOT_EMAIL = "passk[bot]@users.noreply.github.com"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class GitRepo:
+    """A git checkout at ``root`` (its top level)."""
+
+    root: Path
+
+    @classmethod
+    def discover(cls, start: Path) -> GitRepo:
+        """The repository containing ``start``."""
+        out = _git(start, ("rev-parse", "--show-toplevel"), what="find the git repository")
+        return cls(Path(out.decode("utf-8").strip()).resolve())
+
+    def run(self, args: Sequence[str], *, what: str, env: Mapping[str, str] | None = None) -> bytes:
+        return _git(self.root, args, what=what, env=env)
+
+    def relative(self, path: Path) -> str:
+        """``path`` as git names it inside the repository (POSIX, relative to the root)."""
+        try:
+            rel = path.resolve().relative_to(self.root)
+        except ValueError:
+            raise GitError(
+                "is outside the git repository",
+                where=str(path),
+                hint=f"keep passk's files inside {self.root}",
+            ) from None
+        return str(PurePosixPath(*rel.parts)) if rel.parts else "."
+
+    def has_commit(self, sha: str) -> bool:
+        try:
+            self.run(("cat-file", "-e", f"{sha}^{{commit}}"), what="look up a commit")
+        except GitError:
+            return False
+        return True
+
+    def show(self, sha: str, path: str) -> bytes | None:
+        """The bytes of ``path`` at commit ``sha``, or None when the file is not there."""
+        proc = subprocess.run(
+            ["git", "-c", "safe.directory=*", "cat-file", "blob", f"{sha}:{path}"],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode == 0:
+            return proc.stdout
+        if not self.has_commit(sha):
+            raise GitError(
+                f"commit {sha[:12]} is not in the checkout",
+                where=str(self.root),
+                hint="check out with `actions/checkout` and `fetch-depth: 0`",
+            )
+        return None
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        proc = subprocess.run(
+            ["git", "-c", "safe.directory=*", "merge-base", "--is-ancestor", ancestor, descendant],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )
+        return proc.returncode == 0
+
+    def head_sha(self) -> str:
+        return self.run(("rev-parse", "HEAD"), what="read HEAD").decode().strip()
+
+    def current_branch(self) -> str | None:
+        proc = subprocess.run(
+            ["git", "-c", "safe.directory=*", "symbolic-ref", "--quiet", "--short", "HEAD"],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            return None  # detached HEAD
+        return proc.stdout.decode().strip() or None
+
+    @contextlib.contextmanager
+    def worktree(self, sha: str) -> Iterator[Path]:
+        """Commit ``sha`` checked out, detached, in a temporary directory; always removed."""
+        parent = Path(tempfile.mkdtemp(prefix="passk-base-"))
+        path = parent / "tree"
+        self.run(
+            ("worktree", "add", "--detach", "--quiet", str(path), sha),
+            what=f"check out the base commit {sha[:12]} in a worktree",
+        )
+        try:
+            yield path
+        finally:
+            with contextlib.suppress(GitError):
+                self.run(("worktree", "remove", "--force", str(path)), what="remove the worktree")
+            shutil.rmtree(parent, ignore_errors=True)
+            with contextlib.suppress(GitError):
+                self.run(("worktree", "prune"), what="prune worktrees")
+
+    def commit_files(self, paths: Sequence[str], message: str, *, parent: str = "HEAD") -> str:
+        """A commit on top of ``parent`` holding the working-tree content of ``paths``.
+
+        Built with plumbing on a private index: neither the checkout's index
+        nor its branch moves, so the caller decides where the commit goes.
+        """
+        with tempfile.TemporaryDirectory(prefix="passk-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), **_bot_identity()}
+            self.run(("read-tree", parent), what="read the tree", env=env)
+            for rel in paths:
+                blob = self.run(("hash-object", "-w", "--", rel), what=f"store {rel}").decode()
+                self.run(
+                    ("update-index", "--add", "--cacheinfo", f"100644,{blob.strip()},{rel}"),
+                    what=f"stage {rel}",
+                    env=env,
+                )
+            tree = self.run(("write-tree",), what="write the tree", env=env).decode().strip()
+            commit = self.run(
+                ("commit-tree", tree, "-p", parent, "-m", message),
+                what="create the commit",
+                env=env,
+            )
+        return commit.decode().strip()
+
+    def push(self, remote: str, commit: str, branch: str) -> None:
+        """Push ``commit`` to ``branch``; uses the credentials the checkout configured."""
+        self.run(
+            ("push", "--quiet", remote, f"{commit}:refs/heads/{branch}"),
+            what=f"push to {remote} {branch}",
+        )
+
+    def fast_forward(self, commit: str) -> None:
+        """Move the checked-out branch and index to ``commit``; the working tree stays."""
+        self.run(("reset", "--quiet", "--mixed", commit), what="advance the branch")
+
+
+def _bot_identity() -> dict[str, str]:
+    return {
+        "GIT_AUTHOR_NAME": BOT_NAME,
+        "GIT_AUTHOR_EMAIL": BOT_EMAIL,
+        "GIT_COMMITTER_NAME": BOT_NAME,
+        "GIT_COMMITTER_EMAIL": BOT_EMAIL,
+    }
+
+
+def _git(
+    cwd: Path, args: Sequence[str], *, what: str, env: Mapping[str, str] | None = None
+) -> bytes:
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "safe.directory=*", *args],
+            cwd=cwd,
+            capture_output=True,
+            check=False,
+            env=full_env,
+        )
+    except FileNotFoundError as exc:
+        raise GitError(
+            "git is not installed", where="git", hint="install git in the job's image"
+        ) from exc
+    except NotADirectoryError as exc:
+        raise GitError("not a directory", where=str(cwd)) from exc
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode("utf-8", errors="replace")
+        raise GitError(
+            f"cannot {what}: {_one_line(stderr) or f'git exited with {proc.returncode}'}",
+            where=f"git {args[0]}",
+            hint="check out the repository with `actions/checkout` and `fetch-depth: 0`",
+        )
+    return proc.stdout

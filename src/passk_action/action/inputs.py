@@ -1,0 +1,118 @@
+"""The action's inputs, read once from the environment and validated.
+
+GitHub passes each input as ``INPUT_<NAME>`` with hyphens kept
+(``INPUT_GITHUB-TOKEN``, FACTS.md D1).  An input that is unset or blank takes
+its default, as it would under ``action.yml``; any other invalid value is a
+one-line :class:`UsageError` naming the input (exit 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UsageError
+
+COMMENT_MODES = ("update", "new", "off")
+MODES = ("gate", "baseline")
+BASELINE_UPDATES = ("commit", "pull-request")
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_SERVER_URL = "https://github.com"
+
+
+def _input(env: Mapping[str, str], name: str, default: str) -> str:
+    value = env.get(f"INPUT_{name.upper()}", "").strip()
+    return value or default
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = _input(env, name, default)
+    if value not in allowed:
+        raise UsageError(
+            f"invalid value {value!r}",
+            where=f"input `{name}`",
+            hint="use one of: " + ", ".join(allowed),
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ActionInputs:
+    """The validated ``with:`` inputs plus the runner's environment the action needs."""
+
+    config: str
+    token: str = field(repr=False)
+    """Empty when no token was given: then nothing is posted to GitHub."""
+    comment: str
+    check_name: str
+    mode: str
+    baseline_update: str
+    working_directory: Path
+    workspace: Path
+    event_name: str
+    event_path: str | None
+    api_url: str
+    server_url: str
+    repository: str
+    run_id: str | None
+    ref_name: str | None
+
+    @property
+    def config_path(self) -> Path:
+        return self.working_directory / self.config
+
+    def details_url(self) -> str | None:
+        """The workflow run's page (where the job summary is), when the runner says."""
+        if not self.run_id or not self.repository or not self.server_url.startswith("https://"):
+            return None
+        return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
+
+
+def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
+    """Validate every input; relative paths resolve against ``GITHUB_WORKSPACE`` (or ``cwd``)."""
+    workspace = Path(env.get("GITHUB_WORKSPACE") or cwd)
+    if not workspace.is_absolute():
+        workspace = cwd / workspace
+    config = _input(env, "config", "passk.yml")
+    working = _input(env, "working-directory", ".")
+    working_directory = (workspace / working).resolve()
+    if not working_directory.is_dir():
+        raise UsageError(
+            "is not a directory of the checkout",
+            where=f"input `working-directory` ({working})",
+            hint="give a folder relative to the repository root, e.g. `.` or `services/refunds`",
+        )
+    try:
+        working_directory.relative_to(workspace.resolve())
+    except ValueError:
+        raise UsageError(
+            "points outside the workspace",
+            where=f"input `working-directory` ({working})",
+            hint="give a folder inside the repository",
+        ) from None
+    check_name = _input(env, "check-name", "passk")
+    if len(check_name) > 100 or "\n" in check_name:
+        raise UsageError(
+            "must be one line of at most 100 characters",
+            where="input `check-name`",
+            hint="use a short name such as `passk` or `passk / refunds`",
+        )
+    token = env.get("INPUT_GITHUB-TOKEN", "").strip() or env.get("GITHUB_TOKEN", "").strip()
+    return ActionInputs(
+        config=config,
+        token=token,
+        comment=_choice(env, "comment", "update", COMMENT_MODES),
+        check_name=check_name,
+        mode=_choice(env, "mode", "gate", MODES),
+        baseline_update=_choice(env, "baseline-update", "pull-request", BASELINE_UPDATES),
+        working_directory=working_directory,
+        workspace=workspace.resolve(),
+        event_name=env.get("GITHUB_EVENT_NAME", "").strip(),
+        event_path=env.get("GITHUB_EVENT_PATH") or None,
+        api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+        server_url=env.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL,
+        repository=env.get("GITHUB_REPOSITORY", "").strip(),
+        run_id=env.get("GITHUB_RUN_ID") or None,
+        ref_name=env.get("GITHUB_REF_NAME") or None,
+    )

@@ -1,0 +1,117 @@
+"""Protected changes: edits in a pull request to what protects the gate itself.
+
+A pull request must not be able to pass the gate by weakening it: editing
+the committed baseline, dropping or relabeling a must-not-break row, removing
+its mark, lowering k or the confirmation attempts, switching off
+``block_on_any_regression`` or changing how answers are normalized.  This
+module compares the base commit's snapshot with the head's and lists every
+such edit.  Pure: snapshots in, changes out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Config
+from ..core.gate import ProtectedChange
+from ..core.model import Dataset
+
+BASELINE_CHANGED = "baseline-artifact-changed"
+ROW_REMOVED = "must-not-break-row-removed"
+ROW_RELABELED = "must-not-break-row-relabeled"
+MARK_REMOVED = "must-not-break-mark-removed"
+TAG_UNPROTECTED = "must-not-break-tag-removed"
+K_LOWERED = "k-lowered"
+CONFIRM_LOWERED = "confirm-attempts-lowered"
+REGRESSION_BLOCK_OFF = "block-on-any-regression-off"
+SCORING_CHANGED = "scoring-normalize-changed"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One side of the pull request: its config, dataset and baseline artifact bytes."""
+
+    config: Config
+    dataset: Dataset
+    baseline: bytes | None
+
+
+def protected_changes(base: Snapshot, head: Snapshot) -> tuple[ProtectedChange, ...]:
+    """Every protected edit from ``base`` to ``head``, config first, then rows by id."""
+    changes: list[ProtectedChange] = []
+    bc, hc = base.config, head.config
+    artifact = base.config.baseline.artifact.name
+    if base.baseline != head.baseline:
+        what = "deleted" if head.baseline is None else "changed"
+        changes.append(
+            ProtectedChange(
+                BASELINE_CHANGED,
+                f"the committed baseline artifact ({artifact}) is {what} by this pull request",
+            )
+        )
+    if hc.k < bc.k:
+        changes.append(ProtectedChange(K_LOWERED, f"k is lowered from {bc.k} to {hc.k}"))
+    for key, old, new in (
+        ("confirm.attempts", bc.confirm.attempts, hc.confirm.attempts),
+        (
+            "confirm.must_not_break_attempts",
+            bc.confirm.must_not_break_attempts,
+            hc.confirm.must_not_break_attempts,
+        ),
+    ):
+        if new < old:
+            changes.append(
+                ProtectedChange(CONFIRM_LOWERED, f"{key} is lowered from {old} to {new}")
+            )
+    if bc.gate.block_on_any_regression and not hc.gate.block_on_any_regression:
+        changes.append(
+            ProtectedChange(REGRESSION_BLOCK_OFF, "gate.block_on_any_regression is turned off")
+        )
+    if bc.scoring.normalize != hc.scoring.normalize:
+        changes.append(
+            ProtectedChange(
+                SCORING_CHANGED,
+                f"scoring.normalize changes from {list(bc.scoring.normalize)} "
+                f"to {list(hc.scoring.normalize)}",
+            )
+        )
+    base_tags = set(bc.must_not_break_tags)
+    for tag in sorted(base_tags - set(hc.must_not_break_tags)):
+        changes.append(
+            ProtectedChange(TAG_UNPROTECTED, f"the tag {tag!r} is removed from must_not_break.tags")
+        )
+    head_rows = head.dataset.by_id()
+    for row in sorted(base.dataset.rows, key=lambda r: r.id):
+        if not row.must_not_break:
+            continue
+        after = head_rows.get(row.id)
+        if after is None:
+            changes.append(
+                ProtectedChange(
+                    ROW_REMOVED, "must-not-break row is removed from the dataset", row.id
+                )
+            )
+            continue
+        if after.expected != row.expected:
+            changes.append(
+                ProtectedChange(
+                    ROW_RELABELED,
+                    f"must-not-break row's expected label changes from {row.expected!r} "
+                    f"to {after.expected!r}",
+                    row.id,
+                )
+            )
+        if row.marked and not after.marked:
+            changes.append(
+                ProtectedChange(MARK_REMOVED, "must-not-break row's own mark is removed", row.id)
+            )
+        dropped = sorted((set(row.tags) & base_tags) - set(after.tags))
+        if dropped:
+            changes.append(
+                ProtectedChange(
+                    MARK_REMOVED,
+                    f"must-not-break row loses the protecting tag(s) {', '.join(dropped)}",
+                    row.id,
+                )
+            )
+    return tuple(changes)

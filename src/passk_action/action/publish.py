@@ -1,0 +1,134 @@
+"""Publishing the gate on the pull request: log annotations, job summary, comment, check.
+
+Nothing here can change the gate's decision.  A comment or check that
+GitHub refuses (a fork's read-only token, missing ``permissions:``, an
+outage past the retry budget) becomes one ``::warning`` line, and the job
+goes on to exit with the gate's own code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.diff import Confirmation
+from ..core.render import render_comment
+from ..core.result import CompareResult
+from ..github.publish import MARKER, publish_check, upsert_sticky_comment
+from .record import RECORD_PREFIX, our_comments
+from .workflow import Workflow
+
+FORK_COMMENT_NOTICE = (
+    "read-only token (pull request from a fork): no comment posted; "
+    "the report is in the job summary"
+)
+FORK_CHECK_NOTICE = (
+    "read-only token (pull request from a fork): no check run or commit status posted; "
+    "this job's own status carries the gate"
+)
+DEFAULT_BOT_LOGIN = "github-actions[bot]"
+"""Whose comment we edit when none of ours exists yet: the default job token's identity."""
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def check_title(result: CompareResult) -> str:
+    """E.g. ``passk: gate passed — pass^k 86.2% (was 72.3%)``."""
+    cmp = result.comparison
+    verdict = "gate passed" if result.gate.passed else "gate failed"
+    return (
+        f"passk: {verdict} — pass^k {percent(cmp.candidate_metrics.pass_k)} "
+        f"(was {percent(cmp.baseline_metrics.pass_k)})"
+    )
+
+
+def without_record(body: str) -> str:
+    """The comment body minus the hidden record (check summaries need no machine data)."""
+    start = body.find(RECORD_PREFIX)
+    return body if start < 0 else body[:start].rstrip() + "\n"
+
+
+def annotate(workflow: Workflow, result: CompareResult) -> None:
+    """``::error`` per blocking row (at most 10), ``::warning`` per non-blocking regression."""
+    failures = [(f.id or f"[{f.rule.value}]", f.reason) for f in result.gate.failures]
+    workflow.annotate_rows(failures, title="passk gate")
+    blocking = {f.id for f in result.gate.failures if f.id}
+    for row in result.comparison.rows:
+        if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
+            workflow.warning(
+                f"{row.id}: confirmed regression ({row.baseline_final_class.value} → "
+                f"{row.candidate_final_class.value}); not blocking: the row is not must-not-break",
+                title="passk",
+            )
+    for warning in result.gate.warnings:
+        workflow.warning(warning, title="passk")
+
+
+def comment_author(comments: Sequence[Mapping[str, Any]]) -> str:
+    """The login of passk's newest comment, so only our own comment is ever edited."""
+    mine = our_comments(comments, MARKER)
+    if mine:
+        user = mine[-1].get("user") or {}
+        login = user.get("login") if isinstance(user, dict) else None
+        if isinstance(login, str) and login:
+            return login
+    return DEFAULT_BOT_LOGIN
+
+
+@dataclass(frozen=True)
+class Published:
+    comment: str
+    check: str
+
+
+def publish(
+    workflow: Workflow,
+    client: Any,
+    result: CompareResult,
+    *,
+    pr_number: int,
+    head_sha: str,
+    fork: bool,
+    comment_mode: str,
+    check_name: str,
+    record: str,
+    author: str,
+    details_url: str | None,
+) -> Published:
+    """Post the sticky comment and the check; report refusals as warnings, never raise."""
+    body = render_comment(result, marker=MARKER, record=record, details_url=details_url)
+    comment_state = "skipped"
+    outcome = upsert_sticky_comment(client, pr_number, body, comment_mode, author=author)
+    if outcome.action == "failed":
+        comment_state = "failed"
+        if fork and outcome.status == 403:
+            workflow.warning(FORK_COMMENT_NOTICE, title="passk")
+        else:
+            workflow.warning(f"no comment posted: {outcome.error}", title="passk")
+    elif outcome.action != "skipped":
+        comment_state = outcome.action
+        workflow.line(f"passk: comment {outcome.action}: {outcome.url or outcome.comment_id}")
+    check = publish_check(
+        client,
+        name=check_name,
+        head_sha=head_sha,
+        passed=result.gate.passed,
+        title=check_title(result),
+        summary=without_record(body),
+    )
+    if check.used == "failed":
+        if fork:
+            workflow.warning(FORK_CHECK_NOTICE, title="passk")
+        else:
+            workflow.warning(f"no check run or commit status posted: {check.error}", title="passk")
+    elif check.used == "commit_status":
+        workflow.line(
+            "passk: creating a check run was refused, so the result is a commit status "
+            f"named {check_name!r} (grant `checks: write` for a check run)"
+        )
+    else:
+        workflow.line(f"passk: check run {check_name!r} posted: {check.url or check.id}")
+    return Published(comment=comment_state, check=check.used)

@@ -1,0 +1,247 @@
+"""The gate record hidden at the end of the sticky comment: no shopping by re-running.
+
+``<!-- passk:record v1 <base64 of gzip of compact JSON> -->`` says which
+head and base commit were gated, on which dataset and settings, by which
+candidate agent, what the gate decided, and a digest of the candidate's
+recorded attempts.  When it fits (40,000 characters encoded) it also holds
+those attempts and the baseline's top-up and confirmation attempts, so a
+re-run of the same commit replays them instead of asking the agent again:
+the decision is reproduced rather than re-rolled.
+
+Reading is defensive: a damaged, foreign or oversized record raises
+:class:`RecordError`, which the caller turns into a warning and ignores.
+Only comments written by a bot account count: anyone can paste a record
+into a comment of their own.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..artifact import attempt_from_json, attempt_to_json
+from ..core.model import Attempt, EvalSettings, Phase, Run, canonical_json, sha256_hex
+from ..core.result import CompareResult
+from ..errors import ArtifactError
+
+RECORD_VERSION = 1
+RECORD_PREFIX = "<!-- passk:record v1 "
+RECORD_SUFFIX = " -->"
+ATTEMPTS_LIMIT = 40000
+"""Encoded size up to which the record carries the attempts themselves."""
+_MAX_DECOMPRESSED = 16 * 1024 * 1024
+_RECORD = re.compile(r"<!-- passk:record v(\d+) ([A-Za-z0-9+/=]*) -->")
+
+
+class RecordError(ArtifactError):
+    """A record that cannot be trusted or read; ignored with a warning."""
+
+
+@dataclass(frozen=True)
+class GateRecord:
+    head_sha: str
+    base_sha: str
+    dataset_digest: str
+    settings: Mapping[str, Any]
+    candidate_agent: str
+    passed: bool
+    failures: int
+    attempts_digest: str
+    candidate_attempts: tuple[Attempt, ...] | None = None
+    """None when the attempts did not fit in the comment."""
+    baseline_attempts: tuple[Attempt, ...] | None = None
+    """The baseline's top-up and confirmation attempts (not those of the committed artifact)."""
+
+    def matches(self, head_sha: str, dataset_digest: str, settings: EvalSettings) -> bool:
+        """Whether this record gated the same commit on the same dataset and settings."""
+        return (
+            self.head_sha == head_sha
+            and self.dataset_digest == dataset_digest
+            and dict(self.settings) == settings.to_json()
+        )
+
+
+def attempts_digest(attempts: Iterable[Attempt]) -> str:
+    """sha256 of the canonical JSON list of the attempts, in (row, number) order."""
+    ordered = sorted(attempts, key=lambda a: (a.row_id, a.number))
+    return sha256_hex(canonical_json([attempt_to_json(a) for a in ordered]))
+
+
+def baseline_extras(result_baseline: Run, committed: Run) -> tuple[Attempt, ...]:
+    """The baseline attempts made during the comparison, not read from the committed artifact."""
+    committed_rows = {r.id: r.input_digest for r in committed.rows}
+    current = {r.id: r.input_digest for r in result_baseline.rows}
+    reused = {
+        (a.row_id, a.number)
+        for a in committed.attempts
+        if a.row_id in current and committed_rows.get(a.row_id) == current[a.row_id]
+    }
+    return tuple(a for a in result_baseline.attempts if (a.row_id, a.number) not in reused)
+
+
+def _document(record: GateRecord, with_attempts: bool) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "v": RECORD_VERSION,
+        "head_sha": record.head_sha,
+        "base_sha": record.base_sha,
+        "dataset_digest": record.dataset_digest,
+        "settings": dict(record.settings),
+        "candidate_agent": record.candidate_agent,
+        "passed": record.passed,
+        "failures": record.failures,
+        "attempts_digest": record.attempts_digest,
+    }
+    if with_attempts and record.candidate_attempts is not None:
+        doc["candidate_attempts"] = [attempt_to_json(a) for a in record.candidate_attempts]
+        doc["baseline_attempts"] = [attempt_to_json(a) for a in record.baseline_attempts or ()]
+    return doc
+
+
+def _encode(doc: Mapping[str, Any]) -> str:
+    raw = json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    packed = gzip.compress(raw.encode("utf-8"), compresslevel=9, mtime=0)
+    return RECORD_PREFIX + base64.b64encode(packed).decode("ascii") + RECORD_SUFFIX
+
+
+def encode_record(record: GateRecord, limit: int = ATTEMPTS_LIMIT) -> str:
+    """The hidden comment; the attempts are left out when the whole would exceed ``limit``."""
+    text = _encode(_document(record, with_attempts=True))
+    if len(text) <= limit or record.candidate_attempts is None:
+        return text
+    return _encode(_document(record, with_attempts=False))
+
+
+def record_for(
+    result: CompareResult, *, head_sha: str, base_sha: str, committed_baseline: Run
+) -> GateRecord:
+    """The record of one gate decision."""
+    candidate = result.candidate
+    return GateRecord(
+        head_sha=head_sha,
+        base_sha=base_sha,
+        dataset_digest=candidate.dataset_digest,
+        settings=candidate.settings.to_json(),
+        candidate_agent=candidate.agent.description,
+        passed=result.gate.passed,
+        failures=len(result.gate.failures),
+        attempts_digest=attempts_digest(candidate.attempts),
+        candidate_attempts=candidate.attempts,
+        baseline_attempts=baseline_extras(result.baseline, committed_baseline),
+    )
+
+
+def decode_record(text: str) -> GateRecord:
+    """Parse the record found in ``text`` (a comment body); :class:`RecordError` if unusable."""
+    found = _RECORD.findall(text)
+    if not found:
+        raise RecordError("no passk record in the comment")
+    if len(found) > 1:
+        raise RecordError("the comment holds more than one passk record")
+    version, payload = found[0]
+    if int(version) != RECORD_VERSION:
+        raise RecordError(f"record version {version} is not one this passk reads")
+    try:
+        packed = base64.b64decode(payload, validate=True)
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        raw = inflater.decompress(packed, _MAX_DECOMPRESSED)
+        if inflater.unconsumed_tail:
+            raise RecordError("the record is too large once decompressed")
+        doc = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise RecordError(f"the record cannot be decoded ({type(exc).__name__})") from exc
+    return _from_document(doc)
+
+
+def _field(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = doc.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise RecordError(f"the record's {key!r} is missing or of the wrong type")
+    return value
+
+
+def _attempts(doc: Mapping[str, Any], key: str) -> tuple[Attempt, ...]:
+    items = _field(doc, key, list)
+    try:
+        attempts = tuple(attempt_from_json(a, f"record {key}[{i}]") for i, a in enumerate(items))
+    except ArtifactError as exc:
+        raise RecordError(f"the record holds an invalid attempt: {exc.one_line()}") from exc
+    if len({(a.row_id, a.number) for a in attempts}) != len(attempts):
+        raise RecordError(f"the record's {key} repeat an attempt")
+    return attempts
+
+
+def _from_document(doc: Any) -> GateRecord:
+    if not isinstance(doc, dict) or doc.get("v") != RECORD_VERSION:
+        raise RecordError("the record is not a passk v1 record")
+    settings = _field(doc, "settings", dict)
+    candidate: tuple[Attempt, ...] | None = None
+    baseline: tuple[Attempt, ...] | None = None
+    digest = _field(doc, "attempts_digest", str)
+    if "candidate_attempts" in doc:
+        candidate = _attempts(doc, "candidate_attempts")
+        baseline = _attempts(doc, "baseline_attempts")
+        if attempts_digest(candidate) != digest:
+            raise RecordError("the record's attempts do not match its digest (edited?)")
+    return GateRecord(
+        head_sha=_field(doc, "head_sha", str),
+        base_sha=_field(doc, "base_sha", str),
+        dataset_digest=_field(doc, "dataset_digest", str),
+        settings=settings,
+        candidate_agent=_field(doc, "candidate_agent", str),
+        passed=_field(doc, "passed", bool),
+        failures=_field(doc, "failures", int),
+        attempts_digest=digest,
+        candidate_attempts=candidate,
+        baseline_attempts=baseline,
+    )
+
+
+def is_bot(comment: Mapping[str, Any]) -> bool:
+    user = comment.get("user")
+    return isinstance(user, dict) and user.get("type") == "Bot"
+
+
+def our_comments(comments: Sequence[Mapping[str, Any]], marker: str) -> list[Mapping[str, Any]]:
+    """Comments that start with ``marker`` and were written by a bot, oldest first."""
+    mine = [c for c in comments if str(c.get("body") or "").startswith(marker) and is_bot(c)]
+    return sorted(mine, key=lambda c: (str(c.get("created_at", "")), _id(c)))
+
+
+def _id(comment: Mapping[str, Any]) -> int:
+    value = comment.get("id")
+    return value if isinstance(value, int) else 0
+
+
+def find_record(
+    comments: Sequence[Mapping[str, Any]], marker: str
+) -> tuple[GateRecord | None, list[str]]:
+    """The record of passk's newest comment, and warnings about records ignored on the way."""
+    warnings: list[str] = []
+    for comment in comments:
+        body = str(comment.get("body") or "")
+        if RECORD_PREFIX.strip() in body and not (body.startswith(marker) and is_bot(comment)):
+            login = (comment.get("user") or {}).get("login", "someone")
+            warnings.append(
+                f"ignored a passk record in comment {_id(comment)} by {login}: "
+                "only passk's own comments (written by a bot account) are trusted"
+            )
+    mine = our_comments(comments, marker)
+    if not mine:
+        return None, warnings
+    newest = mine[-1]
+    try:
+        return decode_record(str(newest.get("body") or "")), warnings
+    except RecordError as exc:
+        warnings.append(f"ignored the record in passk's comment {_id(newest)}: {exc.message}")
+        return None, warnings
+
+
+def phase_key(attempt: Attempt) -> tuple[str, int, Phase]:
+    return attempt.row_id, attempt.number, attempt.phase

@@ -1,0 +1,163 @@
+"""The runner's command channel: workflow commands on stdout, and the environment files.
+
+Formats follow FACTS.md C1-C3: ``::name key=value::message`` with the
+toolkit's escaping, ``GITHUB_OUTPUT`` in the heredoc form with a random
+delimiter (as ``core.setOutput`` does), and a job summary capped at the
+runner's 1 MiB per step.  Every line passes through :meth:`Workflow.scrub`,
+so a secret registered here never reaches the log, even if a message
+accidentally quotes it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from ..errors import UsageError
+
+SUMMARY_LIMIT_BYTES = 1024 * 1024
+"""The runner refuses a step's job summary above 1 MiB, counted in bytes (FACTS.md C1)."""
+SUMMARY_TRUNCATED_NOTE = "\n\n… truncated by passk to fit the 1 MiB job summary limit.\n"
+MAX_ERROR_ANNOTATIONS = 10
+"""GitHub shows at most 10 error and 10 warning annotations per step (FACTS.md A3)."""
+
+
+def escape_data(text: str) -> str:
+    """A command's message: ``%``, CR and LF escaped (toolkit ``escapeData``)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A command's property value: as data, plus ``:`` and ``,`` (toolkit ``escapeProperty``)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_command(name: str, message: str, properties: Mapping[str, str] | None = None) -> str:
+    """``::name k=v,k=v::message`` with both parts escaped so nothing can inject a command."""
+    props = ",".join(f"{key}={escape_property(value)}" for key, value in (properties or {}).items())
+    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def output_entry(name: str, value: str, delimiter: str) -> str:
+    """One ``GITHUB_OUTPUT`` entry in the heredoc form (FACTS.md C2)."""
+    if delimiter in value.split("\n"):
+        # The runner would end the value early at that line; a fresh random
+        # delimiter makes this practically impossible, so this is a bug guard.
+        raise ValueError("the output value contains the delimiter on a line of its own")
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def cap_summary(text: str, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
+    """``text`` cut at a line boundary so that it, plus a note, fits in ``limit_bytes``."""
+    data = text.encode("utf-8")
+    if len(data) <= limit_bytes:
+        return text
+    room = limit_bytes - len(SUMMARY_TRUNCATED_NOTE.encode("utf-8"))
+    cut = data[:room].decode("utf-8", errors="ignore")
+    if "\n" in cut:
+        cut = cut[: cut.rindex("\n")]
+    return cut + SUMMARY_TRUNCATED_NOTE
+
+
+class Workflow:
+    """Writes workflow commands to ``out`` and the step's environment files named in ``env``."""
+
+    def __init__(self, out: TextIO, env: Mapping[str, str]) -> None:
+        self._out = out
+        self._env = env
+        self._secrets: list[str] = []
+        self.errors_shown = 0
+
+    # -- secrets ------------------------------------------------------------
+
+    def add_mask(self, value: str) -> None:
+        """Register ``value`` with the runner's masker *before* anything could print it."""
+        if not value or value in self._secrets:
+            return
+        # The mask line itself must carry the value; it is the one line not scrubbed.
+        self._out.write(format_command("add-mask", value) + "\n")
+        self._out.flush()
+        self._secrets.append(value)
+
+    def scrub(self, text: str) -> str:
+        for value in self._secrets:
+            text = text.replace(value, "***")
+        return text
+
+    # -- log ------------------------------------------------------------------
+
+    def line(self, text: str) -> None:
+        self._out.write(self.scrub(text) + "\n")
+        self._out.flush()
+
+    def command(self, name: str, message: str, **properties: str) -> None:
+        self.line(format_command(name, self.scrub(message), properties))
+
+    def error(self, message: str, *, title: str | None = None) -> None:
+        self.errors_shown += 1
+        self.command("error", message, **({"title": title} if title else {}))
+
+    def warning(self, message: str, *, title: str | None = None) -> None:
+        self.command("warning", message, **({"title": title} if title else {}))
+
+    def notice(self, message: str, *, title: str | None = None) -> None:
+        self.command("notice", message, **({"title": title} if title else {}))
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        self.command("group", title)
+        try:
+            yield
+        finally:
+            self.line("::endgroup::")
+
+    # -- environment files -------------------------------------------------------
+
+    def set_outputs(self, outputs: Mapping[str, str]) -> None:
+        """Append ``outputs`` to ``GITHUB_OUTPUT`` (or log them when it is not set)."""
+        path = self._env.get("GITHUB_OUTPUT")
+        if not path:
+            for name, value in outputs.items():
+                self.line(f"passk: output {name}={value}")
+            return
+        entries = []
+        for name, value in outputs.items():
+            delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+            entries.append(output_entry(name, self.scrub(value), delimiter))
+        _append(Path(path), "".join(entries), "GITHUB_OUTPUT")
+
+    def write_summary(self, markdown: str) -> None:
+        """Append the report to ``GITHUB_STEP_SUMMARY``, keeping the step's total under 1 MiB."""
+        path = self._env.get("GITHUB_STEP_SUMMARY")
+        if not path:
+            return
+        target = Path(path)
+        try:
+            used = target.stat().st_size
+        except OSError:
+            used = 0
+        text = cap_summary(self.scrub(markdown), max(0, SUMMARY_LIMIT_BYTES - used))
+        _append(target, text, "GITHUB_STEP_SUMMARY")
+
+    def annotate_rows(self, failures: Sequence[tuple[str, str]], *, title: str) -> None:
+        """One ``::error`` per (row, reason), at most 10, then one line counting the rest."""
+        for row, reason in failures[:MAX_ERROR_ANNOTATIONS]:
+            self.error(f"{row}: {reason}", title=title)
+        rest = len(failures) - MAX_ERROR_ANNOTATIONS
+        if rest > 0:
+            self.error(f"… and {rest} more blocking row(s): see the job summary", title=title)
+
+
+def _append(path: Path, text: str, name: str) -> None:
+    try:
+        with path.open("a", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write the {name} file: {exc.strerror or exc}",
+            where=f"{name}={path}",
+            hint="run passk inside a GitHub Actions step, or unset the variable",
+        ) from exc

@@ -1,0 +1,702 @@
+"""``passk action`` in gate mode, end to end: a real git repository, the scripted agent
+as a real process, and the local fake GitHub (never a patched ``requests``).
+
+The base commit holds a config, a 4-row dataset and a baseline recorded with
+the scripted agent; each test adds head commits that change the agent's
+script (or the protected files) and runs the action on a patched copy of
+GitHub's own ``pull_request`` event payload.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fakegithub import FakeGitHub
+from passk_action.action import main as action_main
+from passk_action.action.record import decode_record, encode_record
+from passk_action.cli import main as cli_main
+from passk_action.github.publish import MARKER
+
+TOKEN = "ghs_actionSecretToken0123456789abcdef"
+REPO = "octo-org/refund-agent"
+EVENTS = Path("/work/shared/specs/events")
+if not EVENTS.exists():  # pragma: no cover - the shared specs sit next to the checkout
+    EVENTS = Path(__file__).resolve().parents[2] / "shared" / "specs" / "events"
+
+ROWS = [
+    {"id": "r1", "input": {"amount": 900}, "expected": "approve", "must_not_break": True},
+    {"id": "r2", "input": {"amount": 20}, "expected": "deny", "tags": ["vip"]},
+    {"id": "r3", "input": {"amount": 35}, "expected": "approve"},
+    {"id": "r4", "input": {"amount": 5}, "expected": "deny"},
+]
+RIGHT = {"r1": ["approve"], "r2": ["deny"], "r3": ["approve"], "r4": ["deny"]}
+CONFIG: dict[str, Any] = {
+    "dataset": "data.jsonl",
+    "k": 2,
+    "concurrency": 4,
+    "agent": {
+        "command": [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"],
+        "timeout_s": 30,
+    },
+    "baseline": {"artifact": ".passk/baseline.json"},
+    "confirm": {"attempts": 2, "must_not_break_attempts": 2},
+    "must_not_break": {"tags": ["vip"]},
+    "gate": {"block_on_any_regression": True},
+    "retry": {"attempts": 0},
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
+    )
+    return proc.stdout.strip()
+
+
+def write_rows(repo: Path, rows: list[dict[str, Any]]) -> None:
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    (repo / "data.jsonl").write_text(text, encoding="utf-8")
+
+
+def write_config(repo: Path, config: dict[str, Any]) -> None:
+    (repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def write_script(repo: Path, rows: dict[str, Any]) -> None:
+    (repo / "script.json").write_text(json.dumps({"rows": rows}), encoding="utf-8")
+
+
+def commit(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository whose main branch has passk set up, with a recorded baseline."""
+    repo = tmp_path_factory.mktemp("template") / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Dev")
+    git(repo, "config", "user.email", "dev@example.com")
+    write_config(repo, CONFIG)
+    write_rows(repo, ROWS)
+    write_script(repo, RIGHT)
+    (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\n", encoding="utf-8")
+    code = cli_main(["baseline", "--config", str(repo / "passk.yml"), "--quiet"])
+    assert code == 0
+    commit(repo, "passk: config, dataset and baseline")
+    return repo
+
+
+@dataclass
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+    asked: list[tuple[str, int, str]]
+    files: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class Checkout:
+    """One test's clone of the template, with helpers to make head commits and run."""
+
+    repo: Path
+    tmp: Path
+    base_sha: str
+    runs: int = 0
+
+    def head(self, script: dict[str, Any] | None = None, **edits: Any) -> str:
+        if script is not None:
+            write_script(self.repo, script)
+        for edit in edits.get("apply", ()):
+            edit(self.repo)
+        git(self.repo, "add", "-A")
+        git(self.repo, "commit", "-q", "--allow-empty", "-m", "candidate change")
+        return git(self.repo, "rev-parse", "HEAD")
+
+    def event(
+        self,
+        head_sha: str,
+        *,
+        labels: tuple[str, ...] = (),
+        fork: bool = False,
+        name: str = "pull_request.opened.json",
+    ) -> Path:
+        payload = json.loads((EVENTS / name).read_text(encoding="utf-8"))
+        pr = payload["pull_request"]
+        payload["number"] = pr["number"] = 7
+        pr["head"]["sha"] = head_sha
+        pr["base"]["sha"] = self.base_sha
+        template = pr["labels"][0] if pr["labels"] else {"id": 1, "name": "x"}
+        pr["labels"] = [dict(template, name=label) for label in labels]
+        if fork:
+            pr["head"]["repo"] = dict(pr["head"]["repo"], full_name="mallory/refund-agent")
+        path = self.tmp / f"event-{self.runs}.json"
+        path.write_text(json.dumps(payload), encoding="utf-8")
+        return path
+
+    def run(
+        self,
+        fake: FakeGitHub | None,
+        head_sha: str,
+        *,
+        labels: tuple[str, ...] = (),
+        fork: bool = False,
+        extra_env: dict[str, str] | None = None,
+        event_name: str = "pull_request",
+        sleep: Callable[[float], None] | None = None,
+    ) -> Outcome:
+        self.runs += 1
+        n = self.runs
+        log = self.tmp / f"asked-{n}.jsonl"
+        output = self.tmp / f"output-{n}.txt"
+        summary = self.tmp / f"summary-{n}.md"
+        env = {
+            "PATH": "/usr/bin:/bin:/usr/local/bin",
+            "HOME": str(self.tmp),
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_EVENT_PATH": str(self.event(head_sha, labels=labels, fork=fork)),
+            "GITHUB_API_URL": fake.url if fake is not None else "http://127.0.0.1:9",
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_RUN_ID": "4242",
+            "GITHUB_WORKSPACE": str(self.repo),
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "INPUT_GITHUB-TOKEN": TOKEN,
+            "INPUT_CONFIG": "passk.yml",
+            "INPUT_COMMENT": "update",
+            "INPUT_CHECK-NAME": "passk",
+            "INPUT_MODE": "gate",
+            "INPUT_WORKING-DIRECTORY": ".",
+            "PASSK_SCRIPTED_LOG": str(log),
+        }
+        env.update(extra_env or {})
+        out, err = io.StringIO(), io.StringIO()
+        waits: list[float] = []
+        code = action_main(
+            env, stdout=out, stderr=err, cwd=self.repo, sleep=sleep or waits.append
+        )
+        asked = []
+        if log.exists():
+            for line in log.read_text(encoding="utf-8").splitlines():
+                request = json.loads(line)
+                asked.append((request["id"], request["attempt"], request["version"]))
+        return Outcome(
+            code=code,
+            stdout=out.getvalue(),
+            stderr=err.getvalue(),
+            outputs=parse_outputs(output),
+            summary=summary.read_text(encoding="utf-8") if summary.exists() else "",
+            asked=sorted(asked),
+            files=[output, summary],
+        )
+
+
+def parse_outputs(path: Path) -> dict[str, str]:
+    """Read GITHUB_OUTPUT the way the runner does (heredoc form only)."""
+    if not path.exists():
+        return {}
+    outputs: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line:
+            i += 1
+            continue
+        name, delimiter = line.split("<<", 1)
+        end = lines.index(delimiter, i + 1)
+        outputs[name] = "\n".join(lines[i + 1 : end])
+        i = end + 1
+    return outputs
+
+
+@pytest.fixture
+def checkout(template: Path, tmp_path: Path) -> Checkout:
+    repo = tmp_path / "repo"
+    shutil.copytree(template, repo, symlinks=True)
+    git(repo, "checkout", "-q", "-b", "feature")
+    return Checkout(repo=repo, tmp=tmp_path, base_sha=git(repo, "rev-parse", "main"))
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub(token=TOKEN, repository=REPO) as server:
+        yield server
+
+
+def assert_token_never_leaked(checkout: Checkout, fake: FakeGitHub | None, *outcomes: Outcome) -> None:
+    texts = []
+    for outcome in outcomes:
+        # The mask registration is the one line that must carry the token.
+        texts += [outcome.stdout.replace(f"::add-mask::{TOKEN}\n", "", 1)]
+        texts += [outcome.stderr, outcome.summary]
+        texts += [p.read_text(encoding="utf-8") for p in outcome.files if p.exists()]
+    for path in checkout.repo.rglob("*"):
+        if path.is_file() and ".git" not in path.parts:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+    for path in checkout.tmp.glob("asked-*.jsonl"):
+        texts.append(path.read_text(encoding="utf-8"))
+    if fake is not None:
+        texts += [json.dumps(r.body) for r in fake.requests]
+    leaked = [t for t in texts if TOKEN in t]
+    assert leaked == []
+    # The mask is registered, once, before anything else is printed.
+    for outcome in outcomes:
+        assert outcome.stdout.startswith(f"::add-mask::{TOKEN}\n")
+        assert outcome.stdout.count(TOKEN) == 1
+
+
+def flip_r1() -> dict[str, Any]:
+    """The candidate breaks must-not-break row r1: right once, then wrong."""
+    return {**RIGHT, "r1": ["approve", "deny"]}
+
+
+def all_candidate_attempts(k: int = 2) -> list[tuple[str, int, str]]:
+    return sorted((r["id"], n, "candidate") for r in ROWS for n in range(1, k + 1))
+
+
+# --- the gate on a pull request ------------------------------------------------------
+
+
+def test_first_run_posts_one_comment_and_one_check(checkout: Checkout, fake: FakeGitHub) -> None:
+    head = checkout.head(RIGHT)
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 0, outcome.stdout
+    assert outcome.asked == all_candidate_attempts()  # the baseline is reused, not re-run
+    assert outcome.outputs == {
+        "passed": "true",
+        "mean-accuracy": "1.0000",
+        "pass-k": "1.0000",
+        "flip-rate": "0.0000",
+        "gained": "0",
+        "lost": "0",
+        "result": ".passk/result.json",
+        "reused": "false",
+    }
+    bodies = fake.comment_bodies(7)
+    assert len(bodies) == 1 and bodies[0].startswith(MARKER)
+    record = decode_record(bodies[0])
+    assert (record.head_sha, record.base_sha, record.passed) == (head, checkout.base_sha, True)
+    assert record.candidate_attempts is not None and len(record.candidate_attempts) == 8
+    assert len(fake.check_runs) == 1
+    check = fake.check_runs[0]
+    assert (check["name"], check["head_sha"], check["conclusion"]) == ("passk", head, "success")
+    assert check["output"]["title"] == "passk: gate passed — pass^k 100.0% (was 100.0%)"
+    assert "passk:record" not in check["output"]["summary"]
+    assert "# ✅ passk: gate passed" in outcome.summary
+    result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    assert result["gate"]["passed"] is True
+    assert "::group::passk: gate" in outcome.stdout
+    assert fake.violations == []
+    assert_token_never_leaked(checkout, fake, outcome)
+
+
+def test_new_head_updates_the_same_comment(checkout: Checkout, fake: FakeGitHub) -> None:
+    first = checkout.run(fake, checkout.head(RIGHT))
+    assert first.code == 0
+    comment_id = fake.comments[7][0]["id"]
+    head = checkout.head(flip_r1())
+    second = checkout.run(fake, head, extra_env={"INPUT_COMMENT": ""})  # blank: the default
+    assert second.code == 1
+    assert len(fake.comments[7]) == 1 and fake.comments[7][0]["id"] == comment_id
+    assert "gate failed" in fake.comments[7][0]["body"]
+    assert decode_record(fake.comments[7][0]["body"]).head_sha == head
+    assert [c["conclusion"] for c in fake.check_runs] == ["success", "failure"]
+    assert second.outputs["passed"] == "false" and second.outputs["lost"] == "1"
+    # r1 was confirmed on both versions: the base agent ran in a worktree of the base commit.
+    assert ("r1", 3, "baseline") in second.asked and ("r1", 4, "candidate") in second.asked
+    assert "::error title=passk gate::r1: must-not-break row" in second.stdout
+    assert git(checkout.repo, "worktree", "list").count("\n") == 0  # the worktree is gone
+    assert fake.violations == []
+
+
+def test_rerun_on_the_same_head_replays_the_record(checkout: Checkout, fake: FakeGitHub) -> None:
+    head = checkout.head(flip_r1())
+    first = checkout.run(fake, head)
+    assert first.code == 1 and first.asked
+    again = checkout.run(fake, head, extra_env={"GITHUB_EVENT_NAME": "pull_request"})
+    assert again.code == 1
+    assert again.asked == []  # no agent at all: neither version
+    assert again.outputs["reused"] == "true"
+    assert again.outputs["passed"] == "false"
+    first_result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    assert first_result["reused"] is True
+    assert first_result["gate"]["failures"][0]["id"] == "r1"
+    body = fake.comments[7][0]["body"]
+    assert "reused recorded verdicts for this commit" in body
+    assert len(fake.comments[7]) == 1
+    assert fake.violations == []
+    assert_token_never_leaked(checkout, fake, first, again)
+
+
+def test_rerun_asks_only_the_attempts_that_errored(checkout: Checkout, fake: FakeGitHub) -> None:
+    # r3 crashes on attempt 1: unclassified on the candidate, lost, and confirmed.
+    head = checkout.head({**RIGHT, "r3": [{"crash": "model overloaded"}, "approve"]})
+    first = checkout.run(fake, head)
+    assert ("r3", 3, "baseline") in first.asked and ("r3", 3, "candidate") in first.asked
+    again = checkout.run(fake, head)
+    assert again.asked == [("r3", 1, "candidate")]
+    assert again.code == first.code
+    assert again.outputs["reused"] == "true"
+    assert fake.violations == []
+
+
+def test_comment_new_replaces_the_old_comment(checkout: Checkout, fake: FakeGitHub) -> None:
+    head = checkout.head(RIGHT)
+    checkout.run(fake, head)
+    old_id = fake.comments[7][0]["id"]
+    fake.add_comment(7, "LGTM, nice work")
+    outcome = checkout.run(fake, head, extra_env={"INPUT_COMMENT": "new"})
+    assert outcome.code == 0
+    bodies = fake.comment_bodies(7)
+    assert bodies[0] == "LGTM, nice work" and len(bodies) == 2
+    assert fake.comments[7][1]["id"] != old_id and bodies[1].startswith(MARKER)
+    assert fake.violations == []
+
+
+def test_forbidden_check_run_falls_back_to_a_commit_status(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head(flip_r1())
+    fake.fail_not_accessible("checks/create")
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1
+    assert fake.check_runs == []
+    [status] = fake.statuses[head]
+    assert (status["state"], status["context"]) == ("failure", "passk")
+    assert status["description"].startswith("passk: gate failed")
+    assert len(fake.comments[7]) == 1
+    assert fake.violations == []
+
+
+def test_server_errors_and_secondary_limits_are_retried(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head(RIGHT)
+    fake.fail_next("issues/create-comment", 502, times=2)
+    fake.fail_secondary_rate_limit("checks/create", retry_after=7)
+    waits: list[float] = []
+    outcome = checkout.run(fake, head, sleep=waits.append)
+    assert outcome.code == 0
+    assert waits == [1.0, 2.0, 7.0]  # two exponential backoffs, then GitHub's retry-after
+    assert len(fake.comments[7]) == 1 and len(fake.check_runs) == 1
+    assert "::warning" not in outcome.stdout
+    assert fake.violations == []
+
+
+def test_github_outage_past_the_retry_budget_never_changes_the_gate(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head(RIGHT)
+    fake.fail_next("issues/create-comment", 503, times=50)
+    fake.fail_next("checks/create", 500, times=50)
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 0 and outcome.outputs["passed"] == "true"
+    warnings = [line for line in outcome.stdout.splitlines() if line.startswith("::warning")]
+    assert len(warnings) == 2
+    assert "no comment posted" in warnings[0] and "no check run" in warnings[1]
+    assert fake.violations == []
+
+
+def test_fork_pull_request_still_gates_with_a_read_only_token(checkout: Checkout) -> None:
+    head = checkout.head(flip_r1())
+    with FakeGitHub(token=TOKEN, repository=REPO, read_only=True) as fake:
+        outcome = checkout.run(fake, head, fork=True)
+        assert fake.violations == []
+        assert fake.comments == {} and fake.check_runs == [] and fake.statuses == {}
+    assert outcome.code == 1
+    assert outcome.outputs["passed"] == "false"
+    assert "# ❌ passk: gate failed" in outcome.summary
+    assert (
+        "::warning title=passk::read-only token (pull request from a fork): no comment posted; "
+        "the report is in the job summary"
+    ) in outcome.stdout.splitlines()
+    assert_token_never_leaked(checkout, None, outcome)
+
+
+def test_a_human_authored_record_is_ignored(checkout: Checkout, tmp_path: Path) -> None:
+    head = checkout.head(flip_r1())
+    with FakeGitHub(token=TOKEN, repository=REPO) as first_fake:
+        first = checkout.run(first_fake, head)
+        genuine = decode_record(first_fake.comments[7][0]["body"])
+    assert first.code == 1 and genuine.candidate_attempts is not None
+    # Forge a record for the same commit whose candidate was right every time.
+    from dataclasses import replace
+
+    from passk_action.action.record import attempts_digest
+
+    right = tuple(
+        replace(a, decision="approve" if a.row_id in ("r1", "r3") else "deny")
+        for a in genuine.candidate_attempts
+    )
+    forged = replace(
+        genuine,
+        passed=True,
+        failures=0,
+        candidate_attempts=right,
+        attempts_digest=attempts_digest(right),
+    )
+    body = f"{MARKER}\n### ✅ passk: gate passed\n\n{encode_record(forged)}"
+    with FakeGitHub(token=TOKEN, repository=REPO) as fake:
+        fake.add_comment(7, body, login="mallory")
+        outcome = checkout.run(fake, head)
+        assert fake.violations == []
+        # The human's comment is left alone; passk posts its own.
+        assert fake.comment_bodies(7)[0] == body and len(fake.comments[7]) == 2
+    assert outcome.code == 1
+    assert outcome.outputs["reused"] == "false"
+    assert outcome.asked  # the agent ran again: the forged verdicts were not used
+    assert "ignored a passk record in comment" in outcome.stdout
+
+
+def test_a_damaged_record_is_ignored_with_a_warning(checkout: Checkout, fake: FakeGitHub) -> None:
+    head = checkout.head(RIGHT)
+    checkout.run(fake, head)
+    comment = fake.comments[7][0]
+    comment["body"] = comment["body"].replace("<!-- passk:record v1 H4sI", "<!-- passk:record v1 H4sX")
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 0
+    assert outcome.asked == all_candidate_attempts()
+    assert "ignored the record in passk's comment" in outcome.stdout
+    assert fake.violations == []
+
+
+def test_a_failed_record_without_attempts_keeps_the_gate_failed(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head(flip_r1())
+    checkout.run(fake, head)
+    comment = fake.comments[7][0]
+    record = decode_record(comment["body"])
+    from dataclasses import replace
+
+    too_large = encode_record(replace(record, candidate_attempts=None, baseline_attempts=None))
+    start = comment["body"].index("<!-- passk:record")
+    comment["body"] = comment["body"][:start] + too_large
+    # Even if the agent now behaves, a re-run of the same commit cannot pass.
+    write_script(checkout.repo, RIGHT)
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    reasons = [f["reason"] for f in result["gate"]["failures"]]
+    assert reasons[-1] == (
+        "a re-run cannot overturn the recorded failure for this commit; push a new commit"
+    )
+    assert fake.violations == []
+
+
+# --- protected changes -------------------------------------------------------------
+
+
+def edit_config(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
+    def apply(repo: Path) -> None:
+        config = yaml.safe_load((repo / "passk.yml").read_text(encoding="utf-8"))
+        change(config)
+        write_config(repo, config)
+
+    return apply
+
+
+def edit_rows(change: Callable[[list[dict[str, Any]]], None]) -> Callable[[Path], None]:
+    def apply(repo: Path) -> None:
+        rows = [json.loads(line) for line in (repo / "data.jsonl").read_text("utf-8").splitlines()]
+        change(rows)
+        write_rows(repo, rows)
+
+    return apply
+
+
+def new_base(checkout: Checkout, edit: Callable[[Path], None], *, record: bool = True) -> None:
+    """A new commit on main (the PR's base): ``edit``, then the baseline recorded again."""
+    repo = checkout.repo
+    git(repo, "checkout", "-q", "main")
+    edit(repo)
+    if record:
+        assert cli_main(["baseline", "--config", str(repo / "passk.yml"), "--quiet"]) == 0
+    checkout.base_sha = commit(repo, "base change")
+    git(repo, "checkout", "-q", "-B", "feature")
+
+
+def _touch_baseline(repo: Path) -> None:
+    path = repo / ".passk/baseline.json"
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+
+
+PROTECTED_EDITS: dict[str, tuple[Callable[[Path], None], dict[str, Any], str]] = {
+    "baseline artifact": (_touch_baseline, RIGHT, "baseline artifact (baseline.json) is changed"),
+    "row removed": (
+        edit_rows(lambda rows: rows.pop(0)),
+        RIGHT,
+        "must-not-break row is removed from the dataset",
+    ),
+    "row relabeled": (
+        edit_rows(lambda rows: rows[0].update(expected="deny")),
+        {**RIGHT, "r1": ["deny"]},
+        "expected label changes from 'approve' to 'deny'",
+    ),
+    "own mark removed": (
+        edit_rows(lambda rows: rows[0].update(must_not_break=False)),
+        RIGHT,
+        "own mark is removed",
+    ),
+    "protecting tag removed from row": (
+        edit_rows(lambda rows: rows[1].update(tags=[])),
+        RIGHT,
+        "loses the protecting tag(s) vip",
+    ),
+    "tag unprotected": (
+        edit_config(lambda c: c["must_not_break"].update(tags=[])),
+        RIGHT,
+        "the tag 'vip' is removed from must_not_break.tags",
+    ),
+    "k lowered": (edit_config(lambda c: c.update(k=2)), RIGHT, "k is lowered from 3 to 2"),
+    "confirm lowered": (
+        edit_config(lambda c: c["confirm"].update(must_not_break_attempts=1)),
+        RIGHT,
+        "confirm.must_not_break_attempts is lowered from 2 to 1",
+    ),
+    "regression block off": (
+        edit_config(lambda c: c["gate"].update(block_on_any_regression=False)),
+        RIGHT,
+        "gate.block_on_any_regression is turned off",
+    ),
+    "normalize changed": (
+        edit_config(lambda c: c.update(scoring={"normalize": ["casefold"]})),
+        RIGHT,
+        "scoring.normalize changes from [] to ['casefold']",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PROTECTED_EDITS))
+def test_each_protected_change_fails_unless_allowed_by_label(
+    checkout: Checkout, fake: FakeGitHub, kind: str
+) -> None:
+    edit, script, detail = PROTECTED_EDITS[kind]
+    if kind == "k lowered":  # k is at least 2, so the base needs a larger one to lower
+        new_base(checkout, edit_config(lambda c: c.update(k=3)))
+    head = checkout.head(script, apply=[edit])
+    blocked = checkout.run(fake, head)
+    assert blocked.code == 1, blocked.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    protected = [f for f in result["gate"]["failures"] if f["rule"] == "protected-change"]
+    assert [f["reason"] for f in protected if detail in f["reason"]], protected
+    errors = [x for x in blocked.stdout.splitlines() if x.startswith("::error title=passk gate::")]
+    assert any(detail in x for x in errors), errors
+
+    allowed = checkout.run(fake, head, labels=("passk-allow-baseline-change", "bug"))
+    assert allowed.code == 0, allowed.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    assert result["gate"]["failures"] == []
+    assert any(detail in w for w in result["gate"]["warnings"])
+    assert fake.violations == []
+
+
+def test_the_allow_label_comes_from_the_base_config(checkout: Checkout, fake: FakeGitHub) -> None:
+    # The PR renames the allow label to one it carries: the base's label still rules.
+    edit = edit_config(lambda c: c["gate"].update(allow_label="bug", block_on_any_regression=False))
+    head = checkout.head(RIGHT, apply=[edit])
+    outcome = checkout.run(fake, head, labels=("bug",))
+    assert outcome.code == 1
+    assert fake.violations == []
+
+
+def test_base_marks_and_labels_protect_rows_the_head_weakens(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # The head drops r1's mark and breaks r1: the base's mark still makes it block.
+    edit = edit_rows(lambda rows: rows[0].update(must_not_break=False))
+    head = checkout.head(flip_r1(), apply=[edit])
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    rules = {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    assert ("r1", "must-not-break") in rules
+    assert fake.violations == []
+
+
+# --- refusals and bad input ------------------------------------------------------------
+
+
+def test_pull_request_target_is_refused(checkout: Checkout, fake: FakeGitHub) -> None:
+    head = checkout.head(RIGHT)
+    outcome = checkout.run(fake, head, event_name="pull_request_target")
+    assert outcome.code == 2
+    [line] = [x for x in outcome.stdout.splitlines() if x.startswith("::error")]
+    assert "pull_request_target" in line and "pwn request" in line
+    assert outcome.asked == [] and fake.requests == []
+
+
+def test_push_in_gate_mode_has_nothing_to_gate(checkout: Checkout, fake: FakeGitHub) -> None:
+    outcome = checkout.run(fake, checkout.head(RIGHT), event_name="push")
+    assert outcome.code == 2
+    assert "nothing to gate on a 'push' event" in outcome.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("comment", "sometimes"), ("mode", "audit"), ("baseline-update", "email")],
+)
+def test_an_invalid_input_exits_2_naming_it(
+    checkout: Checkout, fake: FakeGitHub, name: str, value: str
+) -> None:
+    outcome = checkout.run(fake, checkout.head(RIGHT), extra_env={f"INPUT_{name.upper()}": value})
+    assert outcome.code == 2
+    errors = [x for x in outcome.stdout.splitlines() if x.startswith("::error")]
+    assert len(errors) == 1 and f"input `{name}`" in errors[0] and repr(value) in errors[0]
+    assert fake.requests == []
+
+
+def test_a_base_without_baseline_artifact_asks_to_record_one(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    new_base(checkout, lambda repo: (repo / ".passk/baseline.json").unlink(), record=False)
+    outcome = checkout.run(fake, checkout.head(RIGHT))
+    assert outcome.code == 2
+    assert "base commit has no baseline artifact" in outcome.stdout
+    assert "mode: baseline" in outcome.stdout
+
+
+def test_the_agent_never_sees_the_token(checkout: Checkout, fake: FakeGitHub) -> None:
+    spy = checkout.repo / "spy.py"
+    spy.write_text(
+        "import json, os, sys\n"
+        "req = json.loads(sys.stdin.readline())\n"
+        "with open(os.environ['SPY_OUT'], 'a') as f:\n"
+        "    f.write(json.dumps(dict(os.environ)) + '\\n')\n"
+        "print(json.dumps({'decision': {'r1': 'approve', 'r3': 'approve'}.get(req['id'], 'deny')}))\n",
+        encoding="utf-8",
+    )
+    edit = edit_config(lambda c: c["agent"].update(command=[sys.executable, "spy.py"]))
+    head = checkout.head(None, apply=[edit])
+    seen = checkout.tmp / "spy.jsonl"
+    outcome = checkout.run(
+        fake,
+        head,
+        extra_env={"SPY_OUT": str(seen), "GITHUB_TOKEN": TOKEN, "MY_COPY": f"x{TOKEN}x"},
+    )
+    assert outcome.code == 0, outcome.stdout
+    envs = [json.loads(line) for line in seen.read_text(encoding="utf-8").splitlines()]
+    assert len(envs) == 8
+    assert all(TOKEN not in json.dumps(env) for env in envs)
+    assert all("SPY_OUT" in env for env in envs)  # the rest of the environment is passed
+    assert fake.violations == []
