@@ -1,0 +1,466 @@
+"""The persistent worker protocol: long-lived agent processes, one request per line.
+
+Starting a process per attempt costs a Python agent tens of milliseconds of
+CPU before it does anything, and far more when it imports an SDK or loads a
+model.  With ``agent.protocol: worker`` passk keeps a pool of agent processes,
+at most one per concurrency slot, started on demand and reused: each request
+is one JSON line on the worker's stdin carrying a ``request_id``, each answer
+one JSON line on its stdout echoing it (``docs/protocol.md``).
+
+Every failure still becomes an error attempt with a stable reason, and a
+worker whose stream can no longer be trusted is replaced, never reused:
+
+- it exits or dies mid-request: ``worker-died`` (the detail names the exit
+  status or signal, then its stderr tail); the next request starts a new one;
+- it takes longer than the timeout: ``timeout``, its process group is killed;
+- an answer line passes the output cap: ``output-too-large``, killed;
+- a line that is not JSON, or answers another request id: ``bad-output``,
+  killed (the stream is out of step);
+- ``{"request_id": …, "error": "…"}``: ``exception`` (the agent reported
+  that it failed on this request); the worker stays;
+- an answer with the right id that breaks the answer rules: ``bad-output``;
+  the worker stays.
+
+Each worker's stderr is drained by a thread of its own so a chatty worker
+never blocks; the detail of an error attempt carries what the worker wrote to
+stderr since that request was sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from .core.model import Attempt
+from .runner import (
+    BAD_OUTPUT,
+    DEFAULT_OUTPUT_CAP,
+    EXCEPTION,
+    OUTPUT_TOO_LARGE,
+    SECRET_ENV,
+    SPAWN_FAILED,
+    STDERR_TAIL_CHARS,
+    TIMEOUT,
+    AttemptCancelled,
+    AttemptRequest,
+    BadOutput,
+    ProcessAgentSpec,
+    _reject_duplicate_keys,
+    parse_output_object,
+)
+from .serve import PROTOCOL_ENV, REQUEST_ID, WORKER
+
+WORKER_DIED = "worker-died"
+"""Reason code: the worker process ended while it owed an answer."""
+
+_STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS * 4
+_READ_CHUNK = 1 << 16
+# After stdout closes, how long to wait for the worker's exit status so the
+# detail can name it; a worker that closed stdout but lingers is killed anyway.
+_EXIT_WAIT_S = 1.0
+# On close, how long workers get to exit by themselves once stdin is closed.
+_CLOSE_GRACE_S = 2.0
+
+
+def worker_env(parent_env: Mapping[str, str], spec: ProcessAgentSpec) -> dict[str, str]:
+    """A worker's environment: like a per-attempt agent's, minus the per-attempt variables.
+
+    The row, attempt and version travel in each request instead (the
+    :mod:`passk_action.serve` helper copies them into ``PASSK_*`` per request).
+    """
+    env = {
+        key: value
+        for key, value in parent_env.items()
+        if key not in SECRET_ENV or key in spec.pass_env
+    }
+    env.update(spec.env)
+    for name in ("PASSK_ROW_ID", "PASSK_ATTEMPT", "PASSK_VERSION"):
+        env.pop(name, None)
+    env[PROTOCOL_ENV] = WORKER
+    return env
+
+
+def request_line(request: AttemptRequest, request_id: str) -> bytes:
+    """The one line a worker reads for one attempt."""
+    message = {
+        REQUEST_ID: request_id,
+        "id": request.row.id,
+        "input": request.row.input,
+        "attempt": request.number,
+        "version": request.version.value,
+    }
+    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+@dataclass(eq=False)  # identity: workers live in sets
+class _Worker:
+    """One live worker process and what we have read from it."""
+
+    proc: subprocess.Popen[bytes]
+    pending: bytearray = field(default_factory=bytearray)
+    stderr_tail: bytearray = field(default_factory=bytearray)
+    stderr_total: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    cancelled: bool = False
+    drain: threading.Thread | None = None
+
+    def start_draining(self) -> None:
+        self.drain = threading.Thread(
+            target=self._drain_stderr, name=f"passk-worker-stderr-{self.proc.pid}", daemon=True
+        )
+        self.drain.start()
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        fd = self.proc.stderr.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, _READ_CHUNK)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.lock:
+                self.stderr_total += len(chunk)
+                self.stderr_tail += chunk
+                if len(self.stderr_tail) > _STDERR_KEEP_BYTES:
+                    del self.stderr_tail[:-_STDERR_KEEP_BYTES]
+
+    def stderr_mark(self) -> int:
+        with self.lock:
+            return self.stderr_total
+
+    def stderr_since(self, mark: int) -> str:
+        """What the worker wrote to stderr since ``mark``, its last 2,000 characters."""
+        if self.drain is not None:
+            # A dead worker's last words may still be in the pipe.
+            self.drain.join(timeout=0.2 if self.proc.poll() is not None else 0)
+        with self.lock:
+            fresh = min(self.stderr_total - mark, len(self.stderr_tail))
+            data = bytes(self.stderr_tail[len(self.stderr_tail) - fresh :]) if fresh > 0 else b""
+        return data.decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
+
+    def kill(self) -> None:
+        # The worker leads its own session, so this reaches its children too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def reap(self) -> None:
+        """Kill, wait, close pipes: nothing of this worker outlives it."""
+        self.kill()
+        self.proc.wait()
+        if self.drain is not None:
+            self.drain.join(timeout=1.0)
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+def _shutdown(workers: set[_Worker], grace_s: float) -> None:
+    """Close every worker's stdin (a polite EOF), wait a little, then kill what is left."""
+    for worker in list(workers):
+        if worker.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                worker.proc.stdin.close()
+    deadline = time.monotonic() + grace_s
+    for worker in list(workers):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        worker.reap()
+    workers.clear()
+
+
+@dataclass
+class _Outcome:
+    line: bytes | None = None
+    reason: str | None = None  # TIMEOUT, OUTPUT_TOO_LARGE or WORKER_DIED when no line came
+
+
+class WorkerAgent:
+    """A pool of persistent agent processes speaking the line protocol.
+
+    Workers start on demand, so the pool grows to the run's concurrency and
+    no further; ``max_workers`` caps it (a request waits for a free worker).
+    Call :meth:`close` when the run ends; a finalizer also stops the workers
+    if the agent is dropped or the interpreter exits.
+    """
+
+    def __init__(
+        self,
+        spec: ProcessAgentSpec,
+        parent_env: Mapping[str, str],
+        *,
+        max_workers: int | None = None,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_workers is not None and max_workers < 1:
+            raise ValueError(f"max_workers must be at least 1, got {max_workers}")
+        self.spec = spec
+        self.description = spec.description or " ".join(spec.command)
+        self._env = worker_env(parent_env, spec)
+        self._max_workers = max_workers
+        self._output_cap = output_cap
+        self._clock = clock
+        self._ids = itertools.count(1)
+        self._cond = threading.Condition()
+        self._idle: list[_Worker] = []
+        self._busy: set[_Worker] = set()
+        self._all: set[_Worker] = set()
+        self.started = 0
+        """How many worker processes were started (restarts included)."""
+        self._finalizer = weakref.finalize(self, _shutdown, self._all, 0.0)
+
+    # -- the pool ----------------------------------------------------------------
+
+    def _acquire(self) -> _Worker | OSError:
+        with self._cond:
+            while True:
+                if self._idle:
+                    worker = self._idle.pop()
+                    if worker.proc.poll() is None:
+                        self._busy.add(worker)
+                        return worker
+                    # Died while idle (e.g. killed from outside): replace it.
+                    self._all.discard(worker)
+                    worker.reap()
+                    continue
+                if self._max_workers is None or len(self._all) < self._max_workers:
+                    break
+                self._cond.wait()
+        try:
+            proc = subprocess.Popen(
+                list(self.spec.command),
+                cwd=self.spec.cwd,
+                env=self._env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                bufsize=0,
+            )
+        except OSError as exc:
+            return exc
+        worker = _Worker(proc)
+        worker.start_draining()
+        assert proc.stdout is not None
+        os.set_blocking(proc.stdout.fileno(), False)
+        with self._cond:
+            self.started += 1
+            self._all.add(worker)
+            self._busy.add(worker)
+        return worker
+
+    def _release(self, worker: _Worker, healthy: bool) -> None:
+        if not healthy:
+            worker.reap()
+        with self._cond:
+            self._busy.discard(worker)
+            if healthy:
+                self._idle.append(worker)
+            else:
+                self._all.discard(worker)
+            self._cond.notify()
+
+    def cancel(self) -> None:
+        """Kill the workers with a request in flight; their ``run`` raises AttemptCancelled."""
+        with self._cond:
+            for worker in self._busy:
+                worker.cancelled = True
+                worker.kill()
+
+    def close(self) -> None:
+        """Stop every worker: EOF on stdin first, then SIGKILL after a short grace."""
+        with self._cond:
+            self._idle.clear()
+        _shutdown(self._all, _CLOSE_GRACE_S)
+
+    def __enter__(self) -> WorkerAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- one attempt -----------------------------------------------------------------
+
+    def run(self, request: AttemptRequest) -> Attempt:
+        started = self._clock()
+        acquired = self._acquire()
+        if isinstance(acquired, OSError):
+            return self._error(request, SPAWN_FAILED, self._spawn_failure(acquired), started)
+        worker = acquired
+        request_id = str(next(self._ids))
+        mark = worker.stderr_mark()
+        healthy = False
+        try:
+            outcome = self._exchange(worker, request_line(request, request_id), started)
+            if worker.cancelled:
+                raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
+            attempt, healthy = self._judge(request, request_id, worker, outcome, mark, started)
+            return attempt
+        finally:
+            self._release(worker, healthy)
+
+    def _exchange(self, worker: _Worker, payload: bytes, started: float) -> _Outcome:
+        """Send one request line and read one answer line, within the deadline."""
+        proc = worker.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        deadline = started + self.spec.timeout_s
+        sent = 0
+        stdin_fd, stdout_fd = proc.stdin.fileno(), proc.stdout.fileno()
+        os.set_blocking(stdin_fd, False)
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdin_fd, selectors.EVENT_WRITE)
+            selector.register(stdout_fd, selectors.EVENT_READ)
+            while True:
+                newline = worker.pending.find(b"\n")
+                if newline >= 0:
+                    line = bytes(worker.pending[:newline])
+                    del worker.pending[: newline + 1]
+                    if line.strip():
+                        return _Outcome(line=line)
+                    continue
+                if len(worker.pending) > self._output_cap:
+                    return _Outcome(reason=OUTPUT_TOO_LARGE)
+                now = self._clock()
+                if now >= deadline:
+                    return _Outcome(reason=TIMEOUT)
+                for key, _ in selector.select(deadline - now):
+                    if key.fd == stdin_fd:
+                        try:
+                            sent += os.write(stdin_fd, payload[sent : sent + _READ_CHUNK])
+                        except BlockingIOError:
+                            continue
+                        except (BrokenPipeError, ConnectionResetError):
+                            # It stopped reading; its stdout will tell us why.
+                            sent = len(payload)
+                        if sent >= len(payload):
+                            selector.unregister(stdin_fd)
+                        continue
+                    try:
+                        chunk = os.read(stdout_fd, _READ_CHUNK)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        return _Outcome(reason=WORKER_DIED)
+                    worker.pending += chunk
+
+    def _judge(
+        self,
+        request: AttemptRequest,
+        request_id: str,
+        worker: _Worker,
+        outcome: _Outcome,
+        mark: int,
+        started: float,
+    ) -> tuple[Attempt, bool]:
+        """The attempt, and whether the worker may serve the next request."""
+        if outcome.line is None:
+            if outcome.reason == WORKER_DIED:
+                reason = self._death(worker)
+            elif outcome.reason == TIMEOUT:
+                worker.kill()
+                reason = f"killed after the {self.spec.timeout_s:g}s timeout; the worker restarts"
+            else:
+                worker.kill()
+                reason = (
+                    f"an answer line exceeded {self._output_cap} bytes, so the worker was killed"
+                    " (answer with one JSON line; send logs to stderr)"
+                )
+            detail = _with_stderr(reason, worker.stderr_since(mark))
+            return self._error(request, outcome.reason or WORKER_DIED, detail, started), False
+        try:
+            obj = json.loads(outcome.line.decode("utf-8"), object_pairs_hook=_reject_duplicate_keys)
+        except (UnicodeDecodeError, json.JSONDecodeError, BadOutput) as exc:
+            snippet = " ".join(outcome.line.decode("utf-8", "replace").split())[:80]
+            reason = (
+                f"the answer line is not one JSON object ({exc}): {snippet!r}; "
+                "the worker restarts (send logs to stderr)"
+            )
+            detail = _with_stderr(reason, worker.stderr_since(mark))
+            return self._error(request, BAD_OUTPUT, detail, started), False
+        if not isinstance(obj, dict) or str(obj.get(REQUEST_ID)) != request_id:
+            got = obj.get(REQUEST_ID) if isinstance(obj, dict) else None
+            reason = (
+                f"the answer is for request_id {got!r}, expected {request_id!r}; "
+                "the worker restarts (answer each request once, in order, echoing request_id)"
+            )
+            detail = _with_stderr(reason, worker.stderr_since(mark))
+            return self._error(request, BAD_OUTPUT, detail, started), False
+        if "error" in obj and "decision" not in obj:
+            reason = f"the agent reported an error: {' '.join(str(obj['error']).split())}"
+            detail = _with_stderr(reason, worker.stderr_since(mark))
+            return self._error(request, EXCEPTION, detail, started), True
+        try:
+            decision, checks = parse_output_object(
+                {k: v for k, v in obj.items() if k != REQUEST_ID}
+            )
+        except BadOutput as exc:
+            detail = _with_stderr(str(exc), worker.stderr_since(mark))
+            return self._error(request, BAD_OUTPUT, detail, started), True
+        attempt = Attempt(
+            row_id=request.row.id,
+            number=request.number,
+            phase=request.phase,
+            decision=decision,
+            checks=checks,
+            duration_s=self._clock() - started,
+        )
+        return attempt, True
+
+    def _death(self, worker: _Worker) -> str:
+        try:
+            code = worker.proc.wait(timeout=_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            return "the worker closed its stdout without answering; it was killed and restarts"
+        how = f"killed by {_signal_name(-code)}" if code < 0 else f"exited with status {code}"
+        return f"the worker {how} before answering; it restarts"
+
+    def _spawn_failure(self, exc: OSError) -> str:
+        program = self.spec.command[0]
+        if not self.spec.cwd.is_dir():
+            cwd = str(self.spec.cwd)
+            return f"cannot start the worker: working directory {cwd!r} does not exist"
+        if isinstance(exc, FileNotFoundError):
+            return (
+                f"cannot start the worker: command {program!r} not found"
+                " (check the agent command and PATH)"
+            )
+        if isinstance(exc, PermissionError):
+            return f"cannot start the worker: {program!r} is not executable (chmod +x it)"
+        return f"cannot start the worker {program!r}: {exc.strerror or exc}"
+
+    def _error(self, request: AttemptRequest, reason: str, detail: str, started: float) -> Attempt:
+        return Attempt(
+            row_id=request.row.id,
+            number=request.number,
+            phase=request.phase,
+            decision=None,
+            error=reason,
+            detail=detail,
+            duration_s=self._clock() - started,
+        )
+
+
+def _with_stderr(reason: str, stderr_tail: str) -> str:
+    tail = stderr_tail.strip()
+    return f"{reason}\nstderr (last {STDERR_TAIL_CHARS} chars): {tail}" if tail else reason
