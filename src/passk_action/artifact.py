@@ -17,6 +17,7 @@ hand-written check of the same rules, because jsonschema is ~100x slower.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -38,7 +39,8 @@ from .core.model import (
     Scoring,
     Version,
 )
-from .errors import ArtifactError
+from .core.shard import Shard
+from .errors import ArtifactError, UsageError
 
 SCHEMA_VERSION = 1
 RUN_KIND = "passk-run"
@@ -96,7 +98,7 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
         raise ArtifactError("'row' must be a non-empty string", where=where)
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ArtifactError("'n' must be an integer >= 1", where=where)
-    if phase not in _PHASES:
+    if not isinstance(phase, str) or phase not in _PHASES:
         raise ArtifactError("'phase' must be 'main' or 'confirm'", where=where)
     decision, error = doc.get("decision"), doc.get("error")
     if (decision is None) == (error is None):
@@ -111,8 +113,12 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
     if detail is not None and not isinstance(detail, str):
         raise ArtifactError("'detail' must be a string", where=where)
     duration = doc.get("duration_s", 0.0)
-    if not isinstance(duration, (int, float)) or isinstance(duration, bool) or duration < 0:
-        raise ArtifactError("'duration_s' must be a number >= 0", where=where)
+    if (
+        not isinstance(duration, (int, float))
+        or isinstance(duration, bool)
+        or not 0 <= duration < math.inf  # NaN fails too; neither could be written back
+    ):
+        raise ArtifactError("'duration_s' must be a finite number >= 0", where=where)
     retries = doc.get("retries", [])
     if not isinstance(retries, list) or not all(isinstance(r, str) for r in retries):
         raise ArtifactError("'retries' must be a list of strings", where=where)
@@ -186,8 +192,11 @@ def header_to_json(run: Run) -> dict[str, Any]:
     }
 
 
-def run_to_json(run: Run) -> dict[str, Any]:
+def run_to_json(run: Run, shard: Shard | None = None) -> dict[str, Any]:
+    """The artifact document; ``shard`` marks a run of one slice of the dataset."""
     doc = header_to_json(run)
+    if shard is not None:
+        doc["shard"] = shard.to_json()
     doc["rows"] = [row_to_json(r) for r in run.rows]
     doc["attempts"] = [attempt_to_json(a) for a in run.attempts]
     return doc
@@ -197,9 +206,9 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def dump_run(run: Run) -> str:
+def dump_run(run: Run, shard: Shard | None = None) -> str:
     """The artifact text: pretty header, then one row / attempt per line."""
-    return dump_document(run_to_json(run), line_lists=("rows", "attempts"))
+    return dump_document(run_to_json(run, shard), line_lists=("rows", "attempts"))
 
 
 def dump_document(
@@ -257,6 +266,16 @@ def _check_version(doc: Any, where: str, kind: str) -> None:
         )
 
 
+# jsonschema counts 2.0 as an "integer" (it is one, mathematically); passk then
+# builds k=2.0, which breaks C(c, k) in the statistics.  JSON integers only.
+_StrictValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
+
+
 def validate_header(
     doc: Mapping[str, Any],
     where: str,
@@ -269,7 +288,7 @@ def validate_header(
     (jsonschema would take minutes on a run of 100,000 rows).
     """
     light = {k: ([] if k in big_lists else v) for k, v in doc.items()}
-    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    validator = _StrictValidator(load_schema(schema_name))
     error = jsonschema.exceptions.best_match(validator.iter_errors(light))
     if error is not None:
         raise ArtifactError(schema_error_text(error), where=where) from None
@@ -298,6 +317,24 @@ def run_from_json(doc: Any, where: str) -> Run:
         attempts=attempts,
         ratchet=tuple(doc["ratchet"]),
     )
+
+
+def shard_from_json(doc: Mapping[str, Any], where: str) -> Shard | None:
+    """The optional ``shard`` of a run document that :func:`run_from_json` accepted.
+
+    The schema checked the shape; this checks that the index is within the count.
+    """
+    raw = doc.get("shard")
+    if raw is None:
+        return None
+    try:
+        return Shard(raw["index"], raw["count"])
+    except UsageError as exc:
+        raise ArtifactError(
+            f"shard {raw['index']}/{raw['count']} does not exist",
+            where=f"{where}: shard",
+            hint="the index must be between 1 and the count; record the shard again",
+        ) from exc
 
 
 def _check_consistency(
@@ -372,8 +409,8 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_run(run: Run, path: Path) -> None:
-    write_text_atomic(path, dump_run(run))
+def write_run(run: Run, path: Path, shard: Shard | None = None) -> None:
+    write_text_atomic(path, dump_run(run, shard))
 
 
 # --- the journal ---------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .artifact import Journal, journal_path, read_journal, write_run
-from .config import AgentConfig, Config
+from .config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .core.classify import classify_attempts
 from .core.diff import confirmation_plan
 from .core.gate import GatePolicy, ProtectedChange
@@ -33,8 +33,10 @@ from .core.model import (
 )
 from .core.result import CompareResult, Executions, evaluate
 from .errors import AgentError, ArtifactError, ConfigError, Interrupted
+from .httpagent import HttpAgent
 from .progress import NullProgress, Progress
 from .runner import Agent, AttemptRequest, ProcessAgent, ProcessAgentSpec, RetryPolicy, run_attempts
+from .worker import WorkerAgent
 
 
 def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
@@ -43,14 +45,22 @@ def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
     )
 
 
-def build_agent(agent: AgentConfig, parent_env: Mapping[str, str]) -> Agent:
-    """The runnable agent for one config entry."""
-    if agent.http is not None or agent.protocol != "process":
-        raise ConfigError(
-            f"agent protocol {agent.protocol if agent.http is None else 'http'!r} is not "
-            "supported by this version of passk",
-            where="agent",
-            hint="use `command:` with the default process protocol",
+def build_agent(
+    agent: AgentConfig, parent_env: Mapping[str, str], *, concurrency: int | None = None
+) -> Agent:
+    """The runnable agent for one config entry.
+
+    ``concurrency`` sizes what a persistent agent keeps open: the worker pool
+    (one process per slot at most) and the HTTP connection pool.  Without it
+    the worker pool grows to whatever concurrency the run uses.
+    """
+    if agent.http is not None:
+        return HttpAgent(
+            agent.http,
+            parent_env,
+            concurrency=concurrency or DEFAULT_CONCURRENCY,
+            pass_env=agent.pass_env,
+            description=agent.describe(),
         )
     assert agent.command is not None
     spec = ProcessAgentSpec(
@@ -61,6 +71,14 @@ def build_agent(agent: AgentConfig, parent_env: Mapping[str, str]) -> Agent:
         pass_env=agent.pass_env,
         description=agent.describe(),
     )
+    if agent.protocol == "worker":
+        return WorkerAgent(spec, parent_env, max_workers=concurrency)
+    if agent.protocol != "process":
+        raise ConfigError(
+            f"agent protocol {agent.protocol!r} is not supported by this version of passk",
+            where="agent.protocol",
+            hint="use `process` (one process per attempt) or `worker`",
+        )
     return ProcessAgent(spec, parent_env)
 
 

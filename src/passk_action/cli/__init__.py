@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, PasskError, exit_code_for
-from . import baseline, compare, gate, importer, report, run
+from . import action, baseline, compare, gate, importer, merge, report, run
 
-SUBCOMMANDS = (run, baseline, report, compare, gate, importer)
+SUBCOMMANDS = (run, baseline, report, compare, gate, merge, action, importer)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..artifact import write_run
 from ..core.model import AgentInfo, Version
+from ..core.shard import parse_shard, shard_rows
 from ..engine import build_agent, record_run
 from ..errors import EXIT_OK, ConfigError
 from .common import (
@@ -35,6 +37,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--resume", action="store_true", help="continue an interrupted run of the same --out"
     )
+    parser.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N (a deterministic, balanced subset of rows); "
+        "join the shards with `passk merge`",
+    )
     add_run_arguments(parser)
     parser.set_defaults(handler=handle)
 
@@ -52,18 +61,29 @@ def handle(args: argparse.Namespace) -> int:
                 hint="add baseline.agent with the command of the production version",
             )
         agent_config = config.baseline.agent
-    agent = build_agent(agent_config, os.environ)
+    shard = parse_shard(args.shard) if args.shard is not None else None
+    rows = inputs.dataset.rows if shard is None else shard_rows(inputs.dataset.rows, shard)
     with stop_on_signals() as stop:
         session = make_session(config, args, stop)
-        run, _ = record_run(
-            inputs.dataset,
-            inputs.dataset.rows,
-            config.settings,
-            agent,
-            AgentInfo(version, agent.description),
-            Path(args.out),
-            session,
-            resume=args.resume,
-        )
-    print(f"passk: recorded {len(run.attempts)} attempts to {args.out}")
+        agent = build_agent(agent_config, os.environ, concurrency=session.concurrency)
+        try:
+            run, _ = record_run(
+                inputs.dataset,
+                rows,
+                config.settings,
+                agent,
+                AgentInfo(version, agent.description),
+                Path(args.out),
+                session,
+                resume=args.resume,
+            )
+        finally:
+            close = getattr(agent, "close", None)
+            if callable(close):
+                close()  # persistent workers and HTTP connections end with the run
+    if shard is not None:
+        # Label the artifact so `passk merge` can tell a missing or doubled shard.
+        write_run(run, Path(args.out), shard)
+    where = f" (shard {shard}: {len(rows)} of {len(inputs.dataset.rows)} rows)" if shard else ""
+    print(f"passk: recorded {len(run.attempts)} attempts to {args.out}{where}")
     return EXIT_OK
