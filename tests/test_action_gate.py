@@ -58,9 +58,7 @@ CONFIG: dict[str, Any] = {
 
 
 def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
-    )
+    proc = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
     return proc.stdout.strip()
 
 
@@ -191,9 +189,7 @@ class Checkout:
         env.update(extra_env or {})
         out, err = io.StringIO(), io.StringIO()
         waits: list[float] = []
-        code = action_main(
-            env, stdout=out, stderr=err, cwd=self.repo, sleep=sleep or waits.append
-        )
+        code = action_main(env, stdout=out, stderr=err, cwd=self.repo, sleep=sleep or waits.append)
         asked = []
         if log.exists():
             for line in log.read_text(encoding="utf-8").splitlines():
@@ -243,7 +239,9 @@ def fake() -> Iterator[FakeGitHub]:
         yield server
 
 
-def assert_token_never_leaked(checkout: Checkout, fake: FakeGitHub | None, *outcomes: Outcome) -> None:
+def assert_token_never_leaked(
+    checkout: Checkout, fake: FakeGitHub | None, *outcomes: Outcome
+) -> None:
     texts = []
     for outcome in outcomes:
         # The mask registration is the one line that must carry the token.
@@ -472,7 +470,9 @@ def test_a_damaged_record_is_ignored_with_a_warning(checkout: Checkout, fake: Fa
     head = checkout.head(RIGHT)
     checkout.run(fake, head)
     comment = fake.comments[7][0]
-    comment["body"] = comment["body"].replace("<!-- passk:record v1 H4sI", "<!-- passk:record v1 H4sX")
+    comment["body"] = comment["body"].replace(
+        "<!-- passk:record v1 H4sI", "<!-- passk:record v1 H4sX"
+    )
     outcome = checkout.run(fake, head)
     assert outcome.code == 0
     assert outcome.asked == all_candidate_attempts()
@@ -683,7 +683,8 @@ def test_the_agent_never_sees_the_token(checkout: Checkout, fake: FakeGitHub) ->
         "req = json.loads(sys.stdin.readline())\n"
         "with open(os.environ['SPY_OUT'], 'a') as f:\n"
         "    f.write(json.dumps(dict(os.environ)) + '\\n')\n"
-        "print(json.dumps({'decision': {'r1': 'approve', 'r3': 'approve'}.get(req['id'], 'deny')}))\n",
+        "right = {'r1': 'approve', 'r3': 'approve'}.get(req['id'], 'deny')\n"
+        "print(json.dumps({'decision': right}))\n",
         encoding="utf-8",
     )
     edit = edit_config(lambda c: c["agent"].update(command=[sys.executable, "spy.py"]))

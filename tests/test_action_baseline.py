@@ -1,0 +1,129 @@
+"""``passk action`` with ``mode: baseline``: record, carry the ratchet, commit or push a branch.
+
+The checkout's ``origin`` is a local bare repository, so pushes are real
+git pushes that the test reads back.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from passk_action.action import main as action_main
+from passk_action.artifact import read_run, run_from_json
+from test_action_gate import (
+    EVENTS,
+    RIGHT,
+    TOKEN,
+    git,
+    parse_outputs,
+    template,  # noqa: F401 - the shared repository fixture
+    write_script,
+)
+
+
+@pytest.fixture
+def pushed(template: Path, tmp_path: Path) -> tuple[Path, Path]:  # noqa: F811
+    """A clone of the template whose origin is a bare repository holding main."""
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    repo = tmp_path / "repo"
+    shutil.copytree(template, repo, symlinks=True)
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    return repo, remote
+
+
+def run_baseline(repo: Path, tmp: Path, update: str) -> tuple[int, str, dict[str, str], str]:
+    event = tmp / "push.json"
+    payload = json.loads((EVENTS / "push.with-new-branch.json").read_text(encoding="utf-8"))
+    payload["after"] = git(repo, "rev-parse", "HEAD")
+    event.write_text(json.dumps(payload), encoding="utf-8")
+    output, summary = tmp / "output.txt", tmp / "summary.md"
+    env = {
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "octo-org/refund-agent",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_WORKSPACE": str(repo),
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_REF_NAME": "main",
+        "INPUT_GITHUB-TOKEN": TOKEN,
+        "INPUT_MODE": "baseline",
+        "INPUT_BASELINE-UPDATE": update,
+    }
+    out = io.StringIO()
+    code = action_main(env, stdout=out, stderr=io.StringIO(), cwd=repo)
+    return code, out.getvalue(), parse_outputs(output), summary.read_text(encoding="utf-8")
+
+
+def test_commit_mode_commits_as_passk_bot_and_pushes(
+    pushed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, remote = pushed
+    old = read_run(repo / ".passk/baseline.json")
+    # Production now flips on r3: it leaves nothing the ratchet had locked.
+    write_script(repo, {**RIGHT, "r3": ["approve", "deny"]})
+    git(repo, "commit", "-q", "-am", "agent: new prompt")
+    before = git(repo, "rev-parse", "HEAD")
+    code, stdout, outputs, summary = run_baseline(repo, tmp_path, "commit")
+    assert code == 0, stdout
+    head = git(remote, "rev-parse", "main")
+    assert git(remote, "rev-parse", f"{head}^") == before
+    assert git(remote, "log", "-1", "--format=%an <%ae>", head) == (
+        "passk[bot] <passk[bot]@users.noreply.github.com>"
+    )
+    assert git(remote, "show", "--name-only", "--format=", head) == ".passk/baseline.json"
+    committed = run_from_json(
+        json.loads(git(remote, "show", f"{head}:.passk/baseline.json")), "remote"
+    )
+    assert committed.ratchet == old.ratchet == ("r1", "r2")
+    assert committed.agent.commit == before
+    assert git(repo, "rev-parse", "HEAD") == head  # the local branch followed
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+    assert outputs == {
+        "mean-accuracy": "0.8750",
+        "pass-k": "0.7500",
+        "flip-rate": "0.2500",
+        "result": ".passk/baseline.json",
+        "reused": "false",
+    }
+    assert "r3" in summary
+    assert TOKEN not in stdout.replace(f"::add-mask::{TOKEN}\n", "", 1)
+
+
+def test_pull_request_mode_pushes_a_branch_and_prints_the_compare_link(
+    pushed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, remote = pushed
+    before = git(repo, "rev-parse", "HEAD")
+    code, stdout, _, _ = run_baseline(repo, tmp_path, "pull-request")
+    assert code == 0, stdout
+    branch = f"passk/baseline-{before[:7]}"
+    pushed_commit = git(remote, "rev-parse", branch)
+    assert git(remote, "rev-parse", f"{pushed_commit}^") == before
+    assert git(remote, "rev-parse", "main") == before  # main is untouched
+    assert git(repo, "rev-parse", "HEAD") == before  # and so is the local branch
+    link = f"https://github.com/octo-org/refund-agent/compare/main...{branch}?expand=1"
+    notices = [line for line in stdout.splitlines() if line.startswith("::notice")]
+    assert len(notices) == 1 and link in notices[0]
+
+
+def test_baseline_mode_refuses_pull_request_events(
+    pushed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, _ = pushed
+    env = {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_WORKSPACE": str(repo),
+        "INPUT_MODE": "baseline",
+    }
+    out = io.StringIO()
+    assert action_main(env, stdout=out, stderr=io.StringIO(), cwd=repo) == 2
+    assert "mode baseline records the default branch" in out.getvalue()

@@ -1,0 +1,362 @@
+"""The action's pure parts: workflow commands, inputs, the gate record, protected changes."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import io
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from passk_action.action import protect
+from passk_action.action.event import pull_request_from
+from passk_action.action.inputs import read_inputs
+from passk_action.action.main import authoritative_dataset
+from passk_action.action.protect import Snapshot, protected_changes
+from passk_action.action.record import (
+    RECORD_PREFIX,
+    GateRecord,
+    RecordError,
+    attempts_digest,
+    decode_record,
+    encode_record,
+    find_record,
+)
+from passk_action.action.workflow import (
+    SUMMARY_LIMIT_BYTES,
+    Workflow,
+    cap_summary,
+    escape_data,
+    escape_property,
+    format_command,
+    output_entry,
+)
+from passk_action.config import parse_config
+from passk_action.core.model import Attempt, Phase
+from passk_action.dataset import parse_dataset
+from passk_action.errors import UsageError
+from passk_action.github.publish import MARKER
+
+# --- workflow commands ---------------------------------------------------------------
+
+
+def test_escaping_follows_the_toolkit() -> None:
+    assert escape_data("50%\r\nnext") == "50%25%0D%0Anext"
+    assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+    line = format_command("error", "r1: lost\n::set-output name=x::y", {"title": "passk, gate"})
+    assert line == "::error title=passk%2C gate::r1: lost%0A::set-output name=x::y"
+    assert "\n" not in line
+
+
+def test_outputs_use_the_heredoc_form_with_fresh_delimiters(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    Workflow(io.StringIO(), {"GITHUB_OUTPUT": str(target)}).set_outputs(
+        {"passed": "true", "note": "two\nlines"}
+    )
+    lines = target.read_text(encoding="utf-8").split("\n")
+    first, second = lines[0].split("<<"), lines[3].split("<<")
+    assert first[0] == "passed" and lines[1:3] == ["true", first[1]]
+    assert second[0] == "note" and lines[4:7] == ["two", "lines", second[1]]
+    assert first[1] != second[1] and first[1].startswith("ghadelimiter_")
+    with pytest.raises(ValueError):
+        output_entry("x", "a\nEOF\nb", "EOF")
+
+
+def test_summary_is_capped_at_one_mebibyte_counting_earlier_steps(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("x" * 1000, encoding="utf-8")
+    line = "é" * 99 + "\n"  # two bytes per character
+    Workflow(io.StringIO(), {"GITHUB_STEP_SUMMARY": str(summary)}).write_summary(line * 20000)
+    data = summary.read_bytes()
+    assert len(data) <= SUMMARY_LIMIT_BYTES
+    assert data.decode("utf-8").endswith("limit.\n")
+    assert cap_summary("short") == "short"
+
+
+def test_a_masked_value_never_leaves_through_the_workflow(tmp_path: Path) -> None:
+    out = io.StringIO()
+    target = tmp_path / "out"
+    flow = Workflow(out, {"GITHUB_OUTPUT": str(target)})
+    flow.add_mask("s3cr3t")
+    flow.error("token s3cr3t refused", title="s3cr3t")
+    flow.set_outputs({"leak": "s3cr3t"})
+    assert out.getvalue() == "::add-mask::s3cr3t\n::error title=***::token *** refused\n"
+    assert "s3cr3t" not in target.read_text(encoding="utf-8")
+
+
+def test_annotations_stop_at_ten_with_a_count_of_the_rest() -> None:
+    out = io.StringIO()
+    Workflow(out, {}).annotate_rows([(f"r{i}", "lost") for i in range(13)], title="passk gate")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 11
+    assert lines[0] == "::error title=passk gate::r0: lost"
+    assert (
+        lines[-1] == "::error title=passk gate::… and 3 more blocking row(s): see the job summary"
+    )
+
+
+# --- inputs and event ---------------------------------------------------------------------
+
+
+def test_inputs_take_defaults_when_blank(tmp_path: Path) -> None:
+    inputs = read_inputs({"GITHUB_WORKSPACE": str(tmp_path), "INPUT_COMMENT": " "}, tmp_path)
+    assert (inputs.config, inputs.comment, inputs.mode, inputs.check_name) == (
+        "passk.yml",
+        "update",
+        "gate",
+        "passk",
+    )
+    assert inputs.baseline_update == "pull-request" and inputs.token == ""
+    assert "token" not in repr(inputs)
+
+
+def test_working_directory_must_exist_inside_the_workspace(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="input `working-directory`"):
+        read_inputs({"INPUT_WORKING-DIRECTORY": "nope"}, tmp_path)
+    with pytest.raises(UsageError, match="outside the workspace"):
+        read_inputs({"INPUT_WORKING-DIRECTORY": ".."}, tmp_path)
+
+
+def _payload(**head_repo: Any) -> dict[str, Any]:
+    return {
+        "number": 3,
+        "pull_request": {
+            "number": 3,
+            "labels": [{"name": "passk-allow-baseline-change"}, {"oops": 1}],
+            "base": {"sha": "a" * 40, "ref": "main", "repo": {"full_name": "o/r"}},
+            "head": {"sha": "b" * 40, "ref": "f", "repo": head_repo or None},
+        },
+    }
+
+
+def test_pull_request_fields_and_forks() -> None:
+    same = pull_request_from(_payload(full_name="o/r", fork=True), "event.json")
+    assert (same.number, same.labels, same.fork) == (3, ("passk-allow-baseline-change",), False)
+    assert pull_request_from(_payload(full_name="mallory/r"), "e").fork
+    assert pull_request_from(_payload(), "e").fork  # the fork was deleted
+    bad = _payload(full_name="o/r")
+    bad["pull_request"]["head"]["sha"] = "HEAD"
+    with pytest.raises(UsageError, match=r"head\.sha"):
+        pull_request_from(bad, "e")
+
+
+# --- the gate record ------------------------------------------------------------------------
+
+
+def _attempts(n: int, detail: str = "") -> tuple[Attempt, ...]:
+    return tuple(
+        Attempt(
+            f"r{i}",
+            1,
+            Phase.MAIN,
+            "deny" if i % 3 else None,
+            error=None if i % 3 else "timeout",
+            detail=detail or None,
+        )
+        for i in range(n)
+    )
+
+
+def _record(attempts: tuple[Attempt, ...]) -> GateRecord:
+    return GateRecord(
+        head_sha="b" * 40,
+        base_sha="a" * 40,
+        dataset_digest="sha256:" + "1" * 64,
+        settings={"k": 2, "scoring": {"match": "exact", "normalize": []}},
+        candidate_agent="python3 agent.py",
+        passed=False,
+        failures=1,
+        attempts_digest=attempts_digest(attempts),
+        candidate_attempts=attempts,
+        baseline_attempts=attempts[:2],
+    )
+
+
+def test_record_round_trips_and_is_one_hidden_comment() -> None:
+    record = _record(_attempts(5))
+    text = encode_record(record)
+    assert text.startswith(RECORD_PREFIX) and text.endswith(" -->") and "\n" not in text
+    assert decode_record(f"{MARKER}\nbody\n{text}") == record
+
+
+def test_record_drops_the_attempts_when_too_large() -> None:
+    # Distinct details do not compress away.
+    attempts = tuple(
+        replace(a, detail=base64.b64encode(bytes([i % 256]) * 40 + str(i).encode()).decode())
+        for i, a in enumerate(_attempts(3000))
+    )
+    text = encode_record(_record(attempts))
+    assert len(text) < 2000
+    decoded = decode_record(text)
+    assert decoded.candidate_attempts is None and decoded.passed is False
+    assert decoded.attempts_digest == attempts_digest(attempts)
+
+
+def _encoded(doc: Any) -> str:
+    raw = gzip.compress(json.dumps(doc).encode())
+    return RECORD_PREFIX + base64.b64encode(raw).decode() + " -->"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no record here",
+        RECORD_PREFIX + "!!!notbase64 -->",
+        RECORD_PREFIX + base64.b64encode(b"not gzip").decode() + " -->",
+        _encoded([1, 2]),
+        _encoded({"v": 1, "head_sha": "x"}),
+        "<!-- passk:record v2 AAAA -->",
+    ],
+)
+def test_damaged_records_raise_record_error(text: str) -> None:
+    with pytest.raises(RecordError):
+        decode_record(text)
+
+
+def test_edited_attempts_no_longer_match_the_digest() -> None:
+    record = _record(_attempts(4))
+    assert record.candidate_attempts is not None
+    edited = replace(
+        record,
+        candidate_attempts=tuple(
+            replace(a, decision="approve", error=None) for a in record.candidate_attempts
+        ),
+    )
+    with pytest.raises(RecordError, match="digest"):
+        decode_record(encode_record(edited))
+
+
+@given(st.binary(max_size=300))
+def test_any_payload_is_a_record_or_a_record_error(data: bytes) -> None:
+    with contextlib.suppress(RecordError):
+        decode_record(RECORD_PREFIX + base64.b64encode(data).decode() + " -->")
+
+
+def test_only_bot_comments_starting_with_the_marker_count() -> None:
+    genuine = encode_record(_record(_attempts(2)))
+    comments = [
+        {
+            "id": 1,
+            "body": f"{MARKER}\n{genuine}",
+            "user": {"login": "ci[bot]", "type": "Bot"},
+            "created_at": "2026-01-01T00:00:00Z",
+        },
+        {
+            "id": 2,
+            "body": f"{MARKER}\n{genuine}",
+            "user": {"login": "mallory", "type": "User"},
+            "created_at": "2026-01-02T00:00:00Z",
+        },
+        {
+            "id": 3,
+            "body": f"quoting: {MARKER}\n{genuine}",
+            "user": {"login": "ci[bot]", "type": "Bot"},
+            "created_at": "2026-01-03T00:00:00Z",
+        },
+    ]
+    record, warnings = find_record(comments, MARKER)
+    assert record is not None and record.head_sha == "b" * 40
+    assert len(warnings) == 2 and "comment 2 by mallory" in warnings[0]
+    assert find_record(comments[1:], MARKER)[0] is None
+
+
+# --- protected changes ------------------------------------------------------------------------
+
+BASE_CONFIG = """
+dataset: data.jsonl
+k: 3
+agent: {command: [python3, agent.py]}
+confirm: {attempts: 3, must_not_break_attempts: 6}
+must_not_break: {tags: [vip, legal]}
+gate: {block_on_any_regression: true}
+"""
+BASE_ROWS = [
+    {"id": "a", "input": 1, "expected": "approve", "must_not_break": True},
+    {"id": "b", "input": 2, "expected": "deny", "tags": ["vip", "legal"]},
+    {"id": "c", "input": 3, "expected": "deny"},
+]
+
+
+def snapshot(
+    config: str = BASE_CONFIG,
+    rows: list[dict[str, Any]] | None = None,
+    baseline: bytes | None = b"{}",
+) -> Snapshot:
+    cfg = parse_config(config, Path("/repo/passk.yml")).config
+    text = "".join(json.dumps(r) + "\n" for r in (rows if rows is not None else BASE_ROWS))
+    dataset = parse_dataset(text.encode(), "data.jsonl", "jsonl", cfg.must_not_break_tags)
+    return Snapshot(cfg, dataset, baseline)
+
+
+def _rows(**edits: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [dict(r) for r in BASE_ROWS]
+    for row in rows:
+        row.update(edits.get(row["id"], {}))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("head", "kind", "row"),
+    [
+        (snapshot(baseline=b"{ }"), protect.BASELINE_CHANGED, None),
+        (snapshot(baseline=None), protect.BASELINE_CHANGED, None),
+        (snapshot(rows=BASE_ROWS[1:]), protect.ROW_REMOVED, "a"),
+        (snapshot(rows=_rows(a={"expected": "deny"})), protect.ROW_RELABELED, "a"),
+        (snapshot(rows=_rows(b={"expected": "approve"})), protect.ROW_RELABELED, "b"),
+        (snapshot(rows=_rows(a={"must_not_break": False})), protect.MARK_REMOVED, "a"),
+        (snapshot(rows=_rows(b={"tags": ["vip"]})), protect.MARK_REMOVED, "b"),
+        (snapshot(BASE_CONFIG.replace("vip, legal", "vip")), protect.TAG_UNPROTECTED, None),
+        (snapshot(BASE_CONFIG.replace("k: 3", "k: 2")), protect.K_LOWERED, None),
+        (
+            snapshot(BASE_CONFIG.replace("attempts: 3", "attempts: 2")),
+            protect.CONFIRM_LOWERED,
+            None,
+        ),
+        (
+            snapshot(
+                BASE_CONFIG.replace("must_not_break_attempts: 6", "must_not_break_attempts: 5")
+            ),
+            protect.CONFIRM_LOWERED,
+            None,
+        ),
+        (
+            snapshot(BASE_CONFIG.replace("regression: true", "regression: false")),
+            protect.REGRESSION_BLOCK_OFF,
+            None,
+        ),
+        (snapshot(BASE_CONFIG + "scoring: {normalize: [strip]}\n"), protect.SCORING_CHANGED, None),
+    ],
+)
+def test_each_protected_edit_is_found(head: Snapshot, kind: str, row: str | None) -> None:
+    [change] = protected_changes(snapshot(), head)
+    assert (change.kind, change.id) == (kind, row)
+
+
+def test_strengthening_edits_are_not_protected_changes() -> None:
+    stronger = BASE_CONFIG.replace("k: 3", "k: 5").replace("attempts: 3", "attempts: 4")
+    rows = _rows(c={"must_not_break": True, "expected": "approve"})
+    rows.append({"id": "d", "input": 4, "expected": "deny"})
+    head = snapshot(stronger + "scoring: {normalize: []}\n", rows)
+    assert protected_changes(snapshot(), head) == ()
+    # An unprotected row may be relabeled or removed freely.
+    assert protected_changes(snapshot(), snapshot(rows=BASE_ROWS[:2])) == ()
+
+
+def test_the_base_protects_rows_the_head_weakened() -> None:
+    base = snapshot()
+    head = snapshot(
+        BASE_CONFIG.replace("vip, legal", "legal"),
+        _rows(a={"must_not_break": False, "expected": "deny"}, b={"tags": []}),
+    )
+    rows = authoritative_dataset(base, head, allowed=False).by_id()
+    assert (rows["a"].must_not_break, rows["a"].expected) == (True, "approve")
+    assert rows["b"].must_not_break and not rows["c"].must_not_break
+    allowed = authoritative_dataset(base, head, allowed=True).by_id()
+    assert (allowed["a"].must_not_break, allowed["a"].expected) == (False, "deny")
