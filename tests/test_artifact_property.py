@@ -1,0 +1,327 @@
+"""Property tests: whatever a run artifact, result file or journal holds, passk answers
+with data it can use or an ArtifactError, never another exception.
+
+A committed baseline is edited by hand, merged by git, truncated by a full
+disk, or written by another version of passk.  Hypothesis feeds random JSON,
+random bytes, and (most usefully) valid documents with one value replaced,
+deleted or wrapped, and checks the loaders' contract: a clean load, or a
+one-line :class:`ArtifactError` naming the file.  A clean load must also be
+*usable*: it writes back, reads back equal, and renders, because a document
+that loads but breaks the report later is the same traceback, only later.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from passk_action.artifact import (
+    Journal,
+    attempt_to_json,
+    compact_json,
+    dump_run,
+    header_to_json,
+    read_journal,
+    row_to_json,
+    run_from_json,
+)
+from passk_action.core.gate import GatePolicy
+from passk_action.core.model import Run
+from passk_action.core.render import render_compare_report, render_run_report, run_report_json
+from passk_action.core.result import CompareResult, Executions, evaluate
+from passk_action.errors import ArtifactError
+from passk_action.results import AuditedResult, dump_result, result_from_json, result_to_json
+from test_artifact import small_run
+
+PROPERTY = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+WHERE = "base.json"
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()  # NaN and infinities too: Python's json reads them from NaN/Infinity
+    | st.sampled_from([0, 1, 2, 2.0, 1.5, -1, "", "main", "deny", "sha256:" + "0" * 64])
+    | st.text(max_size=12)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=10,
+)
+
+
+def check_error(error: ArtifactError, where: str) -> None:
+    assert error.where is not None and error.where.startswith(where), error.where
+    assert "\n" not in str(error)
+
+
+# --------------------------------------------------------------- mutations
+
+
+def paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every path to a value inside a JSON document, the root excluded."""
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return
+    for key, child in items:
+        yield (*prefix, key)
+        yield from paths(child, (*prefix, key))
+
+
+def mutate(doc: Any, path: tuple[Any, ...], how: str, new: Any) -> Any:
+    """A deep copy of ``doc`` with the value at ``path`` replaced, deleted or wrapped."""
+    doc = json.loads(json.dumps(doc))
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    key = path[-1]
+    if how == "delete":
+        del parent[key]
+    elif how == "wrap":
+        parent[key] = [parent[key]]
+    elif how == "duplicate" and isinstance(parent, list):
+        parent.append(json.loads(json.dumps(parent[key])))
+    else:
+        parent[key] = new
+    return doc
+
+
+hows = st.sampled_from(["replace", "replace", "delete", "wrap", "duplicate"])
+
+
+def mutated(doc: Any) -> st.SearchStrategy[Any]:
+    all_paths = list(paths(doc))
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Any:
+        current = doc
+        for _ in range(draw(st.integers(min_value=1, max_value=2))):
+            targets = list(paths(current)) or all_paths
+            path = draw(st.sampled_from(targets))
+            current = mutate(current, path, draw(hows), draw(json_values))
+        return current
+
+    return build()
+
+
+# ----------------------------------------------------------------------- runs
+
+
+def assert_usable_run(run: Run) -> None:
+    """A loaded run writes back, reads back equal, and renders."""
+    text = dump_run(run)
+    assert run_from_json(json.loads(text), WHERE) == run
+    run_report_json(run)
+    render_run_report(run)
+
+
+def run_or_error(doc: Any) -> Run | None:
+    try:
+        run = run_from_json(doc, WHERE)
+    except ArtifactError as error:
+        check_error(error, WHERE)
+        return None
+    assert_usable_run(run)
+    return run
+
+
+VALID_RUN = json.loads(dump_run(small_run()))
+
+
+def test_the_unmutated_documents_load() -> None:
+    """Keeps the properties honest: the seeds they mutate are valid."""
+    assert run_or_error(VALID_RUN) is not None
+    assert result_or_error(VALID_RESULT) is not None
+
+
+@PROPERTY
+@given(doc=json_values)
+def test_random_json_is_a_run_or_an_artifact_error(doc: Any) -> None:
+    run_or_error(doc)
+
+
+@PROPERTY
+@given(doc=mutated(VALID_RUN))
+def test_mutated_run_is_a_run_or_an_artifact_error(doc: Any) -> None:
+    run_or_error(doc)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        # Each of these once loaded and then broke later with a TypeError/ValueError.
+        (("attempts", 0, "phase"), ["main"], "attempts[0]: 'phase' must be 'main' or 'confirm'"),
+        (("settings", "k"), 3.0, "settings.k: 3.0 is not of type 'integer'"),
+        (("attempts", 0, "duration_s"), float("nan"), "'duration_s' must be a finite number"),
+        (("attempts", 0, "duration_s"), float("inf"), "'duration_s' must be a finite number"),
+    ],
+)
+def test_found_by_hypothesis(path: tuple[Any, ...], value: Any, message: str) -> None:
+    with pytest.raises(ArtifactError) as caught:
+        run_from_json(mutate(VALID_RUN, path, "replace", value), WHERE)
+    assert message in str(caught.value)
+
+
+# -------------------------------------------------------------------- results
+
+
+def make_result() -> CompareResult:
+    candidate = small_run()
+    baseline = replace(
+        candidate,
+        attempts=tuple(a for a in candidate.attempts if a.error is None),
+    )
+    policy = GatePolicy(block_on_any_regression=False)
+    ratchet = frozenset(candidate.ratchet)
+    comparison, gate = evaluate(
+        candidate.rows, baseline, candidate, ratchet=ratchet, policy=policy
+    )
+    return CompareResult(
+        rows=candidate.rows,
+        baseline=baseline,
+        candidate=candidate,
+        ratchet=ratchet,
+        policy=policy,
+        comparison=comparison,
+        gate=gate,
+        notes=("a note",),
+        executions=Executions(
+            candidate=6, baseline_topup=0, confirm_baseline=0, confirm_candidate=1, naive=14
+        ),
+        created_at="2026-11-30T09:00:00Z",
+        tool_version="0.1.0",
+    )
+
+
+VALID_RESULT = json.loads(dump_result(make_result()))
+
+
+def result_or_error(doc: Any) -> AuditedResult | None:
+    try:
+        audited = result_from_json(doc, WHERE)
+    except ArtifactError as error:
+        check_error(error, WHERE)
+        return None
+    result = audited.result
+    again = result_from_json(json.loads(dump_result(result)), WHERE)
+    assert result_to_json(again.result) == result_to_json(result)
+    render_compare_report(result)
+    return audited
+
+
+@PROPERTY
+@given(doc=json_values)
+def test_random_json_is_a_result_or_an_artifact_error(doc: Any) -> None:
+    result_or_error(doc)
+
+
+@PROPERTY
+@given(doc=mutated(VALID_RESULT))
+def test_mutated_result_is_a_result_or_an_artifact_error(doc: Any) -> None:
+    result_or_error(doc)
+
+
+# -------------------------------------------------------------------- journals
+
+
+def journal_lines() -> list[str]:
+    run = small_run()
+    header = header_to_json(run)
+    header["rows"] = [row_to_json(r) for r in run.rows]
+    return [compact_json(header), *(compact_json(attempt_to_json(a)) for a in run.attempts)]
+
+
+VALID_JOURNAL = journal_lines()
+
+
+def journal_or_error(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    try:
+        contents = read_journal(path)
+    except ArtifactError as error:
+        check_error(error, str(path))
+        return
+    for warning in contents.warnings:
+        assert warning.startswith(f"{path}:") and "\n" not in warning
+    assert_usable_run(replace(contents.header, attempts=contents.attempts))
+    # What was read can be journaled again and reads back the same.
+    with Journal.create(path, contents.header) as journal:
+        for attempt in contents.attempts:
+            journal.append(attempt)
+    again = read_journal(path)
+    assert (again.header, again.attempts, again.warnings) == (
+        contents.header,
+        contents.attempts,
+        (),
+    )
+
+
+@pytest.fixture(scope="module")
+def journal_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("journal") / "run.json.journal.jsonl"
+
+
+@PROPERTY
+@given(data=st.binary(max_size=300))
+def test_random_bytes_are_a_journal_or_an_artifact_error(journal_file: Path, data: bytes) -> None:
+    journal_or_error(journal_file, data)
+
+
+@PROPERTY
+@given(
+    index=st.integers(min_value=0, max_value=len(VALID_JOURNAL) - 1),
+    doc=st.data(),
+    cut=st.integers(min_value=0),
+    trailing_newline=st.booleans(),
+)
+def test_mutated_journal_is_a_journal_or_an_artifact_error(
+    journal_file: Path, index: int, doc: st.DataObject, cut: int, trailing_newline: bool
+) -> None:
+    lines = list(VALID_JOURNAL)
+    # json.dumps writes NaN/Infinity as such: the reader must refuse them, not crash.
+    lines[index] = json.dumps(doc.draw(mutated(json.loads(lines[index]))), ensure_ascii=False)
+    data = ("\n".join(lines) + ("\n" if trailing_newline else "")).encode("utf-8")
+    journal_or_error(journal_file, data)
+    # The same journal cut at any byte: a crash mid-write.
+    journal_or_error(journal_file, data[: cut % (len(data) + 1)])
+
+
+@PROPERTY
+@given(cut=st.integers(min_value=0))
+def test_a_valid_journal_cut_anywhere_loses_at_most_the_torn_attempt(
+    journal_file: Path, cut: int
+) -> None:
+    data = ("\n".join(VALID_JOURNAL) + "\n").encode("utf-8")
+    cut %= len(data) + 1
+    journal_file.write_bytes(data[:cut])
+    complete = data[:cut].count(b"\n")  # whole lines, header included
+    try:
+        contents = read_journal(journal_file)
+    except ArtifactError as error:
+        # Only a journal whose header itself is incomplete cannot be read.
+        assert complete == 0 or (complete == 1 and cut == data.index(b"\n"))
+        check_error(error, str(journal_file))
+        return
+    kept = len(contents.attempts)
+    assert kept in (complete - 1, complete)  # a line cut before its "\n" may still be whole
+    assert contents.attempts == small_run_attempts()[:kept]
+
+
+def small_run_attempts() -> tuple[Any, ...]:
+    from test_artifact import normalized
+
+    return normalized(small_run()).attempts
