@@ -89,7 +89,7 @@ def serve(
     """
     env = env if env is not None else os.environ
     worker = env.get(PROTOCOL_ENV) == WORKER
-    if stdout is None and worker:
+    if stdout is None:
         stdout = _claim_stdout()
     stdin = stdin if stdin is not None else sys.stdin
     stdout = stdout if stdout is not None else sys.stdout
@@ -102,9 +102,9 @@ def serve(
 def _claim_stdout() -> IO[str]:
     """Keep file descriptor 1 for answers only; point fd 1 itself at stderr.
 
-    A worker lives for many requests, so one stray write to stdout (a
-    library's print, a child process inheriting fd 1) would desynchronise the
-    answer stream for every later request.  After this, anything written to
+    One stray write to stdout (a library's print, a child process inheriting
+    fd 1) would turn an answer into bad output, and in a worker desynchronise
+    the answer stream for every later request.  After this, anything written to
     fd 1 lands in stderr, and answers go through a private copy of the pipe.
     """
     sys.stdout.flush()

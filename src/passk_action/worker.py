@@ -225,6 +225,7 @@ class WorkerAgent:
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
         self._all: set[_Worker] = set()
+        self._spawning = 0
         self.started = 0
         """How many worker processes were started (restarts included)."""
         self._finalizer = weakref.finalize(self, _shutdown, self._all, 0.0)
@@ -243,7 +244,9 @@ class WorkerAgent:
                     self._all.discard(worker)
                     worker.reap()
                     continue
-                if self._max_workers is None or len(self._all) < self._max_workers:
+                if self._max_workers is None or len(self._all) + self._spawning < self._max_workers:
+                    # Hold the slot while spawning outside the lock.
+                    self._spawning += 1
                     break
                 self._cond.wait()
         try:
@@ -258,12 +261,16 @@ class WorkerAgent:
                 bufsize=0,
             )
         except OSError as exc:
+            with self._cond:
+                self._spawning -= 1
+                self._cond.notify()
             return exc
         worker = _Worker(proc)
         worker.start_draining()
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
         with self._cond:
+            self._spawning -= 1
             self.started += 1
             self._all.add(worker)
             self._busy.add(worker)
@@ -332,6 +339,8 @@ class WorkerAgent:
             selector.register(stdout_fd, selectors.EVENT_READ)
             while True:
                 newline = worker.pending.find(b"\n")
+                if newline > self._output_cap:
+                    return _Outcome(reason=OUTPUT_TOO_LARGE)
                 if newline >= 0:
                     line = bytes(worker.pending[:newline])
                     del worker.pending[: newline + 1]

@@ -1,0 +1,331 @@
+"""The HTTP agent against a scripted loopback server (no patching of requests)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from passk_action.config import HttpAgentConfig, parse_config
+from passk_action.core.model import Json, Phase, Row, Version
+from passk_action.engine import build_agent
+from passk_action.errors import ConfigError
+from passk_action.httpagent import (
+    CONNECTION_ERROR,
+    HTTP_STATUS,
+    HttpAgent,
+    expand_headers,
+    parse_retry_after,
+)
+from passk_action.runner import AttemptRequest, RetryPolicy, run_attempts
+from passk_action.worker import WorkerAgent
+
+# Reply = (status, headers, body, delay_s)
+Reply = tuple[int, dict[str, str], bytes, float]
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float
+    client_port: int
+
+
+@dataclass
+class Endpoint:
+    """A loopback server whose answer to each request is chosen by a test function."""
+
+    reply: Callable[[dict[str, Any] | None, int], Reply]
+    seen: list[Seen] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    url: str = ""
+
+
+def ok(decision: str = "deny", **checks: str) -> Reply:
+    return 200, {}, json.dumps({"decision": decision, "checks": checks}).encode(), 0.0
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    ep = Endpoint(reply=lambda body, n: ok())
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, so pooling is observable
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            with ep.lock:
+                ep.seen.append(
+                    Seen(self.command, self.path, dict(self.headers), raw, time.monotonic(),
+                         self.client_address[1])
+                )  # fmt: skip
+                number = len(ep.seen)
+            body = json.loads(raw) if raw else None
+            status, headers, payload, delay = ep.reply(body, number)
+            time.sleep(delay)
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_POST = do_GET = do_PUT = _handle
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    ep.url = f"http://127.0.0.1:{server.server_address[1]}/decide"
+    try:
+        yield ep
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def make_agent(
+    url: str,
+    *,
+    env: dict[str, str] | None = None,
+    headers: tuple[tuple[str, str], ...] = (),
+    method: str = "POST",
+    timeout_s: float = 5.0,
+    **kwargs: Any,
+) -> HttpAgent:
+    config = HttpAgentConfig(url=url, method=method, headers=headers, timeout_s=timeout_s)
+    return HttpAgent(config, env if env is not None else {}, **kwargs)
+
+
+def req(row_id: str = "r1", number: int = 1, input: Json = None) -> AttemptRequest:
+    row = Row(row_id, {"text": "hi"} if input is None else input, "deny")
+    return AttemptRequest(row, number, Phase.MAIN, Version.BASELINE)
+
+
+def test_posts_the_request_and_parses_the_answer(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: ok("approve", window="ok")
+    with make_agent(endpoint.url) as agent:
+        attempt = agent.run(req("r-5", 3, {"order": "A-1"}))
+    assert (attempt.decision, attempt.checks, attempt.error) == (
+        "approve", (("window", "ok"),), None
+    )  # fmt: skip
+    [seen] = endpoint.seen
+    assert seen.method == "POST" and seen.path == "/decide"
+    assert seen.headers["Content-Type"] == "application/json"
+    assert json.loads(seen.body) == {
+        "id": "r-5", "input": {"order": "A-1"}, "attempt": 3, "version": "baseline"
+    }  # fmt: skip
+
+
+def test_get_sends_the_request_in_the_query_string(endpoint: Endpoint) -> None:
+    with make_agent(endpoint.url, method="GET") as agent:
+        assert agent.run(req("r-5", 2, {"a": [1, 2]})).valid
+    query = parse_qs(urlsplit(endpoint.seen[0].path).query)
+    assert query == {
+        "id": ["r-5"], "attempt": ["2"], "version": ["baseline"], "input": ['{"a": [1, 2]}']
+    }  # fmt: skip
+
+
+def test_header_env_references_are_expanded_per_request_and_never_kept(
+    endpoint: Endpoint,
+) -> None:
+    env = {"MODEL_KEY": "sk-first"}
+    headers = (("Authorization", "Bearer ${MODEL_KEY}"), ("X-Team", "refunds"))
+    agent = make_agent(endpoint.url, env=env, headers=headers)
+    assert agent.run(req()).valid
+    env["MODEL_KEY"] = "sk-rotated"  # read at call time, not at start
+    assert agent.run(req("r2")).valid
+    assert [s.headers["Authorization"] for s in endpoint.seen] == [
+        "Bearer sk-first", "Bearer sk-rotated"
+    ]  # fmt: skip
+    assert endpoint.seen[0].headers["X-Team"] == "refunds"
+    assert agent.config.headers == headers  # still the template
+    assert "sk-" not in agent.description and "sk-" not in repr(agent.config)
+    agent.close()
+
+
+def test_an_echoed_secret_is_masked_in_error_details(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: (401, {}, b"bad key sk-live-123 for this model", 0.0)
+    agent = make_agent(
+        endpoint.url, env={"KEY": "sk-live-123"}, headers=(("Authorization", "${KEY}"),)
+    )
+    attempt = agent.run(req())
+    assert attempt.error == HTTP_STATUS
+    assert attempt.detail == "HTTP 401 Unauthorized: bad key *** for this model"
+
+
+def test_missing_or_protected_header_variables_fail_at_start() -> None:
+    headers = (("Authorization", "Bearer ${MODEL_KEY}"),)
+    with pytest.raises(ConfigError) as info:
+        make_agent("http://127.0.0.1:9/x", headers=headers)
+    assert str(info.value).startswith(
+        "agent.http.headers.Authorization: header 'Authorization' references ${MODEL_KEY}, "
+        "which is not set"
+    )
+    token = (("Authorization", "token ${GITHUB_TOKEN}"),)
+    with pytest.raises(ConfigError, match="credential of the workflow"):
+        make_agent("http://127.0.0.1:9/x", env={"GITHUB_TOKEN": "ghs"}, headers=token)
+    agent = make_agent(
+        "http://127.0.0.1:9/x", env={"GITHUB_TOKEN": "g"}, headers=token, pass_env=("GITHUB_TOKEN",)
+    )
+    agent.close()
+
+
+def test_429_with_retry_after_holds_back_the_retry(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: (
+        (429, {"Retry-After": "1"}, b"slow down", 0.0) if n == 1 else ok("approve")
+    )
+    with make_agent(endpoint.url) as agent:
+        [attempt] = run_attempts(
+            [req()], agent, concurrency=1, retry=RetryPolicy(attempts=2, backoff_s=0)
+        )
+    assert attempt.decision == "approve"
+    assert attempt.retries == ("http-status: HTTP 429 Too Many Requests; Retry-After 1s honoured: "
+                               "slow down",)  # fmt: skip
+    first, second = endpoint.seen
+    assert second.at - first.at >= 0.95  # the run's own backoff was 0
+
+
+def test_503_backoff_holds_back_every_request_of_the_agent(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: (503, {"Retry-After": "1"}, b"", 0.0) if n == 1 else ok()
+    with make_agent(endpoint.url) as agent:
+        assert agent.run(req("r1")).error == HTTP_STATUS
+        started = time.monotonic()
+        assert agent.run(req("r2")).valid  # another row, same rate limit
+        assert time.monotonic() - started >= 0.9
+
+
+def test_retry_after_is_capped(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: (429, {"Retry-After": "3600"}, b"", 0.0) if n == 1 else ok()
+    with make_agent(endpoint.url, max_retry_after_s=0.2) as agent:
+        agent.run(req())
+        started = time.monotonic()
+        assert agent.run(req()).valid
+        assert time.monotonic() - started < 2
+
+
+def test_other_statuses_are_errors_without_backoff(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: (500, {"Retry-After": "30"}, b"oops\ntrace", 0.0)
+    with make_agent(endpoint.url) as agent:
+        attempt = agent.run(req())
+        assert attempt.error == HTTP_STATUS
+        assert attempt.detail == "HTTP 500 Internal Server Error: oops trace"
+        started = time.monotonic()
+        agent.run(req())
+        assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason", "words"),
+    [
+        ((200, {}, b"<html>hello</html>", 0.0), "bad-output", "the response body is not one JSON"),
+        ((200, {}, b'{"checks": {}}', 0.0), "bad-output", 'no "decision"'),
+        ((200, {}, b"", 0.0), "bad-output", "the response body is empty"),
+        ((200, {}, b'{"decision": "' + b"x" * 3000 + b'"}', 0.0), "output-too-large", "2000"),
+        ((200, {}, b'{"decision": "late"}', 1.5), "timeout", "0.5s timeout"),
+    ],
+)
+def test_bad_answers_are_error_attempts(
+    endpoint: Endpoint, reply: Reply, reason: str, words: str
+) -> None:
+    endpoint.reply = lambda body, n: reply
+    with make_agent(endpoint.url, timeout_s=0.5, output_cap=2000) as agent:
+        attempt = agent.run(req())
+    assert attempt.error == reason and attempt.decision is None
+    assert attempt.detail is not None and words in attempt.detail
+
+
+def test_no_server_is_a_connection_error() -> None:
+    with make_agent("http://127.0.0.1:9/decide", timeout_s=2) as agent:
+        attempt = agent.run(req())
+    assert attempt.error == CONNECTION_ERROR
+    assert attempt.detail is not None and attempt.detail.startswith("request failed: ")
+
+
+def test_connections_are_pooled_per_concurrency_slot(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: (*ok()[:3], 0.02)
+    with make_agent(endpoint.url, concurrency=4) as agent:
+        done = run_attempts(
+            [req(f"r{i}") for i in range(40)], agent, concurrency=4, retry=RetryPolicy(0)
+        )
+    assert all(a.valid for a in done)
+    ports = {s.client_port for s in endpoint.seen}
+    assert 1 <= len(ports) <= 4  # 40 requests over at most 4 kept-alive connections
+
+
+def test_cancel_drops_the_answer_in_flight(endpoint: Endpoint) -> None:
+    from passk_action.runner import AttemptCancelled
+
+    endpoint.reply = lambda body, n: (*ok()[:3], 0.5)
+    agent = make_agent(endpoint.url)
+    outcome: list[object] = []
+
+    def attempt() -> None:
+        try:
+            outcome.append(agent.run(req()))
+        except AttemptCancelled as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=attempt)
+    thread.start()
+    time.sleep(0.1)
+    agent.cancel()
+    thread.join(5)
+    assert len(outcome) == 1 and isinstance(outcome[0], AttemptCancelled)
+
+
+def test_parse_retry_after() -> None:
+    now = datetime(2026, 1, 2, 12, 0, 0, tzinfo=timezone.utc)
+    later = (now + timedelta(seconds=90)).strftime("%a, %d %b %Y %H:%M:%S GMT")
+    assert parse_retry_after("7", now) == 7.0
+    assert parse_retry_after(later, now) == 90.0
+    assert parse_retry_after("Thu, 01 Jan 2026 00:00:00 GMT", now) == 0.0
+    assert parse_retry_after("soon", now) is None
+    assert parse_retry_after("-3", now) is None
+    assert parse_retry_after(None, now) is None
+
+
+def test_expand_headers_leaves_other_dollars_alone() -> None:
+    expanded, secrets = expand_headers((("A", "x ${K} $K $$ ${}"),), {"K": "v"})
+    assert expanded == {"A": "x v $K $$ ${}"}
+    assert secrets == ["v"]
+
+
+def test_build_agent_builds_http_and_worker_agents(tmp_path: Path) -> None:
+    text = """
+dataset: data.jsonl
+agent:
+  http:
+    url: http://127.0.0.1:9/decide
+    headers: {Authorization: "Bearer ${MODEL_KEY}"}
+    timeout_s: 3
+baseline:
+  agent:
+    command: [python3, agent.py]
+    protocol: worker
+"""
+    config = parse_config(text, tmp_path / "passk.yml").config
+    http = build_agent(config.agent, {"MODEL_KEY": "k"}, concurrency=8)
+    assert isinstance(http, HttpAgent)
+    assert http.description == "POST http://127.0.0.1:9/decide"
+    assert config.baseline.agent is not None
+    worker = build_agent(config.baseline.agent, {}, concurrency=3)
+    assert isinstance(worker, WorkerAgent)
+    worker.close()
+    http.close()
