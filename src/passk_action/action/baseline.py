@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from ..artifact import write_run
 from ..cli.baseline import previous_baseline
+from ..cli.common import stop_on_signals
 from ..config import load_config
 from ..core.model import AgentInfo, Version
 from ..core.render import render_run_report
@@ -57,7 +58,11 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     rel = repo.relative(out)
     previous = previous_baseline(out)
     commit_sha = runtime.env.get("GITHUB_SHA") or repo.head_sha()
-    agent = build_agent(config.agent, agent_env(runtime.env, inputs.token, config.agent))
+    agent = build_agent(
+        config.agent,
+        agent_env(runtime.env, inputs.token, config.agent),
+        concurrency=config.concurrency,
+    )
     staging = out.with_name(out.name + ".recording.json")
     session = Session(
         concurrency=config.concurrency,
@@ -66,16 +71,22 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         progress=make_progress(runtime.stderr, False, False),
         warn=lambda message: workflow.warning(message, title="passk"),
     )
-    with workflow.group("passk: recording the baseline"):
-        run, _ = record_run(
-            dataset,
-            dataset.rows,
-            config.settings,
-            agent,
-            AgentInfo(Version.BASELINE, agent.description, commit_sha),
-            staging,
-            session,
-        )
+    with workflow.group("passk: recording the baseline"), stop_on_signals() as stop:
+        session = replace(session, stop=stop)
+        try:
+            run, _ = record_run(
+                dataset,
+                dataset.rows,
+                config.settings,
+                agent,
+                AgentInfo(Version.BASELINE, agent.description, commit_sha),
+                staging,
+                session,
+            )
+        finally:
+            close = getattr(agent, "close", None)
+            if callable(close):
+                close()
         ratchet, left = carried_ratchet(previous, run, dataset)
         for row_id in left:
             workflow.warning(f"row {row_id!r} left the ratchet: it is no longer in the dataset")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..artifact import run_from_json, write_text_atomic
+from ..cli.common import stop_on_signals
 from ..config import AgentConfig, Config, load_config, parse_config_bytes
 from ..core.gate import GateDecision, GateFailure, Rule
 from ..core.model import Dataset, Row, Version, dataset_digest
@@ -344,20 +345,30 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     )
 
     with contextlib.ExitStack() as stack, workflow.group("passk: running the comparison"):
+        # A cancelled job gets SIGINT/SIGTERM: stop after the attempts in flight.
+        stop = stack.enter_context(stop_on_signals())
         token = inputs.token
+
+        def built(spec: AgentConfig) -> Agent:
+            agent = build_agent(
+                spec, agent_env(runtime.env, token, spec), concurrency=config.concurrency
+            )
+            close = getattr(agent, "close", None)
+            if callable(close):
+                # Registered after any worktree, so persistent agents stop before it goes.
+                stack.callback(close)
+            return agent
+
         candidate_agent = ReplayAgent(
-            config.agent.describe(),
-            replay_candidate or (),
-            lambda: build_agent(config.agent, agent_env(runtime.env, token, config.agent)),
+            config.agent.describe(), replay_candidate or (), lambda: built(config.agent)
         )
 
         def build_baseline() -> Agent:
             named = base.config.baseline.agent
             if named is not None:
-                return build_agent(named, agent_env(runtime.env, token, named))
+                return built(named)
             tree = stack.enter_context(repo.worktree(pr.base_sha))
-            moved = rebase_agent(base.config.agent, repo.root, tree)
-            return build_agent(moved, agent_env(runtime.env, token, moved))
+            return built(rebase_agent(base.config.agent, repo.root, tree))
 
         base_agent_config = base.config.baseline.agent or base.config.agent
         baseline_agent = ReplayAgent(
@@ -372,6 +383,7 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             retry=retry_policy(config),
             now=runtime.now,
             progress=make_progress(runtime.stderr, False, False),
+            stop=stop,
             warn=warn,
         )
         result = compare(

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..action import main as action_main
-
 
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
@@ -17,4 +15,8 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    return action_main()
+    # Imported here: the action package uses cli.common, and importing it while
+    # the cli package is still initializing would bind a half-built module.
+    from ..action.main import main
+
+    return main()
