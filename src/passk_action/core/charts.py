@@ -105,15 +105,18 @@ class Series:
 
 @dataclass(frozen=True, slots=True)
 class FlipBar:
-    """One intermediate check in the flip-rate chart: its rate on each version.
+    """One intermediate check in the flip-rate chart: its rate on each version drawn.
 
-    ``None`` means the version never reported the check (nothing to draw),
-    which is different from a rate of 0.
+    ``rates`` follows the chart's ``versions``; ``None`` means that version
+    never reported the check on two valid attempts of a row (nothing to
+    draw), which is different from a rate of 0.
     """
 
     label: str
-    baseline: float | None
-    candidate: float | None
+    rates: tuple[float | None, ...]
+
+
+COMPARE_VERSIONS = (("baseline", BASELINE_COLOR), ("candidate", CANDIDATE_COLOR))
 
 
 def transition_counts(rows: Iterable[RowComparison]) -> dict[tuple[RowClass, RowClass], int]:
@@ -212,8 +215,19 @@ def svg_curve(
     n = len(series[0].values)
     if n == 0 or any(len(s.values) != n for s in series):
         raise ValueError("every series needs the same, non-zero number of points")
-    width, height = 640.0, 320.0
-    left, right, top, bottom = 56.0, 16.0, 40.0, 48.0
+    width = 640.0
+    left, right, bottom = 56.0, 16.0, 48.0
+    # Legend entries flow left to right and wrap, so long labels never clip.
+    legend: list[tuple[float, float, Series]] = []
+    x, y = left, 18.0
+    for s in series:
+        item_w = 30 + 6.8 * len(s.label) + 20
+        if x > left and x + item_w > width - right:
+            x, y = left, y + 18
+        legend.append((x, y, s))
+        x += item_w
+    top = y + 22
+    height = top + 232 + bottom
     plot_w, plot_h = width - left - right, height - top - bottom
 
     def x_at(j: int) -> float:
@@ -279,16 +293,16 @@ def svg_curve(
                 f"<title>{xml_text(tip)}</title></circle>"
             )
         out.append("</g>")
-    # Legend across the top: a short line in the series' style, then its label.
-    x = left
-    for s in series:
+    for lx, ly, s in legend:
         dash = ' stroke-dasharray="6 4"' if s.dashed else ""
         out.append(
-            f'<line x1="{_num(x)}" y1="18" x2="{_num(x + 24)}" y2="18" '
+            f'<line x1="{_num(lx)}" y1="{_num(ly)}" x2="{_num(lx + 24)}" y2="{_num(ly)}" '
             f'stroke="{xml_text(s.color)}" stroke-width="2.5"{dash}/>'
         )
-        out.append(f'<text x="{_num(x + 30)}" y="22" fill="#111827">{xml_text(s.label)}</text>')
-        x += 30 + 7 * len(s.label) + 24
+        out.append(
+            f'<text x="{_num(lx + 30)}" y="{_num(ly + 4)}" fill="#111827">'
+            f"{xml_text(s.label)}</text>"
+        )
     out.append("</svg>")
     return "\n".join(out)
 
@@ -372,51 +386,55 @@ def _clip(text: str, limit: int) -> str:
 def svg_flip_rates(
     bars: Sequence[FlipBar],
     *,
+    versions: Sequence[tuple[str, str]] = COMPARE_VERSIONS,
     chart_id: str = "chart-check-flips",
-    title: str = "How often each intermediate check flipped, per version",
+    title: str = "How often each intermediate check flipped within a row",
     limit: int = FLIP_BARS_LIMIT,
 ) -> str:
-    """Horizontal bars: for each check, its flip rate on the baseline and the candidate.
+    """Horizontal bars: for each check, its flip rate on each version (name, color).
 
     Checks are drawn in the order given (the caller sorts them, worst first);
     beyond ``limit`` a caption counts the rest.  A version that never
     reported a check draws no bar and says "not reported".
     """
+    if any(len(b.rates) != len(versions) for b in bars):
+        raise ValueError("every bar needs one rate per version")
     shown = list(bars[: max(limit, 0)])
     hidden = len(bars) - len(shown)
-    left, right, top, group = 200.0, 70.0, 36.0, 34.0
+    left, right, top, bar_h = 200.0, 70.0, 36.0, 12.0
+    group = bar_h * len(versions) + 4 * len(versions) + 6
     width = 640.0
     plot_w = width - left - right
     height = top + group * max(len(shown), 1) + (44 if hidden else 24)
-    desc = "; ".join(
-        f"{b.label}: baseline {_rate(b.baseline)}, candidate {_rate(b.candidate)}" for b in bars
-    )
+
+    def rates_text(bar: FlipBar) -> str:
+        return ", ".join(
+            f"{name} {_rate(r)}" for (name, _), r in zip(versions, bar.rates, strict=True)
+        )
+
+    desc = "; ".join(f"{b.label}: {rates_text(b)}" for b in bars)
     out = _svg_open(chart_id, width, height, title, desc or "no intermediate checks recorded")
     out.append(f'<rect x="0" y="0" width="{_num(width)}" height="{_num(height)}" fill="#ffffff"/>')
-    for x_off, label, color in (
-        (0.0, "baseline", BASELINE_COLOR),
-        (110.0, "candidate", CANDIDATE_COLOR),
-    ):
-        out.append(f'<rect x="{_num(left + x_off)}" y="10" width="12" height="12" fill="{color}"/>')
-        out.append(f'<text x="{_num(left + x_off + 18)}" y="20" fill="#111827">{label}</text>')
+    x = left
+    for name, color in versions:
+        out.append(f'<rect x="{_num(x)}" y="10" width="12" height="12" fill="{xml_text(color)}"/>')
+        out.append(f'<text x="{_num(x + 18)}" y="20" fill="#111827">{xml_text(name)}</text>')
+        x += 30 + 7 * len(name) + 24
     if not shown:
         out.append(
             f'<text x="{_num(left)}" y="{_num(top + 20)}" fill="#374151">'
-            "No intermediate checks were recorded.</text>"
+            "No intermediate check was reported twice for one row.</text>"
         )
     for i, bar in enumerate(shown):
         y = top + group * i
         out.append(f'<g class="check" data-check="{xml_text(bar.label)}">')
-        tip = f"{bar.label}: baseline {_rate(bar.baseline)}, candidate {_rate(bar.candidate)}"
-        out.append(f"<title>{xml_text(tip)}</title>")
+        out.append(f"<title>{xml_text(f'{bar.label}: {rates_text(bar)}')}</title>")
         out.append(
-            f'<text x="{_num(left - 8)}" y="{_num(y + 18)}" text-anchor="end" '
+            f'<text x="{_num(left - 8)}" y="{_num(y + 4 + bar_h)}" text-anchor="end" '
             f'fill="#111827">{xml_text(_clip(bar.label, LABEL_LEN))}</text>'
         )
-        for offset, rate, color in (
-            (2.0, bar.baseline, BASELINE_COLOR),
-            (16.0, bar.candidate, CANDIDATE_COLOR),
-        ):
+        for v, ((_, color), rate) in enumerate(zip(versions, bar.rates, strict=True)):
+            offset = 2 + v * (bar_h + 4)
             if rate is None:
                 out.append(
                     f'<text x="{_num(left + 2)}" y="{_num(y + offset + 10)}" font-size="10" '
@@ -426,7 +444,7 @@ def svg_flip_rates(
             bar_w = plot_w * min(max(rate, 0.0), 1.0)
             out.append(
                 f'<rect x="{_num(left)}" y="{_num(y + offset)}" width="{_num(bar_w)}" '
-                f'height="12" fill="{color}"/>'
+                f'height="{_num(bar_h)}" fill="{xml_text(color)}"/>'
             )
             out.append(
                 f'<text x="{_num(left + bar_w + 4)}" y="{_num(y + offset + 10)}" '

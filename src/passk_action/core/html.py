@@ -1,0 +1,817 @@
+"""The HTML report: one self-contained file a person can open, share and archive.
+
+Pure: a :class:`CompareResult` (or a :class:`Run`) in, one HTML document out.
+Self-contained means no request leaves the page: styles and the small
+sorting/filtering script are inline, charts are inline SVG
+(:mod:`.charts`), and a strict Content-Security-Policy (``default-src
+'none'``) makes the browser refuse anything else, so a value that slipped
+through escaping still could not load or send anything.
+
+Escaping, in two layers:
+
+- Markdown fragments (the report text :mod:`.render` writes, whose values are
+  already made inert by :mod:`.escape`) go through markdown-it-py with raw
+  HTML *disabled*: any ``<`` left becomes ``&lt;``, and markdown-it refuses
+  ``javascript:`` links by itself;
+- every other value (row ids, decisions, check names, error details) goes
+  through :func:`.charts.xml_text` (``html.escape`` after replacing the
+  characters XML forbids) where it is placed, as text or as a quoted
+  attribute, never anywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+
+from .charts import (
+    BASELINE_COLOR,
+    CANDIDATE_COLOR,
+    FlipBar,
+    Series,
+    svg_curve,
+    svg_flip_rates,
+    svg_transition_matrix,
+    transition_counts,
+    xml_text,
+)
+from .classify import is_correct
+from .diff import Change, RowComparison
+from .gate import GateFailure, Rule
+from .model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
+from .render import (
+    CURVE_TITLE,
+    curve_series,
+    noise_sentence,
+    percent,
+    render_compare_report,
+    render_run_report,
+)
+from .result import CompareResult
+from .stats import RowSummary, summarize_run
+from .uncertainty import Analysis, CheckStability, ErrorBar, Power, VersionAnalysis, analyze
+from .uncertainty import analyze_run as analyze_one_run
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+"""Nothing but inline style, inline script and data: images; no fetch, no font, no frame."""
+
+DETAIL_LEN = 2000
+"""Characters of an error detail shown per attempt (the tail: where the error is)."""
+
+_CHECKS_SHOWN = 12
+"""Checks listed per attempt in the row details before "… and N more"."""
+
+
+def _md() -> MarkdownIt:
+    # commonmark with GFM tables; "html": False turns any raw HTML into text.
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+
+def markdown_html(text: str) -> str:
+    """A Markdown fragment as HTML, raw HTML disabled (see the module docstring)."""
+    return str(_md().render(text))
+
+
+def _e(value: object) -> str:
+    return xml_text(str(value))
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "…" + text[len(text) - limit + 1 :]
+
+
+# --- the page ---------------------------------------------------------------------
+
+_STYLE = """
+:root { color-scheme: light; --ok: #047857; --bad: #b91c1c; --muted: #4b5563;
+  --line: #e5e7eb; --soft: #f9fafb; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
+  color: #111827; background: #ffffff; }
+main { max-width: 1120px; margin: 0 auto; padding: 24px 20px 64px; }
+nav { position: sticky; top: 0; z-index: 2; background: #ffffffee; border-bottom: 1px solid
+  var(--line); padding: 8px 20px; font-size: 14px; }
+nav a { margin-right: 16px; color: #1d4ed8; text-decoration: none; }
+nav a:hover { text-decoration: underline; }
+h1 { font-size: 24px; line-height: 1.3; margin: 8px 0 16px; }
+h2 { font-size: 19px; margin: 36px 0 12px; padding-bottom: 4px; border-bottom: 1px solid
+  var(--line); }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
+th, td { border: 1px solid var(--line); padding: 5px 9px; text-align: left; vertical-align: top; }
+th { background: var(--soft); font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+code { font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; background: var(--soft);
+  padding: 1px 4px; border-radius: 4px; }
+pre { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; background: var(--soft);
+  border: 1px solid var(--line); padding: 8px; overflow-x: auto; white-space: pre-wrap;
+  word-break: break-all; max-height: 320px; }
+.figures { display: flex; flex-wrap: wrap; gap: 24px; }
+figure { margin: 0; flex: 1 1 480px; max-width: 100%; }
+figure svg { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 6px; }
+figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; }
+.noise { padding: 10px 14px; border-left: 4px solid #2563eb; background: #eff6ff; }
+.controls { display: flex; flex-wrap: wrap; gap: 12px; align-items: center; margin: 8px 0; }
+.controls input, .controls select { font: inherit; padding: 4px 8px; border: 1px solid #9ca3af;
+  border-radius: 4px; }
+#row-count { color: var(--muted); }
+#rows-table { width: 100%; }
+#rows-table thead th { position: sticky; top: 37px; z-index: 1; }
+#rows-table th button { font: inherit; font-weight: 600; background: none; border: 0;
+  padding: 0; cursor: pointer; color: inherit; }
+#rows-table th[aria-sort="ascending"] button::after { content: " ▲"; }
+#rows-table th[aria-sort="descending"] button::after { content: " ▼"; }
+#rows-table tr.blocking td:first-child { box-shadow: inset 4px 0 0 var(--bad); }
+#rows-table details summary { cursor: pointer; }
+#rows-table td[data-key="id"] { min-width: 15em; max-width: 40em; overflow-wrap: anywhere; }
+#rows-table details table { margin: 6px 0; font-size: 13px; }
+.cls { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 13px;
+  white-space: nowrap; }
+.cls-stable-correct { background: #d1fae5; color: #065f46; }
+.cls-stable-wrong { background: #e5e7eb; color: #1f2937; }
+.cls-flip { background: #ffedd5; color: #9a3412; }
+.cls-unclassified { background: #ede9fe; color: #5b21b6; }
+.right { color: var(--ok); } .wrong { color: var(--bad); } .err { color: #6d28d9; }
+.gate-fail { color: var(--bad); font-weight: 600; }
+.muted { color: var(--muted); }
+"""
+
+# Sorting and filtering of the row table, and state kept in the URL fragment
+# (#sort=key:dir&q=text&show=tag) so a filtered view can be linked to.
+_SCRIPT = r"""
+(function () {
+  "use strict";
+  var table = document.getElementById("rows-table");
+  if (!table) { return; }
+  var body = table.tBodies[0];
+  var rows = Array.prototype.slice.call(body.rows);
+  rows.forEach(function (row, i) { row.setAttribute("data-order", String(i)); });
+  var input = document.getElementById("row-filter");
+  var show = document.getElementById("row-show");
+  var count = document.getElementById("row-count");
+  var state = { sort: "", dir: "asc" };
+
+  function value(row, key) {
+    if (!key) { return Number(row.getAttribute("data-order")); }
+    var cell = row.querySelector('[data-key="' + key + '"]');
+    if (!cell) { return ""; }
+    var raw = cell.hasAttribute("data-sort") ? cell.getAttribute("data-sort") : cell.textContent;
+    var num = Number(raw);
+    return raw !== "" && !isNaN(num) ? num : raw.toLowerCase();
+  }
+
+  function sortRows(key, dir) {
+    state.sort = key; state.dir = dir === "desc" ? "desc" : "asc";
+    var sign = state.dir === "desc" ? -1 : 1;
+    rows.sort(function (a, b) {
+      var x = value(a, key), y = value(b, key);
+      if (typeof x !== typeof y) { x = String(x); y = String(y); }
+      if (x < y) { return -sign; }
+      if (x > y) { return sign; }
+      return Number(a.getAttribute("data-order")) - Number(b.getAttribute("data-order"));
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+    table.setAttribute("data-sorted", key ? key + ":" + state.dir : "none");
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+      var button = th.querySelector("button");
+      var mine = button && button.getAttribute("data-key") === key;
+      if (mine) { th.setAttribute("aria-sort", state.dir === "asc" ? "ascending" : "descending"); }
+      else { th.removeAttribute("aria-sort"); }
+    });
+  }
+
+  function applyFilter() {
+    var q = input.value.trim().toLowerCase();
+    var tag = show.value;
+    var shown = 0;
+    rows.forEach(function (row) {
+      var text = row.getAttribute("data-search") || "";
+      var tags = (row.getAttribute("data-tags") || "").split(" ");
+      var ok = (!q || text.indexOf(q) !== -1) && (tag === "all" || tags.indexOf(tag) !== -1);
+      row.hidden = !ok;
+      if (ok) { shown += 1; }
+    });
+    count.textContent = "Showing " + shown + " of " + rows.length + " rows";
+    table.setAttribute("data-shown", String(shown));
+  }
+
+  function save() {
+    var parts = [];
+    if (state.sort) { parts.push("sort=" + encodeURIComponent(state.sort + ":" + state.dir)); }
+    if (input.value) { parts.push("q=" + encodeURIComponent(input.value)); }
+    if (show.value !== "all") { parts.push("show=" + encodeURIComponent(show.value)); }
+    try { history.replaceState(null, "", parts.length ? "#" + parts.join("&") : "#rows"); }
+    catch (e) { /* some file:// contexts refuse; the view still works */ }
+  }
+
+  function load() {
+    var params = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+      var eq = part.indexOf("=");
+      if (eq > 0) {
+        try { params[part.slice(0, eq)] = decodeURIComponent(part.slice(eq + 1)); }
+        catch (e) { /* a malformed fragment is ignored */ }
+      }
+    });
+    if (params.q) { input.value = params.q; }
+    if (params.show && show.querySelector('option[value="' + CSS.escape(params.show) + '"]')) {
+      show.value = params.show;
+    }
+    var sort = (params.sort || "").split(":");
+    var known = sort[0] && table.querySelector('button[data-key="' + CSS.escape(sort[0]) + '"]');
+    sortRows(known ? sort[0] : "", sort[1] || "asc");
+    applyFilter();
+  }
+
+  table.tHead.addEventListener("click", function (event) {
+    var button = event.target.closest("button[data-key]");
+    if (!button) { return; }
+    var key = button.getAttribute("data-key");
+    sortRows(key, state.sort === key && state.dir === "asc" ? "desc" : "asc");
+    save();
+  });
+  input.addEventListener("input", function () { applyFilter(); save(); });
+  show.addEventListener("change", function () { applyFilter(); save(); });
+  document.getElementById("row-controls").hidden = false;
+  table.setAttribute("data-ready", "true");
+  load();
+})();
+"""
+
+
+def _page(title: str, nav: Sequence[tuple[str, str]], sections: Sequence[str]) -> str:
+    links = "".join(f'<a href="#{_e(anchor)}">{_e(label)}</a>' for anchor, label in nav)
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+            '<meta name="referrer" content="no-referrer">',
+            # An empty data: icon, so browsers do not ask a server for /favicon.ico.
+            '<link rel="icon" href="data:,">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_e(title)}</title>",
+            f"<style>{_STYLE}</style>",
+            "</head>",
+            "<body>",
+            f'<nav aria-label="Sections">{links}</nav>',
+            "<main>",
+            *sections,
+            "</main>",
+            f"<script>{_SCRIPT}</script>",
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
+
+
+# --- statistics --------------------------------------------------------------------
+
+
+def _interval(bar: ErrorBar) -> str:
+    if bar.low is None or bar.high is None:
+        return '<span class="muted">n/a (fewer than 2 rows)</span>'
+    return f"{percent(bar.low)} – {percent(bar.high)}"
+
+
+def _se(bar: ErrorBar) -> str:
+    return "n/a" if bar.se is None else f"{bar.se * 100:.1f} pts"
+
+
+def _error_bar_rows(versions: Sequence[VersionAnalysis]) -> list[str]:
+    out = []
+    for v in versions:
+        clustered = f" ({v.accuracy.clusters} clusters)" if v.accuracy.method == "clustered" else ""
+        out.append(
+            f"<tr><th>{_e(v.version)}</th>"
+            f'<td class="num">{percent(v.accuracy.estimate)}</td>'
+            f'<td class="num">{_interval(v.accuracy)}</td>'
+            f'<td class="num">{_se(v.accuracy)}</td>'
+            f'<td class="num">{percent(v.pass_k.estimate)}</td>'
+            f'<td class="num">{_interval(v.pass_k)}</td>'
+            f'<td class="num">{_se(v.pass_k)}</td>'
+            f'<td class="num">{v.accuracy.n}{_e(clustered)}</td></tr>'
+        )
+    return out
+
+
+def _error_bar_table(versions: Sequence[VersionAnalysis]) -> str:
+    return "\n".join(
+        [
+            '<table id="error-bars">',
+            '<thead><tr><th></th><th class="num">mean accuracy (per row)</th>'
+            '<th class="num">95% CI</th><th class="num">SE</th>'
+            '<th class="num">pass^k</th><th class="num">95% CI</th><th class="num">SE</th>'
+            '<th class="num">rows</th></tr></thead>',
+            "<tbody>",
+            *_error_bar_rows(versions),
+            "</tbody>",
+            "</table>",
+            '<p class="muted">Error bars treat the row as the unit (Miller, "Adding Error Bars '
+            "to Evals\", 2024): each row's share of right answers weighs the same, so with "
+            "uneven valid attempts the per-row mean can differ slightly from the pooled mean "
+            "accuracy above. Intervals are mean ± 1.96 SE, clipped to 0–100%.</p>",
+        ]
+    )
+
+
+def _pts(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f} pts"
+
+
+def _power_text(power: Power) -> str:
+    if power.mde_unpaired is None:
+        return (
+            "<p>Too few rows to estimate the smallest change this dataset can detect "
+            "(at least 2 are needed).</p>"
+        )
+    parts = [
+        f"<p>With {power.rows} rows, the smallest change in mean accuracy this dataset detects "
+        f"80% of the time at the 5% level is <strong>{_pts(power.mde_paired)}</strong> "
+        f"for this paired comparison ({_pts(power.mde_unpaired)} for two independent samples). "
+        f"Twice the rows: {_pts(power.mde_more_rows)}; twice the attempts per row: "
+        f"{_pts(power.mde_more_k)}; no answer-to-answer noise at all: "
+        f"{_pts(power.mde_k_infinite)}.</p>"
+    ]
+    if power.advice:
+        parts.append(f"<p>Advice: {_e(power.advice)}.</p>")
+    return "\n".join(parts)
+
+
+def _flip_bars(versions: Sequence[Sequence[CheckStability]]) -> list[FlipBar]:
+    """One bar group per check any version reported, the most flippy first."""
+    order: dict[str, None] = {}
+    rates: list[dict[str, float | None]] = []
+    for checks in versions:
+        rates.append({c.name: c.flip_rate for c in checks})
+        for c in checks:
+            order.setdefault(c.name, None)
+    bars = [FlipBar(name, tuple(r.get(name) for r in rates)) for name in order]
+    position = {name: i for i, name in enumerate(order)}
+    return sorted(
+        bars,
+        key=lambda b: (
+            -max((r for r in b.rates if r is not None), default=-1.0),
+            position[b.label],
+        ),
+    )
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption>{caption}</figcaption></figure>"
+
+
+_CURVE_CAPTION = (
+    "Solid: pass^j, the share of rows right on all of j attempts; dashed: pass@j, right on at "
+    "least one. The gap between them is answers that are right only sometimes."
+)
+
+
+# --- the row table -------------------------------------------------------------------
+
+
+def _cls(row_class: RowClass) -> str:
+    return f'<span class="cls cls-{row_class.value}">{row_class.value}</span>'
+
+
+def _checks_text(checks: Sequence[tuple[str, str]]) -> str:
+    shown = [f"<code>{_e(n)}</code>={_e(v)}" for n, v in checks[:_CHECKS_SHOWN]]
+    if len(checks) > _CHECKS_SHOWN:
+        shown.append(f"… and {len(checks) - _CHECKS_SHOWN} more")
+    return ", ".join(shown) or '<span class="muted">—</span>'
+
+
+def _attempts_table(
+    title: str, attempts: Sequence[Attempt], expected: str, scoring: Scoring
+) -> str:
+    if not attempts:
+        return f"<p><strong>{_e(title)}</strong>: no attempts recorded.</p>"
+    lines = [
+        f"<p><strong>{_e(title)}</strong></p>",
+        "<table><thead><tr><th>#</th><th>phase</th><th>decision</th><th>checks</th>"
+        '<th class="num">seconds</th></tr></thead><tbody>',
+    ]
+    for a in attempts:
+        if a.decision is not None:
+            right = is_correct(a.decision, expected, scoring)
+            mark = "✓" if right else "✗"
+            decision = (
+                f'<span class="{"right" if right else "wrong"}">{mark} {_e(a.decision)}</span>'
+            )
+        else:
+            decision = f'<span class="err">error: {_e(a.error or "unknown")}</span>'
+            if a.detail:
+                decision += f"<pre>{_e(_tail(a.detail, DETAIL_LEN))}</pre>"
+        if a.retries:
+            decision += f'<br><span class="muted">retried after: {_e(", ".join(a.retries))}</span>'
+        lines.append(
+            f"<tr><td>{a.number}</td><td>{_e(a.phase.value)}</td><td>{decision}</td>"
+            f'<td>{_checks_text(a.checks)}</td><td class="num">{a.duration_s:.2f}</td></tr>'
+        )
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def _search_text(*values: str) -> str:
+    return _e(" ".join(values).lower())
+
+
+def _counts(summary: RowSummary) -> tuple[str, str]:
+    """Right answers over valid ones, as text and as a sortable share."""
+    if not summary.valid:
+        return "0/0", "-1"
+    return f"{summary.correct}/{summary.valid}", f"{summary.correct / summary.valid:.6f}"
+
+
+@dataclass(frozen=True)
+class _Column:
+    key: str
+    label: str
+    numeric: bool = False
+
+
+_COMPARE_COLUMNS = (
+    _Column("id", "row"),
+    _Column("gate", "gate"),
+    _Column("mnb", "must-not-break"),
+    _Column("baseline", "baseline"),
+    _Column("candidate", "candidate"),
+    _Column("change", "change"),
+    _Column("confirmation", "confirmation"),
+    _Column("base_right", "baseline right", True),
+    _Column("cand_right", "candidate right", True),
+)
+
+_CLASS_RANK = {
+    RowClass.STABLE_CORRECT: 3,
+    RowClass.STABLE_WRONG: 2,
+    RowClass.FLIP: 1,
+    RowClass.UNCLASSIFIED: 0,
+}
+
+
+def _head(columns: Sequence[_Column]) -> str:
+    num = ' class="num"'
+    cells = "".join(
+        f"<th{num if c.numeric else ''}>"
+        f'<button type="button" data-key="{c.key}">{_e(c.label)}</button></th>'
+        for c in columns
+    )
+    return f"<thead><tr>{cells}</tr></thead>"
+
+
+def _controls(options: Sequence[tuple[str, str]]) -> str:
+    choices = "".join(f'<option value="{_e(v)}">{_e(label)}</option>' for v, label in options)
+    # Hidden until the script runs: without it there is nothing to filter with.
+    return (
+        '<div class="controls" id="row-controls" hidden>'
+        '<label>Filter <input id="row-filter" type="search" placeholder="row id, class, answer…" '
+        'autocomplete="off"></label>'
+        f'<label>Show <select id="row-show">{choices}</select></label>'
+        '<span id="row-count" aria-live="polite"></span></div>'
+    )
+
+
+def _compare_row(
+    row: RowComparison,
+    record: RowRecord,
+    failure: GateFailure | None,
+    base: Sequence[Attempt],
+    cand: Sequence[Attempt],
+    base_summary: RowSummary,
+    cand_summary: RowSummary,
+    scoring: Scoring,
+) -> str:
+    tags = ["all"]
+    if failure is not None:
+        tags.append("blocking")
+    if row.change is not Change.UNCHANGED:
+        tags.append(row.change.value)
+    if row.baseline_class is not row.candidate_class:
+        tags.append("changed")
+    if row.must_not_break:
+        tags.append("must-not-break")
+    if row.in_ratchet:
+        tags.append("ratchet")
+    if row.candidate_check_flips or row.baseline_check_flips:
+        tags.append("check-flips")
+    gate = (
+        f'<span class="gate-fail" title="{_e(failure.reason)}">blocks: {_e(failure.rule.value)}'
+        "</span>"
+        if failure is not None
+        else '<span class="muted">—</span>'
+    )
+    marks = ", ".join(
+        label for label, on in (("yes", row.must_not_break), ("ratchet", row.in_ratchet)) if on
+    )
+    base_right, base_share = _counts(base_summary)
+    cand_right, cand_share = _counts(cand_summary)
+    confirmation = row.confirmation.value if row.confirmation else ""
+    details = [
+        f"<details><summary><code>{_e(row.id)}</code></summary>",
+        f"<p>expected <code>{_e(record.expected)}</code>"
+        + (
+            f" · tags {', '.join(f'<code>{_e(t)}</code>' for t in record.tags)}"
+            if record.tags
+            else ""
+        )
+        + "</p>",
+    ]
+    if failure is not None:
+        details.append(f'<p class="gate-fail">{_e(failure.rule.value)}: {_e(failure.reason)}</p>')
+    if row.first_divergent_check is not None:
+        check = row.first_divergent_check
+        details.append(
+            f"<p>first divergent check <code>{_e(check.name)}</code>: baseline "
+            + ", ".join(f"{_e(v)} ×{n}" for v, n in check.baseline)
+            + " · candidate "
+            + ", ".join(f"{_e(v)} ×{n}" for v, n in check.candidate)
+            + "</p>"
+        )
+    for side, flips in (
+        ("baseline", row.baseline_check_flips),
+        ("candidate", row.candidate_check_flips),
+    ):
+        if flips:
+            names = ", ".join(f"<code>{_e(n)}</code>" for n in flips)
+            details.append(
+                f"<p>checks that flipped on the {side} while the decision held: {names}</p>"
+            )
+    details.append(_attempts_table("baseline attempts", base, record.expected, scoring))
+    details.append(_attempts_table("candidate attempts", cand, record.expected, scoring))
+    details.append("</details>")
+    search = _search_text(
+        row.id,
+        row.baseline_class.value,
+        row.candidate_class.value,
+        row.change.value,
+        confirmation,
+        record.expected,
+        *record.tags,
+        *(a.decision or a.error or "" for a in (*base, *cand)),
+    )
+    css = ' class="blocking"' if failure is not None else ""
+    return (
+        f'<tr{css} data-id="{_e(row.id)}" data-tags="{" ".join(tags)}" data-search="{search}">'
+        f'<td data-key="id" data-sort="{_e(row.id.lower())}">{"".join(details)}</td>'
+        f'<td data-key="gate" data-sort="{0 if failure is not None else 1}">{gate}</td>'
+        f'<td data-key="mnb" data-sort="{0 if row.must_not_break else 1}">{_e(marks)}</td>'
+        f'<td data-key="baseline" data-sort="{_CLASS_RANK[row.baseline_class]}">'
+        f"{_cls(row.baseline_class)}</td>"
+        f'<td data-key="candidate" data-sort="{_CLASS_RANK[row.candidate_class]}">'
+        f"{_cls(row.candidate_class)}</td>"
+        f'<td data-key="change">{_e(row.change.value)}</td>'
+        f'<td data-key="confirmation">{_e(confirmation)}</td>'
+        f'<td data-key="base_right" class="num" data-sort="{base_share}">{base_right}</td>'
+        f'<td data-key="cand_right" class="num" data-sort="{cand_share}">{cand_right}</td>'
+        "</tr>"
+    )
+
+
+def _row_order(rows: Sequence[RowComparison], blocking: Mapping[str, GateFailure]) -> list[int]:
+    """Blocking rows first, then lost, gained, other changes, then the rest, in dataset order."""
+
+    def rank(row: RowComparison) -> int:
+        if row.id in blocking:
+            return 0
+        if row.change is Change.LOST:
+            return 1
+        if row.change is Change.GAINED:
+            return 2
+        if row.baseline_class is not row.candidate_class:
+            return 3
+        return 4
+
+    return sorted(range(len(rows)), key=lambda i: rank(rows[i]))
+
+
+_COMPARE_SHOW = (
+    ("all", "all rows"),
+    ("blocking", "blocking the gate"),
+    ("lost", "lost"),
+    ("gained", "gained"),
+    ("changed", "changed class"),
+    ("must-not-break", "must-not-break"),
+    ("ratchet", "ratchet-locked"),
+    ("check-flips", "checks flipped"),
+)
+
+
+def render_html_report(result: CompareResult, *, analysis: Analysis | None = None) -> str:
+    """The self-contained HTML report of a comparison (``passk report --format html``).
+
+    Sections: the report text (via :func:`.render.render_compare_report`),
+    statistics (error bars, the paired comparison, the smallest detectable
+    change), charts (pass^j/pass@j curve, transition matrix, per-check flip
+    rates) and every row in a sortable, filterable table whose first cell
+    opens the row's attempts.  ``analysis`` as in the Markdown report.
+    """
+    stats = analysis if analysis is not None else analyze(result)
+    cmp = result.comparison
+    scoring = result.candidate.settings.scoring
+    k = result.candidate.settings.k
+    report = render_compare_report(result, analysis=stats, charts=False)
+    blocking: dict[str, GateFailure] = {}
+    for failure in result.gate.failures:
+        if failure.rule is not Rule.PROTECTED_CHANGE and failure.id is not None:
+            blocking.setdefault(failure.id, failure)
+    base_by_row = result.baseline.attempts_by_row()
+    cand_by_row = result.candidate.attempts_by_row()
+    base_summaries = {
+        s.id: s for s in summarize_run(result.rows, base_by_row, k, scoring, (Phase.MAIN,))
+    }
+    cand_summaries = {
+        s.id: s for s in summarize_run(result.rows, cand_by_row, k, scoring, (Phase.MAIN,))
+    }
+    records = {r.id: r for r in result.rows}
+
+    charts = []
+    if min(len(stats.baseline.curve.points), len(stats.candidate.curve.points)):
+        charts.append(
+            _figure(
+                svg_curve(curve_series(stats, pass_at=True), title=CURVE_TITLE),
+                _CURVE_CAPTION,
+            )
+        )
+    charts.append(
+        _figure(
+            svg_transition_matrix(transition_counts(cmp.rows)),
+            "Rows by class over the k main attempts. Green: gained (into stable-correct); "
+            "vermillion: lost (out of stable-correct); gray: unchanged.",
+        )
+    )
+    charts.append(
+        _figure(
+            svg_flip_rates(_flip_bars([stats.baseline.checks, stats.candidate.checks])),
+            "Share of rows (with the check reported on at least 2 valid attempts) whose "
+            "check value changed between attempts, main attempts only.",
+        )
+    )
+    table_rows = [
+        _compare_row(
+            cmp.rows[i],
+            records[cmp.rows[i].id],
+            blocking.get(cmp.rows[i].id),
+            base_by_row.get(cmp.rows[i].id, []),
+            cand_by_row.get(cmp.rows[i].id, []),
+            base_summaries[cmp.rows[i].id],
+            cand_summaries[cmp.rows[i].id],
+            scoring,
+        )
+        for i in _row_order(cmp.rows, blocking)
+    ]
+    sections = [
+        f'<section id="summary">{markdown_html(report)}</section>',
+        '<section id="statistics"><h2>How sure are these numbers?</h2>',
+        f'<div class="noise">{markdown_html(noise_sentence(stats.paired))}</div>',
+        _error_bar_table([stats.baseline, stats.candidate]),
+        _power_text(stats.power),
+        "</section>",
+        '<section id="charts"><h2>Charts</h2><div class="figures">',
+        *charts,
+        "</div></section>",
+        f'<section id="rows"><h2>Rows ({len(cmp.rows)})</h2>',
+        "<p>Rows that block the gate come first, then rows lost, gained and otherwise changed. "
+        "Click a row id for its attempts; click a column title to sort.</p>",
+        _controls(_COMPARE_SHOW),
+        f'<table id="rows-table" data-sorted="">{_head(_COMPARE_COLUMNS)}<tbody>',
+        *table_rows,
+        "</tbody></table></section>",
+    ]
+    title = "passk: gate " + ("passed" if result.gate.passed else "failed")
+    nav = [
+        ("summary", "Summary"),
+        ("statistics", "Statistics"),
+        ("charts", "Charts"),
+        ("rows", "Rows"),
+    ]
+    return _page(title, nav, sections)
+
+
+# --- a single run ------------------------------------------------------------------------
+
+_RUN_COLUMNS = (
+    _Column("id", "row"),
+    _Column("mnb", "must-not-break"),
+    _Column("class", "class"),
+    _Column("right", "right", True),
+    _Column("errors", "errors", True),
+)
+
+_RUN_SHOW = (
+    ("all", "all rows"),
+    ("not-stable", "not stable-correct"),
+    ("must-not-break", "must-not-break"),
+    ("errors", "with errors"),
+)
+
+
+def _run_row(
+    summary: RowSummary, record: RowRecord, attempts: Sequence[Attempt], scoring: Scoring
+) -> str:
+    tags = ["all"]
+    if summary.row_class is not RowClass.STABLE_CORRECT:
+        tags.append("not-stable")
+    if record.must_not_break:
+        tags.append("must-not-break")
+    if summary.errors:
+        tags.append("errors")
+    right, share = _counts(summary)
+    details = (
+        f"<details><summary><code>{_e(record.id)}</code></summary>"
+        f"<p>expected <code>{_e(record.expected)}</code></p>"
+        + _attempts_table("attempts", attempts, record.expected, scoring)
+        + "</details>"
+    )
+    search = _search_text(
+        record.id,
+        summary.row_class.value,
+        record.expected,
+        *record.tags,
+        *(a.decision or a.error or "" for a in attempts),
+    )
+    return (
+        f'<tr data-id="{_e(record.id)}" data-tags="{" ".join(tags)}" data-search="{search}">'
+        f'<td data-key="id" data-sort="{_e(record.id.lower())}">{details}</td>'
+        f'<td data-key="mnb" data-sort="{0 if record.must_not_break else 1}">'
+        f"{'yes' if record.must_not_break else ''}</td>"
+        f'<td data-key="class" data-sort="{_CLASS_RANK[summary.row_class]}">'
+        f"{_cls(summary.row_class)}</td>"
+        f'<td data-key="right" class="num" data-sort="{share}">{right}</td>'
+        f'<td data-key="errors" class="num">{summary.errors}</td>'
+        "</tr>"
+    )
+
+
+def render_run_html(run: Run) -> str:
+    """The self-contained HTML report of one recorded run: its numbers, charts and rows."""
+    version, summaries = analyze_one_run(run.rows, run)
+    by_row = run.attempts_by_row()
+    records = {r.id: r for r in run.rows}
+    scoring = run.settings.scoring
+    color = BASELINE_COLOR if run.agent.version.value == "baseline" else CANDIDATE_COLOR
+    charts = []
+    if version.curve.points:
+        series = [
+            Series(
+                f"{version.version} pass^j", tuple(p.pass_hat for p in version.curve.points), color
+            ),
+            Series(
+                f"{version.version} pass@j",
+                tuple(p.pass_at for p in version.curve.points),
+                color,
+                True,
+            ),
+        ]
+        charts.append(_figure(svg_curve(series, title=CURVE_TITLE), _CURVE_CAPTION))
+    charts.append(
+        _figure(
+            svg_flip_rates(_flip_bars([version.checks]), versions=((version.version, color),)),
+            "Share of rows (with the check reported on at least 2 valid attempts) whose "
+            "check value changed between attempts.",
+        )
+    )
+    order = sorted(
+        range(len(summaries)),
+        key=lambda i: (
+            not records[summaries[i].id].must_not_break
+            or summaries[i].row_class is RowClass.STABLE_CORRECT,
+            _CLASS_RANK[summaries[i].row_class],
+        ),
+    )
+    table_rows = [
+        _run_row(
+            summaries[i],
+            records[summaries[i].id],
+            [a for a in by_row.get(summaries[i].id, []) if a.phase is Phase.MAIN],
+            scoring,
+        )
+        for i in order
+    ]
+    sections = [
+        f'<section id="summary">{markdown_html(render_run_report(run))}</section>',
+        '<section id="statistics"><h2>How sure are these numbers?</h2>',
+        _error_bar_table([version]),
+        "</section>",
+        '<section id="charts"><h2>Charts</h2><div class="figures">',
+        *charts,
+        "</div></section>",
+        f'<section id="rows"><h2>Rows ({len(summaries)})</h2>',
+        "<p>Must-not-break rows that are not stable-correct come first. Click a row id for its "
+        "attempts; click a column title to sort.</p>",
+        _controls(_RUN_SHOW),
+        f'<table id="rows-table" data-sorted="">{_head(_RUN_COLUMNS)}<tbody>',
+        *table_rows,
+        "</tbody></table></section>",
+    ]
+    nav = [
+        ("summary", "Summary"),
+        ("statistics", "Statistics"),
+        ("charts", "Charts"),
+        ("rows", "Rows"),
+    ]
+    return _page(f"passk: {run.agent.version.value} run", nav, sections)
