@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
+from passk_action.artifact import write_run
+from passk_action.cli import main
 from passk_action.core.html import CSP, markdown_html, render_html_report, render_run_html
 from passk_action.core.model import Version
+from passk_action.results import write_result
 from test_junit import assert_golden
 from test_render import Attempts, compare, failed_scenario, hostile_scenario, make_run, row
 
@@ -165,3 +169,26 @@ def test_a_single_row_gets_no_interval_but_a_curve() -> None:
     page = render_html_report(compare(rows, base, cand))
     assert "n/a (fewer than 2 rows)" in page
     assert 'id="chart-curve"' in page
+
+
+def test_passk_report_format_html(tmp_path: Path) -> None:
+    result = failed_scenario()
+    write_result(result, tmp_path / "result.json")
+    write_run(result.baseline, tmp_path / "baseline.json")
+    for name in ("result", "baseline"):
+        out = tmp_path / f"{name}.html"
+        code = main(
+            ["report", str(tmp_path / f"{name}.json"), "--format", "html", "--out", str(out)]
+        )
+        assert code == 0
+        page = out.read_text(encoding="utf-8")
+        assert page.startswith("<!DOCTYPE html>")
+        assert 'id="chart-curve"' in page and 'id="rows-table"' in page
+    assert "passk: gate failed" in (tmp_path / "result.html").read_text(encoding="utf-8")
+    assert "passk: baseline run" in (tmp_path / "baseline.html").read_text(encoding="utf-8")
+
+
+def test_passk_report_of_a_broken_file_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert main(["report", str(bad), "--format", "html"]) == 2

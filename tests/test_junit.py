@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from passk_action.artifact import write_run
+from passk_action.cli import main
 from passk_action.core.gate import ProtectedChange
 from passk_action.core.junit import junit_for_result, junit_for_run, suite_name
 from passk_action.core.model import Version
+from passk_action.results import write_result
 from test_render import (
     Attempts,
     compare,
@@ -148,3 +151,34 @@ def test_suite_name_is_one_classname_segment() -> None:
     assert suite_name("refunds.v2") == "refunds_v2"
     assert suite_name("...") == "dataset"
     assert suite_name("claims-EU_1") == "claims-EU_1"
+
+
+def test_passk_report_format_junit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = failed_scenario()
+    write_result(result, tmp_path / "pr-42.json")
+    write_run(result.candidate, tmp_path / "candidate.json")
+    assert main(["report", str(tmp_path / "pr-42.json"), "--format", "junit"]) == 0
+    found = cases(capsys.readouterr().out)
+    assert {c.attrib["classname"] for c in found.values()} == {"passk.pr-42"}
+    assert {n for n, c in found.items() if c.find("failure") is not None} == {
+        "refund-001",
+        "refund-003",
+        "refund-004",
+    }
+    out = tmp_path / "junit.xml"
+    code = main(
+        [
+            "report",
+            str(tmp_path / "candidate.json"),
+            "--format",
+            "junit",
+            "--suite",
+            "refunds",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    run_cases = cases(out.read_text(encoding="utf-8"))
+    assert run_cases["refund-003"].attrib["classname"] == "passk.refunds"
+    assert run_cases["refund-003"].find("failure") is not None
