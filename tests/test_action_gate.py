@@ -334,6 +334,7 @@ def test_rerun_on_the_same_head_replays_the_record(checkout: Checkout, fake: Fak
     again = checkout.run(fake, head, extra_env={"GITHUB_EVENT_NAME": "pull_request"})
     assert again.code == 1
     assert again.asked == []  # no agent at all: neither version
+    assert "passk: 0 agent execution(s) now" in again.stdout
     assert again.outputs["reused"] == "true"
     assert again.outputs["passed"] == "false"
     first_result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))

@@ -408,6 +408,12 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         result = _as_reused(result, candidate_agent, baseline_agent)
     if matching and record is not None and record.candidate_attempts is None and not record.passed:
         result = _keep_recorded_failure(result)
+    ran = result.executions
+    workflow.line(
+        f"passk: {ran.total} agent execution(s) now (candidate {ran.candidate}, baseline top-up "
+        f"{ran.baseline_topup}, confirmation {ran.confirm_baseline} + {ran.confirm_candidate})"
+        + ("; verdicts reused from the record of this commit" if result.reused else "")
+    )
 
     result_file = inputs.workspace / RESULT_PATH
     write_result(result, result_file)
