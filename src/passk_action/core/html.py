@@ -107,6 +107,7 @@ code { font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; background: va
 pre { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; background: var(--soft);
   border: 1px solid var(--line); padding: 8px; overflow-x: auto; white-space: pre-wrap;
   word-break: break-all; max-height: 320px; }
+pre code { padding: 0; background: none; font: inherit; }
 .figures { display: flex; flex-wrap: wrap; gap: 24px; }
 figure { margin: 0; flex: 1 1 480px; max-width: 100%; }
 figure svg { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 6px; }
