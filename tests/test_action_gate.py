@@ -714,3 +714,13 @@ def test_the_cli_subcommand_reads_the_process_environment(
     out = capsys.readouterr().out
     assert out.startswith(f"::add-mask::{TOKEN}\n::error title=passk::")
     assert "pwn request" in out and out.count(TOKEN) == 1
+
+
+def test_a_broken_base_config_is_named_as_the_base_commit(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    new_base(checkout, lambda repo: (repo / "passk.yml").write_text("k: [\n"), record=False)
+    outcome = checkout.run(fake, checkout.head(RIGHT, apply=[lambda r: write_config(r, CONFIG)]))
+    assert outcome.code == 2
+    [error] = [x for x in outcome.stdout.splitlines() if x.startswith("::error")]
+    assert f"in the base commit {checkout.base_sha[:7]}: invalid YAML" in error

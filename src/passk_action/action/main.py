@@ -166,7 +166,15 @@ def load_sides(
             hint="merge the passk config and a recorded baseline into the base branch first; "
             "the gate trusts only the base's config",
         )
-    base_config = parse_config_bytes(base_bytes, config_path).config
+    try:
+        # Anchored at the checkout's path, so relative paths name the same files.
+        base_config = parse_config_bytes(base_bytes, config_path).config
+    except ConfigError as exc:
+        raise ConfigError(
+            f"in the base commit {_short(pr.base_sha)}: {exc.message}",
+            where=exc.where,
+            hint="the gate reads its settings from the base branch; fix the config there first",
+        ) from exc
     dataset_rel = repo.relative(base_config.dataset)
     dataset_bytes = repo.show(pr.base_sha, dataset_rel)
     if dataset_bytes is None:
