@@ -27,6 +27,7 @@ from passk_action.action import main as action_main
 from passk_action.action.record import decode_record, encode_record
 from passk_action.cli import main as cli_main
 from passk_action.github.publish import MARKER
+from passk_action.results import read_result
 
 TOKEN = "ghs_actionSecretToken0123456789abcdef"
 REPO = "octo-org/refund-agent"
@@ -502,6 +503,12 @@ def test_a_failed_record_without_attempts_keeps_the_gate_failed(
     assert reasons[-1] == (
         "a re-run cannot overturn the recorded failure for this commit; push a new commit"
     )
+    assert result["gate"]["failures"][-1]["rule"] == "recorded-failure"
+    # The standing failure is part of the result's inputs: an audit agrees with it.
+    from passk_action.cli import main as cli_main
+
+    assert cli_main(["gate", str(checkout.repo / ".passk/result.json")]) == 1
+    assert read_result(checkout.repo / ".passk/result.json").consistent
     assert fake.violations == []
 
 

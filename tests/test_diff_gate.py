@@ -216,3 +216,19 @@ def test_check_flip_with_stable_decision_is_reported() -> None:
     row = comparison.by_id()["r"]
     assert row.candidate_check_flips == ("window",)
     assert row.baseline_check_flips == ()
+
+
+def test_a_recorded_failure_stands_and_no_label_allows_it() -> None:
+    from passk_action.core.gate import RECORDED_FAILURE_KIND
+
+    rows = [record("x")]
+    standing = ProtectedChange(RECORDED_FAILURE_KIND, "an earlier run on this commit failed")
+    _, gate = _evaluate(
+        rows,
+        attempts("x", RIGHT),
+        attempts("x", RIGHT),
+        protected_changes=[standing],
+        protected_changes_allowed=True,
+    )
+    assert [f.rule for f in gate.failures] == [Rule.RECORDED_FAILURE]
+    assert not gate.passed

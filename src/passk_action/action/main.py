@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from ..artifact import run_from_json, write_text_atomic
 from ..cli.common import stop_on_signals
 from ..config import AgentConfig, Config, load_config, parse_config_bytes
-from ..core.gate import GateDecision, GateFailure, Rule
+from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
 from ..core.model import Dataset, Row, Version, dataset_digest
 from ..core.render import render_compare_report
 from ..core.result import CompareResult, Executions
@@ -484,13 +484,19 @@ def _as_reused(
 
 
 def _keep_recorded_failure(result: CompareResult) -> CompareResult:
-    """A failed record without attempts (too large to keep) stays failed on a re-run."""
-    gate = result.gate
-    failure = GateFailure(Rule.PROTECTED_CHANGE, RECORDED_FAILURE)
-    return replace(
-        result,
-        gate=GateDecision(passed=False, failures=(*gate.failures, failure), warnings=gate.warnings),
+    """A failed record without attempts (too large to keep) stays failed on a re-run.
+
+    The failure goes in as a standing protected change, so the result file
+    still re-derives its own gate (`passk gate` agrees with it).
+    """
+    changes = (*result.protected_changes, ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE))
+    gate = decide(
+        result.comparison.rows,
+        result.policy,
+        protected_changes=changes,
+        protected_changes_allowed=result.protected_changes_allowed,
     )
+    return replace(result, protected_changes=changes, gate=gate)
 
 
 def fraction(value: float | None) -> str:

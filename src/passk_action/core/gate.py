@@ -16,13 +16,23 @@ from .model import RowClass
 
 
 class Rule(str, Enum):
-    """Why a gate failed; the first four are about rows, the last about the PR."""
+    """Why a gate failed; the first four are about rows, the last two about the PR."""
 
     UNCLASSIFIED = "unclassified"
     MUST_NOT_BREAK = "must-not-break"
     RATCHET = "ratchet"
     REGRESSION = "regression"
     PROTECTED_CHANGE = "protected-change"
+    RECORDED_FAILURE = "recorded-failure"
+
+
+RECORDED_FAILURE_KIND = "recorded-failure"
+"""A :class:`ProtectedChange` kind: an earlier run on the same commit failed.
+
+Used when the verdicts of that run could not be kept (too large for the
+record): a re-run must not be a way to get a different answer, so the
+failure stands, and no label can allow it.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +144,9 @@ def decide(
     failures: list[GateFailure] = []
     warnings: list[str] = []
     for change in protected_changes:
-        if protected_changes_allowed:
+        if change.kind == RECORDED_FAILURE_KIND:
+            failures.append(GateFailure(Rule.RECORDED_FAILURE, change.detail, change.id))
+        elif protected_changes_allowed:
             warnings.append(f"allowed protected change: {change.detail}")
         else:
             failures.append(GateFailure(Rule.PROTECTED_CHANGE, change.detail, change.id))
