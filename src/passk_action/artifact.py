@@ -428,6 +428,12 @@ class JournalContents:
     warnings: tuple[str, ...]
 
 
+def _journal_header_line(header: Run) -> str:
+    doc = header_to_json(header)
+    doc["rows"] = [row_to_json(r) for r in header.rows]
+    return compact_json(doc) + "\n"
+
+
 class Journal:
     """Append-only log of attempts, one JSON line each, fsync'd as written."""
 
@@ -440,12 +446,22 @@ class Journal:
         """Start a new journal (replacing any old one) with the run's header line."""
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = path.open("w", encoding="utf-8", newline="\n")
-        doc = header_to_json(header)
-        doc["rows"] = [row_to_json(r) for r in header.rows]
-        handle.write(compact_json(doc) + "\n")
+        handle.write(_journal_header_line(header))
         journal = cls(path, handle)
         journal._sync()
         return journal
+
+    @classmethod
+    def rewrite(cls, path: Path, header: Run, attempts: Iterable[Attempt]) -> Journal:
+        """Replace a journal by ``header`` and ``attempts`` at once, then append to it.
+
+        Atomic (temporary file, fsync, rename): a resumed run killed while the
+        journal is rewritten still finds every attempt recorded before.
+        """
+        lines = [_journal_header_line(header)]
+        lines.extend(compact_json(attempt_to_json(a)) + "\n" for a in attempts)
+        write_text_atomic(path, "".join(lines))
+        return cls.reopen(path)
 
     @classmethod
     def reopen(cls, path: Path) -> Journal:

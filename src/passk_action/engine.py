@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
-from .artifact import Journal, journal_path, read_journal, write_run
+from .artifact import Journal, journal_path, read_journal, read_run, write_run
 from .config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .core.classify import classify_attempts
 from .core.diff import confirmation_plan
@@ -152,9 +152,20 @@ def record_run(
         kept = contents.attempts
         header = replace(header, created_at=contents.header.created_at)
         # Rewrite the journal without a torn tail so appends start on a clean line.
-        journal = Journal.create(journal_file, header)
-        for attempt in kept:
-            journal.append(attempt)
+        journal = Journal.rewrite(journal_file, header, kept)
+    elif resume and out.exists():
+        # The run had finished (its journal is gone): its attempts are just as
+        # recorded, so resuming asks nothing again rather than starting over.
+        finished = read_run(out)
+        _check_resumable(finished, header, out, "the run artifact")
+        wanted = {r.id for r in rows}
+        kept = tuple(
+            a
+            for a in finished.attempts
+            if a.phase is Phase.MAIN and a.row_id in wanted and a.number <= settings.k
+        )
+        header = replace(header, created_at=finished.created_at)
+        journal = Journal.rewrite(journal_file, header, kept)
     else:
         journal = Journal.create(journal_file, header)
     recorded = {(a.row_id, a.number) for a in kept}
@@ -185,22 +196,22 @@ def record_run(
     return run, len(fresh)
 
 
-def _check_resumable(recorded: Run, wanted: Run, where: Path) -> None:
+def _check_resumable(recorded: Run, wanted: Run, where: Path, what: str = "the journal") -> None:
     if recorded.dataset_digest != wanted.dataset_digest:
         raise ArtifactError(
-            "the journal was recorded on another version of the dataset",
+            f"{what} was recorded on another version of the dataset",
             where=str(where),
             hint="start the run anew without --resume",
         )
     if recorded.settings != wanted.settings:
         raise ArtifactError(
-            "the journal was recorded with other settings (k or scoring)",
+            f"{what} was recorded with other settings (k or scoring)",
             where=str(where),
             hint="start the run anew without --resume",
         )
     if recorded.agent.version != wanted.agent.version:
         raise ArtifactError(
-            f"the journal is a {recorded.agent.version.value} run",
+            f"{what} is a {recorded.agent.version.value} run",
             where=str(where),
             hint="resume with the same --version, or start anew",
         )
