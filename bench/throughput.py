@@ -1,0 +1,161 @@
+"""Throughput of ``passk run``: wall time against the ideal ceil(N*k / C) * L.
+
+An agent that sleeps a fixed latency L answers N rows x k attempts at
+concurrency C, through the same path ``passk run`` takes (``record_run``: the
+runner, retries, the fsync'd journal, the artifact).  With no overhead at all
+the run takes ceil(N*k / C) * L; the ratio of the measured wall time to that
+is the figure of merit (target: <= 1.10 with the worker protocol).
+
+With one process per attempt, Python's start-up is the floor.  It is measured
+(``python3 -c pass`` and the minimal agent with L = 0, wall and CPU time), and
+the run is also reported against that floor:
+
+    floor = max(ceil(N*k / C) * (L + agent start wall),  N*k * agent start CPU / cores)
+
+the first term when start-ups overlap freely, the second when they queue for
+the CPU (32 Python start-ups at once on 2 cores do).
+
+Usage (the figures in bench/README.md):
+
+    python bench/throughput.py --rows 1000 --k 3 --latency 0.05 --concurrency 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Row, Version, dataset_digest
+from passk_action.engine import Session, record_run
+from passk_action.runner import Agent, ProcessAgent, ProcessAgentSpec, RetryPolicy
+from passk_action.worker import WorkerAgent
+
+AGENT = """\
+import os, time
+from passk_action.serve import agent
+
+LATENCY = float(os.environ["BENCH_LATENCY_S"])
+
+@agent
+def decide(request):
+    time.sleep(LATENCY)
+    return {"decision": "deny", "checks": {"latency": LATENCY}}
+"""
+
+REQUEST = b'{"id": "r1", "input": {}, "attempt": 1, "version": "candidate"}\n'
+
+
+def child_cost(command: list[str], env: dict[str, str], repeat: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of running ``command`` once, one at a time."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        assert proc.stdin is not None
+        proc.stdin.write(REQUEST)
+        proc.stdin.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        walls.append(time.perf_counter() - started)
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        if proc.returncode != 0:
+            raise SystemExit(f"{command} exited with {proc.returncode}")
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def timed_run(agent: Agent, rows: int, k: int, concurrency: int, out: Path) -> float:
+    dataset_rows = tuple(Row(id=f"r{i:06d}", input={"n": i}, expected="deny") for i in range(rows))
+    dataset = Dataset(dataset_rows, "bench", dataset_digest(dataset_rows))
+    session = Session(
+        concurrency=concurrency, retry=RetryPolicy(attempts=0), now=lambda: "2026-01-01T00:00:00Z"
+    )
+    started = time.perf_counter()
+    run, _ = record_run(
+        dataset,
+        dataset.rows,
+        EvalSettings(k=k),
+        agent,
+        AgentInfo(Version.CANDIDATE, "bench"),
+        out,
+        session,
+    )
+    wall = time.perf_counter() - started
+    errors = [a for a in run.attempts if not a.valid]
+    if errors:
+        raise SystemExit(
+            f"{len(errors)} error attempts, e.g. {errors[0].error}: {errors[0].detail}"
+        )
+    return wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds per attempt (L)")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--mode", choices=["worker", "process", "both"], default="both")
+    args = parser.parse_args()
+
+    n = args.rows * args.k
+    rounds = math.ceil(n / args.concurrency)
+    ideal = rounds * args.latency
+    cores = os.cpu_count() or 1
+    print(f"N*k = {n}, L = {args.latency:g}s, C = {args.concurrency}, cores = {cores}")
+    print(f"ideal ceil(N*k/C)*L = {ideal:.3f}s")
+
+    with tempfile.TemporaryDirectory(prefix="passk-bench-") as tmp:
+        root = Path(tmp)
+        (root / "agent.py").write_text(AGENT, encoding="utf-8")
+        env = {**os.environ, "BENCH_LATENCY_S": str(args.latency)}
+        spec = ProcessAgentSpec(
+            command=(sys.executable, str(root / "agent.py")), cwd=root, timeout_s=60
+        )
+
+        zero = {**env, "BENCH_LATENCY_S": "0"}
+        agent_wall, agent_cpu = child_cost([sys.executable, str(root / "agent.py")], zero, 20)
+        if args.mode in ("worker", "both"):
+            # Cold: the pool starts C workers during the run (C start-ups on
+            # `cores` CPUs is its own floor); warm: the same pool, a second run,
+            # which is what the protocol itself costs.
+            pool_floor = ideal + args.concurrency * agent_cpu / cores
+            with WorkerAgent(spec, env, max_workers=args.concurrency) as worker:
+                cold = timed_run(worker, args.rows, args.k, args.concurrency, root / "w1.json")
+                warm = timed_run(worker, args.rows, args.k, args.concurrency, root / "w2.json")
+                started = worker.started
+            print(
+                f"worker cold: wall {cold:.3f}s  ratio to ideal {cold / ideal:.3f}  "
+                f"ratio to ideal + pool start-up ({pool_floor:.3f}s) {cold / pool_floor:.3f}"
+            )
+            print(
+                f"worker warm: wall {warm:.3f}s  ratio to ideal {warm / ideal:.3f}  "
+                f"({started} worker processes in all)"
+            )
+
+        if args.mode in ("process", "both"):
+            bare_wall, bare_cpu = child_cost([sys.executable, "-c", "pass"], zero, 20)
+            floor = max(rounds * (args.latency + agent_wall), n * agent_cpu / cores)
+            print(
+                f"start-up: python3 -c pass {bare_wall * 1000:.1f}ms wall / "
+                f"{bare_cpu * 1000:.1f}ms CPU; minimal agent {agent_wall * 1000:.1f}ms wall / "
+                f"{agent_cpu * 1000:.1f}ms CPU"
+            )
+            print(f"process floor = {floor:.3f}s")
+            wall = timed_run(
+                ProcessAgent(spec, env), args.rows, args.k, args.concurrency, root / "p.json"
+            )
+            print(
+                f"process: wall {wall:.3f}s  ratio to ideal {wall / ideal:.3f}  "
+                f"ratio to start-up floor {wall / floor:.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
