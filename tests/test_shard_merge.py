@@ -348,3 +348,54 @@ def test_sharded_workflow_example_is_a_valid_github_workflow() -> None:
     steps = " ".join(str(s.get("run", "")) for j in jobs.values() for s in j["steps"])
     assert f"--shard ${{{{ matrix.shard }}}}/{len(shards)}" in steps
     assert "passk merge" in steps and "passk compare" in steps and "--candidate" in steps
+
+
+# --- cost: executions used versus the naive way -------------------------------------------
+
+
+def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
+    from passk_action.config import parse_config
+    from passk_action.engine import CompareInputs, Session, compare
+    from passk_action.runner import AttemptRequest, FunctionAgent, RetryPolicy
+
+    k = 3
+    rows = tuple(Row(id=f"r{i}", input={"n": i}, expected="deny") for i in range(4))
+    dataset = Dataset(rows=rows, source="data.jsonl", digest=dataset_digest(rows))
+    config = parse_config(
+        f"dataset: data.jsonl\nk: {k}\nagent: {{command: [x]}}\n"
+        "baseline: {agent: {command: [y]}}\nconfirm: {attempts: 2, must_not_break_attempts: 4}\n",
+        tmp_path / "passk.yml",
+    ).config
+
+    def baseline_fn(request: AttemptRequest) -> dict[str, str]:
+        return {"decision": "deny"}
+
+    def candidate_fn(request: AttemptRequest) -> dict[str, str]:
+        # r0 is lost: stable-correct on the baseline, a flip on the candidate.
+        wrong = request.row.id == "r0" and request.number % 2 == 0
+        return {"decision": "approve" if wrong else "deny"}
+
+    agents = {Version.BASELINE: FunctionAgent(baseline_fn),
+              Version.CANDIDATE: FunctionAgent(candidate_fn)}  # fmt: skip
+    # The committed baseline predates r3: only r3 needs a baseline top-up.
+    recorded = make_run(dataset, rows[:3], settings=EvalSettings(k=k),
+                        agent=AgentInfo(Version.BASELINE, "y"))  # fmt: skip
+    recorded = replace(recorded, attempts=tuple(
+        Attempt(r.id, n, Phase.MAIN, "deny") for r in rows[:3] for n in range(1, k + 1)
+    ))  # fmt: skip
+    session = Session(concurrency=2, retry=RetryPolicy(attempts=0), now=lambda: "t")
+    result = compare(
+        CompareInputs(config=config, dataset=dataset, baseline=recorded, candidate=None,
+                      candidate_out=tmp_path / "candidate.json", agents=agents.get),
+        session,
+    )  # fmt: skip
+    assert result.comparison.lost == ("r0",)
+    assert result.executions.to_json() == {
+        "candidate": 4 * k,  # every row, k times
+        "baseline_topup": 1 * k,  # the new row only
+        "confirm_baseline": 2,
+        "confirm_candidate": 2,
+        "total": 4 * k + k + 4,
+        # Naive: both versions on every row, plus the same confirmations.
+        "naive": 2 * 4 * k + 4,
+    }
