@@ -284,7 +284,9 @@ def test_cancel_drops_the_answer_in_flight(endpoint: Endpoint) -> None:
 
     thread = threading.Thread(target=attempt)
     thread.start()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while not endpoint.seen and time.monotonic() < deadline:
+        time.sleep(0.01)  # cancel only once the request is on the wire
     agent.cancel()
     thread.join(5)
     assert len(outcome) == 1 and isinstance(outcome[0], AttemptCancelled)
