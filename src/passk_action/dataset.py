@@ -112,13 +112,14 @@ def parse_dataset(
     first_line: dict[str, int] = {}
     for line, record in records(text, source):
         row = _make_row(record, line, source, tags)
-        earlier = first_line.setdefault(row.id, line)
-        if earlier != line:
+        # By id, not by line: YAML flow style and aliases put two rows on one line.
+        if row.id in first_line:
             raise DatasetError(
-                f"duplicate id {_show(row.id)}, first used on line {earlier}",
+                f"duplicate id {_show(row.id)}, first used on line {first_line[row.id]}",
                 where=f"{source}:{line}",
                 hint="ids must be unique; rename one of the two rows",
             )
+        first_line[row.id] = line
         rows.append(row)
     if not rows:
         raise DatasetError(
