@@ -132,7 +132,8 @@ def test_valid_v1_golden_reads_back_to_the_run() -> None:
     [
         (
             "invalid_v1.json",
-            "invalid_v1.json: attempts[1]: an attempt has exactly one of 'decision' and 'error'",
+            "invalid_v1.json: attempts[1]: an attempt has exactly one of 'decision' and 'error' "
+            "(passk wrote this file: restore it (e.g. from git) or record the run again)",
         ),
         (
             "old_v0.json",
@@ -212,7 +213,10 @@ def test_run_from_json_names_the_field_and_index() -> None:
     doc["rows"][1]["must_not_break"] = "yes"
     with pytest.raises(ArtifactError) as caught:
         run_from_json(doc, "base.json")
-    assert str(caught.value) == "base.json: rows[1]: 'must_not_break' must be true or false"
+    assert str(caught.value) == (
+        "base.json: rows[1]: 'must_not_break' must be true or false "
+        "(passk wrote this file: restore it (e.g. from git) or record the run again)"
+    )
 
 
 def test_attempt_for_unknown_row_and_duplicate_attempt_are_refused() -> None:

@@ -294,8 +294,25 @@ def validate_header(
         raise ArtifactError(schema_error_text(error), where=where) from None
 
 
+DAMAGED_HINT = "passk wrote this file: restore it (e.g. from git) or record the run again"
+
+
+def with_hint(error: ArtifactError, hint: str) -> ArtifactError:
+    """``error`` with a fix, when the check that raised it could not know the fix."""
+    if error.hint is not None:
+        return error
+    return ArtifactError(error.message, where=error.where, hint=hint)
+
+
 def run_from_json(doc: Any, where: str) -> Run:
     """Validate a run document and build the :class:`Run`."""
+    try:
+        return _run_from_json(doc, where)
+    except ArtifactError as exc:
+        raise with_hint(exc, DAMAGED_HINT) from exc.__cause__
+
+
+def _run_from_json(doc: Any, where: str) -> Run:
     _check_version(doc, where, RUN_KIND)
     validate_header(doc, where, "run.schema.json")
     rows_doc, attempts_doc = doc.get("rows"), doc.get("attempts")
@@ -363,7 +380,7 @@ def parse_json_file(path: Path) -> Any:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise ArtifactError("file not found", where=str(path)) from None
+        raise ArtifactError("file not found", where=str(path), hint="check the path") from None
     except OSError as exc:
         raise ArtifactError(f"cannot read: {exc.strerror}", where=str(path)) from exc
     try:
@@ -496,6 +513,14 @@ def _journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
 
 
 def read_journal(path: Path) -> JournalContents:
+    """See :func:`_read_journal`; every error says how to get going again."""
+    try:
+        return _read_journal(path)
+    except ArtifactError as exc:
+        raise with_hint(exc, "start the run anew without --resume") from exc.__cause__
+
+
+def _read_journal(path: Path) -> JournalContents:
     """Read a journal back; a torn last line (a crash mid-write) is dropped with a warning.
 
     Any other damaged line is an error: it means the file was edited, and

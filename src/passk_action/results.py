@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .artifact import (
+    DAMAGED_HINT,
     SCHEMA_VERSION,
     _check_version,
     compact_json,
@@ -21,6 +22,7 @@ from .artifact import (
     run_from_json,
     run_to_json,
     validate_header,
+    with_hint,
     write_text_atomic,
 )
 from .core.diff import RowComparison
@@ -144,6 +146,14 @@ def _record_from_json(row: Any, where: str) -> RowRecord:
 
 
 def result_from_json(doc: Any, where: str) -> AuditedResult:
+    """Validate a result document and re-derive its comparison and gate from the attempts."""
+    try:
+        return _result_from_json(doc, where)
+    except ArtifactError as exc:
+        raise with_hint(exc, DAMAGED_HINT) from exc.__cause__
+
+
+def _result_from_json(doc: Any, where: str) -> AuditedResult:
     _check_version(doc, where, RESULT_KIND)
     validate_header(doc, where, "result.schema.json", big_lists=("rows",))
     baseline = run_from_json(doc["baseline"]["run"], f"{where}: baseline.run")
