@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from passk_action import __version__
-from passk_action.artifact import dump_run, write_run
+from passk_action.artifact import write_run
 from passk_action.cli import main
 from passk_action.cli.common import load_inputs
 from passk_action.core.model import AgentInfo, Attempt, EvalSettings, Phase, Run, Version
@@ -398,4 +398,3 @@ def test_golden_valid_artifact_is_not_bad_input(
     path.write_text(VALID_RUN_TEXT)
     assert main(list(report(str(path)))) == 0
     assert json.loads(capsys.readouterr().out)["metrics"]["rows"] == 2
-    assert dump_run  # imported for the golden's provenance: dump_run wrote it
