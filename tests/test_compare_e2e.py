@@ -293,3 +293,59 @@ def test_report_json_of_a_run(project: Project, capsys: pytest.CaptureFixture[st
     assert report["metrics"]["flip_rate"] == 0.5
     assert report["metrics"]["mean_accuracy"] == pytest.approx(4 / 6)
     assert {r["id"]: r["class"] for r in report["rows"]} == {"a": "stable-correct", "f": "flip"}
+
+
+def test_recorded_candidate_counts_its_executions_and_runs_no_candidate(project: Project) -> None:
+    project.write_rows([row("a"), row("b")])
+    project.write_script({})
+    project.baseline()
+    recorded = project.root / "candidate-run.json"
+    assert main(["run", "--config", project.config, "--out", str(recorded), "--quiet"]) == 0
+    project.requests()
+    out = project.root / "result.json"
+    code = main(
+        [
+            "compare",
+            "--config",
+            project.config,
+            "--candidate",
+            str(recorded),
+            "--quiet",
+            "--json",
+            str(out),
+            "--markdown",
+            str(project.root / "report.md"),
+        ]
+    )
+    assert code == 0
+    assert project.requests() == []  # nothing was run: both sides were recorded
+    result = json.loads(out.read_text())
+    assert result["executions"]["candidate"] == 6
+    assert any("recorded earlier" in n for n in result["notes"])
+
+
+def test_resume_refuses_a_journal_of_another_shard(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from passk_action.artifact import Journal, journal_path
+    from passk_action.core.model import AgentInfo, EvalSettings, Run, Version
+    from passk_action.dataset import load_dataset
+    from passk_action.engine import row_records
+
+    project.write_rows([row(f"r{i}") for i in range(6)])
+    project.write_script({})
+    out = project.root / "run.json"
+    dataset = load_dataset(project.root / "data.jsonl")
+    header = Run(
+        tool_version="0.1.0",
+        dataset_digest=dataset.digest,
+        settings=EvalSettings(k=3),
+        agent=AgentInfo(Version.CANDIDATE, "scripted"),
+        created_at="2026-11-30T09:00:00Z",
+        rows=row_records(dataset)[:2],
+        attempts=(),
+    )
+    Journal.create(journal_path(out), header).close()
+    code = main(["run", "--config", project.config, "--out", str(out), "--resume", "--quiet"])
+    assert code == 2
+    assert "other rows" in capsys.readouterr().err

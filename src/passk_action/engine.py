@@ -8,7 +8,8 @@ global state, so the CLI, the GitHub Action and tests drive the same code.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -80,6 +81,21 @@ def build_agent(
             hint="use `process` (one process per attempt) or `worker`",
         )
     return ProcessAgent(spec, parent_env)
+
+
+def close_agent(agent: Agent) -> None:
+    """Close what a persistent agent holds open (worker processes, HTTP pools)."""
+    close = getattr(agent, "close", None)
+    if callable(close):
+        close()
+
+
+@contextmanager
+def closing(agent: Agent) -> Iterator[Agent]:
+    try:
+        yield agent
+    finally:
+        close_agent(agent)
 
 
 def retry_policy(config: Config) -> RetryPolicy:
@@ -214,6 +230,12 @@ def _check_resumable(recorded: Run, wanted: Run, where: Path, what: str = "the j
             f"{what} is a {recorded.agent.version.value} run",
             where=str(where),
             hint="resume with the same --version, or start anew",
+        )
+    if [r.id for r in recorded.rows] != [r.id for r in wanted.rows]:
+        raise ArtifactError(
+            f"{what} covers other rows than this run (another --shard, or rows were added)",
+            where=str(where),
+            hint="resume with the same --shard, or start anew without --resume",
         )
 
 
@@ -362,6 +384,11 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
                 where="--candidate",
                 hint="run the candidate again on the current dataset",
             )
+        # Those executions happened, just earlier (e.g. in sharded jobs): count them.
+        candidate_runs = sum(1 for a in candidate.attempts if a.phase is Phase.MAIN)
+        notes.append(
+            f"the candidate's {candidate_runs} main attempts were recorded earlier (--candidate)"
+        )
     else:
         agent = inputs.agents(Version.CANDIDATE)
         if agent is None:  # pragma: no cover - the candidate agent always exists

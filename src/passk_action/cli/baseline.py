@@ -9,7 +9,7 @@ from typing import Any
 
 from ..artifact import read_run, write_run
 from ..core.model import AgentInfo, Run, Version
-from ..engine import build_agent, carried_ratchet, record_run
+from ..engine import build_agent, carried_ratchet, closing, record_run
 from ..errors import EXIT_OK, ArtifactError, ConfigError
 from .common import (
     add_config_argument,
@@ -76,22 +76,23 @@ def handle(args: argparse.Namespace) -> int:
                 hint="add baseline.agent, or record `agent` (the default)",
             )
         agent_config = config.baseline.agent
-    agent = build_agent(agent_config, os.environ)
     # Record to a side file first: the committed baseline is replaced only
     # once the new run is complete and its ratchet computed.
     staging = out.with_name(out.name + ".recording.json")
     with stop_on_signals() as stop:
         session = make_session(config, args, stop)
-        run, _ = record_run(
-            dataset,
-            dataset.rows,
-            config.settings,
-            agent,
-            AgentInfo(Version.BASELINE, agent.description, args.commit),
-            staging,
-            session,
-            resume=args.resume,
-        )
+        agent = build_agent(agent_config, os.environ, concurrency=session.concurrency)
+        with closing(agent):
+            run, _ = record_run(
+                dataset,
+                dataset.rows,
+                config.settings,
+                agent,
+                AgentInfo(Version.BASELINE, agent.description, args.commit),
+                staging,
+                session,
+                resume=args.resume,
+            )
     ratchet, left = carried_ratchet(previous, run, dataset)
     for row_id in left:
         warn(f"row {row_id!r} left the ratchet: it is no longer in the dataset")

@@ -10,7 +10,7 @@ from typing import Any
 from ..artifact import read_run
 from ..core.model import Version
 from ..core.render import render_compare_report
-from ..engine import CompareInputs, build_agent, compare
+from ..engine import CompareInputs, build_agent, close_agent, compare
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError
 from ..results import write_result
 from ..runner import Agent
@@ -64,11 +64,15 @@ def handle(args: argparse.Namespace) -> int:
     baseline = read_run(baseline_path)
     candidate = read_run(Path(args.candidate)) if args.candidate else None
     built: dict[Version, Agent | None] = {}
+    concurrency = args.concurrency if args.concurrency is not None else config.concurrency
 
     def agents(version: Version) -> Agent | None:
+        """Built on first use: a compare that reuses everything starts no agent."""
         if version not in built:
             spec = config.agent if version is Version.CANDIDATE else config.baseline.agent
-            built[version] = build_agent(spec, os.environ) if spec is not None else None
+            built[version] = (
+                build_agent(spec, os.environ, concurrency=concurrency) if spec else None
+            )
         return built[version]
 
     candidate_out = (
@@ -76,20 +80,24 @@ def handle(args: argparse.Namespace) -> int:
         if args.candidate_out
         else config.path.parent / ".passk" / "candidate.json"
     )
-    with stop_on_signals() as stop:
-        session = make_session(config, args, stop)
-        result = compare(
-            CompareInputs(
-                config=config,
-                dataset=inputs.dataset,
-                baseline=baseline,
-                candidate=candidate,
-                candidate_out=candidate_out,
-                agents=agents,
-                resume=args.resume,
-            ),
-            session,
-        )
+    try:
+        with stop_on_signals() as stop:
+            result = compare(
+                CompareInputs(
+                    config=config,
+                    dataset=inputs.dataset,
+                    baseline=baseline,
+                    candidate=candidate,
+                    candidate_out=candidate_out,
+                    agents=agents,
+                    resume=args.resume,
+                ),
+                make_session(config, args, stop),
+            )
+    finally:
+        for agent in built.values():
+            if agent is not None:
+                close_agent(agent)
     if args.json_out:
         write_result(result, Path(args.json_out))
     write_output(args.markdown, render_compare_report(result))

@@ -10,7 +10,7 @@ from typing import Any
 from ..artifact import write_run
 from ..core.model import AgentInfo, Version
 from ..core.shard import parse_shard, shard_rows
-from ..engine import build_agent, record_run
+from ..engine import build_agent, closing, record_run
 from ..errors import EXIT_OK, ConfigError
 from .common import (
     add_config_argument,
@@ -66,7 +66,8 @@ def handle(args: argparse.Namespace) -> int:
     with stop_on_signals() as stop:
         session = make_session(config, args, stop)
         agent = build_agent(agent_config, os.environ, concurrency=session.concurrency)
-        try:
+        # Persistent workers and HTTP connections end with the run.
+        with closing(agent):
             run, _ = record_run(
                 inputs.dataset,
                 rows,
@@ -77,10 +78,6 @@ def handle(args: argparse.Namespace) -> int:
                 session,
                 resume=args.resume,
             )
-        finally:
-            close = getattr(agent, "close", None)
-            if callable(close):
-                close()  # persistent workers and HTTP connections end with the run
     if shard is not None:
         # Label the artifact so `passk merge` can tell a missing or doubled shard.
         write_run(run, Path(args.out), shard)
