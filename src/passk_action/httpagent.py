@@ -49,7 +49,10 @@ from .runner import (
     AttemptCancelled,
     AttemptRequest,
     BadOutput,
+    decided_attempt,
+    error_attempt,
     parse_output,
+    request_message,
 )
 
 HTTP_STATUS = "http-status"
@@ -220,12 +223,7 @@ class HttpAgent:
         return attempt
 
     def _send(self, request: AttemptRequest, started: float) -> Attempt:
-        body = {
-            "id": request.row.id,
-            "input": request.row.input,
-            "attempt": request.number,
-            "version": request.version.value,
-        }
+        body = request_message(request)
         try:
             headers, secrets = expand_headers(self.config.headers, self._env)
         except KeyError as exc:
@@ -294,14 +292,7 @@ class HttpAgent:
                 str(exc).replace("stdout", "the response body").replace("; send logs to stderr", "")
             )
             return self._error(request, BAD_OUTPUT, _mask(message, secrets), started)
-        return Attempt(
-            row_id=request.row.id,
-            number=request.number,
-            phase=request.phase,
-            decision=decision,
-            checks=checks,
-            duration_s=self._clock() - started,
-        )
+        return decided_attempt(request, decision, checks, self._clock() - started)
 
     def _read_body(self, response: requests.Response, started: float) -> tuple[bytes, bool]:
         """The body up to the cap (True when cut), within the attempt's total timeout."""
@@ -316,15 +307,7 @@ class HttpAgent:
         return bytes(body), False
 
     def _error(self, request: AttemptRequest, reason: str, detail: str, started: float) -> Attempt:
-        return Attempt(
-            row_id=request.row.id,
-            number=request.number,
-            phase=request.phase,
-            decision=None,
-            error=reason,
-            detail=detail,
-            duration_s=self._clock() - started,
-        )
+        return error_attempt(request, reason, detail, self._clock() - started)
 
 
 class _BodyTimeout(Exception):

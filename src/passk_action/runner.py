@@ -47,7 +47,7 @@ DEFAULT_OUTPUT_CAP = 1 << 20
 STDERR_TAIL_CHARS = 2000
 # Bytes of stderr kept while reading; a few times the tail so multi-byte
 # characters cut at the edge do not eat into the 2,000 characters we show.
-_STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS * 4
+STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS * 4
 # After the agent exits, how long a grandchild that inherited stdout may keep
 # the pipe open before we stop reading: the answer is the agent's, not theirs.
 _EXIT_GRACE_S = 0.5
@@ -224,7 +224,29 @@ def parse_output(stdout: bytes) -> tuple[str, tuple[tuple[str, str], ...]]:
     return parse_output_object(obj)
 
 
-def _error_attempt(request: AttemptRequest, reason: str, detail: str, duration_s: float) -> Attempt:
+# --------------------------------------------------------------------------
+# The protocol's request and the attempts it ends in, shared by every transport
+# (per-process here, the worker pool in ``worker.py``, HTTP in ``httpagent.py``)
+# so that the same answer is recorded the same way whichever carried it.
+
+
+def request_message(request: AttemptRequest) -> dict[str, Json]:
+    """The protocol's request object (``docs/protocol.md``): the same keys on every transport."""
+    return {
+        "id": request.row.id,
+        "input": request.row.input,
+        "attempt": request.number,
+        "version": request.version.value,
+    }
+
+
+def json_line(message: Mapping[str, Json]) -> bytes:
+    """``message`` as one newline-terminated UTF-8 JSON line (a newline in a value is escaped)."""
+    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def error_attempt(request: AttemptRequest, reason: str, detail: str, duration_s: float) -> Attempt:
+    """An attempt that made no decision: ``reason`` is one of the stable reason codes."""
     return Attempt(
         row_id=request.row.id,
         number=request.number,
@@ -236,10 +258,100 @@ def _error_attempt(request: AttemptRequest, reason: str, detail: str, duration_s
     )
 
 
-def _with_stderr(reason: str, stderr_tail: str) -> str:
+def decided_attempt(
+    request: AttemptRequest,
+    decision: str,
+    checks: tuple[tuple[str, str], ...],
+    duration_s: float,
+) -> Attempt:
+    """An attempt whose answer passed :func:`parse_output_object`."""
+    return Attempt(
+        row_id=request.row.id,
+        number=request.number,
+        phase=request.phase,
+        decision=decision,
+        checks=checks,
+        duration_s=duration_s,
+    )
+
+
+def exception_detail(exc: BaseException) -> str:
+    """An exception as one line, ``Type: message``, for an ``exception`` attempt's detail."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def stderr_tail(data: bytes | bytearray) -> str:
+    """The last :data:`STDERR_TAIL_CHARS` characters of captured stderr, decoded leniently."""
+    return data.decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
+
+
+def with_stderr(reason: str, stderr_tail: str) -> str:
     """A one-line reason, then the end of stderr when there is any."""
     tail = stderr_tail.strip()
     return f"{reason}\nstderr (last {STDERR_TAIL_CHARS} chars): {tail}" if tail else reason
+
+
+def signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; a number no signal has stays a number."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def exit_description(returncode: int) -> str:
+    """How a process ended, from its return code (negative: killed by a signal)."""
+    if returncode < 0:
+        return f"killed by {signal_name(-returncode)}"
+    return f"exited with status {returncode}"
+
+
+def scrubbed_env(parent_env: Mapping[str, str], spec: ProcessAgentSpec) -> dict[str, str]:
+    """The parent's environment minus credentials, plus the config's ``env``.
+
+    A secret survives only when named in ``pass_env``; ``env`` from the config
+    wins over the parent.
+    """
+    env = {
+        key: value
+        for key, value in parent_env.items()
+        if key not in SECRET_ENV or key in spec.pass_env
+    }
+    env.update(spec.env)
+    return env
+
+
+def spawn_failure(spec: ProcessAgentSpec, exc: OSError, what: str = "agent") -> str:
+    """Why ``spec.command`` could not start, and the fix; ``what`` names the process."""
+    program = spec.command[0]
+    if not spec.cwd.is_dir():
+        return f"cannot start the {what}: working directory {str(spec.cwd)!r} does not exist"
+    if isinstance(exc, FileNotFoundError):
+        return (
+            f"cannot start the {what}: command {program!r} not found"
+            " (check the agent command and PATH)"
+        )
+    if isinstance(exc, PermissionError):
+        return f"cannot start the {what}: {program!r} is not executable (chmod +x it)"
+    return f"cannot start the {what} {program!r}: {exc.strerror or exc}"
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process and its whole tree, grandchildren included.
+
+    Agents lead their own session (``start_new_session``), so the pid is the
+    group id.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    """Close whichever of the process's pipes are open, ignoring ones already broken."""
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 # --------------------------------------------------------------------------
@@ -255,12 +367,7 @@ def agent_env(
     wins over the parent; the ``PASSK_*`` variables win over both, since they
     describe this attempt.
     """
-    env = {
-        key: value
-        for key, value in parent_env.items()
-        if key not in SECRET_ENV or key in spec.pass_env
-    }
-    env.update(spec.env)
+    env = scrubbed_env(parent_env, spec)
     env["PASSK_VERSION"] = request.version.value
     env["PASSK_ROW_ID"] = request.row.id
     env["PASSK_ATTEMPT"] = str(request.number)
@@ -269,27 +376,7 @@ def agent_env(
 
 def stdin_payload(request: AttemptRequest) -> bytes:
     """The one JSON object an agent process reads from stdin (newline-terminated)."""
-    message = {
-        "id": request.row.id,
-        "input": request.row.input,
-        "attempt": request.number,
-        "version": request.version.value,
-    }
-    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # The agent leads its own session (start_new_session), so its pid is the
-    # group id and the whole tree, grandchildren included, dies with it.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    return json_line(request_message(request))
 
 
 @dataclass
@@ -299,7 +386,7 @@ class _Captured:
     outcome: str | None = None  # TIMEOUT or OUTPUT_TOO_LARGE when reading stopped early
 
     def stderr_tail(self) -> str:
-        return self.stderr.decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
+        return stderr_tail(self.stderr)
 
 
 class ProcessAgent:
@@ -327,7 +414,7 @@ class ProcessAgent:
         with self._lock:
             for proc in self._live:
                 self._cancelled.add(proc.pid)
-                _kill_group(proc)
+                kill_group(proc)
 
     def run(self, request: AttemptRequest) -> Attempt:
         started = self._clock()
@@ -342,8 +429,8 @@ class ProcessAgent:
                 start_new_session=True,
             )
         except OSError as exc:
-            return _error_attempt(
-                request, SPAWN_FAILED, self._spawn_failure(exc), self._clock() - started
+            return error_attempt(
+                request, SPAWN_FAILED, spawn_failure(self.spec, exc), self._clock() - started
             )
         with self._lock:
             self._live.add(proc)
@@ -356,12 +443,9 @@ class ProcessAgent:
                     captured.outcome = TIMEOUT
         finally:
             # Always: leftover grandchildren of a finished agent die too.
-            _kill_group(proc)
+            kill_group(proc)
             proc.wait()
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    with contextlib.suppress(OSError):
-                        pipe.close()
+            close_pipes(proc)
             with self._lock:
                 self._live.discard(proc)
                 cancelled = proc.pid in self._cancelled
@@ -370,21 +454,6 @@ class ProcessAgent:
         if cancelled:
             raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
         return self._judge(request, proc.returncode, captured, duration)
-
-    def _spawn_failure(self, exc: OSError) -> str:
-        program = self.spec.command[0]
-        if not self.spec.cwd.is_dir():
-            return (
-                f"cannot start the agent: working directory {str(self.spec.cwd)!r} does not exist"
-            )
-        if isinstance(exc, FileNotFoundError):
-            return (
-                f"cannot start the agent: command {program!r} not found"
-                " (check the agent command and PATH)"
-            )
-        if isinstance(exc, PermissionError):
-            return f"cannot start the agent: {program!r} is not executable (chmod +x it)"
-        return f"cannot start the agent {program!r}: {exc.strerror or exc}"
 
     def _communicate(
         self, proc: subprocess.Popen[bytes], payload: bytes, started: float
@@ -437,8 +506,8 @@ class ProcessAgent:
                             return captured
                     else:
                         captured.stderr += chunk
-                        if len(captured.stderr) > _STDERR_KEEP_BYTES:
-                            del captured.stderr[:-_STDERR_KEEP_BYTES]
+                        if len(captured.stderr) > STDERR_KEEP_BYTES:
+                            del captured.stderr[:-STDERR_KEEP_BYTES]
         return captured
 
     def _judge(
@@ -447,31 +516,21 @@ class ProcessAgent:
         tail = captured.stderr_tail()
         if captured.outcome == TIMEOUT:
             reason = f"killed after the {self.spec.timeout_s:g}s timeout"
-            return _error_attempt(request, TIMEOUT, _with_stderr(reason, tail), duration)
+            return error_attempt(request, TIMEOUT, with_stderr(reason, tail), duration)
         if captured.outcome == OUTPUT_TOO_LARGE:
             reason = (
                 f"stdout exceeded {self._output_cap} bytes, so the agent was killed"
                 " (write one JSON object to stdout and logs to stderr)"
             )
-            return _error_attempt(request, OUTPUT_TOO_LARGE, _with_stderr(reason, tail), duration)
+            return error_attempt(request, OUTPUT_TOO_LARGE, with_stderr(reason, tail), duration)
         if returncode != 0:
-            if returncode < 0:
-                reason = f"killed by {_signal_name(-returncode)}"
-            else:
-                reason = f"exited with status {returncode}"
-            return _error_attempt(request, EXIT_STATUS, _with_stderr(reason, tail), duration)
+            reason = exit_description(returncode)
+            return error_attempt(request, EXIT_STATUS, with_stderr(reason, tail), duration)
         try:
             decision, checks = parse_output(bytes(captured.stdout))
         except BadOutput as exc:
-            return _error_attempt(request, BAD_OUTPUT, _with_stderr(str(exc), tail), duration)
-        return Attempt(
-            row_id=request.row.id,
-            number=request.number,
-            phase=request.phase,
-            decision=decision,
-            checks=checks,
-            duration_s=duration,
-        )
+            return error_attempt(request, BAD_OUTPUT, with_stderr(str(exc), tail), duration)
+        return decided_attempt(request, decision, checks, duration)
 
 
 class FunctionAgent:
@@ -498,23 +557,15 @@ class FunctionAgent:
         try:
             answer = self._fn(request)
         except Exception as exc:  # the agent's fault, recorded, never propagated
-            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
-            return _error_attempt(request, EXCEPTION, detail, self._clock() - started)
+            return error_attempt(request, EXCEPTION, exception_detail(exc), self._clock() - started)
         duration = self._clock() - started
         try:
             decision, checks = parse_output_object(
                 dict(answer) if isinstance(answer, Mapping) else answer
             )
         except BadOutput as exc:
-            return _error_attempt(request, BAD_OUTPUT, str(exc), duration)
-        return Attempt(
-            row_id=request.row.id,
-            number=request.number,
-            phase=request.phase,
-            decision=decision,
-            checks=checks,
-            duration_s=duration,
-        )
+            return error_attempt(request, BAD_OUTPUT, str(exc), duration)
+        return decided_attempt(request, decision, checks, duration)
 
 
 # --------------------------------------------------------------------------
@@ -535,8 +586,7 @@ def _run_once(agent: Agent, request: AttemptRequest) -> Attempt:
         raise
     except Exception as exc:
         # An agent implementation's own bug must not lose the other attempts.
-        detail = " ".join(f"{type(exc).__name__}: {exc}".split())
-        return _error_attempt(request, EXCEPTION, detail, 0.0)
+        return error_attempt(request, EXCEPTION, exception_detail(exc), 0.0)
 
 
 def _label(requests: Sequence[AttemptRequest]) -> str:

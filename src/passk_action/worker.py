@@ -33,7 +33,6 @@ import itertools
 import json
 import os
 import selectors
-import signal
 import subprocess
 import threading
 import time
@@ -47,23 +46,32 @@ from .runner import (
     DEFAULT_OUTPUT_CAP,
     EXCEPTION,
     OUTPUT_TOO_LARGE,
-    SECRET_ENV,
     SPAWN_FAILED,
-    STDERR_TAIL_CHARS,
+    STDERR_KEEP_BYTES,
     TIMEOUT,
     AttemptCancelled,
     AttemptRequest,
     BadOutput,
     ProcessAgentSpec,
     _reject_duplicate_keys,
+    close_pipes,
+    decided_attempt,
+    error_attempt,
+    exit_description,
+    json_line,
+    kill_group,
     parse_output_object,
+    request_message,
+    scrubbed_env,
+    spawn_failure,
+    stderr_tail,
+    with_stderr,
 )
 from .serve import PROTOCOL_ENV, REQUEST_ID, WORKER
 
 WORKER_DIED = "worker-died"
 """Reason code: the worker process ended while it owed an answer."""
 
-_STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS * 4
 _READ_CHUNK = 1 << 16
 # After stdout closes, how long to wait for the worker's exit status so the
 # detail can name it; a worker that closed stdout but lingers is killed anyway.
@@ -78,12 +86,7 @@ def worker_env(parent_env: Mapping[str, str], spec: ProcessAgentSpec) -> dict[st
     The row, attempt and version travel in each request instead (the
     :mod:`passk_action.serve` helper copies them into ``PASSK_*`` per request).
     """
-    env = {
-        key: value
-        for key, value in parent_env.items()
-        if key not in SECRET_ENV or key in spec.pass_env
-    }
-    env.update(spec.env)
+    env = scrubbed_env(parent_env, spec)
     for name in ("PASSK_ROW_ID", "PASSK_ATTEMPT", "PASSK_VERSION"):
         env.pop(name, None)
     env[PROTOCOL_ENV] = WORKER
@@ -91,22 +94,8 @@ def worker_env(parent_env: Mapping[str, str], spec: ProcessAgentSpec) -> dict[st
 
 
 def request_line(request: AttemptRequest, request_id: str) -> bytes:
-    """The one line a worker reads for one attempt."""
-    message = {
-        REQUEST_ID: request_id,
-        "id": request.row.id,
-        "input": request.row.input,
-        "attempt": request.number,
-        "version": request.version.value,
-    }
-    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+    """The one line a worker reads for one attempt: the request object plus its id."""
+    return json_line({REQUEST_ID: request_id, **request_message(request)})
 
 
 @dataclass(eq=False)  # identity: workers live in sets
@@ -140,8 +129,8 @@ class _Worker:
             with self.lock:
                 self.stderr_total += len(chunk)
                 self.stderr_tail += chunk
-                if len(self.stderr_tail) > _STDERR_KEEP_BYTES:
-                    del self.stderr_tail[:-_STDERR_KEEP_BYTES]
+                if len(self.stderr_tail) > STDERR_KEEP_BYTES:
+                    del self.stderr_tail[:-STDERR_KEEP_BYTES]
 
     def stderr_mark(self) -> int:
         with self.lock:
@@ -155,12 +144,10 @@ class _Worker:
         with self.lock:
             fresh = min(self.stderr_total - mark, len(self.stderr_tail))
             data = bytes(self.stderr_tail[len(self.stderr_tail) - fresh :]) if fresh > 0 else b""
-        return data.decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
+        return stderr_tail(data)
 
     def kill(self) -> None:
-        # The worker leads its own session, so this reaches its children too.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        kill_group(self.proc)
 
     def reap(self) -> None:
         """Kill, wait, close pipes: nothing of this worker outlives it."""
@@ -168,10 +155,7 @@ class _Worker:
         self.proc.wait()
         if self.drain is not None:
             self.drain.join(timeout=1.0)
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
+        close_pipes(self.proc)
 
 
 def _shutdown(workers: set[_Worker], grace_s: float) -> None:
@@ -312,7 +296,9 @@ class WorkerAgent:
         started = self._clock()
         acquired = self._acquire()
         if isinstance(acquired, OSError):
-            return self._error(request, SPAWN_FAILED, self._spawn_failure(acquired), started)
+            return self._error(
+                request, SPAWN_FAILED, spawn_failure(self.spec, acquired, "worker"), started
+            )
         worker = acquired
         request_id = str(next(self._ids))
         mark = worker.stderr_mark()
@@ -394,7 +380,7 @@ class WorkerAgent:
                     f"an answer line exceeded {self._output_cap} bytes, so the worker was killed"
                     " (answer with one JSON line; send logs to stderr)"
                 )
-            detail = _with_stderr(reason, worker.stderr_since(mark))
+            detail = with_stderr(reason, worker.stderr_since(mark))
             return self._error(request, outcome.reason or WORKER_DIED, detail, started), False
         try:
             obj = json.loads(outcome.line.decode("utf-8"), object_pairs_hook=_reject_duplicate_keys)
@@ -404,7 +390,7 @@ class WorkerAgent:
                 f"the answer line is not one JSON object ({exc}): {snippet!r}; "
                 "the worker restarts (send logs to stderr)"
             )
-            detail = _with_stderr(reason, worker.stderr_since(mark))
+            detail = with_stderr(reason, worker.stderr_since(mark))
             return self._error(request, BAD_OUTPUT, detail, started), False
         if not isinstance(obj, dict) or str(obj.get(REQUEST_ID)) != request_id:
             got = obj.get(REQUEST_ID) if isinstance(obj, dict) else None
@@ -412,28 +398,20 @@ class WorkerAgent:
                 f"the answer is for request_id {got!r}, expected {request_id!r}; "
                 "the worker restarts (answer each request once, in order, echoing request_id)"
             )
-            detail = _with_stderr(reason, worker.stderr_since(mark))
+            detail = with_stderr(reason, worker.stderr_since(mark))
             return self._error(request, BAD_OUTPUT, detail, started), False
         if "error" in obj and "decision" not in obj:
             reason = f"the agent reported an error: {' '.join(str(obj['error']).split())}"
-            detail = _with_stderr(reason, worker.stderr_since(mark))
+            detail = with_stderr(reason, worker.stderr_since(mark))
             return self._error(request, EXCEPTION, detail, started), True
         try:
             decision, checks = parse_output_object(
                 {k: v for k, v in obj.items() if k != REQUEST_ID}
             )
         except BadOutput as exc:
-            detail = _with_stderr(str(exc), worker.stderr_since(mark))
+            detail = with_stderr(str(exc), worker.stderr_since(mark))
             return self._error(request, BAD_OUTPUT, detail, started), True
-        attempt = Attempt(
-            row_id=request.row.id,
-            number=request.number,
-            phase=request.phase,
-            decision=decision,
-            checks=checks,
-            duration_s=self._clock() - started,
-        )
-        return attempt, True
+        return decided_attempt(request, decision, checks, self._clock() - started), True
 
     def _death(self, worker: _Worker) -> str:
         try:
@@ -441,35 +419,7 @@ class WorkerAgent:
         except subprocess.TimeoutExpired:
             worker.kill()
             return "the worker closed its stdout without answering; it was killed and restarts"
-        how = f"killed by {_signal_name(-code)}" if code < 0 else f"exited with status {code}"
-        return f"the worker {how} before answering; it restarts"
-
-    def _spawn_failure(self, exc: OSError) -> str:
-        program = self.spec.command[0]
-        if not self.spec.cwd.is_dir():
-            cwd = str(self.spec.cwd)
-            return f"cannot start the worker: working directory {cwd!r} does not exist"
-        if isinstance(exc, FileNotFoundError):
-            return (
-                f"cannot start the worker: command {program!r} not found"
-                " (check the agent command and PATH)"
-            )
-        if isinstance(exc, PermissionError):
-            return f"cannot start the worker: {program!r} is not executable (chmod +x it)"
-        return f"cannot start the worker {program!r}: {exc.strerror or exc}"
+        return f"the worker {exit_description(code)} before answering; it restarts"
 
     def _error(self, request: AttemptRequest, reason: str, detail: str, started: float) -> Attempt:
-        return Attempt(
-            row_id=request.row.id,
-            number=request.number,
-            phase=request.phase,
-            decision=None,
-            error=reason,
-            detail=detail,
-            duration_s=self._clock() - started,
-        )
-
-
-def _with_stderr(reason: str, stderr_tail: str) -> str:
-    tail = stderr_tail.strip()
-    return f"{reason}\nstderr (last {STDERR_TAIL_CHARS} chars): {tail}" if tail else reason
+        return error_attempt(request, reason, detail, self._clock() - started)
