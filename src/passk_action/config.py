@@ -33,7 +33,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from .core.model import EvalSettings, Scoring
-from .errors import ConfigError
+from .errors import ConfigError, PasskError
 from .jsonschema_errors import (
     describe_value,
     error_message,
@@ -125,6 +125,71 @@ def yaml_hint(exc: yaml.YAMLError) -> str:
     if "duplicate key" in str(getattr(exc, "problem", "")):
         return "a key may appear only once in a mapping; remove or rename one of them"
     return "fix the YAML syntax at that line"
+
+
+# The loaders of the config and of a dataset read, decode and parse YAML the
+# same way; these helpers give both the same messages, each in its own error class.
+
+
+def yaml_load_error(
+    exc: Exception, text: str, source: str, error: type[PasskError], *, default_line: int | None
+) -> PasskError:
+    """Translate an exception from loading YAML ``text`` (a YAMLError, or too-deep nesting).
+
+    ``where`` is ``source:line`` when the line is known, else ``source:default_line``
+    (just ``source`` when ``default_line`` is None).  Raise it ``from exc``.
+    """
+    if isinstance(exc, yaml.YAMLError):
+        line = yaml_error_line(exc, text) or default_line
+        return error(
+            f"invalid YAML: {yaml_problem(exc)}",
+            where=f"{source}:{line}" if line else source,
+            hint=yaml_hint(exc),
+        )
+    return error(
+        f"cannot read this YAML: {type(exc).__name__}",
+        where=f"{source}:{default_line}" if default_line else source,
+        hint="simplify the document: very deep nesting or out-of-range values",
+    )
+
+
+def read_input_file(
+    path: Path,
+    error: type[PasskError],
+    *,
+    kind: str,
+    not_found_hint: str,
+    directory_hint: str,
+    unreadable: str,
+) -> bytes:
+    """The bytes of a user's input file, or ``error`` saying why it cannot be read.
+
+    ``kind`` names the file ("config file"), ``unreadable`` what could not be
+    read ("the config file").
+    """
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise error(f"{kind} not found", where=str(path), hint=not_found_hint) from exc
+    except IsADirectoryError as exc:
+        raise error(f"is a directory, not a {kind}", where=str(path), hint=directory_hint) from exc
+    except OSError as exc:
+        raise error(
+            f"cannot read {unreadable}: {exc.strerror or exc}",
+            where=str(path),
+            hint="check the path and its permissions",
+        ) from exc
+
+
+def decode_text(data: bytes, source: str, error: type[PasskError]) -> str:
+    """Decode a user's file as UTF-8 (a BOM from Excel or Notepad is fine); name the bad line."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(
+            "is not valid UTF-8 text", where=f"{source}:{line}", hint="save the file as UTF-8"
+        ) from exc
 
 
 def first_non_json(value: Any) -> tuple[tuple[str | int, ...], str] | None:
@@ -281,39 +346,20 @@ def _validator() -> Draft202012Validator:
 
 def load_config(path: Path) -> LoadedConfig:
     """Read and validate the config file at ``path``."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise ConfigError(
-            "config file not found",
-            where=str(path),
-            hint="create passk.yml (see the README) or pass --config PATH",
-        ) from exc
-    except IsADirectoryError as exc:
-        raise ConfigError(
-            "is a directory, not a config file", where=str(path), hint="pass the passk.yml file"
-        ) from exc
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read the config file: {exc.strerror or exc}",
-            where=str(path),
-            hint="check the path and its permissions",
-        ) from exc
+    data = read_input_file(
+        path,
+        ConfigError,
+        kind="config file",
+        not_found_hint="create passk.yml (see the README) or pass --config PATH",
+        directory_hint="pass the passk.yml file",
+        unreadable="the config file",
+    )
     return parse_config_bytes(data, path)
 
 
 def parse_config_bytes(data: bytes, path: Path) -> LoadedConfig:
     """Decode (UTF-8, an optional BOM is fine) and parse a config file's bytes."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(
-            "is not valid UTF-8 text",
-            where=f"{path}:{line}",
-            hint="save the file as UTF-8",
-        ) from exc
-    return parse_config(text, path)
+    return parse_config(decode_text(data, str(path), ConfigError), path)
 
 
 def parse_config(text: str, path: Path) -> LoadedConfig:
@@ -361,19 +407,8 @@ def _load_yaml(text: str, name: str) -> Any:
     loader = StrictYamlLoader(text)
     try:
         return loader.get_single_data()
-    except yaml.YAMLError as exc:
-        line = yaml_error_line(exc, text)
-        raise ConfigError(
-            f"invalid YAML: {yaml_problem(exc)}",
-            where=f"{name}:{line}" if line else name,
-            hint=yaml_hint(exc),
-        ) from exc
-    except (RecursionError, ValueError, OverflowError) as exc:
-        raise ConfigError(
-            f"cannot read this YAML: {type(exc).__name__}",
-            where=name,
-            hint="simplify the document: very deep nesting or out-of-range values",
-        ) from exc
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError) as exc:
+        raise yaml_load_error(exc, text, name, ConfigError, default_line=None) from exc
     finally:
         loader.dispose()
 

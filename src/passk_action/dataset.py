@@ -44,7 +44,13 @@ from typing import Any
 
 import yaml
 
-from .config import StrictYamlLoader, first_non_json, yaml_error_line, yaml_hint, yaml_problem
+from .config import (
+    StrictYamlLoader,
+    decode_text,
+    first_non_json,
+    read_input_file,
+    yaml_load_error,
+)
 from .core.model import Dataset, Row, canonical_json, dataset_digest
 from .errors import DatasetError
 from .jsonschema_errors import describe_value, json_path
@@ -74,24 +80,14 @@ def format_for(path: Path) -> str:
 def load_dataset(path: Path, must_not_break_tags: Iterable[str] = ()) -> Dataset:
     """Read the dataset at ``path``; rows with any of ``must_not_break_tags`` are must-not-break."""
     fmt = format_for(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise DatasetError(
-            "dataset file not found",
-            where=str(path),
-            hint="check `dataset:` in passk.yml; it is relative to the config file",
-        ) from exc
-    except IsADirectoryError as exc:
-        raise DatasetError(
-            "is a directory, not a dataset file", where=str(path), hint=_FORMATS_HINT
-        ) from exc
-    except OSError as exc:
-        raise DatasetError(
-            f"cannot read the dataset: {exc.strerror or exc}",
-            where=str(path),
-            hint="check the path and its permissions",
-        ) from exc
+    data = read_input_file(
+        path,
+        DatasetError,
+        kind="dataset file",
+        not_found_hint="check `dataset:` in passk.yml; it is relative to the config file",
+        directory_hint=_FORMATS_HINT,
+        unreadable="the dataset",
+    )
     return parse_dataset(data, str(path), fmt, must_not_break_tags)
 
 
@@ -105,7 +101,7 @@ def parse_dataset(
     kind = FORMATS.get(fmt.lower().lstrip("."))
     if kind is None:
         raise DatasetError(f"unknown dataset format {fmt!r}", where=source, hint=_FORMATS_HINT)
-    text = _decode(data, source)
+    text = decode_text(data, source, DatasetError)
     records = {"jsonl": _jsonl_records, "yaml": _yaml_records, "csv": _csv_records}[kind]
     tags = frozenset(must_not_break_tags)
     rows: list[Row] = []
@@ -131,18 +127,6 @@ def parse_dataset(
 
 
 # ----------------------------------------------------------------------- decoding
-
-
-def _decode(data: bytes, source: str) -> str:
-    try:
-        return data.decode("utf-8-sig")  # a UTF-8 BOM (Excel, Notepad) is fine
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise DatasetError(
-            "is not valid UTF-8 text",
-            where=f"{source}:{line}",
-            hint="save the file as UTF-8",
-        ) from exc
 
 
 class _DuplicateKey(ValueError):
@@ -228,19 +212,8 @@ def _yaml_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
             return
         items = _yaml_row_nodes(root, source)
         document = loader.construct_document(root)
-    except yaml.YAMLError as exc:
-        line = yaml_error_line(exc, text)
-        raise DatasetError(
-            f"invalid YAML: {yaml_problem(exc)}",
-            where=f"{source}:{line or 1}",
-            hint=yaml_hint(exc),
-        ) from exc
-    except (RecursionError, ValueError, OverflowError) as exc:
-        raise DatasetError(
-            f"cannot read this YAML: {type(exc).__name__}",
-            where=f"{source}:1",
-            hint="simplify the document: very deep nesting or out-of-range values",
-        ) from exc
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError) as exc:
+        raise yaml_load_error(exc, text, source, DatasetError, default_line=1) from exc
     finally:
         loader.dispose()
     values = document["rows"] if isinstance(root, yaml.MappingNode) else document
