@@ -161,22 +161,14 @@ def _row_note(row: RowComparison) -> str | None:
     return None
 
 
-def junit_for_result(result: CompareResult, *, suite: str) -> str:
-    """A JUnit XML document for a comparison (see the module docstring for the shape)."""
-    name = suite_name(suite)
-    cmp = result.comparison
-    records = {r.id: r for r in result.rows}
-    base_attempts = result.baseline.attempts_by_row()
-    cand_attempts = result.candidate.attempts_by_row()
-    blocking: dict[str, GateFailure] = {}
-    for failure in result.gate.failures:
-        if failure.rule is not Rule.PROTECTED_CHANGE and failure.id is not None:
-            blocking.setdefault(failure.id, failure)
-    protected_failed = 0 if result.protected_changes_allowed else len(result.protected_changes)
-    tests = len(cmp.rows) + len(result.protected_changes)
-    failures = sum(1 for r in cmp.rows if r.id in blocking) + protected_failed
-    total_time = sum(a.duration_s for a in result.candidate.attempts)
+def _suites(
+    name: str, tests: int, failures: int, total_time: float, created_at: str
+) -> tuple[ET.Element, ET.Element]:
+    """The ``testsuites`` root and its one ``testsuite``, carrying the same counts.
 
+    Both documents (a comparison, a single run) have this shape, and CI
+    dashboards read the counts from either element.
+    """
     root = ET.Element(
         "testsuites",
         name="passk",
@@ -194,8 +186,32 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
         errors="0",
         skipped="0",
         time=f"{total_time:.3f}",
-        timestamp=xml_safe(result.created_at),
+        timestamp=xml_safe(created_at),
     )
+    return root, testsuite
+
+
+def _testcase(testsuite: ET.Element, name: str, classname: str, time: str) -> ET.Element:
+    return ET.SubElement(testsuite, "testcase", name=xml_safe(name), classname=classname, time=time)
+
+
+def junit_for_result(result: CompareResult, *, suite: str) -> str:
+    """A JUnit XML document for a comparison (see the module docstring for the shape)."""
+    name = suite_name(suite)
+    cmp = result.comparison
+    records = {r.id: r for r in result.rows}
+    base_attempts = result.baseline.attempts_by_row()
+    cand_attempts = result.candidate.attempts_by_row()
+    blocking: dict[str, GateFailure] = {}
+    for failure in result.gate.failures:
+        if failure.rule is not Rule.PROTECTED_CHANGE and failure.id is not None:
+            blocking.setdefault(failure.id, failure)
+    protected_failed = 0 if result.protected_changes_allowed else len(result.protected_changes)
+    tests = len(cmp.rows) + len(result.protected_changes)
+    failures = sum(1 for r in cmp.rows if r.id in blocking) + protected_failed
+    total_time = sum(a.duration_s for a in result.candidate.attempts)
+
+    root, testsuite = _suites(name, tests, failures, total_time, result.created_at)
     _properties(
         testsuite,
         [
@@ -211,13 +227,7 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
     for row in cmp.rows:
         base = base_attempts.get(row.id, [])
         cand = cand_attempts.get(row.id, [])
-        case = ET.SubElement(
-            testsuite,
-            "testcase",
-            name=xml_safe(row.id),
-            classname=f"passk.{name}",
-            time=_seconds(cand),
-        )
+        case = _testcase(testsuite, row.id, f"passk.{name}", _seconds(cand))
         story = _row_story(row, records[row.id].expected, base, cand)
         blocked = blocking.get(row.id)
         if blocked is not None:
@@ -234,13 +244,7 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
             _text(case, "system-out", "\n".join([note, *story]))
     for change in result.protected_changes:
         label = f"protected change: {change.kind}" + (f" ({change.id})" if change.id else "")
-        case = ET.SubElement(
-            testsuite,
-            "testcase",
-            name=xml_safe(label),
-            classname=f"passk.{name}.protected",
-            time="0.000",
-        )
+        case = _testcase(testsuite, label, f"passk.{name}.protected", "0.000")
         if result.protected_changes_allowed:
             _text(case, "system-out", f"allowed protected change: {change.detail}")
         else:
@@ -283,25 +287,7 @@ def junit_for_run(run: Run, *, suite: str) -> str:
     ]
     failures = sum(1 for _, reason in outcomes if reason is not None)
     total_time = sum(a.duration_s for a in run.attempts)
-    root = ET.Element(
-        "testsuites",
-        name="passk",
-        tests=str(len(summaries)),
-        failures=str(failures),
-        errors="0",
-        time=f"{total_time:.3f}",
-    )
-    testsuite = ET.SubElement(
-        root,
-        "testsuite",
-        name=f"passk.{name}",
-        tests=str(len(summaries)),
-        failures=str(failures),
-        errors="0",
-        skipped="0",
-        time=f"{total_time:.3f}",
-        timestamp=xml_safe(run.created_at),
-    )
+    root, testsuite = _suites(name, len(summaries), failures, total_time, run.created_at)
     _properties(
         testsuite,
         [
@@ -313,13 +299,7 @@ def junit_for_run(run: Run, *, suite: str) -> str:
     )
     for summary, reason in outcomes:
         attempts = [a for a in by_row.get(summary.id, []) if a.phase is Phase.MAIN]
-        case = ET.SubElement(
-            testsuite,
-            "testcase",
-            name=xml_safe(summary.id),
-            classname=f"passk.{name}",
-            time=_seconds(attempts),
-        )
+        case = _testcase(testsuite, summary.id, f"passk.{name}", _seconds(attempts))
         story = [
             f"class: {summary.row_class.value}",
             f"expected: {_one_line(records[summary.id].expected)}",
