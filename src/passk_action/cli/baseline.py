@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import replace
 from typing import Any
 
 from ..artifact import read_run, write_run
-from ..core.model import AgentInfo, Run, Version
-from ..engine import build_agent, carried_ratchet, closing, record_run
+from ..core.model import Run, Version
+from ..engine import carried_ratchet
 from ..errors import EXIT_OK, ArtifactError, ConfigError
-from .common import (
-    add_config_argument,
-    add_run_arguments,
-    load_inputs,
-    make_session,
-    stop_on_signals,
-    warn,
-)
+from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run, warn
 
 
 def add_parser(commands: Any) -> None:
@@ -79,20 +71,15 @@ def handle(args: argparse.Namespace) -> int:
     # Record to a side file first: the committed baseline is replaced only
     # once the new run is complete and its ratchet computed.
     staging = out.with_name(out.name + ".recording.json")
-    with stop_on_signals() as stop:
-        session = make_session(config, args, stop)
-        agent = build_agent(agent_config, os.environ, concurrency=session.concurrency)
-        with closing(agent):
-            run, _ = record_run(
-                dataset,
-                dataset.rows,
-                config.settings,
-                agent,
-                AgentInfo(Version.BASELINE, agent.description, args.commit),
-                staging,
-                session,
-                resume=args.resume,
-            )
+    run = record_agent_run(
+        inputs,
+        dataset.rows,
+        agent_config,
+        args,
+        staging,
+        version=Version.BASELINE,
+        commit=args.commit,
+    )
     ratchet, left = carried_ratchet(previous, run, dataset)
     for row_id in left:
         warn(f"row {row_id!r} left the ratchet: it is no longer in the dataset")

@@ -7,17 +7,17 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import FrameType
 
-from ..config import Config, load_config
-from ..core.model import Dataset
+from ..config import AgentConfig, Config, load_config
+from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..dataset import load_dataset
-from ..engine import Session, retry_policy
+from ..engine import Session, build_agent, closing, record_run, retry_policy
 from ..errors import UsageError
 from ..progress import make_progress
 
@@ -70,6 +70,39 @@ def make_session(config: Config, args: argparse.Namespace, stop: threading.Event
         stop=stop,
         warn=warn,
     )
+
+
+def record_agent_run(
+    inputs: Inputs,
+    rows: Sequence[Row],
+    agent_config: AgentConfig,
+    args: argparse.Namespace,
+    out: Path,
+    *,
+    version: Version,
+    commit: str | None = None,
+) -> Run:
+    """Record ``agent_config`` on ``rows`` to ``out``, stoppable by SIGINT/SIGTERM.
+
+    What ``passk run`` and ``passk baseline`` both do: the agent is built for
+    the session's concurrency and closed when the run ends, so persistent
+    workers and HTTP connections do not outlive it.
+    """
+    with stop_on_signals() as stop:
+        session = make_session(inputs.config, args, stop)
+        agent = build_agent(agent_config, os.environ, concurrency=session.concurrency)
+        with closing(agent):
+            run, _ = record_run(
+                inputs.dataset,
+                rows,
+                inputs.config.settings,
+                agent,
+                AgentInfo(version, agent.description, commit),
+                out,
+                session,
+                resume=args.resume,
+            )
+    return run
 
 
 @contextmanager

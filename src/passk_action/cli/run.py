@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
 from ..artifact import write_run
-from ..core.model import AgentInfo, Version
+from ..core.model import Version
 from ..core.shard import parse_shard, shard_rows
-from ..engine import build_agent, closing, record_run
 from ..errors import EXIT_OK, ConfigError
-from .common import (
-    add_config_argument,
-    add_run_arguments,
-    load_inputs,
-    make_session,
-    stop_on_signals,
-)
+from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run
 
 
 def add_parser(commands: Any) -> None:
@@ -63,21 +55,7 @@ def handle(args: argparse.Namespace) -> int:
         agent_config = config.baseline.agent
     shard = parse_shard(args.shard) if args.shard is not None else None
     rows = inputs.dataset.rows if shard is None else shard_rows(inputs.dataset.rows, shard)
-    with stop_on_signals() as stop:
-        session = make_session(config, args, stop)
-        agent = build_agent(agent_config, os.environ, concurrency=session.concurrency)
-        # Persistent workers and HTTP connections end with the run.
-        with closing(agent):
-            run, _ = record_run(
-                inputs.dataset,
-                rows,
-                config.settings,
-                agent,
-                AgentInfo(version, agent.description),
-                Path(args.out),
-                session,
-                resume=args.resume,
-            )
+    run = record_agent_run(inputs, rows, agent_config, args, Path(args.out), version=version)
     if shard is not None:
         # Label the artifact so `passk merge` can tell a missing or doubled shard.
         write_run(run, Path(args.out), shard)
