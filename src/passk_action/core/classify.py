@@ -38,13 +38,17 @@ def classify(decisions: Sequence[str | None], expected: str, k: int, scoring: Sc
     With more than k valid decisions (main plus confirmation attempts) the same
     rules apply to all of them: a row is stable only if every answer agrees.
     """
-    valid = [normalize(d, scoring) for d in decisions if d is not None]
+    # Runs for every row of every run: list operations in C, no per-decision calls.
+    if scoring.normalize:
+        valid = [normalize(d, scoring) for d in decisions if d is not None]
+        expected = normalize(expected, scoring)
+    else:
+        valid = [d for d in decisions if d is not None]
     if len(valid) < k:
         return RowClass.UNCLASSIFIED
-    first = valid[0]
-    if any(d != first for d in valid):
+    if valid.count(valid[0]) != len(valid):
         return RowClass.FLIP
-    if first == normalize(expected, scoring):
+    if valid[0] == expected:
         return RowClass.STABLE_CORRECT
     return RowClass.STABLE_WRONG
 

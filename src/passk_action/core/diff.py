@@ -15,7 +15,7 @@ from enum import Enum
 
 from .classify import classify, is_correct, select
 from .model import Attempt, Phase, RowClass, RowRecord, Scoring
-from .stats import Metrics, compute_metrics, summarize_run
+from .stats import Metrics, RowSummary, compute_metrics, summarize_decisions
 
 
 class Change(str, Enum):
@@ -186,7 +186,21 @@ def check_flips(attempts: Sequence[Attempt], row_class: RowClass) -> tuple[str, 
     if row_class not in (RowClass.STABLE_CORRECT, RowClass.STABLE_WRONG):
         return ()
     valid = [a for a in attempts if a.valid]
+    if same_checks(valid):
+        return ()  # the usual case, and the cheap one
     return tuple(name for name in _check_order(valid) if len(_values(valid, name)) > 1)
+
+
+def same_checks(attempts: Sequence[Attempt]) -> bool:
+    """Whether every attempt reported the very same checks (then none of them varied).
+
+    Readers share equal check lists (one tuple object), so this is mostly
+    identity tests.
+    """
+    if not attempts:
+        return True
+    first = attempts[0].checks
+    return all(a.checks is first or a.checks == first for a in attempts)
 
 
 def compare_runs(
@@ -204,21 +218,23 @@ def compare_runs(
     the ``*_final_class`` from all recorded attempts, confirmation included.
     """
     compared: list[RowComparison] = []
+    base_summaries: list[RowSummary] = []
+    cand_summaries: list[RowSummary] = []
+    gained: list[str] = []
+    lost: list[str] = []
     for row in rows:
         base = baseline.get(row.id, ())
         cand = candidate.get(row.id, ())
-        base_class = classify(
-            [a.decision for a in select(base, (Phase.MAIN,))], row.expected, k, scoring
-        )
-        cand_class = classify(
-            [a.decision for a in select(cand, (Phase.MAIN,))], row.expected, k, scoring
-        )
-        base_final = classify([a.decision for a in base], row.expected, k, scoring)
-        cand_final = classify([a.decision for a in cand], row.expected, k, scoring)
+        base_summary, base_final = _side(row, base, k, scoring)
+        cand_summary, cand_final = _side(row, cand, k, scoring)
+        base_summaries.append(base_summary)
+        cand_summaries.append(cand_summary)
+        base_class, cand_class = base_summary.row_class, cand_summary.row_class
         change = change_of(base_class, cand_class)
         confirmation = None
         divergent = None
         if change is Change.LOST:
+            lost.append(row.id)
             confirmation = confirmation_outcome(
                 select(base, (Phase.CONFIRM,)),
                 select(cand, (Phase.CONFIRM,)),
@@ -227,6 +243,8 @@ def compare_runs(
             )
             if confirmation is Confirmation.CONFIRMED_REGRESSION:
                 divergent = first_divergent_check(base, cand)
+        elif change is Change.GAINED:
+            gained.append(row.id)
         compared.append(
             RowComparison(
                 id=row.id,
@@ -245,11 +263,26 @@ def compare_runs(
         )
     return Comparison(
         rows=tuple(compared),
-        baseline_metrics=compute_metrics(summarize_run(rows, baseline, k, scoring), k),
-        candidate_metrics=compute_metrics(summarize_run(rows, candidate, k, scoring), k),
-        gained=tuple(r.id for r in compared if r.change is Change.GAINED),
-        lost=tuple(r.id for r in compared if r.change is Change.LOST),
+        baseline_metrics=compute_metrics(base_summaries, k),
+        candidate_metrics=compute_metrics(cand_summaries, k),
+        gained=tuple(gained),
+        lost=tuple(lost),
     )
+
+
+def _side(
+    row: RowRecord, attempts: Sequence[Attempt], k: int, scoring: Scoring
+) -> tuple[RowSummary, RowClass]:
+    """One version's summary of a row over its main attempts, and its final class.
+
+    The final class is over all attempts, confirmations included; most rows
+    have none, and then it is the main class (one pass instead of two).
+    """
+    main = [a for a in attempts if a.phase is Phase.MAIN]
+    summary = summarize_decisions(row, tuple(a.decision for a in main), k, scoring)
+    if len(main) == len(attempts):
+        return summary, summary.row_class
+    return summary, classify([a.decision for a in attempts], row.expected, k, scoring)
 
 
 def confirmation_plan(

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
 
-from .classify import classify, is_correct, select
+from .classify import normalize, select
 from .model import Attempt, Phase, RowClass, RowRecord, Scoring
 
 
@@ -50,16 +50,35 @@ def summarize_row(
     phases: Iterable[Phase] | None = (Phase.MAIN,),
 ) -> RowSummary:
     chosen = select(attempts, phases)
-    decisions = tuple(a.decision for a in chosen)
-    valid = [d for d in decisions if d is not None]
-    return RowSummary(
-        id=row.id,
-        row_class=classify(decisions, row.expected, k, scoring),
-        valid=len(valid),
-        correct=sum(1 for d in valid if is_correct(d, row.expected, scoring)),
-        errors=len(decisions) - len(valid),
-        decisions=decisions,
-    )
+    return summarize_decisions(row, tuple(a.decision for a in chosen), k, scoring)
+
+
+def summarize_decisions(
+    row: RowRecord, decisions: tuple[str | None, ...], k: int, scoring: Scoring
+) -> RowSummary:
+    """A row's summary from its decisions (``None`` marks an error attempt).
+
+    ``correct`` counts decisions equal to the expected label after
+    normalization (:func:`~.classify.is_correct`); the class is
+    :func:`~.classify.classify` of the same decisions.
+    """
+    if scoring.normalize:
+        valid = [normalize(d, scoring) for d in decisions if d is not None]
+        expected = normalize(row.expected, scoring)
+    else:
+        valid = [d for d in decisions if d is not None]
+        expected = row.expected
+    n = len(valid)
+    correct = valid.count(expected)
+    if n < k:
+        row_class = RowClass.UNCLASSIFIED
+    elif valid.count(valid[0]) != n:
+        row_class = RowClass.FLIP
+    elif correct:
+        row_class = RowClass.STABLE_CORRECT  # all equal, and one of them right
+    else:
+        row_class = RowClass.STABLE_WRONG
+    return RowSummary(row.id, row_class, n, correct, len(decisions) - n, decisions)
 
 
 @dataclass(frozen=True)
@@ -105,12 +124,17 @@ def compute_metrics(summaries: Sequence[RowSummary], k: int) -> Metrics:
     classes = {cls: 0 for cls in RowClass}
     valid = correct = errors = 0
     pass_sum = 0.0
+    estimates: dict[tuple[int, int], float] = {}  # few distinct (n, c): C(n, k) once each
     for s in summaries:
         classes[s.row_class] += 1
         valid += s.valid
         correct += s.correct
         errors += s.errors
-        pass_sum += pass_hat_k(s.valid, s.correct, k)
+        key = (s.valid, s.correct)
+        estimate = estimates.get(key)
+        if estimate is None:
+            estimate = estimates[key] = pass_hat_k(s.valid, s.correct, k)
+        pass_sum += estimate
     n_rows = len(summaries)
     classified = n_rows - classes[RowClass.UNCLASSIFIED]
     return Metrics(

@@ -24,11 +24,14 @@ out.  Every function states its formula, its source and its edge cases.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain, repeat
 
 from .classify import normalize, select
+from .diff import same_checks
 from .model import Attempt, Phase, RowClass, RowRecord, Run, Scoring, group_attempts
 from .result import CompareResult
 from .stats import RowSummary, pass_hat_k, summarize_run
@@ -208,7 +211,14 @@ def pass_k_error_bar(
     none) scores 0, so ``estimate`` equals the headline number and
     ``excluded`` is 0.  SE and interval as in :func:`mean_error_bar`.
     """
-    values = [pass_hat_k(s.valid, s.correct, k) for s in summaries]
+    estimates: dict[tuple[int, int], float] = {}
+    values = []
+    for s in summaries:
+        key = (s.valid, s.correct)
+        value = estimates.get(key)
+        if value is None:
+            value = estimates[key] = pass_hat_k(s.valid, s.correct, k)
+        values.append(value)
     keys = [clusters.get(s.id) for s in summaries] if clusters else None
     return mean_error_bar(values, keys)
 
@@ -229,7 +239,13 @@ def mcnemar_exact_p(b: int, c: int) -> float:
     total = b + c
     if total == 0:
         return 1.0
-    tail = Fraction(sum(math.comb(total, i) for i in range(min(b, c) + 1)), 2**total)
+    # C(n, i+1) = C(n, i) * (n - i) / (i + 1), exactly: one small multiplication per
+    # term instead of a fresh C(n, i) (thousands of discordant rows made that seconds).
+    term = count = 1
+    for i in range(min(b, c)):
+        term = term * (total - i) // (i + 1)
+        count += term
+    tail = Fraction(count, 2**total)
     return float(min(Fraction(1), 2 * tail))
 
 
@@ -369,14 +385,20 @@ def pass_curve(counts: Sequence[tuple[int, int]], max_j: int | None = None) -> P
     top = max((n for n, _ in counts), default=0) if max_j is None else max_j
     if not counts:
         return PassCurve(0, ())
+    # Rows share a handful of distinct (n, c): estimate each once.  fsum is
+    # exact whatever the order, so repeating each estimate as many times as
+    # rows have it gives the very same sums as one estimate per row.
+    tally = Counter(counts)
     points = []
     for j in range(1, top + 1):
+        hat = chain.from_iterable(repeat(pass_hat_k(n, c, j), m) for (n, c), m in tally.items())
+        at = chain.from_iterable(repeat(pass_at_k(n, c, j), m) for (n, c), m in tally.items())
         points.append(
             CurvePoint(
                 j=j,
-                pass_hat=math.fsum(pass_hat_k(n, c, j) for n, c in counts) / len(counts),
-                pass_at=math.fsum(pass_at_k(n, c, j) for n, c in counts) / len(counts),
-                short_rows=sum(1 for n, _ in counts if n < j),
+                pass_hat=math.fsum(hat) / len(counts),
+                pass_at=math.fsum(at) / len(counts),
+                short_rows=sum(m for (n, _), m in tally.items() if n < j),
             )
         )
     return PassCurve(len(counts), tuple(points))
@@ -435,6 +457,14 @@ def check_stability(
     held: dict[str, list[str]] = {}
     for row in rows:
         valid = [a for a in select(attempts_by_row.get(row.id, ()), wanted) if a.valid]
+        first = valid[0].checks if valid else ()
+        if len(valid) > 1 and same_checks(valid) and len({n for n, _ in first}) == len(first):
+            # The usual case: every check reported the same value on every
+            # attempt, so each one is eligible here and none flipped.
+            for name, _ in first:
+                order.setdefault(name, None)
+                eligible[name] = eligible.get(name, 0) + 1
+            continue
         decisions = {normalize(a.decision, scoring) for a in valid if a.decision is not None}
         values: dict[str, list[str]] = {}
         for attempt in valid:
