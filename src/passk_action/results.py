@@ -8,6 +8,7 @@ gate: both are derived again from the attempts through the same function
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,19 +16,28 @@ from typing import Any
 from .artifact import (
     DAMAGED_HINT,
     SCHEMA_VERSION,
+    CanonicalLines,
+    Interner,
+    NotCanonical,
+    RunSections,
     _check_version,
+    _comma_follows,
+    _decode_at,
     compact_json,
     dump_document,
     parse_json_file,
     run_from_json,
+    run_from_sections,
     run_to_json,
+    stream_canonical,
+    stream_run_members,
     validate_header,
     with_hint,
     write_text_atomic,
 )
 from .core.diff import RowComparison
 from .core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
-from .core.model import RowRecord
+from .core.model import RowRecord, Run
 from .core.result import CompareResult, Executions, evaluate
 from .errors import ArtifactError
 
@@ -160,8 +170,15 @@ def _result_from_json(doc: Any, where: str) -> AuditedResult:
     candidate = run_from_json(doc["candidate"]["run"], f"{where}: candidate.run")
     if candidate.settings != baseline.settings:
         raise ArtifactError("the two runs were recorded with different settings", where=where)
-    candidate_rows = {r.id: r for r in candidate.rows}
     records = [_record_from_json(row, f"{where}: rows[{i}]") for i, row in enumerate(doc["rows"])]
+    return _assemble_result(doc, baseline, candidate, records, where)
+
+
+def _assemble_result(
+    doc: Mapping[str, Any], baseline: Run, candidate: Run, records: list[RowRecord], where: str
+) -> AuditedResult:
+    """Check the rows against the candidate run and re-derive comparison and gate."""
+    candidate_rows = {r.id: r for r in candidate.rows}
     for i, record in enumerate(records):
         if record.id not in candidate_rows:
             raise ArtifactError(
@@ -215,4 +232,140 @@ def _result_from_json(doc: Any, where: str) -> AuditedResult:
 
 
 def read_result(path: Path) -> AuditedResult:
-    return result_from_json(parse_json_file(path), str(path))
+    """Read a result file, streaming it when it is in our layout (see ``read_run``)."""
+    audited = stream_canonical(path, _stream_result)
+    return audited if audited is not None else result_from_json(parse_json_file(path), str(path))
+
+
+def read_run_or_result(path: Path) -> Run | AuditedResult:
+    """A run artifact or a result file, told apart by its ``kind`` (``passk report``)."""
+    streamed = stream_canonical(path, _stream_run_or_result)
+    if streamed is not None:
+        return streamed
+    doc = parse_json_file(path)
+    if isinstance(doc, dict) and doc.get("kind") == RESULT_KIND:
+        return result_from_json(doc, str(path))
+    return run_from_json(doc, str(path))
+
+
+def _record_fast(doc: Any, interner: Interner) -> RowRecord | None:
+    """:func:`_record_from_json` for a plainly valid row; None for any doubt.
+
+    Only the authoritative fields are read; the recorded verdicts next to
+    them are never trusted (the comparison is derived again).
+    """
+    if type(doc) is not dict:
+        return None
+    row_id, expected, mnb = doc.get("id"), doc.get("expected"), doc.get("must_not_break")
+    digest, tags = doc.get("input_digest", ""), doc.get("tags", _NO_TAGS)
+    if type(row_id) is not str or not row_id or type(expected) is not str or not expected:
+        return None
+    if type(mnb) is not bool or type(digest) is not str or type(tags) is not list:
+        return None
+    if not all(type(t) is str for t in tags):
+        return None
+    string = interner.string
+    tag_tuple = interner.tag_tuple(tags)
+    return RowRecord(string(row_id), string(digest), string(expected), mnb, tag_tuple)
+
+
+_NO_TAGS: list[str] = []
+_SIDE_OPEN = '{"metrics": '
+_SIDE_RUN = ', "run": {'
+
+
+def _stream_run_or_result(lines: CanonicalLines, where: str) -> Run | AuditedResult:
+    return _stream_document(lines, where, result_only=False)
+
+
+def _stream_result(lines: CanonicalLines, where: str) -> AuditedResult:
+    streamed = _stream_document(lines, where, result_only=True)
+    if not isinstance(streamed, AuditedResult):
+        raise NotCanonical
+    return streamed
+
+
+def _stream_document(
+    lines: CanonicalLines, where: str, *, result_only: bool
+) -> Run | AuditedResult:
+    """A result (as :func:`dump_result` lays it out) or, unless ``result_only``, a run.
+
+    Both start with ``schema_version`` and ``kind`` on their own lines, which
+    say how to read the rest.
+    """
+    if lines.take() != "{\n":
+        raise NotCanonical
+    first: dict[str, Any] = {}
+    for _ in range(2):
+        key, line, start = lines.member(2)
+        first[key], end = _decode_at(line, start)
+        if not _comma_follows(line, end) or key in ("rows", "attempts"):
+            raise NotCanonical
+    if list(first) != ["schema_version", "kind"]:
+        raise NotCanonical
+    interner = Interner()
+    if first["kind"] != RESULT_KIND:
+        if result_only:
+            raise NotCanonical
+        sections = stream_run_members(lines, 2, where, interner)
+        if lines.expect("}"):
+            raise NotCanonical
+        if first.keys() & sections.header.keys():
+            raise NotCanonical  # a repeated key: json keeps the last one; let it
+        sections.header = {**first, **sections.header}
+        return run_from_sections(sections, where)
+    return _stream_result_members(lines, where, first, interner)
+
+
+def _stream_result_members(
+    lines: CanonicalLines, where: str, header: dict[str, Any], interner: Interner
+) -> AuditedResult:
+    runs: dict[str, RunSections] = {}
+    records: list[RowRecord] = []
+
+    def add_record(doc: Any, index: int) -> None:
+        record = _record_fast(doc, interner)
+        if record is None:
+            try:
+                record = _record_from_json(doc, f"{where}: rows[{index}]")
+            except ArtifactError:
+                raise NotCanonical from None
+        records.append(record)
+
+    more = True
+    while more:
+        key, line, start = lines.member(2)
+        if key in header:
+            raise NotCanonical
+        rest = line[start:]
+        if rest in ("[\n", "["):
+            if key != "rows":
+                raise NotCanonical
+            header[key] = []
+            more = lines.items(2, add_record)
+        elif key in ("baseline", "candidate") and rest.startswith(_SIDE_OPEN):
+            metrics, end = _decode_at(line, start + len(_SIDE_OPEN))
+            if line[end:] not in (_SIDE_RUN + "\n", _SIDE_RUN):
+                raise NotCanonical
+            side_where = f"{where}: {key}.run"
+            runs[key] = sections = stream_run_members(lines, 4, side_where, interner)
+            # The side's own schema asks only that "run" be an object with a
+            # version and a kind: the header stands in for the whole run.
+            header[key] = {"metrics": metrics, "run": sections.header}
+            more = lines.expect("  }}")
+        else:
+            header[key], end = _decode_at(line, start)
+            more = _comma_follows(line, end)
+            if key in ("rows", "baseline", "candidate"):
+                raise NotCanonical
+    if lines.expect("}"):
+        raise NotCanonical
+    if set(runs) != {"baseline", "candidate"} or "rows" not in header:
+        raise NotCanonical
+    _check_version(header, where, RESULT_KIND)
+    validate_header(header, where, "result.schema.json", big_lists=("rows",))
+    baseline = run_from_sections(runs["baseline"], f"{where}: baseline.run")
+    candidate = run_from_sections(runs["candidate"], f"{where}: candidate.run")
+    if candidate.settings != baseline.settings:
+        raise NotCanonical
+    return _assemble_result(header, baseline, candidate, records, where)

@@ -14,12 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..artifact import parse_json_file, run_from_json
 from ..core.html import render_html_report, render_run_html
 from ..core.junit import junit_for_result, junit_for_run
 from ..core.render import render_compare_report, render_run_report, run_report_json
 from ..errors import EXIT_OK
-from ..results import RESULT_KIND, result_from_json, result_to_json
+from ..results import AuditedResult, read_run_or_result, result_to_json
 from .common import write_output
 
 
@@ -45,10 +44,10 @@ def add_parser(commands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     path = Path(args.artifact)
-    doc = parse_json_file(path)
+    loaded = read_run_or_result(path)
     suite = args.suite if args.suite is not None else path.stem
-    if isinstance(doc, dict) and doc.get("kind") == RESULT_KIND:
-        result = result_from_json(doc, str(path)).result
+    if isinstance(loaded, AuditedResult):
+        result = loaded.result
         if args.format == "json":
             text = json.dumps(result_to_json(result), ensure_ascii=False, indent=2)
         elif args.format == "html":
@@ -58,7 +57,7 @@ def handle(args: argparse.Namespace) -> int:
         else:
             text = render_compare_report(result)
     else:
-        run = run_from_json(doc, str(path))
+        run = loaded
         if args.format == "json":
             text = json.dumps(run_report_json(run), ensure_ascii=False, indent=2)
         elif args.format == "html":
