@@ -23,6 +23,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -440,7 +441,7 @@ _raw_decode = json.JSONDecoder().raw_decode
 _JSON_SPACE = " \t\n\r"
 _ABSENT: Any = object()
 
-ItemSink = Callable[[Any, int], None]
+ItemSink = Callable[[Any, int], object]
 """Receives each item of a one-item-per-line list with its index."""
 TextSink = Callable[[str, int, int], int]
 """Takes an item as text (line, start, index): where the item ends, or -1 to decline."""
@@ -537,20 +538,32 @@ class CanonicalLines:
 def stream_canonical(path: Path, read: Callable[[CanonicalLines, str], _T]) -> _T | None:
     """``read`` over the lines of ``path``; None when the whole-document path must decide.
 
-    The cyclic garbage collector is paused meanwhile: a large artifact creates
-    millions of objects, none of them garbage, and the collector would scan
-    them all again and again (about a third of the reading time).
+    The cyclic garbage collector is paused meanwhile (see :func:`gc_paused`).
+    """
+    with gc_paused():
+        try:
+            with path.open(encoding="utf-8-sig") as handle:
+                lines = CanonicalLines(handle)
+                value = read(lines, str(path))
+                lines.finish()
+                return value
+        except (NotCanonical, ArtifactError, OSError, UnicodeDecodeError):
+            return None
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector, then restore it as it was.
+
+    Reading and analysing a large artifact creates millions of objects, none
+    of them garbage, and the collector would scan them all again and again
+    (a third of the reading time).  Reference counting still frees
+    everything dropped meanwhile.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with path.open(encoding="utf-8-sig") as handle:
-            lines = CanonicalLines(handle)
-            value = read(lines, str(path))
-            lines.finish()
-            return value
-    except (NotCanonical, ArtifactError, OSError, UnicodeDecodeError):
-        return None
+        yield
     finally:
         if was_enabled:
             gc.enable()
@@ -568,6 +581,7 @@ class Interner:
         self.strings: dict[str, str] = {}
         self.checks: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
         self.tags: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.row_lines: dict[str, RowRecord] = {}
 
     def string(self, value: str) -> str:
         return self.strings.setdefault(value, value)
@@ -746,12 +760,27 @@ def stream_run_members(
     attempts: list[Attempt] = []
     ids: dict[str, str] = {}
 
-    def add_row(doc: Any, index: int) -> None:
+    def add_row(doc: Any, index: int) -> RowRecord:
         row = row_fast(doc, interner)
         if row is None:
             row = _careful(row_from_json, doc, f"{where}: rows[{index}]")
         rows.append(row)
         ids.setdefault(row.id, row.id)
+        return row
+
+    def add_row_line(line: str, start: int, index: int) -> int:
+        """A row line seen verbatim in the other run is that run's row (the usual case)."""
+        text = line[start:].rstrip("\n").removesuffix(",")
+        row = interner.row_lines.get(text)
+        if row is None:
+            item, end = _decode_at(line, start)
+            if end != start + len(text):
+                raise NotCanonical
+            interner.row_lines[text] = add_row(item, index)
+        else:
+            rows.append(row)
+            ids.setdefault(row.id, row.id)
+        return start + len(text)
 
     def add_attempt(doc: Any, index: int) -> None:
         attempt = attempt_fast(doc, ids, interner)
@@ -770,7 +799,7 @@ def stream_run_members(
         if line[start:] in ("[\n", "["):
             header[key] = []
             if key == "rows" and not attempts:
-                more = lines.items(pad, add_row)
+                more = lines.items(pad, add_row, add_row_line)
             elif key == "attempts":
                 more = lines.items(pad, add_attempt, attempt_lines)
             else:

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..artifact import gc_paused
 from ..core.html import render_html_report, render_run_html
 from ..core.junit import junit_for_result, junit_for_run
 from ..core.render import render_compare_report, render_run_report, run_report_json
@@ -43,6 +44,13 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    # A large result is millions of objects and no garbage: the collector
+    # would only rescan them while the report is computed.
+    with gc_paused():
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
     path = Path(args.artifact)
     loaded = read_run_or_result(path)
     suite = args.suite if args.suite is not None else path.stem
