@@ -9,12 +9,16 @@ compare --json``.  Then runs, each in a fresh process:
 - ``passk gate result.json``;
 - ``passk report result.json`` (Markdown) and ``--format json``.
 
-and prints wall time and peak RSS for each, and their ratios to the floor.
-Targets: under 10 s and under 1 GiB RSS each, on a 2-core machine.
+and prints wall time and peak RSS for each (the median of ``--repeat`` runs,
+taken in turns so a busy neighbour slows every command alike), and their
+ratios to the floor.  Peak RSS is the child's own ``ru_maxrss`` from
+``wait4``.  Targets: ``passk gate`` and ``passk report`` under 10 s and under
+1 GiB RSS each, on a 2-core machine.  ``--all-formats`` adds the HTML and
+JUnit reports.
 
 Usage (the figures in bench/README.md):
 
-    python bench/analysis.py --rows 100000 --k 5
+    python bench/analysis.py --rows 100000 --k 5 --repeat 5 --all-formats
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -127,6 +132,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--keep", default=None, help="also keep the generated result here")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per command (median)")
+    parser.add_argument("--all-formats", action="store_true", help="also html and junit")
     parser.add_argument("--generate-only", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.generate_only:
@@ -157,14 +164,25 @@ def main() -> None:
             "passk report (json)": [python, "-c", passk, "report", str(path),
                                     "--format", "json"],
         }  # fmt: skip
-        floor_wall = floor_rss = 0.0
-        for name, command in cases.items():
-            wall, rss, code = measure(command)
-            if name.startswith("json.load"):
-                floor_wall, floor_rss = wall, rss
+        if args.all_formats:
+            for fmt in ("html", "junit"):
+                cases[f"passk report ({fmt})"] = [python, "-c", passk, "report", str(path),
+                                                  "--format", fmt]  # fmt: skip
+        runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in cases}
+        for _ in range(args.repeat):
+            for name, command in cases.items():
+                runs[name].append(measure(command))
+        floor_wall = statistics.median(w for w, _, _ in runs["json.load (floor)"])
+        floor_rss = statistics.median(r for _, r, _ in runs["json.load (floor)"])
+        print(f"median of {args.repeat} run(s) each:")
+        for name, measured in runs.items():
+            wall = statistics.median(w for w, _, _ in measured)
+            rss = statistics.median(r for _, r, _ in measured)
+            codes = sorted({c for _, _, c in measured})
             print(
                 f"{name:22} wall {wall:6.2f}s ({wall / floor_wall:4.2f}x floor)  "
-                f"peak RSS {rss:6.0f} MiB ({rss / floor_rss:4.2f}x floor)  exit {code}"
+                f"peak RSS {rss:6.0f} MiB ({rss / floor_rss:4.2f}x floor)  exit {codes}  "
+                f"walls {' '.join(f'{w:.1f}' for w, _, _ in measured)}"
             )
 
 
