@@ -30,7 +30,6 @@ from .core.model import (
     RowRecord,
     Run,
     Version,
-    group_attempts,
 )
 from .core.result import CompareResult, Executions, evaluate
 from .errors import AgentError, ArtifactError, ConfigError, Interrupted
@@ -249,7 +248,7 @@ def carried_ratchet(
     """
     ids = {r.id for r in dataset.rows}
     old = set(previous.ratchet) if previous is not None else set()
-    grouped = group_attempts(new_run.attempts)
+    grouped = new_run.attempts_by_row()
     settings = new_run.settings
     locked = {
         r.id
@@ -317,7 +316,7 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
 
     # 1. Reuse baseline attempts for rows whose input is unchanged; top up the rest.
     baseline_rows = {r.id: r for r in inputs.baseline.rows}
-    by_row = group_attempts(inputs.baseline.attempts)
+    by_row = inputs.baseline.attempts_by_row()
     reused: list[Attempt] = []
     topup_rows: list[Row] = []
     relabeled: list[str] = []

@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 Json = Any
@@ -198,19 +200,29 @@ class Run:
     ratchet: tuple[str, ...] = ()
     """Must-not-break row ids locked stable-correct by this or an earlier baseline."""
 
-    def attempts_by_row(self) -> dict[str, list[Attempt]]:
-        grouped: dict[str, list[Attempt]] = {r.id: [] for r in self.rows}
-        for attempt in self.attempts:
-            grouped.setdefault(attempt.row_id, []).append(attempt)
-        for attempts in grouped.values():
-            attempts.sort(key=lambda a: a.number)
-        return grouped
+    def attempts_by_row(self) -> Mapping[str, Sequence[Attempt]]:
+        """Every row's attempts in attempt order; a row with none maps to ().
+
+        Computed once per run and shared: the gate, the statistics and every
+        renderer read it, and a run holds up to millions of attempts.
+        """
+        return self._attempts_by_row
+
+    @cached_property
+    def _attempts_by_row(self) -> Mapping[str, Sequence[Attempt]]:
+        grouped: dict[str, tuple[Attempt, ...]] = dict.fromkeys((r.id for r in self.rows), ())
+        grouped.update(group_attempts(self.attempts))
+        return MappingProxyType(grouped)
 
 
-def group_attempts(attempts: Iterable[Attempt]) -> Mapping[str, Sequence[Attempt]]:
+def group_attempts(attempts: Iterable[Attempt]) -> dict[str, tuple[Attempt, ...]]:
+    """Attempts grouped by row, each group in attempt order."""
     grouped: dict[str, list[Attempt]] = {}
     for attempt in attempts:
         grouped.setdefault(attempt.row_id, []).append(attempt)
-    for group in grouped.values():
-        group.sort(key=lambda a: a.number)
-    return grouped
+    # Already in order almost always: sorting a sorted list is one linear pass.
+    return {row: tuple(sorted(group, key=_number)) for row, group in grouped.items()}
+
+
+def _number(attempt: Attempt) -> int:
+    return attempt.number

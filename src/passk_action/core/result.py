@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .diff import Comparison, compare_runs
 from .gate import GateDecision, GatePolicy, ProtectedChange, decide
-from .model import RowRecord, Run, group_attempts
+from .model import RowRecord, Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +84,8 @@ def evaluate(
     settings = candidate.settings
     comparison = compare_runs(
         rows,
-        group_attempts(baseline.attempts),
-        group_attempts(candidate.attempts),
+        baseline.attempts_by_row(),
+        candidate.attempts_by_row(),
         k=settings.k,
         scoring=settings.scoring,
         ratchet=ratchet,

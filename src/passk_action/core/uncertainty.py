@@ -32,7 +32,7 @@ from itertools import chain, repeat
 
 from .classify import normalize, select
 from .diff import same_checks
-from .model import Attempt, Phase, RowClass, RowRecord, Run, Scoring, group_attempts
+from .model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
 from .result import CompareResult
 from .stats import RowSummary, pass_hat_k, summarize_run
 
@@ -679,7 +679,7 @@ def analyze_run(
     """One version's analysis over ``rows`` (main attempts only) and its row summaries."""
     k = run.settings.k if k is None else k
     scoring = run.settings.scoring if scoring is None else scoring
-    grouped = group_attempts(run.attempts)
+    grouped = run.attempts_by_row()
     summaries = summarize_run(rows, grouped, k, scoring, MAIN_ONLY)
     analysis = VersionAnalysis(
         version=run.agent.version.value,
