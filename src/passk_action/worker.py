@@ -21,9 +21,13 @@ worker whose stream can no longer be trusted is replaced, never reused:
 - an answer with the right id that breaks the answer rules: ``bad-output``;
   the worker stays.
 
-Each worker's stderr is drained by a thread of its own so a chatty worker
-never blocks; the detail of an error attempt carries what the worker wrote to
-stderr since that request was sent.
+A worker's stderr is read in the same loop as its stdout while it serves a
+request, and drained once more the moment its answer line arrives: whatever
+it wrote before answering is then already in the pipe, so the detail of an
+error attempt carries exactly what the worker wrote while serving that
+request.  What an idle worker writes waits in the pipe and is dropped before
+the next request is sent (a worker that writes more than a pipe's buffer while
+idle simply waits until then).
 """
 
 from __future__ import annotations
@@ -106,44 +110,53 @@ class _Worker:
     pending: bytearray = field(default_factory=bytearray)
     stderr_tail: bytearray = field(default_factory=bytearray)
     stderr_total: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
     cancelled: bool = False
-    drain: threading.Thread | None = None
 
-    def start_draining(self) -> None:
-        self.drain = threading.Thread(
-            target=self._drain_stderr, name=f"passk-worker-stderr-{self.proc.pid}", daemon=True
-        )
-        self.drain.start()
-
-    def _drain_stderr(self) -> None:
+    @property
+    def stderr_fd(self) -> int:
         assert self.proc.stderr is not None
-        fd = self.proc.stderr.fileno()
+        return self.proc.stderr.fileno()
+
+    def take_stderr(self, chunk: bytes) -> None:
+        self.stderr_total += len(chunk)
+        self.stderr_tail += chunk
+        if len(self.stderr_tail) > STDERR_KEEP_BYTES:
+            del self.stderr_tail[:-STDERR_KEEP_BYTES]
+
+    def drain_stderr(self, *, until_eof_s: float = 0.0) -> None:
+        """Read what stderr holds now; with ``until_eof_s``, wait that long for EOF.
+
+        Only the thread serving this worker's request calls it, so the
+        worker's streams have one reader at a time.
+        """
+        deadline = time.monotonic() + until_eof_s
         while True:
             try:
-                chunk = os.read(fd, _READ_CHUNK)
+                chunk = os.read(self.stderr_fd, _READ_CHUNK)
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                with selectors.DefaultSelector() as waiting:
+                    waiting.register(self.stderr_fd, selectors.EVENT_READ)
+                    waiting.select(remaining)
+                continue
             except OSError:
                 return
             if not chunk:
                 return
-            with self.lock:
-                self.stderr_total += len(chunk)
-                self.stderr_tail += chunk
-                if len(self.stderr_tail) > STDERR_KEEP_BYTES:
-                    del self.stderr_tail[:-STDERR_KEEP_BYTES]
+            self.take_stderr(chunk)
 
     def stderr_mark(self) -> int:
-        with self.lock:
-            return self.stderr_total
+        return self.stderr_total
 
     def stderr_since(self, mark: int) -> str:
         """What the worker wrote to stderr since ``mark``, its last 2,000 characters."""
-        if self.drain is not None:
+        if self.proc.poll() is not None:
             # A dead worker's last words may still be in the pipe.
-            self.drain.join(timeout=0.2 if self.proc.poll() is not None else 0)
-        with self.lock:
-            fresh = min(self.stderr_total - mark, len(self.stderr_tail))
-            data = bytes(self.stderr_tail[len(self.stderr_tail) - fresh :]) if fresh > 0 else b""
+            self.drain_stderr(until_eof_s=0.2)
+        fresh = min(self.stderr_total - mark, len(self.stderr_tail))
+        data = bytes(self.stderr_tail[len(self.stderr_tail) - fresh :]) if fresh > 0 else b""
         return stderr_tail(data)
 
     def kill(self) -> None:
@@ -153,8 +166,6 @@ class _Worker:
         """Kill, wait, close pipes: nothing of this worker outlives it."""
         self.kill()
         self.proc.wait()
-        if self.drain is not None:
-            self.drain.join(timeout=1.0)
         close_pipes(self.proc)
 
 
@@ -250,9 +261,9 @@ class WorkerAgent:
                 self._cond.notify()
             return exc
         worker = _Worker(proc)
-        worker.start_draining()
         assert proc.stdout is not None
         os.set_blocking(proc.stdout.fileno(), False)
+        os.set_blocking(worker.stderr_fd, False)
         with self._cond:
             self._spawning -= 1
             self.started += 1
@@ -301,6 +312,7 @@ class WorkerAgent:
             )
         worker = acquired
         request_id = str(next(self._ids))
+        worker.drain_stderr()  # what it wrote while idle belongs to no request
         mark = worker.stderr_mark()
         healthy = False
         try:
@@ -319,10 +331,12 @@ class WorkerAgent:
         deadline = started + self.spec.timeout_s
         sent = 0
         stdin_fd, stdout_fd = proc.stdin.fileno(), proc.stdout.fileno()
+        stderr_fd = worker.stderr_fd
         os.set_blocking(stdin_fd, False)
         with selectors.DefaultSelector() as selector:
             selector.register(stdin_fd, selectors.EVENT_WRITE)
             selector.register(stdout_fd, selectors.EVENT_READ)
+            selector.register(stderr_fd, selectors.EVENT_READ)
             while True:
                 newline = worker.pending.find(b"\n")
                 if newline > self._output_cap:
@@ -331,6 +345,8 @@ class WorkerAgent:
                     line = bytes(worker.pending[:newline])
                     del worker.pending[: newline + 1]
                     if line.strip():
+                        # Written before the answer, so already in the pipe.
+                        worker.drain_stderr()
                         return _Outcome(line=line)
                     continue
                 if len(worker.pending) > self._output_cap:
@@ -349,6 +365,16 @@ class WorkerAgent:
                             sent = len(payload)
                         if sent >= len(payload):
                             selector.unregister(stdin_fd)
+                        continue
+                    if key.fd == stderr_fd:
+                        try:
+                            chunk = os.read(stderr_fd, _READ_CHUNK)
+                        except BlockingIOError:
+                            continue
+                        if chunk:
+                            worker.take_stderr(chunk)
+                        else:
+                            selector.unregister(stderr_fd)
                         continue
                     try:
                         chunk = os.read(stdout_fd, _READ_CHUNK)
