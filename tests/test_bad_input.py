@@ -17,7 +17,7 @@ import io
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -321,9 +321,18 @@ def test_a_bom_and_a_huge_row_are_fine(
 # ------------------------------------------------- artifacts that do not match
 
 
-def recorded_run(root: Path, *, k: int, version: Version, digest: str | None = None) -> Run:
+def recorded_run(
+    root: Path,
+    *,
+    k: int,
+    version: Version,
+    digest: str | None = None,
+    input_digest: str | None = None,
+) -> Run:
     inputs = load_inputs(str(root / "passk.yml"))
     rows = row_records(inputs.dataset)
+    if input_digest is not None:  # as if the first row's input had been edited
+        rows = (replace(rows[0], input_digest=input_digest), *rows[1:])
     return Run(
         tool_version=__version__,
         dataset_digest=digest or inputs.dataset.digest,
@@ -369,15 +378,26 @@ def test_a_candidate_run_of_another_dataset_or_k_is_refused(
 ) -> None:
     write_run(recorded_run(compare_project, k=3, version=Version.BASELINE),
               compare_project / "baseline.json")
-    other = recorded_run(
-        compare_project, k=3, version=Version.CANDIDATE, digest="sha256:" + "1" * 64
+    edited = recorded_run(
+        compare_project, k=3, version=Version.CANDIDATE, digest="sha256:" + "1" * 64,
+        input_digest="sha256:" + "2" * 64,
     )
-    write_run(other, compare_project / "candidate.json")
+    first = edited.rows[0].id
+    write_run(edited, compare_project / "candidate.json")
     assert main(compare("--candidate", "candidate.json")) == 2
     assert capsys.readouterr().err == (
         "passk: error: --candidate: the candidate run was recorded on another version of the "
-        "dataset (run the candidate again on the current dataset)\n"
+        f"dataset: 1 row(s) are missing or have another input ({first}) "
+        "(run the candidate again on the current dataset)\n"
     )
+    # Only labels or marks differ (another dataset digest, the same inputs): the
+    # recorded decisions still hold and are scored against today's labels.
+    relabeled = recorded_run(
+        compare_project, k=3, version=Version.CANDIDATE, digest="sha256:" + "1" * 64
+    )
+    write_run(relabeled, compare_project / "candidate.json")
+    assert main(compare("--candidate", "candidate.json")) == 0, capsys.readouterr().err
+    capsys.readouterr()
     write_run(recorded_run(compare_project, k=2, version=Version.CANDIDATE),
               compare_project / "candidate.json")
     assert main(compare("--candidate", "candidate.json")) == 2

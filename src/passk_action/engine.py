@@ -377,9 +377,14 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
     if inputs.candidate is not None:
         candidate = inputs.candidate
         _check_settings(candidate, settings, "--candidate", "candidate run")
-        if candidate.dataset_digest != dataset.digest:
+        # Decisions depend on a row's input alone (as for baseline reuse): a
+        # recorded run still holds when only labels, tags or marks changed.
+        recorded = {r.id: r.input_digest for r in candidate.rows}
+        stale = [r.id for r in dataset.rows if recorded.get(r.id) != r.input_digest]
+        if stale:
             raise ArtifactError(
-                "the candidate run was recorded on another version of the dataset",
+                f"the candidate run was recorded on another version of the dataset: "
+                f"{len(stale)} row(s) are missing or have another input ({_ids(stale, 3)})",
                 where="--candidate",
                 hint="run the candidate again on the current dataset",
             )
