@@ -731,3 +731,37 @@ def test_a_broken_base_config_is_named_as_the_base_commit(
     assert outcome.code == 2
     [error] = [x for x in outcome.stdout.splitlines() if x.startswith("::error")]
     assert f"in the base commit {checkout.base_sha[:7]}: invalid YAML" in error
+
+
+# --- a recorded candidate run (merged shards) ------------------------------------------
+
+
+def test_candidate_run_input_gates_a_recorded_run_without_running_the_candidate(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    from passk_action.cli import main as cli_main
+
+    head = checkout.head(flip_r1())
+    merged = checkout.repo / "merged.json"
+    code = cli_main(
+        ["run", "--config", str(checkout.repo / "passk.yml"), "--out", str(merged), "--quiet"]
+    )
+    assert code == 0
+    outcome = checkout.run(fake, head, extra_env={"INPUT_CANDIDATE-RUN": "merged.json"})
+    assert outcome.code == 1
+    # No main attempt of the candidate was asked: they came from the file. Only
+    # the lost row's confirmation ran, on both versions.
+    assert {(row, version) for row, n, version in outcome.asked} == {
+        ("r1", "baseline"),
+        ("r1", "candidate"),
+    }
+    assert all(n > 2 for _, n, _ in outcome.asked)
+    result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    assert [f["id"] for f in result["gate"]["failures"]] == ["r1"]
+    assert any("recorded earlier" in note for note in result["notes"])
+    # A re-run of the same commit reuses the recorded verdicts, whatever file is given.
+    merged.write_text("not even JSON", encoding="utf-8")
+    again = checkout.run(fake, head, extra_env={"INPUT_CANDIDATE-RUN": "merged.json"})
+    assert again.code == 1 and again.outputs["reused"] == "true"
+    assert "input `candidate-run` is ignored" in again.stdout
+    assert fake.violations == []

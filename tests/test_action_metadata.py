@@ -41,6 +41,7 @@ INPUT_DEFAULTS = {
     "mode": "gate",
     "baseline-update": "pull-request",
     "working-directory": ".",
+    "candidate-run": "",
 }
 OUTPUTS = {"passed", "mean-accuracy", "pass-k", "flip-rate", "gained", "lost", "result", "reused"}
 

@@ -347,7 +347,11 @@ def test_sharded_workflow_example_is_a_valid_github_workflow() -> None:
     assert shards == list(range(1, len(shards) + 1))
     steps = " ".join(str(s.get("run", "")) for j in jobs.values() for s in j["steps"])
     assert f'--shard "$SHARD/{len(shards)}"' in steps
-    assert "passk merge" in steps and "passk compare" in steps and "--candidate" in steps
+    assert "passk merge" in steps
+    all_steps = [step for job in jobs.values() for step in job["steps"]]
+    gate = next(step for step in all_steps if "candidate-run" in step.get("with", {}))
+    assert gate["uses"] == "passk-dev/passk-action@v1"
+    assert gate["with"]["candidate-run"] == "merged.json"
 
 
 # --- cost: executions used versus the naive way -------------------------------------------

@@ -50,6 +50,8 @@ class ActionInputs:
     baseline_update: str
     working_directory: Path
     workspace: Path
+    candidate_run: Path | None
+    """A recorded candidate run (e.g. merged shards) to gate instead of running the agent."""
     event_name: str
     event_path: str | None
     api_url: str
@@ -99,6 +101,7 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
             hint="use a short name such as `passk` or `passk / refunds`",
         )
     token = env.get("INPUT_GITHUB-TOKEN", "").strip() or env.get("GITHUB_TOKEN", "").strip()
+    candidate_run = _input(env, "candidate-run", "")
     return ActionInputs(
         config=config,
         token=token,
@@ -108,6 +111,7 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
         baseline_update=_choice(env, "baseline-update", "pull-request", BASELINE_UPDATES),
         working_directory=working_directory,
         workspace=workspace.resolve(),
+        candidate_run=(working_directory / candidate_run) if candidate_run else None,
         event_name=env.get("GITHUB_EVENT_NAME", "").strip(),
         event_path=env.get("GITHUB_EVENT_PATH") or None,
         api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),

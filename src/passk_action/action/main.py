@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..artifact import run_from_json, write_text_atomic
+from ..artifact import read_run, run_from_json, write_text_atomic
 from ..cli.common import stop_on_signals
 from ..config import AgentConfig, Config, load_config, parse_config_bytes
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
@@ -352,6 +352,16 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         else None
     )
 
+    recorded_candidate = None
+    if inputs.candidate_run is not None:
+        if replay_candidate:
+            warn(
+                "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
+                "are reused, so a re-run cannot change the result"
+            )
+        else:
+            recorded_candidate = read_run(inputs.candidate_run)
+
     with contextlib.ExitStack() as stack, workflow.group("passk: running the comparison"):
         # A cancelled job gets SIGINT/SIGTERM: stop after the attempts in flight.
         stop = stack.enter_context(stop_on_signals())
@@ -399,7 +409,7 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                 config=config,
                 dataset=dataset,
                 baseline=baseline_run,
-                candidate=None,
+                candidate=recorded_candidate,
                 candidate_out=inputs.workspace / CANDIDATE_PATH,
                 agents=agents.get,
                 ratchet_source=baseline_run,
