@@ -765,3 +765,15 @@ def test_candidate_run_input_gates_a_recorded_run_without_running_the_candidate(
     assert again.code == 1 and again.outputs["reused"] == "true"
     assert "input `candidate-run` is ignored" in again.stdout
     assert fake.violations == []
+
+
+def test_comment_off_posts_nothing_and_warns_that_reruns_are_not_pinned(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head(RIGHT)
+    outcome = checkout.run(fake, head, extra_env={"INPUT_COMMENT": "off"})
+    assert outcome.code == 0
+    assert fake.comment_bodies(7) == []
+    assert len(fake.check_runs) == 1  # the check still passes or fails with the gate
+    assert "::warning title=passk::comment: off keeps no record" in outcome.stdout
+    assert fake.violations == []

@@ -341,6 +341,11 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             comments = client.list_issue_comments(pr.number)
         except GitHubError as exc:
             warn(f"cannot read the pull request's comments, so no earlier record is used: {exc}")
+    if inputs.comment == "off":
+        warn(
+            "comment: off keeps no record of this commit's verdicts, so re-running the job "
+            "asks the agent again (use `update` so a re-run cannot change the result)"
+        )
     record, record_warnings = find_record(comments, MARKER)
     for message in record_warnings:
         warn(message)
