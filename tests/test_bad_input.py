@@ -192,7 +192,7 @@ CASES: list[Case] = [
         "artifact-syntax",
         {"run.json": '{"schema_version": 1,\n'},
         "run.json:",
-        "restore the file",
+        "pass a file written by passk, or restore it from git",
         argv=report("run.json"),
     ),
     Case("artifact-empty", {"run.json": ""}, "run.json:", "", argv=report("run.json")),
@@ -251,7 +251,7 @@ CASES: list[Case] = [
         "result-syntax",
         {"result.json": '{"kind": "passk-result"'},
         "result.json:",
-        "restore the file",
+        "pass a file written by passk, or restore it from git",
         argv=("gate", "result.json"),
     ),
     Case(
