@@ -404,7 +404,9 @@ def parse_json_file(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ArtifactError(
-            f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}", hint="pass a file written by passk, or restore it from git"
+            f"invalid JSON: {exc.msg}",
+            where=f"{path}:{exc.lineno}",
+            hint="pass a file written by passk, or restore it from git",
         ) from exc
     except RecursionError as exc:
         raise ArtifactError("JSON nested too deeply", where=str(path)) from exc
