@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -328,6 +328,7 @@ def test_resume_refuses_a_journal_of_another_shard(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from passk_action.artifact import Journal, journal_path
+    from passk_action.config import load_config
     from passk_action.core.model import AgentInfo, EvalSettings, Run, Version
     from passk_action.dataset import load_dataset
     from passk_action.engine import row_records
@@ -340,7 +341,9 @@ def test_resume_refuses_a_journal_of_another_shard(
         tool_version="0.1.0",
         dataset_digest=dataset.digest,
         settings=EvalSettings(k=3),
-        agent=AgentInfo(Version.CANDIDATE, "scripted"),
+        agent=AgentInfo(
+            Version.CANDIDATE, load_config(Path(project.config)).config.agent.describe()
+        ),
         created_at="2026-11-30T09:00:00Z",
         rows=row_records(dataset)[:2],
         attempts=(),
@@ -349,3 +352,41 @@ def test_resume_refuses_a_journal_of_another_shard(
     code = main(["run", "--config", project.config, "--out", str(out), "--resume", "--quiet"])
     assert code == 2
     assert "other rows" in capsys.readouterr().err
+
+
+def test_resume_refuses_a_run_of_another_agent(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.write_rows([row("a"), row("b")])
+    project.write_script({})
+    out = project.root / "run.json"
+    assert main(["run", "--config", project.config, "--out", str(out), "--quiet"]) == 0
+    project.write_config(agent={"command": [sys.executable, "-c", "print('other agent')"]})
+    capsys.readouterr()
+    code = main(["run", "--config", project.config, "--out", str(out), "--resume", "--quiet"])
+    assert code == 2
+    assert "recorded by another agent" in capsys.readouterr().err
+
+
+def test_a_new_run_never_discards_an_interrupted_one(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from passk_action.artifact import Journal, journal_path, read_journal
+
+    project.write_rows([row("a"), row("b")])
+    project.write_script({})
+    out = project.root / "run.json"
+    assert main(["run", "--config", project.config, "--out", str(out), "--quiet"]) == 0
+    # Pretend the next run of the same file was interrupted after one attempt.
+    from passk_action.artifact import read_run
+
+    finished = read_run(out)
+    header = replace(finished, attempts=())
+    with Journal.create(journal_path(out), header) as journal:
+        journal.append(finished.attempts[0])
+    capsys.readouterr()
+    code = main(["run", "--config", project.config, "--out", str(out), "--quiet"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "an interrupted run with 1 recorded attempt(s) is here" in err and "--resume" in err
+    assert len(read_journal(journal_path(out)).attempts) == 1  # nothing was lost

@@ -222,7 +222,8 @@ def hand_made_journal(project: Project, attempts: list[Attempt]) -> None:
         tool_version=__version__,
         dataset_digest=inputs.dataset.digest,
         settings=inputs.config.settings,
-        agent=AgentInfo(Version.CANDIDATE, "scripted"),
+        # The same description `passk run` records for this config's agent.
+        agent=AgentInfo(Version.CANDIDATE, inputs.config.agent.describe()),
         created_at="2026-11-30T09:00:00Z",
         rows=row_records(inputs.dataset),
         attempts=(),

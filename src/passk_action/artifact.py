@@ -847,8 +847,26 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Translate a failure to write ``path`` (missing folder, no space, read-only)."""
+    try:
+        yield
+    except OSError as exc:
+        raise ArtifactError(
+            f"cannot write: {exc.strerror or exc}",
+            where=str(path),
+            hint="choose a path in a writable folder",
+        ) from exc
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write via a temporary file, fsync, rename: a reader never sees half a file."""
+    with writing(path):
+        _write_text_atomic(path, text)
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -898,11 +916,12 @@ class Journal:
     @classmethod
     def create(cls, path: Path, header: Run) -> Journal:
         """Start a new journal (replacing any old one) with the run's header line."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("w", encoding="utf-8", newline="\n")
-        handle.write(_journal_header_line(header))
-        journal = cls(path, handle)
-        journal._sync()
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = path.open("w", encoding="utf-8", newline="\n")
+            handle.write(_journal_header_line(header))
+            journal = cls(path, handle)
+            journal._sync()
         return journal
 
     @classmethod
@@ -920,11 +939,13 @@ class Journal:
     @classmethod
     def reopen(cls, path: Path) -> Journal:
         """Continue appending to an existing journal (after :func:`read_journal`)."""
-        return cls(path, path.open("a", encoding="utf-8", newline="\n"))
+        with writing(path):
+            return cls(path, path.open("a", encoding="utf-8", newline="\n"))
 
     def append(self, attempt: Attempt) -> None:
-        self._handle.write(compact_json(attempt_to_json(attempt)) + "\n")
-        self._sync()
+        with writing(self.path):
+            self._handle.write(compact_json(attempt_to_json(attempt)) + "\n")
+            self._sync()
 
     def _sync(self) -> None:
         self._handle.flush()

@@ -182,6 +182,7 @@ def record_run(
         header = replace(header, created_at=finished.created_at)
         journal = Journal.rewrite(journal_file, header, kept)
     else:
+        _refuse_to_discard(journal_file)
         journal = Journal.create(journal_file, header)
     recorded = {(a.row_id, a.number) for a in kept}
     requests = _main_requests(rows, settings.k, info.version, recorded)
@@ -211,6 +212,23 @@ def record_run(
     return run, len(fresh)
 
 
+def _refuse_to_discard(journal_file: Path) -> None:
+    """Starting anew over an interrupted run would silently drop its attempts."""
+    if not journal_file.exists():
+        return
+    try:
+        with journal_file.open("rb") as handle:
+            recorded = sum(1 for line in handle if line.strip()) - 1  # less the header
+    except OSError:
+        return
+    if recorded > 0:
+        raise ArtifactError(
+            f"an interrupted run with {recorded} recorded attempt(s) is here",
+            where=str(journal_file),
+            hint="continue it with --resume, or delete this journal to start anew",
+        )
+
+
 def _check_resumable(recorded: Run, wanted: Run, where: Path, what: str = "the journal") -> None:
     if recorded.dataset_digest != wanted.dataset_digest:
         raise ArtifactError(
@@ -229,6 +247,13 @@ def _check_resumable(recorded: Run, wanted: Run, where: Path, what: str = "the j
             f"{what} is a {recorded.agent.version.value} run",
             where=str(where),
             hint="resume with the same --version, or start anew",
+        )
+    if recorded.agent.description != wanted.agent.description:
+        raise ArtifactError(
+            f"{what} was recorded by another agent ({recorded.agent.description!r}, "
+            f"not {wanted.agent.description!r})",
+            where=str(where),
+            hint="resume with the same agent command, or start anew without --resume",
         )
     if [r.id for r in recorded.rows] != [r.id for r in wanted.rows]:
         raise ArtifactError(

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import FrameType
 
+from ..artifact import write_text_atomic
 from ..config import AgentConfig, Config, load_config
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..dataset import load_dataset
@@ -143,6 +144,4 @@ def write_output(path: str | None, text: str) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     assert path is not None
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    write_text_atomic(Path(path), text if text.endswith("\n") else text + "\n")
