@@ -152,7 +152,13 @@ CASES: list[Case] = [
         "config-k-below-2",
         {"passk.yml": config(k=1), "data.jsonl": GOOD_DATA},
         "passk.yml: k: must be at least 2",
-        "at least 2",
+        "from 2 to 1000",
+    ),
+    Case(
+        "config-k-absurd",
+        {"passk.yml": config(k=100_000_000_000), "data.jsonl": GOOD_DATA},
+        "passk.yml: k: must be at most 1000",
+        "from 2 to 1000",
     ),
     Case(
         "config-missing-dataset",

@@ -214,7 +214,7 @@ def test_exact_message_for_a_value_out_of_range() -> None:
     error = error_of(MINIMAL + "k: 1\n")
     assert str(error) == (
         "passk.yml: k: must be at least 2, got 1"
-        " (attempts per row, a whole number of at least 2; default 3)"
+        " (attempts per row, a whole number from 2 to 1000; default 3)"
     )
     assert error.where == "passk.yml: k"
 

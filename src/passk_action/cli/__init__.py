@@ -7,16 +7,24 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
-from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, PasskError, exit_code_for
+from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, PasskError, UsageError, exit_code_for
 from . import action, baseline, compare, gate, importer, merge, report, run
 
 SUBCOMMANDS = (run, baseline, report, compare, gate, merge, action, importer)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line like every other input error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, where=self.prog, hint=f"see `{self.prog} --help`")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="passk",
         description="Gate an LLM agent on the reliability of its decisions: "
         "mean accuracy, pass^k and flip rate, row by row.",
@@ -33,7 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: --help/--version exit 0, usage errors exit 2
+    except UsageError as exc:
+        print(f"passk: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
+    except SystemExit as exc:  # --help and --version
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     try:
         code: int = args.handler(args)
