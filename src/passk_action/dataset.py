@@ -84,7 +84,7 @@ def load_dataset(path: Path, must_not_break_tags: Iterable[str] = ()) -> Dataset
         path,
         DatasetError,
         kind="dataset file",
-        not_found_hint="check `dataset:` in passk.yml; it is relative to the config file",
+        not_found_hint="check `dataset:` in the config; it is relative to the config file",
         directory_hint=_FORMATS_HINT,
         unreadable="the dataset",
     )
