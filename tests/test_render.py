@@ -22,6 +22,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from passk_action.core.gate import GatePolicy, ProtectedChange
+from passk_action.core.html import render_html_report
 from passk_action.core.model import (
     AgentInfo,
     Attempt,
@@ -32,10 +33,12 @@ from passk_action.core.model import (
     Version,
 )
 from passk_action.core.render import (
+    STATISTICS_TITLE,
     capped,
     counts_text,
     percent,
     points,
+    power_text,
     ranked_counts,
     render_comment,
     render_compare_report,
@@ -44,6 +47,7 @@ from passk_action.core.render import (
     short_digest,
 )
 from passk_action.core.result import CompareResult, Executions, evaluate
+from passk_action.core.uncertainty import Power, analyze, analyze_run, power_analysis
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 MARKER = "<!-- passk:sticky-comment -->"
@@ -403,6 +407,86 @@ def test_the_failed_scenario_fails_for_the_expected_reasons() -> None:
     )
 
 
+def test_the_report_states_both_versions_error_bars_computed_by_hand() -> None:
+    report = render_compare_report(failed_scenario())
+    # Baseline per-row accuracy: 1, 1, 1, 1, 2/3, 1, 0 -> mean 17/21; the sample
+    # variance is (5 (4/21)^2 + (3/21)^2 + (17/21)^2) / 6 = 1/7, SE = sqrt(1/49) = 1/7.
+    # pass^3: five rows 1, two rows 0 -> 5/7, variance 5/21, SE = sqrt(5/147).
+    base_acc, base_se = 17 / 21, 1 / 7
+    base_pk, base_pk_se = 5 / 7, (5 / 147) ** 0.5
+    expected = (
+        f"| baseline | {percent(base_acc)} | {percent(base_acc - 1.959964 * base_se)} – 100.0% "
+        f"| 14.3 pts | {percent(base_pk)} | {percent(base_pk - 1.959964 * base_pk_se)} – 100.0% "
+        f"| {base_pk_se * 100:.1f} pts | 7 |"
+    )
+    assert expected == (
+        "| baseline | 81.0% | 53.0% – 100.0% | 14.3 pts | 71.4% | 35.3% – 100.0% | 18.4 pts | 7 |"
+    )
+    assert expected in report
+    # Candidate: 2/3, 2/3, 1 (one valid answer), 2/3, 1, 1, 1/3 -> 16/21 per row,
+    # not the pooled 14/19 of the numbers table: the note under the table says why.
+    assert "| candidate | 76.2% |" in report and "| candidate | 73.7% |" in report
+    assert "per-row mean can differ slightly from the pooled mean accuracy" in report
+    # The block sits between the noise sentence and the row counts.
+    assert report.index("**Within noise:**") < report.index(f"**{STATISTICS_TITLE}**")
+    assert report.index(f"**{STATISTICS_TITLE}**") < report.index("**Rows:** 1 gained")
+    assert "is **31.8 pts** for this paired comparison" in report
+    assert "Advice: add rows: most of the variance is between rows" in report
+
+
+def test_the_statistics_table_uses_the_given_analysis_and_names_clusters_and_left_out_rows() -> (
+    None
+):
+    rows = [row("a", "yes"), row("b", "yes"), row("c", "yes"), row("d", "yes")]
+    base = Attempts().ok("a", "yes", times=3).ok("b", "yes", times=3)
+    base.ok("c", "no", times=3).ok("d", "yes", times=3)
+    cand = Attempts().ok("a", "yes", times=3).ok("b", "no", times=3).ok("c", "yes", times=3)
+    for _ in range(3):
+        cand.error("d", "timeout", "killed")
+    result = compare(
+        rows,
+        make_run(Version.BASELINE, rows, base, "v1", None),
+        make_run(Version.CANDIDATE, rows, cand, "v2", None),
+    )
+    stats = analyze(result, {"a": "one", "b": "one", "c": "two", "d": "three"})
+    report = render_compare_report(result, analysis=stats)
+    assert "| 4 (3 clusters) |" in report  # baseline: every row answered
+    assert "| 3 (2 clusters, 1 without a valid answer left out) |" in report
+    assert "| 3 (1 without a valid answer left out) |" in render_compare_report(result)
+    assert "**Too few rows" not in report
+
+
+def test_power_text_edge_cases() -> None:
+    too_few = Power(1, None, None, None, None, None, None, None, None, None, None)
+    assert power_text(too_few).startswith("Too few rows to estimate the smallest change")
+    run = failed_scenario().candidate
+    _, summaries = analyze_run(run.rows, run)
+    single = power_text(power_analysis([summaries]))
+    assert "for two independent samples. Twice the rows:" in single
+    assert "paired" not in single
+
+
+def test_the_html_page_shows_the_statistics_once() -> None:
+    page = render_html_report(failed_scenario())
+    assert page.count('id="error-bars"') == 1
+    assert page.count(STATISTICS_TITLE) == 1
+    assert page.count("for this paired comparison") == 1
+    assert page.count("per-row mean can differ slightly") == 1
+
+
+def test_the_comment_keeps_the_intervals_when_lists_are_cut() -> None:
+    result = many_lost_rows(200)
+    tight = render_comment(result, marker=MARKER, record=RECORD, limit=8_000)
+    assert "Some lists are shortened" in tight
+    line = next(x for x in tight.splitlines() if x.startswith("**95% CI**"))
+    # Every row is stable-correct on the baseline (a zero-width interval) and
+    # right 2 times of 3 on the candidate.
+    assert line == (
+        "**95% CI** (row as the unit): mean accuracy baseline 100.0% – 100.0%, "
+        "candidate 66.7% – 66.7% · pass^k baseline 100.0% – 100.0%, candidate 0.0% – 0.0%."
+    )
+
+
 def gfm() -> MarkdownIt:
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
@@ -570,6 +654,14 @@ def test_run_report_json() -> None:
         "errors": 2,
     }
     assert [r["id"] for r in rows] == [f"refund-00{i}" for i in range(1, 8)]
+    analysis = data["analysis"]
+    assert analysis["k"] == 3 and analysis["version"] == "candidate"
+    assert analysis["pass_k"]["estimate"] == data["metrics"]["pass_k"]
+    assert analysis["mean_accuracy"]["estimate"] == pytest.approx(16 / 21)
+    assert analysis["mean_accuracy"]["n"] == 7
+    assert analysis["power"]["rows"] == 7 and analysis["power"]["mde_paired"] is None
+    assert [p["j"] for p in analysis["curve"]["points"]] == [1, 2, 3]
+    assert {c["check"] for c in analysis["checks"]} == {"return_window", "proof_of_purchase"}
 
 
 def test_an_empty_run_reports_undefined_numbers_as_na() -> None:

@@ -43,9 +43,12 @@ from .gate import GateFailure, Rule
 from .model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
 from .render import (
     CURVE_TITLE,
+    ERROR_BAR_NOTE,
+    STATISTICS_TITLE,
     curve_series,
     noise_sentence,
     percent,
+    power_paragraphs,
     render_compare_report,
     render_run_report,
 )
@@ -312,35 +315,14 @@ def _error_bar_table(versions: Sequence[VersionAnalysis]) -> str:
             *_error_bar_rows(versions),
             "</tbody>",
             "</table>",
-            '<p class="muted">Error bars treat the row as the unit (Miller, "Adding Error Bars '
-            "to Evals\", 2024): each row's share of right answers weighs the same, so with "
-            "uneven valid attempts the per-row mean can differ slightly from the pooled mean "
-            "accuracy above. Intervals are mean ± 1.96 SE, clipped to 0–100%.</p>",
+            f'<p class="muted">{_e(ERROR_BAR_NOTE)}</p>',
         ]
     )
 
 
-def _pts(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f} pts"
-
-
 def _power_text(power: Power) -> str:
-    if power.mde_unpaired is None:
-        return (
-            "<p>Too few rows to estimate the smallest change this dataset can detect "
-            "(at least 2 are needed).</p>"
-        )
-    parts = [
-        f"<p>With {power.rows} rows, the smallest change in mean accuracy this dataset detects "
-        f"80% of the time at the 5% level is <strong>{_pts(power.mde_paired)}</strong> "
-        f"for this paired comparison ({_pts(power.mde_unpaired)} for two independent samples). "
-        f"Twice the rows: {_pts(power.mde_more_rows)}; twice the attempts per row: "
-        f"{_pts(power.mde_more_k)}; no answer-to-answer noise at all: "
-        f"{_pts(power.mde_k_infinite)}.</p>"
-    ]
-    if power.advice:
-        parts.append(f"<p>Advice: {_e(power.advice)}.</p>")
-    return "\n".join(parts)
+    # The Markdown report says the same words: one wording, two renderings.
+    return "".join(markdown_html(part) for part in power_paragraphs(power))
 
 
 def _flip_bars(versions: Sequence[Sequence[CheckStability]]) -> list[FlipBar]:
@@ -615,7 +597,8 @@ def render_html_report(result: CompareResult, *, analysis: Analysis | None = Non
     cmp = result.comparison
     scoring = result.candidate.settings.scoring
     k = result.candidate.settings.k
-    report = render_compare_report(result, analysis=stats, charts=False)
+    # Charts and statistics have their own sections below, drawn for the page.
+    report = render_compare_report(result, analysis=stats, charts=False, statistics=False)
     blocking: dict[str, GateFailure] = {}
     for failure in result.gate.failures:
         if failure.rule is not Rule.PROTECTED_CHANGE and failure.id is not None:
@@ -667,7 +650,7 @@ def render_html_report(result: CompareResult, *, analysis: Analysis | None = Non
     ]
     sections = [
         f'<section id="summary">{markdown_html(report)}</section>',
-        '<section id="statistics"><h2>How sure are these numbers?</h2>',
+        f'<section id="statistics"><h2>{STATISTICS_TITLE}</h2>',
         f'<div class="noise">{markdown_html(noise_sentence(stats.paired))}</div>',
         _error_bar_table([stats.baseline, stats.candidate]),
         _power_text(stats.power),
@@ -795,7 +778,7 @@ def render_run_html(run: Run) -> str:
     ]
     sections = [
         f'<section id="summary">{markdown_html(render_run_report(run))}</section>',
-        '<section id="statistics"><h2>How sure are these numbers?</h2>',
+        f'<section id="statistics"><h2>{STATISTICS_TITLE}</h2>',
         _error_bar_table([version]),
         "</section>",
         '<section id="charts"><h2>Charts</h2><div class="figures">',

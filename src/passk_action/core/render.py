@@ -37,9 +37,14 @@ from .uncertainty import (
     WITHIN_NOISE,
     WORSE,
     Analysis,
+    ErrorBar,
     PairedComparison,
     PassCurve,
+    Power,
+    VersionAnalysis,
     analyze,
+    analyze_run,
+    power_analysis,
 )
 
 ID_LEN = 80
@@ -186,11 +191,17 @@ class _RunView:
     confirm_attempts: int
 
 
-def _run_view(run: Run) -> _RunView:
-    """Main attempts only: the headline numbers are defined over the k main attempts."""
+def _run_view(run: Run, summaries: Sequence[RowSummary] | None = None) -> _RunView:
+    """Main attempts only: the headline numbers are defined over the k main attempts.
+
+    ``summaries`` are the run's main-attempt row summaries when the caller
+    already has them (the analysis computes the very same ones).
+    """
     k = run.settings.k
     by_row = run.attempts_by_row()
-    summaries = tuple(summarize_run(run.rows, by_row, k, run.settings.scoring))
+    if summaries is None:
+        summaries = summarize_run(run.rows, by_row, k, run.settings.scoring)
+    summaries = tuple(summaries)
     main = [a for a in run.attempts if a.phase is Phase.MAIN]
     reasons: Counter[str] = Counter()
     first: dict[str, Attempt] = {}
@@ -292,9 +303,23 @@ def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
     return "\n".join(lines) + "\n"
 
 
+def run_analysis_json(version: VersionAnalysis, power: Power, k: int) -> dict[str, Json]:
+    """One run's error bars, pass^j curve, check stability and power, as data.
+
+    The keys of one side of :meth:`~.uncertainty.Analysis.to_json` plus ``k``
+    and ``power`` (with a single version there is no paired MDE: it is null).
+    """
+    return {"k": k, **version.to_json(), "power": power.to_json()}
+
+
 def run_report_json(run: Run) -> dict[str, Json]:
-    """The same report as data, for ``passk report --json``: every row, no cap."""
-    view = _run_view(run)
+    """The same report as data, for ``passk report --format json``: every row, no cap.
+
+    ``analysis`` (see :func:`run_analysis_json`) reuses the row summaries the
+    report needs anyway, so it costs the check-stability pass and little more.
+    """
+    version, summaries = analyze_run(run.rows, run)
+    view = _run_view(run, summaries)
     records = {r.id: r for r in run.rows}
     return {
         "metrics": view.metrics.to_json(),
@@ -311,6 +336,7 @@ def run_report_json(run: Run) -> dict[str, Json]:
             }
             for s in view.summaries
         ],
+        "analysis": run_analysis_json(version, power_analysis([summaries]), run.settings.k),
     }
 
 
@@ -537,6 +563,112 @@ def noise_sentence(paired: PairedComparison) -> str:
     return f"{head} {mcnemar}"
 
 
+# --- how sure: error bars and power ----------------------------------------
+
+STATISTICS_TITLE = "How sure are these numbers?"
+
+ERROR_BAR_NOTE = (
+    'Error bars treat the row as the unit (Miller, "Adding Error Bars to Evals", 2024): '
+    "each row's share of right answers weighs the same, so with uneven valid attempts the "
+    "per-row mean can differ slightly from the pooled mean accuracy above. Intervals are "
+    "mean ± 1.96 SE, clipped to 0–100%."
+)
+"""What every error-bar table says under it (Markdown report and HTML page alike)."""
+
+
+def interval_text(bar: ErrorBar) -> str:
+    """``53.0% – 100.0%``; "n/a" when there were too few rows for an interval."""
+    if bar.low is None or bar.high is None:
+        return "n/a"
+    return f"{percent(bar.low)} – {percent(bar.high)}"
+
+
+def se_text(bar: ErrorBar) -> str:
+    """The standard error in percentage points ("8.0 pts"); "n/a" when undefined."""
+    return "n/a" if bar.se is None else f"{bar.se * 100:.1f} pts"
+
+
+def _pts(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f} pts"
+
+
+def power_paragraphs(power: Power) -> tuple[str, ...]:
+    """The smallest detectable change in mean accuracy, then whether rows or k would shrink it.
+
+    Markdown, shared by the Markdown report (one paragraph, see
+    :func:`power_text`) and the HTML page (one paragraph each); formulas in
+    :class:`~.uncertainty.Power` (alpha 0.05 two-sided, power 0.8).  Nothing
+    in it comes from a user or an agent.
+    """
+    if power.mde_unpaired is None:
+        return (
+            "Too few rows to estimate the smallest change this dataset can detect "
+            "(at least 2 are needed).",
+        )
+    if power.mde_paired is not None:
+        mde = (
+            f"**{_pts(power.mde_paired)}** for this paired comparison "
+            f"({_pts(power.mde_unpaired)} for two independent samples)"
+        )
+    else:
+        mde = f"**{_pts(power.mde_unpaired)}** for two independent samples"
+    text = (
+        f"With {_plural(power.rows, 'row')}, the smallest change in mean accuracy this dataset "
+        f"detects 80% of the time at the 5% level is {mde}. Twice the rows: "
+        f"{_pts(power.mde_more_rows)}; twice the attempts per row: {_pts(power.mde_more_k)}; "
+        f"no answer-to-answer noise at all: {_pts(power.mde_k_infinite)}."
+    )
+    return (text, f"Advice: {power.advice}.") if power.advice else (text,)
+
+
+def power_text(power: Power) -> str:
+    """:func:`power_paragraphs` as one paragraph, for the compact Markdown report."""
+    return " ".join(power_paragraphs(power))
+
+
+def _rows_text(bar: ErrorBar) -> str:
+    """Rows behind an error bar: its clusters, and rows left out for want of a valid answer."""
+    notes = []
+    if bar.method == "clustered":
+        notes.append(_plural(bar.clusters or 0, "cluster"))
+    if bar.excluded:
+        notes.append(f"{bar.excluded} without a valid answer left out")
+    return f"{bar.n} ({', '.join(notes)})" if notes else str(bar.n)
+
+
+def _statistics_lines(versions: Sequence[VersionAnalysis], power: Power) -> list[str]:
+    """The error-bar table of each version, what it means, and the power paragraph.
+
+    Everything comes from an :class:`Analysis` already computed for the noise
+    sentence, so the table costs a few lines of text, not another pass.
+    """
+    lines = [
+        "",
+        f"**{STATISTICS_TITLE}**",
+        "",
+        "| | mean accuracy (per row) | 95% CI | SE | pass^k | 95% CI | SE | rows |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for v in versions:
+        acc, pk = v.accuracy, v.pass_k
+        lines.append(
+            f"| {inline(v.version, VALUE_LEN)} | {percent(acc.estimate)} | {interval_text(acc)} "
+            f"| {se_text(acc)} | {percent(pk.estimate)} | {interval_text(pk)} | {se_text(pk)} "
+            f"| {_rows_text(acc)} |"
+        )
+    return [*lines, "", ERROR_BAR_NOTE, "", power_text(power)]
+
+
+def interval_line(analysis: Analysis) -> str:
+    """The 95% intervals of both versions on one line: what a PR comment has room for."""
+    base, cand = analysis.baseline, analysis.candidate
+    return (
+        f"**95% CI** (row as the unit): mean accuracy baseline {interval_text(base.accuracy)}, "
+        f"candidate {interval_text(cand.accuracy)} · pass^k baseline "
+        f"{interval_text(base.pass_k)}, candidate {interval_text(cand.pass_k)}."
+    )
+
+
 def curve_points(analysis: Analysis) -> int:
     """How many j the two curves share: both versions are drawn over the same range."""
     return min(len(analysis.baseline.curve.points), len(analysis.candidate.curve.points))
@@ -620,13 +752,15 @@ def render_compare_report(
     list_limit: int = REPORT_LIST_LIMIT,
     analysis: Analysis | None = None,
     charts: bool = True,
+    statistics: bool = True,
 ) -> str:
     """The full Markdown report of a comparison (job summary, ``passk compare``).
 
     ``analysis`` defaults to :func:`~.uncertainty.analyze` of ``result``
     without clusters; pass one computed with the dataset's clusters when you
     have them.  ``charts=False`` leaves out the Mermaid chart and the
-    transition table (the HTML report draws them as SVG instead).
+    transition table, ``statistics=False`` the error-bar table and the
+    power paragraph (the HTML report has its own section for each).
     """
     s = _sections(result)
     gate = result.gate
@@ -634,9 +768,10 @@ def render_compare_report(
     stats = analysis if analysis is not None else analyze(result)
     lines = [f"# {verdict_line(result, s)}", "", *_header_facts(result), ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=True)
+    lines += ["", noise_sentence(stats.paired)]
+    if statistics:
+        lines += _statistics_lines([stats.baseline, stats.candidate], stats.power)
     lines += [
-        "",
-        noise_sentence(stats.paired),
         "",
         f"**Rows:** {len(s.gained)} gained · {len(s.lost)} lost "
         f"({_plural(len(s.regressions), 'confirmed regression')})",
@@ -751,7 +886,7 @@ def _comment_body(
     cmp = result.comparison
     lines = [f"### {verdict_line(result, s)}", ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=False)
-    lines += ["", noise_sentence(analysis.paired)]
+    lines += ["", noise_sentence(analysis.paired), "", interval_line(analysis)]
     lines += _curve_lines(analysis) + _transition_lines(cmp.rows)
     lines += ["", "**Gate**", "", *_gate_items(result.gate, budget.gate)]
     cut = len(result.gate.failures) > budget.gate or len(result.gate.warnings) > budget.gate
@@ -808,8 +943,9 @@ def render_comment(
     escaped value can contain ``<!--``, so each appears exactly once.  When
     the comment is too long, the lists shrink first (then the check flips go,
     then the gate reasons shrink to a few, their count staying exact); the
-    verdict, the numbers, the noise sentence, the pass^j chart, the
-    transition table and the record always stay (together well under 2 KB).
+    verdict, the numbers, the noise sentence, the 95% intervals, the pass^j
+    chart, the transition table and the record always stay (together well
+    under 2 KB).
     ``analysis`` as in :func:`render_compare_report`.  If even the minimal
     comment exceeds ``limit`` (a huge ``record``), the minimal one is returned.
     """
