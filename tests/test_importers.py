@@ -410,12 +410,49 @@ def test_cli_exits_2_when_nothing_imports(
     assert not out.exists()
 
 
-def test_cli_names_a_broken_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("source", "hint"),
+    [
+        (
+            "tau-bench",
+            "pass a tau-bench results JSON (a list of {task_id, reward, trial}) "
+            "or a tau2-bench one (an object with 'simulations')",
+        ),
+        (
+            "inspect",
+            "pass an Inspect eval log in JSON (an object with 'eval' and 'samples'; "
+            "`inspect log convert --to json` converts .eval logs)",
+        ),
+        (
+            "promptfoo",
+            "pass promptfoo output JSON ({'results': {'results': [...]}}, "
+            "as `promptfoo eval -o out.json` writes it)",
+        ),
+    ],
+)
+def test_cli_names_a_broken_file_and_the_format_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, hint: str
+) -> None:
+    """Not passk's artifact hint ("a file written by passk"): this file is the harness's."""
     broken = tmp_path / "results.json"
-    broken.write_text('[{"task_id": 1,', encoding="utf-8")
-    code = main(["import", "--from", "tau-bench", str(broken), "--out", str(tmp_path / "r.json")])
+    broken.write_text('[\n{"task_id": 1,', encoding="utf-8")
+    code = main(["import", "--from", source, str(broken), "--out", str(tmp_path / "r.json")])
     assert code == 2
-    assert f"{broken}:1: invalid JSON" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"passk: error: {broken}:2: invalid JSON: Expecting property name enclosed in "
+        f"double quotes ({hint})\n"
+    )
+
+
+def test_a_file_that_is_not_utf8_names_the_format_expected(tmp_path: Path) -> None:
+    log = tmp_path / "log.json"
+    log.write_bytes(b'{"eval": "\xff"}')
+    with pytest.raises(ArtifactError) as caught:
+        import_files("inspect", [log], ImportOptions(), now=fixed_now, tool_version="0")
+    assert caught.value.one_line() == (
+        f"{log}: not UTF-8 (byte 10) (pass an Inspect eval log in JSON (an object with "
+        "'eval' and 'samples'; `inspect log convert --to json` converts .eval logs))"
+    )
 
 
 def test_cli_option_for_another_format_is_refused(
@@ -437,3 +474,181 @@ def test_imported_runs_compare_on_the_written_dataset(tmp_path: Path) -> None:
     cand = do_import("tau-bench", "tau2_airline.json")
     assert base.run.dataset_digest == cand.run.dataset_digest
     assert base.run.agent.version is Version.BASELINE
+
+
+# ------------------------------------------------------------------- duplicates
+
+
+def write_json(path: Path, doc: Any) -> Path:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def tau_entries(tasks: list[int], trials: range, reward: float = 1.0) -> list[dict[str, Any]]:
+    return [{"task_id": t, "trial": n, "reward": reward} for n in trials for t in tasks]
+
+
+def import_paths(source: str, *paths: Path, **options: Any) -> Imported:
+    return import_files(
+        source, list(paths), ImportOptions(**options), now=fixed_now, tool_version="0.1.0"
+    )
+
+
+def test_tau_bench_duplicate_trial_in_one_file_is_imported_once(tmp_path: Path) -> None:
+    entries = tau_entries([0, 1], range(2))
+    entries.append({"task_id": 0, "trial": 1, "reward": 1.0})  # [4]: the same again
+    entries.append({"task_id": 1, "trial": 0, "reward": 0.0})  # [5]: same key, other result
+    path = write_json(tmp_path / "a.json", entries)
+    imported = import_paths("tau-bench", path)
+    assert decisions(imported) == {"0": [PASS, PASS], "1": [PASS, PASS]}
+    assert imported.run.settings.k == 2
+    assert [str(s) for s in imported.report.skipped] == [
+        f"{path}: [4]: duplicate task '0' trial 1 (first at {path}: [2]), not imported twice",
+        f"{path}: [5]: duplicate task '1' trial 0 (first at {path}: [1]), not imported twice; "
+        "the two disagree (fail here, pass there)",
+    ]
+    assert imported.report.duplicates == 2
+    assert imported.report.summary() == (
+        "imported 2 row(s), 4 attempt(s) (0 error(s)) from 1 tau-bench file(s), k=2; "
+        "2 entries skipped (2 duplicate(s))"
+    )
+
+
+def test_two_tau_bench_runs_with_the_same_trial_numbers_do_not_double_k(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The review's case: two runs each with trials 0-3 used to give k=8."""
+    a = write_json(tmp_path / "a.json", tau_entries([0, 1], range(4)))
+    b = write_json(tmp_path / "b.json", tau_entries([0, 1], range(4)))
+    imported = import_paths("tau-bench", a, b)
+    assert imported.run.settings.k == 4
+    assert len(imported.run.attempts) == 8
+    report = imported.report
+    assert report.duplicates == 8
+    assert str(report.skipped[0]) == (
+        f"{b}: [0]: duplicate task '0' trial 0 (first at {a}: [0]), not imported twice"
+    )
+    assert all(s.where.startswith(f"{b}: [") for s in report.skipped)
+    out = tmp_path / "run.json"
+    code = main(["import", "--from", "tau-bench", str(a), str(b), "--out", str(out)])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert captured.out == (
+        "passk: imported 2 row(s), 8 attempt(s) (0 error(s)) from 2 tau-bench file(s), k=4; "
+        "4 trial(s) per task from 1 of the 2 files; 8 entries skipped (8 duplicate(s)): "
+        f"{out}\n"
+    )
+    assert f"not imported: {b}: [7]: duplicate task '1' trial 3 (first at {a}: [7])" in (
+        captured.err
+    )
+
+
+def test_tau_bench_runs_with_distinct_trial_numbers_combine(tmp_path: Path) -> None:
+    a = write_json(tmp_path / "a.json", tau_entries([0, 1], range(2)) + tau_entries([2], range(3)))
+    b = write_json(tmp_path / "b.json", tau_entries([0, 1], range(2, 4), reward=0.0))
+    imported = import_paths("tau-bench", a, b)
+    assert decisions(imported)["0"] == [PASS, PASS, FAIL, FAIL]
+    assert imported.report.skipped == ()
+    assert imported.report.summary() == (
+        "imported 3 row(s), 11 attempt(s) (0 error(s)) from 2 tau-bench file(s), k=3; "
+        "3-4 trial(s) per task from 1-2 of the 2 files"
+    )
+    assert imported.report.to_json()["trials_per_task"] == [3, 4]
+    assert imported.report.to_json()["files_per_task"] == [1, 2]
+
+
+def test_tau2_simulations_without_a_trial_number_are_all_kept() -> None:
+    doc = {
+        "simulations": [
+            {"task_id": "7", "trial": None, "reward_info": {"reward": 1.0}},
+            {"task_id": "7", "trial": None, "reward_info": {"reward": 0.0}},
+        ]
+    }
+    parsed = tau_bench.parse(doc, "r.json", 0, ImportOptions())
+    imported = build_import(
+        [parsed], source="tau-bench", files=["r.json"], options=ImportOptions(),
+        now=fixed_now, tool_version="0",
+    )  # fmt: skip
+    assert decisions(imported) == {"7": [PASS, FAIL]}
+    assert imported.report.duplicates == 0
+
+
+def test_inspect_log_passed_twice_is_imported_once(tmp_path: Path) -> None:
+    a = DATA / "inspect_refunds.json"
+    b = write_json(tmp_path / "again.json", json.loads(a.read_text(encoding="utf-8")))
+    once = do_import("inspect", "inspect_refunds.json")
+    twice = import_paths("inspect", a, b)
+    assert decisions(twice) == decisions(once)
+    report = twice.report
+    assert report.duplicates == 8
+    # Each file's entries the parser could not map, then that file's duplicates.
+    assert [s.where for s in report.skipped[:3]] == [
+        f"{a}: samples[8]",
+        f"{b}: samples[8]",
+        f"{b}: samples[0]",
+    ]
+    assert str(report.skipped[2]) == (
+        f"{b}: samples[0]: duplicate sample '1' epoch 1 (first at {a}: samples[0]), "
+        "not imported twice"
+    )
+    # samples[8] (a P score) is skipped for its value in both files, not as a duplicate
+    assert report.summary() == (
+        "imported 3 row(s), 8 attempt(s) (2 error(s)) from 2 inspect file(s), k=2; "
+        "2-3 trial(s) per task from 1 of the 2 files; 10 entries skipped (8 duplicate(s))"
+    )
+
+
+def test_inspect_duplicate_epoch_in_one_log() -> None:
+    sample = {"id": "s", "scores": {"match": {"value": "C"}}}
+    doc = {
+        "eval": {},
+        "samples": [{**sample, "epoch": 1}, {**sample, "epoch": 2}, {**sample, "epoch": 1}],
+    }
+    parsed = inspect_ai.parse(doc, "log.json", 0, ImportOptions())
+    imported = build_import(
+        [parsed], source="inspect", files=["log.json"], options=ImportOptions(),
+        now=fixed_now, tool_version="0",
+    )  # fmt: skip
+    assert [str(s) for s in imported.report.skipped] == [
+        "log.json: samples[2]: duplicate sample 's' epoch 1 (first at log.json: samples[0]), "
+        "not imported twice"
+    ]
+    assert imported.run.settings.k == 2
+
+
+def test_promptfoo_repeats_are_numbered_by_test_idx() -> None:
+    parsed = promptfoo.parse(
+        json.loads((DATA / "promptfoo_refunds.json").read_text(encoding="utf-8")),
+        "out.json",
+        0,
+        ImportOptions(),
+    )
+    assert [(t.key, t.where) for t in parsed.trials if t.task == "within window"] == [
+        ("test 'within window' repeat 1", "out.json: results.results[0]"),
+        ("test 'within window' repeat 2", "out.json: results.results[2]"),
+        ("test 'within window' repeat 3", "out.json: results.results[4]"),
+    ]
+
+
+def test_promptfoo_duplicates_in_one_file_and_across_files(tmp_path: Path) -> None:
+    results = [
+        {"promptIdx": 0, "testIdx": t, "vars": {"q": t % 2}, "success": True} for t in range(4)
+    ]
+    results.append({"promptIdx": 0, "testIdx": 2, "vars": {"q": 0}, "success": False})
+    a = write_json(tmp_path / "a.json", results_doc(results))
+    b = write_json(tmp_path / "b.json", results_doc(results[:2]))
+    imported = import_paths("promptfoo", a, b)
+    assert decisions(imported) == {"test-0": [PASS, PASS], "test-1": [PASS, PASS]}
+    assert [str(s) for s in imported.report.skipped] == [
+        f"{a}: results.results[4]: duplicate test 'test-0' repeat 2 "
+        f"(first at {a}: results.results[2]), not imported twice; "
+        "the two disagree (fail here, pass there)",
+        f"{b}: results.results[0]: duplicate test 'test-0' repeat 1 "
+        f"(first at {a}: results.results[0]), not imported twice",
+        f"{b}: results.results[1]: duplicate test 'test-1' repeat 1 "
+        f"(first at {a}: results.results[1]), not imported twice",
+    ]
+    assert imported.report.summary() == (
+        "imported 2 row(s), 4 attempt(s) (0 error(s)) from 2 promptfoo file(s), k=2; "
+        "2 trial(s) per task from 1 of the 2 files; 3 entries skipped (3 duplicate(s))"
+    )

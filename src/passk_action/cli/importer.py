@@ -8,8 +8,10 @@ in :mod:`passk_action.importers`.  ``--dataset-out rows.jsonl`` writes the
 dataset the run's digest matches: ``passk compare --candidate`` needs it as
 ``dataset:`` in ``passk.yml``.
 
-Prints one summary line; every entry it could not map goes to stderr with
-its file and index.  Exits 2 when nothing could be imported.
+Prints one summary line (with several files, also how many trials each
+task has and from how many of them); every entry it could not map, and every
+trial seen twice (the same task and trial number, in one file or two), goes
+to stderr with its file and index.  Exits 2 when nothing could be imported.
 """
 
 from __future__ import annotations

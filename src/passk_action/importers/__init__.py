@@ -18,6 +18,12 @@ The mapping, the same for every format:
   ``"fail"``; a trial that never produced a gradable outcome (a harness
   exception, an infrastructure error, no answer) is an *error* attempt, which
   passk never counts as a decision;
+- a trial is imported **once**: a second entry with the same harness key
+  (tau-bench task and trial, Inspect sample and epoch, promptfoo test and
+  repeat), in the same file or a later one, is skipped and reported with
+  its file and index and where the first one is.  Without this, passing
+  the same results twice (or two runs that both number their trials 0-3)
+  would silently double k;
 - **k** is the smallest number of trials of any task (at least 2), or
   ``--k``.  Tasks with fewer trials are not imported and are listed in the
   report; tasks with more keep every trial (pass^k is C(c,k)/C(n,k) over all
@@ -74,6 +80,15 @@ class Trial:
     error: str | None = None
     detail: str | None = None
     duration_s: float = 0.0
+    where: str = ""
+    """The entry's file and index, for reports (e.g. ``a.json: [4]``)."""
+    key: str | None = None
+    """What names this trial in the harness, e.g. ``task '3' trial 0``.
+
+    Two trials with the same task and key are the same trial seen twice; None
+    when the harness gives no such key (a tau2 simulation without ``trial``),
+    so nothing can be told apart and every entry is kept.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,15 +134,33 @@ class ImportReport:
     skipped: tuple[Skipped, ...] = ()
     dropped: tuple[Skipped, ...] = ()
     warnings: tuple[str, ...] = ()
+    duplicates: int = 0
+    """How many of ``skipped`` are trials seen before (same task and key)."""
+    trials_per_task: tuple[int, int] = (0, 0)
+    """Fewest and most trials of an imported task."""
+    files_per_task: tuple[int, int] = (0, 0)
+    """Fewest and most files an imported task's trials came from."""
 
     def summary(self) -> str:
-        """The one line the CLI prints."""
+        """The one line the CLI prints.
+
+        With several files it also says how many trials each task has and
+        from how many of the files, so "2 files, all trials from 1" (the
+        second file repeated the first) is visible without the report.
+        """
         text = (
             f"imported {self.rows} row(s), {self.attempts} attempt(s) "
             f"({self.errors} error(s)) from {len(self.files)} {self.source} file(s), k={self.k}"
         )
+        if len(self.files) > 1:
+            text += (
+                f"; {_span(self.trials_per_task)} trial(s) per task "
+                f"from {_span(self.files_per_task)} of the {len(self.files)} files"
+            )
         if self.skipped:
             text += f"; {len(self.skipped)} entr{'y' if len(self.skipped) == 1 else 'ies'} skipped"
+            if self.duplicates:
+                text += f" ({self.duplicates} duplicate(s))"
         if self.dropped:
             text += f"; {len(self.dropped)} task(s) with too few trials left out"
         return text
@@ -143,7 +176,15 @@ class ImportReport:
             "skipped": [s.to_json() for s in self.skipped],
             "dropped": [d.to_json() for d in self.dropped],
             "warnings": list(self.warnings),
+            "duplicates": self.duplicates,
+            "trials_per_task": list(self.trials_per_task),
+            "files_per_task": list(self.files_per_task),
         }
+
+
+def _span(bounds: tuple[int, int]) -> str:
+    low, high = bounds
+    return str(low) if low == high else f"{low}-{high}"
 
 
 @dataclass(frozen=True)
@@ -174,17 +215,32 @@ def build_import(
 ) -> Imported:
     """Group trials into rows and attempts; choose k; build the run and its dataset.
 
-    Pure apart from calling ``now`` once.  Raises :class:`ArtifactError` when
-    nothing could be imported (every entry skipped, or no task with enough
-    trials), naming the first reasons.
+    ``parsed`` is one entry per file, in the order given: a trial whose task
+    and key were already seen (earlier in its file or in an earlier file) is
+    skipped as a duplicate, and the first one is kept.  Pure apart from
+    calling ``now`` once.  Raises :class:`ArtifactError` when nothing could
+    be imported (every entry skipped, or no task with enough trials), naming
+    the first reasons.
     """
-    skipped = tuple(s for p in parsed for s in p.skipped)
+    skipped_list: list[Skipped] = []
+    duplicates = 0
+    seen: dict[tuple[str, str], Trial] = {}
     by_task: dict[str, list[Trial]] = {}
     inputs: dict[str, Json] = {}
-    for p in parsed:
+    files_of: dict[str, set[int]] = {}
+    for file_index, p in enumerate(parsed):
+        skipped_list.extend(p.skipped)
         for trial in p.trials:
+            if trial.key is not None:
+                first = seen.setdefault((trial.task, trial.key), trial)
+                if first is not trial:
+                    duplicates += 1
+                    skipped_list.append(Skipped(trial.where, _duplicate_reason(trial, first)))
+                    continue
             by_task.setdefault(trial.task, []).append(trial)
             inputs.setdefault(trial.task, trial.input)
+            files_of.setdefault(trial.task, set()).add(file_index)
+    skipped = tuple(skipped_list)
     if not by_task:
         raise ArtifactError(
             "nothing could be imported" + _first_reasons(skipped),
@@ -265,8 +321,32 @@ def build_import(
         skipped=skipped,
         dropped=dropped,
         warnings=tuple(warnings),
+        duplicates=duplicates,
+        trials_per_task=(min(counts[t] for t in kept), max(counts[t] for t in kept)),
+        files_per_task=(
+            min(len(files_of[t]) for t in kept),
+            max(len(files_of[t]) for t in kept),
+        ),
     )
     return Imported(run, dataset, report)
+
+
+def _duplicate_reason(trial: Trial, first: Trial) -> str:
+    """Why a repeated trial is left out, and whether the two copies even agree.
+
+    Copies that disagree are not the same file passed twice but two runs
+    numbering their trials alike: worth saying, as one of them is lost.
+    """
+    where = f" (first at {first.where})" if first.where else ""
+    text = f"duplicate {trial.key}{where}, not imported twice"
+    here, there = _outcome(trial), _outcome(first)
+    if here != there:
+        text += f"; the two disagree ({here} here, {there} there)"
+    return text
+
+
+def _outcome(trial: Trial) -> str:
+    return trial.decision if trial.decision is not None else f"error {trial.error}"
 
 
 def _first_reasons(entries: Sequence[Skipped], limit: int = 3) -> str:

@@ -25,7 +25,9 @@ Mapping (see the package docstring for what is common):
   objects) cannot be reduced to pass/fail without a threshold passk would
   have to invent, so the sample is skipped and reported;
 - skipped and reported, with file and sample index: a sample with no id,
-  no integer epoch, no score from the chosen scorer, or an unknown value.
+  no integer epoch, no score from the chosen scorer, or an unknown value;
+  and a (sample id, epoch) pair seen before, in this log or an earlier one
+  (imported once: two logs that both ran epochs 1-3 are not six epochs).
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ from . import (
 )
 
 NAME = "inspect"
+EXPECTED = (
+    "an Inspect eval log in JSON (an object with 'eval' and 'samples'; "
+    "`inspect log convert --to json` converts .eval logs)"
+)
+"""What a file must be, for hints when it is not."""
 
 _PASS_TEXT = frozenset({"C"})
 _FAIL_TEXT = frozenset({"I"})
@@ -59,7 +66,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         raise ArtifactError(
             "not an Inspect eval log",
             where=where,
-            hint="pass the JSON log (`inspect log convert --to json` converts .eval logs)",
+            hint=f"pass {EXPECTED}",
         )
     samples = doc.get("samples")
     if samples is None:
@@ -88,13 +95,22 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
             skipped.append(Skipped(here, f"sample {sample_id!r} has no integer 'epoch'"))
             continue
         order = (file_index, epoch, position)
+        key = f"sample {sample_id!r} epoch {epoch}"
         duration = max(number(sample.get("total_time")) or 0.0, 0.0)
         error = sample.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else error
             trials.append(
                 Trial(
-                    sample_id, sample_id, order, None, "sample-error", first_line(message), duration
+                    sample_id,
+                    sample_id,
+                    order,
+                    decision=None,
+                    error="sample-error",
+                    detail=first_line(message),
+                    duration_s=duration,
+                    where=here,
+                    key=key,
                 )
             )
             continue
@@ -109,7 +125,15 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         if value == _NO_ANSWER:
             trials.append(
                 Trial(
-                    sample_id, sample_id, order, None, "no-answer", "scored N (no answer)", duration
+                    sample_id,
+                    sample_id,
+                    order,
+                    decision=None,
+                    error="no-answer",
+                    detail="scored N (no answer)",
+                    duration_s=duration,
+                    where=here,
+                    key=key,
                 )
             )
             continue
@@ -122,7 +146,9 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                 )
             )
             continue
-        trials.append(Trial(sample_id, sample_id, order, decision, duration_s=duration))
+        trials.append(
+            Trial(sample_id, sample_id, order, decision, duration_s=duration, where=here, key=key)
+        )
     return Parsed(tuple(trials), tuple(skipped), _description(doc.get("eval")), notes)
 
 

@@ -26,7 +26,11 @@ Mapping (see the package docstring for what is common):
 - several prompts or providers in one file are several agents: pick one
   with ``--prompt-idx N`` (results of the others are left out and counted);
 - skipped and reported, with file and index: a result that is not an
-  object, has no integer ``testIdx``/``promptIdx``, or has no pass/fail.
+  object, has no integer ``testIdx``/``promptIdx``, or has no pass/fail;
+  and a duplicate: a test's repeat N is its N-th lowest ``testIdx``, and a
+  (test, repeat N) seen before, in this file or an earlier one, is imported
+  once (a result repeating a testIdx, or two files that both ran
+  ``--repeat 3``, do not add trials).
 """
 
 from __future__ import annotations
@@ -39,7 +43,14 @@ from ..errors import ArtifactError, UsageError
 from . import FAIL, PASS, ImportOptions, Parsed, Skipped, Trial, first_line, integer, number
 
 NAME = "promptfoo"
+EXPECTED = (
+    "promptfoo output JSON ({'results': {'results': [...]}}, "
+    "as `promptfoo eval -o out.json` writes it)"
+)
+"""What a file must be, for hints when it is not."""
 ERROR_REASON = 2
+ERROR = "provider-error"
+"""The error of an attempt whose provider or script failed (``failureReason`` 2)."""
 
 
 def _results(doc: Any, where: str) -> list[Any]:
@@ -49,8 +60,7 @@ def _results(doc: Any, where: str) -> list[Any]:
         raise ArtifactError(
             "not a promptfoo output file",
             where=where,
-            hint="expected {'results': {'results': [...]}}, "
-            "as `promptfoo eval -o out.json` writes it",
+            hint=f"pass {EXPECTED}",
         )
     return results
 
@@ -91,9 +101,11 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
             identities[key] = (test_idx, description, vars_)
         graded.append((key, test_idx, position, result, f"{where}: results.results[{position}]"))
     ids = _row_ids(identities)
+    repeats = _repeat_numbers(graded)
     trials: list[Trial] = []
     for key, test_idx, position, result, here in graded:
         row_id = ids[key]
+        name = f"test {row_id!r} repeat {repeats[key, test_idx]}"
         _, description, vars_ = identities[key]
         row_input: dict[str, Json] = {"vars": vars_}
         if description is not None:
@@ -102,13 +114,17 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         duration = max((number(result.get("latencyMs")) or 0.0) / 1000, 0.0)
         if result.get("failureReason") == ERROR_REASON:
             detail = first_line(result.get("error"))
-            trials.append(Trial(row_id, row_input, order, None, "provider-error", detail, duration))
+            trials.append(
+                Trial(row_id, row_input, order, None, ERROR, detail, duration, where=here, key=name)
+            )
             continue
         decision = _decision(result)
         if decision is None:
             skipped.append(Skipped(here, "no boolean 'success' or 'gradingResult.pass'"))
             continue
-        trials.append(Trial(row_id, row_input, order, decision, duration_s=duration))
+        trials.append(
+            Trial(row_id, row_input, order, decision, duration_s=duration, where=here, key=name)
+        )
     return Parsed(tuple(trials), tuple(skipped), _description(usable, chosen), tuple(notes))
 
 
@@ -139,6 +155,26 @@ def _identity(result: dict[str, Any]) -> tuple[str | None, Json]:
         description = None
     vars_ = result.get("vars", test_case.get("vars"))
     return description, vars_ if vars_ is not None else {}
+
+
+def _repeat_numbers(
+    graded: list[tuple[bytes, int, int, dict[str, Any], str]],
+) -> dict[tuple[bytes, int], int]:
+    """Each (test, testIdx) pair's repeat number, 1 for the test's lowest testIdx.
+
+    The evaluator gives every repetition a higher testIdx, so the rank of a
+    testIdx among its test's is the repeat promptfoo ran (``repeatIndex`` + 1).
+    A result repeating a (test, testIdx) pair gets the same number, so it is
+    seen as the duplicate it is.
+    """
+    indexes: dict[bytes, set[int]] = {}
+    for key, test_idx, *_ in graded:
+        indexes.setdefault(key, set()).add(test_idx)
+    return {
+        (key, test_idx): rank
+        for key, found in indexes.items()
+        for rank, test_idx in enumerate(sorted(found), start=1)
+    }
 
 
 def _row_ids(identities: dict[bytes, tuple[int, str | None, Json]]) -> dict[bytes, str]:

@@ -6,12 +6,12 @@ trials out) and so tests can inject the clock.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..artifact import parse_json_file
-from ..errors import UsageError
+from ..errors import ArtifactError, UsageError
 from . import Imported, ImportOptions, Parsed, build_import, inspect_ai, promptfoo, tau_bench
 
 
@@ -24,6 +24,42 @@ PARSERS: dict[str, Parser] = {
     inspect_ai.NAME: inspect_ai.parse,
     promptfoo.NAME: promptfoo.parse,
 }
+
+EXPECTED: dict[str, str] = {
+    tau_bench.NAME: tau_bench.EXPECTED,
+    inspect_ai.NAME: inspect_ai.EXPECTED,
+    promptfoo.NAME: promptfoo.EXPECTED,
+}
+"""What each format's file must be: the hint when one cannot be read."""
+
+
+def read_json(path: Path, expected: str) -> Any:
+    """Read and parse one harness file; every failure is an ArtifactError.
+
+    Not :func:`passk_action.artifact.parse_json_file`: its hints point at
+    passk's own artifacts ("a file written by passk"), which sends someone
+    importing a harness's output the wrong way.  Here the hint names the
+    format ``expected``.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ArtifactError("file not found", where=str(path), hint="check the path") from None
+    except OSError as exc:
+        raise ArtifactError(f"cannot read: {exc.strerror}", where=str(path)) from exc
+    hint = f"pass {expected}"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ArtifactError(f"not UTF-8 (byte {exc.start})", where=str(path), hint=hint) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(
+            f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}", hint=hint
+        ) from exc
+    except RecursionError as exc:
+        raise ArtifactError("JSON nested too deeply", where=str(path), hint=hint) from exc
 
 
 def import_files(
@@ -50,7 +86,7 @@ def import_files(
                 where=str(path),
                 hint=f"convert it first: inspect log convert --to json {path}",
             )
-        parsed.append(parser(parse_json_file(path), str(path), index, options))
+        parsed.append(parser(read_json(path, EXPECTED[source]), str(path), index, options))
     return build_import(
         parsed,
         source=source,

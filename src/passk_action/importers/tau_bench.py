@@ -32,8 +32,11 @@ Mapping (see the package docstring for what is common):
   object, has no task id, or has a reward that is not a number.
 
 Trials of a task are ordered by ``trial`` (then position in the file), and
-files in the order given.  Task ids of several files are merged: import one
-environment (retail, airline, ...) per artifact, as their ids overlap.
+files in the order given.  ``(task_id, trial)`` names a trial: a pair seen
+again, in the same file or a later one, is a duplicate (reported, imported
+once); a tau2 simulation with ``trial: null`` has no such name and is kept.
+Task ids of several files are merged: import one environment (retail,
+airline, ...) per artifact, as their ids overlap.
 """
 
 from __future__ import annotations
@@ -58,6 +61,11 @@ SUCCESS_TOLERANCE = 1e-6
 NON_EVALUABLE = frozenset({"infrastructure_error", "context_window_exceeded"})
 
 NAME = "tau-bench"
+EXPECTED = (
+    "a tau-bench results JSON (a list of {task_id, reward, trial}) "
+    "or a tau2-bench one (an object with 'simulations')"
+)
+"""What a file must be, for hints when it is not."""
 
 
 def is_success(reward: float) -> bool:
@@ -80,8 +88,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
     raise ArtifactError(
         "not a tau-bench or tau2-bench results file",
         where=where,
-        hint="expected a JSON list of {task_id, trial, reward} (tau-bench) "
-        "or an object with 'simulations' (tau2-bench)",
+        hint=f"pass {EXPECTED}",
     )
 
 
@@ -113,7 +120,12 @@ def _parse_entries(
             skipped.append(Skipped(here, outcome.reason))
             continue
         decision, error, detail = outcome
-        trials.append(Trial(task, task, order, decision, error, detail, max(duration, 0.0)))
+        name = f"task {task!r} trial {trial_number}" if trial_number is not None else None
+        trials.append(
+            Trial(
+                task, task, order, decision, error, detail, max(duration, 0.0), where=here, key=name
+            )
+        )
     return Parsed(tuple(trials), tuple(skipped), _description(info) if tau2 else "")
 
 
