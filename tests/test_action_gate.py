@@ -9,6 +9,8 @@ GitHub's own ``pull_request`` event payload.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import io
 import json
 import shutil
@@ -348,6 +350,70 @@ def test_rerun_on_the_same_head_replays_the_record(checkout: Checkout, fake: Fak
     assert_token_never_leaked(checkout, fake, first, again)
 
 
+def test_a_commit_with_the_same_files_reuses_the_recorded_verdicts(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head(flip_r1())
+    first = checkout.run(fake, head)
+    assert first.code == 1 and first.asked
+    tree = git(checkout.repo, "rev-parse", f"{head}^{{tree}}")
+    assert decode_record(fake.comments[7][0]["body"]).head_tree == tree
+    # An empty commit (and then an amend of it) is new to GitHub but the same code:
+    # the agent is not asked again, and the failure stands.
+    for make in (
+        lambda: checkout.head(),
+        lambda: (
+            git(checkout.repo, "commit", "-q", "--amend", "--allow-empty", "-m", "reworded"),
+            git(checkout.repo, "rev-parse", "HEAD"),
+        )[1],
+    ):
+        same = make()
+        assert same != head and git(checkout.repo, "rev-parse", f"{same}^{{tree}}") == tree
+        again = checkout.run(fake, same)
+        assert again.code == 1
+        assert again.asked == []
+        assert again.outputs["reused"] == "true" and again.outputs["passed"] == "false"
+        result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+        assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [
+            ("r1", "must-not-break")
+        ]
+        assert any("which has the same files as this one" in n for n in result["notes"])
+        record = decode_record(fake.comments[7][0]["body"])
+        assert (record.head_sha, record.head_tree, record.passed) == (same, tree, False)
+        assert [c["head_sha"] for c in fake.check_runs][-1] == same
+    # A real change is measured afresh.
+    changed = checkout.head(RIGHT)
+    fresh = checkout.run(fake, changed)
+    assert fresh.code == 0 and fresh.outputs["reused"] == "false"
+    assert fresh.asked == all_candidate_attempts()
+    assert fake.violations == []
+
+
+def test_an_old_record_without_a_tree_still_pins_its_own_commit(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    from dataclasses import replace
+
+    head = checkout.head(flip_r1())
+    assert checkout.run(fake, head).code == 1
+    comment = fake.comments[7][0]
+    old = encode_record(replace(decode_record(comment["body"]), head_tree=None))
+    assert '"head_tree"' not in gzip.decompress(base64.b64decode(old.split()[3])).decode()
+    start = comment["body"].index("<!-- passk:record")
+    comment["body"] = comment["body"][:start] + old
+    again = checkout.run(fake, head)
+    assert again.asked == [] and again.code == 1 and again.outputs["reused"] == "true"
+    # Re-posted with the tree: from now on an empty commit is pinned too.
+    assert decode_record(fake.comments[7][0]["body"]).head_tree is not None
+    comment = fake.comments[7][0]
+    start = comment["body"].index("<!-- passk:record")
+    comment["body"] = comment["body"][:start] + old
+    # An old record knows only its commit: a new commit is measured afresh.
+    fresh = checkout.run(fake, checkout.head())
+    assert fresh.asked and fresh.outputs["reused"] == "false"
+    assert fake.violations == []
+
+
 def test_rerun_asks_only_the_attempts_that_errored(checkout: Checkout, fake: FakeGitHub) -> None:
     # r3 crashes on attempt 1: unclassified on the candidate, lost, and confirmed.
     head = checkout.head({**RIGHT, "r3": [{"crash": "model overloaded"}, "approve"]})
@@ -412,8 +478,13 @@ def test_github_outage_past_the_retry_budget_never_changes_the_gate(
     outcome = checkout.run(fake, head)
     assert outcome.code == 0 and outcome.outputs["passed"] == "true"
     warnings = [line for line in outcome.stdout.splitlines() if line.startswith("::warning")]
-    assert len(warnings) == 2
+    assert len(warnings) == 3
     assert "no comment posted" in warnings[0] and "no check run" in warnings[1]
+    assert warnings[2] == (
+        "::warning title=passk::re-runs are not pinned: the comment that holds passk's record "
+        "could not be posted, so re-running this job asks the agent again and may get a "
+        "different result"
+    )
     assert fake.violations == []
 
 
@@ -430,7 +501,31 @@ def test_fork_pull_request_still_gates_with_a_read_only_token(checkout: Checkout
         "::warning title=passk::read-only token (pull request from a fork): no comment posted; "
         "the report is in the job summary"
     ) in outcome.stdout.splitlines()
+    # Nothing holds the record, so a re-run is not pinned: the log and the summary say so.
+    unpinned = (
+        "re-runs are not pinned: a fork's read-only token cannot post the comment that holds "
+        "passk's record, so re-running this job asks the agent again and may get a different "
+        "result"
+    )
+    assert f"::warning title=passk::{unpinned}" in outcome.stdout.splitlines()
+    assert outcome.summary.endswith(f"\n> ⚠️ R{unpinned[1:]}.\n")
     assert_token_never_leaked(checkout, None, outcome)
+
+
+def test_a_pinned_run_does_not_warn_about_reruns(checkout: Checkout, fake: FakeGitHub) -> None:
+    outcome = checkout.run(fake, checkout.head(RIGHT))
+    assert outcome.code == 0 and len(fake.comments[7]) == 1
+    assert "not pinned" not in outcome.stdout and "not pinned" not in outcome.summary
+
+
+def test_without_a_token_the_log_says_reruns_are_not_pinned(checkout: Checkout) -> None:
+    outcome = checkout.run(None, checkout.head(RIGHT), extra_env={"INPUT_GITHUB-TOKEN": ""})
+    assert outcome.code == 0
+    assert (
+        "::warning title=passk::re-runs are not pinned: nothing could be posted to the pull "
+        "request, so re-running this job asks the agent again and may get a different result"
+    ) in outcome.stdout.splitlines()
+    assert "> ⚠️ Re-runs are not pinned: nothing could be posted" in outcome.summary
 
 
 def test_a_human_authored_record_is_ignored(checkout: Checkout, tmp_path: Path) -> None:
@@ -501,7 +596,8 @@ def test_a_failed_record_without_attempts_keeps_the_gate_failed(
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
     reasons = [f["reason"] for f in result["gate"]["failures"]]
     assert reasons[-1] == (
-        "a re-run cannot overturn the recorded failure for this commit; push a new commit"
+        "a re-run cannot overturn the recorded failure for this content; push a commit that "
+        "changes a file (an empty or amended commit with the same files keeps the failure)"
     )
     assert result["gate"]["failures"][-1]["rule"] == "recorded-failure"
     # The standing failure is part of the result's inputs: an audit agrees with it.
@@ -565,6 +661,11 @@ PROTECTED_EDITS: dict[str, tuple[Callable[[Path], None], dict[str, Any], str]] =
         edit_rows(lambda rows: rows[0].update(must_not_break=False)),
         RIGHT,
         "own mark is removed",
+    ),
+    "input changed": (
+        edit_rows(lambda rows: rows[0].update(input={"amount": 5})),
+        RIGHT,
+        "must-not-break row's input is changed (its baseline verdicts are for the old input)",
     ),
     "protecting tag removed from row": (
         edit_rows(lambda rows: rows[1].update(tags=[])),
@@ -639,6 +740,37 @@ def test_base_marks_and_labels_protect_rows_the_head_weakens(
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
     rules = {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
     assert ("r1", "must-not-break") in rules
+    assert fake.violations == []
+
+
+def test_a_ratchet_locked_rows_input_is_protected_after_its_mark_is_gone(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # r3 is marked and recorded (it enters the ratchet), then unmarked on main with the
+    # baseline recorded again: the ratchet still locks it, so its input stays protected.
+    new_base(checkout, edit_rows(lambda rows: rows[2].update(must_not_break=True)))
+    new_base(checkout, edit_rows(lambda rows: rows[2].update(must_not_break=False)))
+    base = json.loads((checkout.repo / ".passk/baseline.json").read_text(encoding="utf-8"))
+    assert "r3" in base["ratchet"]
+    head = checkout.head(RIGHT, apply=[edit_rows(lambda rows: rows[2].update(input={"a": 1}))])
+    blocked = checkout.run(fake, head)
+    assert blocked.code == 1, blocked.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    assert [(f["id"], f["rule"], f["reason"]) for f in result["gate"]["failures"]] == [
+        (
+            "r3",
+            "protected-change",
+            "ratchet-locked row's input is changed (its baseline verdicts are for the old input)",
+        )
+    ]
+    allowed = checkout.run(fake, head, labels=("passk-allow-baseline-change",))
+    assert allowed.code == 0, allowed.stdout
+    # An unprotected row's input may change freely (r3's own input is restored).
+    restore = edit_rows(lambda rows: rows[2].update(input=ROWS[2]["input"]))
+    head = checkout.head(RIGHT, apply=[restore, edit_rows(lambda r: r[3].update(input={"b": 2}))])
+    unprotected = checkout.run(fake, head)
+    assert unprotected.code == 0, unprotected.stdout
+    assert "protected change" not in unprotected.stdout
     assert fake.violations == []
 
 

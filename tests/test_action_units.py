@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import io
 import json
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from passk_action.action import protect
 from passk_action.action.event import pull_request_from
+from passk_action.action.gitrepo import GitRepo
 from passk_action.action.inputs import read_inputs
 from passk_action.action.main import authoritative_dataset
 from passk_action.action.protect import Snapshot, protected_changes
@@ -39,9 +41,9 @@ from passk_action.action.workflow import (
     output_entry,
 )
 from passk_action.config import parse_config
-from passk_action.core.model import Attempt, Phase
+from passk_action.core.model import Attempt, EvalSettings, Phase
 from passk_action.dataset import parse_dataset
-from passk_action.errors import UsageError
+from passk_action.errors import GitError, UsageError
 from passk_action.github.publish import MARKER
 
 # --- workflow commands ---------------------------------------------------------------
@@ -186,6 +188,63 @@ def test_record_round_trips_and_is_one_hidden_comment() -> None:
     assert decode_record(f"{MARKER}\nbody\n{text}") == record
 
 
+def test_record_keeps_the_head_tree_and_old_records_still_read() -> None:
+    record = replace(_record(_attempts(3)), head_tree="c" * 40)
+    assert decode_record(encode_record(record)) == record
+    old = _record(_attempts(3))  # written before the tree was kept
+    payload = encode_record(old).split()[3]
+    assert "head_tree" not in gzip.decompress(base64.b64decode(payload)).decode()
+    assert decode_record(encode_record(old)).head_tree is None
+    with pytest.raises(RecordError, match="'head_tree'"):
+        decode_record(
+            _encoded({**json.loads(gzip.decompress(base64.b64decode(payload))), "head_tree": 7})
+        )
+
+
+def test_a_record_matches_on_the_tree_and_falls_back_to_the_commit() -> None:
+    settings = EvalSettings(k=2)
+    old = _record(_attempts(2))
+    digest = old.dataset_digest
+    new = replace(old, head_tree="t" * 40)
+    other_sha = "e" * 40
+    # Same files under a new commit (empty commit, amend, force-push): the same verdicts.
+    assert new.matches(other_sha, digest, settings, head_tree="t" * 40)
+    assert not new.matches(old.head_sha, digest, settings, head_tree="u" * 40)
+    # Without a tree on either side only the commit itself matches.
+    assert old.matches(old.head_sha, digest, settings, head_tree="t" * 40)
+    assert not old.matches(other_sha, digest, settings, head_tree="t" * 40)
+    assert new.matches(old.head_sha, digest, settings, head_tree=None)
+    assert not new.matches(other_sha, digest, settings, head_tree=None)
+    # The dataset and the settings still have to be the same.
+    assert not new.matches(other_sha, "sha256:" + "2" * 64, settings, head_tree="t" * 40)
+    assert not new.matches(other_sha, digest, EvalSettings(k=3), head_tree="t" * 40)
+
+
+def test_the_tree_of_a_commit_ignores_its_message_and_parents(tmp_path: Path) -> None:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    git("config", "user.name", "Dev")
+    git("config", "user.email", "dev@example.com")
+    (tmp_path / "a.txt").write_text("one\n", encoding="utf-8")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "first")
+    first = git("rev-parse", "HEAD")
+    git("commit", "-q", "--allow-empty", "-m", "empty")
+    empty = git("rev-parse", "HEAD")
+    (tmp_path / "a.txt").write_text("two\n", encoding="utf-8")
+    git("commit", "-q", "-am", "change")
+    changed = git("rev-parse", "HEAD")
+    repo = GitRepo.discover(tmp_path)
+    assert repo.tree_sha(first) == repo.tree_sha(empty) == git("rev-parse", "HEAD~1^{tree}")
+    assert repo.tree_sha(changed) != repo.tree_sha(first)
+    with pytest.raises(GitError, match="read the tree of commit"):
+        repo.tree_sha("0" * 40)
+
+
 def test_record_drops_the_attempts_when_too_large() -> None:
     # Distinct details do not compress away.
     attempts = tuple(
@@ -312,6 +371,8 @@ def _rows(**edits: dict[str, Any]) -> list[dict[str, Any]]:
         (snapshot(rows=_rows(b={"expected": "approve"})), protect.ROW_RELABELED, "b"),
         (snapshot(rows=_rows(a={"must_not_break": False})), protect.MARK_REMOVED, "a"),
         (snapshot(rows=_rows(b={"tags": ["vip"]})), protect.MARK_REMOVED, "b"),
+        (snapshot(rows=_rows(a={"input": 9})), protect.INPUT_CHANGED, "a"),
+        (snapshot(rows=_rows(b={"input": {"amount": 2}})), protect.INPUT_CHANGED, "b"),
         (snapshot(BASE_CONFIG.replace("vip, legal", "vip")), protect.TAG_UNPROTECTED, None),
         (snapshot(BASE_CONFIG.replace("k: 3", "k: 2")), protect.K_LOWERED, None),
         (
@@ -347,6 +408,28 @@ def test_strengthening_edits_are_not_protected_changes() -> None:
     assert protected_changes(snapshot(), head) == ()
     # An unprotected row may be relabeled or removed freely.
     assert protected_changes(snapshot(), snapshot(rows=BASE_ROWS[:2])) == ()
+
+
+def test_a_ratchet_locked_row_keeps_its_input_after_losing_its_mark() -> None:
+    head = snapshot(rows=_rows(c={"input": 30}))
+    assert protected_changes(snapshot(), head) == ()  # c is unprotected...
+    [change] = protected_changes(snapshot(), head, ratchet=("c", "gone"))
+    assert (change.kind, change.id) == (protect.INPUT_CHANGED, "c")  # ...unless locked
+    assert change.detail.startswith("ratchet-locked row's input is changed")
+    # The ratchet protects the input only: its label and presence are the mark's business.
+    relabeled = snapshot(rows=_rows(c={"expected": "approve"}))
+    assert protected_changes(snapshot(), relabeled, ratchet=("c",)) == ()
+    assert protected_changes(snapshot(), snapshot(rows=BASE_ROWS[:2]), ratchet=("c",)) == ()
+
+
+def test_an_input_is_compared_by_content_not_by_spelling() -> None:
+    rows = [dict(BASE_ROWS[0], input={"amount": 900, "reason": "late"}), *BASE_ROWS[1:]]
+    base = snapshot(rows=rows)
+    respelled = [dict(rows[0], input={"reason": "late", "amount": 900}), *rows[1:]]
+    assert protected_changes(base, snapshot(rows=respelled)) == ()
+    swapped = [dict(rows[0], input={"amount": 900, "reason": "lost"}), *rows[1:]]
+    [change] = protected_changes(base, snapshot(rows=swapped))
+    assert (change.kind, change.id) == (protect.INPUT_CHANGED, "a")
 
 
 def test_the_base_protects_rows_the_head_weakened() -> None:

@@ -90,6 +90,19 @@ class GitRepo:
         )
         return proc.returncode == 0
 
+    def tree_sha(self, sha: str) -> str:
+        """The hash of commit ``sha``'s tree: equal trees are identical content.
+
+        Commits with the same tree (an empty commit, an amend that changed
+        only the message, a force-push of the same files) differ only in
+        metadata, so what was measured on one holds for the other.
+        """
+        out = self.run(
+            ("rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"),
+            what=f"read the tree of commit {sha[:12]}",
+        )
+        return out.decode().strip()
+
     def head_sha(self) -> str:
         return self.run(("rev-parse", "HEAD"), what="read HEAD").decode().strip()
 

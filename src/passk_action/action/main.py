@@ -37,6 +37,7 @@ from ..errors import (
     ArtifactError,
     ConfigError,
     DatasetError,
+    GitError,
     GitHubError,
     PasskError,
     UsageError,
@@ -50,7 +51,7 @@ from .event import PullRequest, pull_request_from, read_payload
 from .gitrepo import GitRepo
 from .inputs import ActionInputs, read_inputs
 from .protect import Snapshot, protected_changes
-from .publish import annotate, comment_author, publish
+from .publish import Published, annotate, comment_author, publish
 from .record import GateRecord, encode_record, find_record, record_for
 from .replay import ReplayAgent
 from .workflow import Workflow
@@ -59,7 +60,12 @@ RESULT_PATH = ".passk/result.json"
 REPORT_PATH = ".passk/report.md"
 CANDIDATE_PATH = ".passk/candidate.json"
 RECORDED_FAILURE = (
-    "a re-run cannot overturn the recorded failure for this commit; push a new commit"
+    "a re-run cannot overturn the recorded failure for this content; push a commit that "
+    "changes a file (an empty or amended commit with the same files keeps the failure)"
+)
+UNPINNED = (
+    "re-runs are not pinned: {why}, so re-running this job asks the agent again and may get "
+    "a different result"
 )
 PWN_REQUEST = (
     "passk refuses to run on `pull_request_target`: that event runs with a write token and "
@@ -310,7 +316,15 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     with workflow.group("passk: trusted inputs from the base commit"):
         sides = load_sides(repo, inputs, pr, warn)
         base, head = sides.base, sides.head
-        changes = protected_changes(base, head)
+        try:
+            baseline_run = run_from_json(json.loads(base.baseline or b""), sides.base_run_where)
+        except ValueError as exc:
+            raise ArtifactError(
+                f"the base commit's baseline artifact is not JSON: {exc}",
+                where=sides.base_run_where,
+                hint="record it again with `passk baseline` on the base branch",
+            ) from exc
+        changes = protected_changes(base, head, ratchet=baseline_run.ratchet)
         allow_label = base.config.gate.allow_label
         allowed = bool(changes) and allow_label in pr.labels
         workflow.line(
@@ -325,14 +339,6 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             )
         config = effective_config(base.config, head.config)
         dataset = authoritative_dataset(base, head, allowed)
-        try:
-            baseline_run = run_from_json(json.loads(base.baseline or b""), sides.base_run_where)
-        except ValueError as exc:
-            raise ArtifactError(
-                f"the base commit's baseline artifact is not JSON: {exc}",
-                where=sides.base_run_where,
-                hint="record it again with `passk baseline` on the base branch",
-            ) from exc
 
     client = _client(inputs, runtime)
     comments: list[dict[str, Any]] = []
@@ -349,7 +355,10 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     record, record_warnings = find_record(comments, MARKER)
     for message in record_warnings:
         warn(message)
-    matching = record is not None and record.matches(pr.head_sha, dataset.digest, config.settings)
+    head_tree = _tree(repo, pr.head_sha, warn)
+    matching = record is not None and record.matches(
+        pr.head_sha, dataset.digest, config.settings, head_tree=head_tree
+    )
     replay_candidate = record.candidate_attempts if matching and record else None
     replay_baseline = (
         record.baseline_attempts
@@ -427,8 +436,8 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         for agent in (candidate_agent, baseline_agent):
             if agent.build_error is not None:
                 raise agent.build_error
-    if replay_candidate:
-        result = _as_reused(result, candidate_agent, baseline_agent)
+    if replay_candidate and record is not None:
+        result = _as_reused(result, candidate_agent, baseline_agent, record, pr.head_sha)
     if matching and record is not None and record.candidate_attempts is None and not record.passed:
         result = _keep_recorded_failure(result)
     ran = result.executions
@@ -453,12 +462,17 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
 
     encoded = encode_record(
         record_for(
-            result, head_sha=pr.head_sha, base_sha=pr.base_sha, committed_baseline=baseline_run
+            result,
+            head_sha=pr.head_sha,
+            head_tree=head_tree,
+            base_sha=pr.base_sha,
+            committed_baseline=baseline_run,
         )
     )
+    published: Published | None = None
     if client is not None:
         with workflow.group("passk: publishing"):
-            publish(
+            published = publish(
                 workflow,
                 client,
                 result,
@@ -471,12 +485,40 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                 author=comment_author(comments),
                 details_url=inputs.details_url(),
             )
+    # The record lives in the comment: without one, nothing pins a re-run.
+    # (`comment: off` was already warned about before anything ran.)
+    if inputs.comment != "off" and (published is None or published.comment == "failed"):
+        if published is None:
+            why = "nothing could be posted to the pull request"
+        elif pr.fork:
+            why = "a fork's read-only token cannot post the comment that holds passk's record"
+        else:
+            why = "the comment that holds passk's record could not be posted"
+        unpinned = UNPINNED.format(why=why)
+        warn(unpinned)
+        workflow.write_summary(f"\n> ⚠️ {unpinned[0].upper()}{unpinned[1:]}.\n")
     workflow.set_outputs(gate_outputs(result, RESULT_PATH))
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
 
 
+def _tree(repo: GitRepo, sha: str, warn: Callable[[str], None]) -> str | None:
+    """The head commit's tree, so a record pins content, not a commit id; None if unknown."""
+    try:
+        return repo.tree_sha(sha)
+    except GitError as exc:
+        warn(
+            f"cannot read the tree of the head commit {_short(sha)} ({exc.message}): "
+            "the record pins this commit only, not commits with the same content"
+        )
+        return None
+
+
 def _as_reused(
-    result: CompareResult, candidate: ReplayAgent, baseline: ReplayAgent
+    result: CompareResult,
+    candidate: ReplayAgent,
+    baseline: ReplayAgent,
+    record: GateRecord,
+    head_sha: str,
 ) -> CompareResult:
     """Mark a result built from recorded attempts, counting only the executions made now."""
     from ..core.model import Phase
@@ -490,8 +532,13 @@ def _as_reused(
         naive=result.executions.naive,
     )
     replayed = candidate.replayed + baseline.replayed
+    source = (
+        "this commit"
+        if record.head_sha == head_sha
+        else f"commit {_short(record.head_sha)}, which has the same files as this one"
+    )
     note = (
-        f"verdicts reused from passk's record for this commit: {replayed} "
+        f"verdicts reused from passk's record for {source}: {replayed} "
         "recorded attempt(s) replayed"
         + (f", {asked} errored or missing attempt(s) asked again" if asked else ", no agent run")
     )

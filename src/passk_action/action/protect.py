@@ -2,7 +2,9 @@
 
 A pull request must not be able to pass the gate by weakening it: editing
 the committed baseline, dropping or relabeling a must-not-break row, removing
-its mark, lowering k or the confirmation attempts, switching off
+its mark, swapping its input for another (the baseline would be topped up
+on the new input and the gate would check an easier row under the same id),
+lowering k or the confirmation attempts, switching off
 ``block_on_any_regression`` or changing how answers are normalized.  This
 module compares the base commit's snapshot with the head's and lists every
 such edit.  Pure: snapshots in, changes out.
@@ -10,6 +12,7 @@ such edit.  Pure: snapshots in, changes out.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..config import Config
@@ -20,6 +23,7 @@ BASELINE_CHANGED = "baseline-artifact-changed"
 ROW_REMOVED = "must-not-break-row-removed"
 ROW_RELABELED = "must-not-break-row-relabeled"
 MARK_REMOVED = "must-not-break-mark-removed"
+INPUT_CHANGED = "input-changed"
 TAG_UNPROTECTED = "must-not-break-tag-removed"
 K_LOWERED = "k-lowered"
 CONFIRM_LOWERED = "confirm-attempts-lowered"
@@ -36,8 +40,14 @@ class Snapshot:
     baseline: bytes | None
 
 
-def protected_changes(base: Snapshot, head: Snapshot) -> tuple[ProtectedChange, ...]:
-    """Every protected edit from ``base`` to ``head``, config first, then rows by id."""
+def protected_changes(
+    base: Snapshot, head: Snapshot, *, ratchet: Iterable[str] = ()
+) -> tuple[ProtectedChange, ...]:
+    """Every protected edit from ``base`` to ``head``, config first, then rows by id.
+
+    ``ratchet`` is the base baseline's ratchet: those rows are locked even
+    when no mark protects them any more, so their input is protected too.
+    """
     changes: list[ProtectedChange] = []
     bc, hc = base.config, head.config
     artifact = base.config.baseline.artifact.name
@@ -81,16 +91,31 @@ def protected_changes(base: Snapshot, head: Snapshot) -> tuple[ProtectedChange, 
             ProtectedChange(TAG_UNPROTECTED, f"the tag {tag!r} is removed from must_not_break.tags")
         )
     head_rows = head.dataset.by_id()
+    locked = set(ratchet)
     for row in sorted(base.dataset.rows, key=lambda r: r.id):
-        if not row.must_not_break:
+        if not (row.must_not_break or row.id in locked):
             continue
         after = head_rows.get(row.id)
         if after is None:
+            if row.must_not_break:
+                changes.append(
+                    ProtectedChange(
+                        ROW_REMOVED, "must-not-break row is removed from the dataset", row.id
+                    )
+                )
+            continue
+        # Same id, other input: the baseline would be topped up on the new input
+        # and the gate would judge a different (maybe easier) row under this id.
+        if after.input_digest != row.input_digest:
+            what = "must-not-break" if row.must_not_break else "ratchet-locked"
             changes.append(
                 ProtectedChange(
-                    ROW_REMOVED, "must-not-break row is removed from the dataset", row.id
+                    INPUT_CHANGED,
+                    f"{what} row's input is changed (its baseline verdicts are for the old input)",
+                    row.id,
                 )
             )
+        if not row.must_not_break:
             continue
         if after.expected != row.expected:
             changes.append(

@@ -1,12 +1,16 @@
 """The gate record hidden at the end of the sticky comment: no shopping by re-running.
 
 ``<!-- passk:record v1 <base64 of gzip of compact JSON> -->`` says which
-head and base commit were gated, on which dataset and settings, by which
-candidate agent, what the gate decided, and a digest of the candidate's
-recorded attempts.  When it fits (40,000 characters encoded) it also holds
+head commit (and its tree) and base commit were gated, on which dataset and
+settings, by which candidate agent, what the gate decided, and a digest of
+the candidate's recorded attempts.  When it fits (40,000 characters encoded) it also holds
 those attempts and the baseline's top-up and confirmation attempts, so a
 re-run of the same commit replays them instead of asking the agent again:
-the decision is reproduced rather than re-rolled.
+the decision is reproduced rather than re-rolled.  The record is matched on
+the head's *tree*, not its commit: an empty commit, an amend or a
+force-push of identical content is the same code, so it gets the same
+verdicts instead of a fresh roll.  Records written before the tree was kept
+(no ``head_tree``) still match by head commit only.
 
 Reading is defensive: a damaged, foreign or oversized record raises
 :class:`RecordError`, which the caller turns into a warning and ignores.
@@ -58,11 +62,28 @@ class GateRecord:
     """None when the attempts did not fit in the comment."""
     baseline_attempts: tuple[Attempt, ...] | None = None
     """The baseline's top-up and confirmation attempts (not those of the committed artifact)."""
+    head_tree: str | None = None
+    """The head commit's tree hash; None in records written before it was kept."""
 
-    def matches(self, head_sha: str, dataset_digest: str, settings: EvalSettings) -> bool:
-        """Whether this record gated the same commit on the same dataset and settings."""
+    def matches(
+        self,
+        head_sha: str,
+        dataset_digest: str,
+        settings: EvalSettings,
+        *,
+        head_tree: str | None,
+    ) -> bool:
+        """Whether this record gated the same content on the same dataset and settings.
+
+        Same content means the same tree when both sides know it, else the
+        same commit (a commit names exactly one tree, so that is never looser).
+        """
+        if self.head_tree is not None and head_tree is not None:
+            same_content = self.head_tree == head_tree
+        else:
+            same_content = self.head_sha == head_sha
         return (
-            self.head_sha == head_sha
+            same_content
             and self.dataset_digest == dataset_digest
             and dict(self.settings) == settings.to_json()
         )
@@ -98,6 +119,8 @@ def _document(record: GateRecord, with_attempts: bool) -> dict[str, Any]:
         "failures": record.failures,
         "attempts_digest": record.attempts_digest,
     }
+    if record.head_tree is not None:
+        doc["head_tree"] = record.head_tree
     if with_attempts and record.candidate_attempts is not None:
         doc["candidate_attempts"] = [attempt_to_json(a) for a in record.candidate_attempts]
         doc["baseline_attempts"] = [attempt_to_json(a) for a in record.baseline_attempts or ()]
@@ -119,9 +142,14 @@ def encode_record(record: GateRecord, limit: int = ATTEMPTS_LIMIT) -> str:
 
 
 def record_for(
-    result: CompareResult, *, head_sha: str, base_sha: str, committed_baseline: Run
+    result: CompareResult,
+    *,
+    head_sha: str,
+    base_sha: str,
+    committed_baseline: Run,
+    head_tree: str | None = None,
 ) -> GateRecord:
-    """The record of one gate decision."""
+    """The record of one gate decision; ``head_tree`` None when git could not name it."""
     candidate = result.candidate
     return GateRecord(
         head_sha=head_sha,
@@ -134,6 +162,7 @@ def record_for(
         attempts_digest=attempts_digest(candidate.attempts),
         candidate_attempts=candidate.attempts,
         baseline_attempts=baseline_extras(result.baseline, committed_baseline),
+        head_tree=head_tree,
     )
 
 
@@ -189,6 +218,8 @@ def _from_document(doc: Any) -> GateRecord:
         baseline = _attempts(doc, "baseline_attempts")
         if attempts_digest(candidate) != digest:
             raise RecordError("the record's attempts do not match its digest (edited?)")
+    # Optional: records written before the tree was kept have none.
+    head_tree = _field(doc, "head_tree", str) if "head_tree" in doc else None
     return GateRecord(
         head_sha=_field(doc, "head_sha", str),
         base_sha=_field(doc, "base_sha", str),
@@ -200,6 +231,7 @@ def _from_document(doc: Any) -> GateRecord:
         attempts_digest=digest,
         candidate_attempts=candidate,
         baseline_attempts=baseline,
+        head_tree=head_tree,
     )
 
 
