@@ -389,6 +389,23 @@ def test_a_commit_with_the_same_files_reuses_the_recorded_verdicts(
     assert fake.violations == []
 
 
+def test_a_moved_base_is_measured_again_though_the_head_commit_is_the_same(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    """The record pins the files the agent ran (the checkout), not just the PR head."""
+    head = checkout.head(flip_r1())
+    assert checkout.run(fake, head).code == 1
+    # The default checkout of a pull_request is the merge with the base: when the
+    # base branch moves, the checkout's files change while the head commit stays.
+    (checkout.repo / "NOTES.md").write_text("merged from main\n", encoding="utf-8")
+    git(checkout.repo, "add", "NOTES.md")
+    git(checkout.repo, "commit", "-q", "-m", "merge of the moved base")
+    again = checkout.run(fake, head)
+    assert again.outputs["reused"] == "false"
+    assert set(all_candidate_attempts()) <= set(again.asked)  # every main attempt, afresh
+    assert fake.violations == []
+
+
 def test_an_old_record_without_a_tree_still_pins_its_own_commit(
     checkout: Checkout, fake: FakeGitHub
 ) -> None:

@@ -355,7 +355,9 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     record, record_warnings = find_record(comments, MARKER)
     for message in record_warnings:
         warn(message)
-    head_tree = _tree(repo, pr.head_sha, warn)
+    # The files the agent actually runs: the checkout (the merge commit under the
+    # default `pull_request` checkout), so a moved base branch is measured anew.
+    head_tree = _tree(repo, "HEAD", warn)
     matching = record is not None and record.matches(
         pr.head_sha, dataset.digest, config.settings, head_tree=head_tree
     )
