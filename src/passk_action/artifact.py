@@ -386,19 +386,26 @@ def _check_consistency(
         seen.add(key)
 
 
-def parse_json_file(path: Path) -> Any:
-    """Read and parse a JSON file, translating every failure to an ArtifactError."""
+def parse_json_file(path: Path, *, expected: str | None = None) -> Any:
+    """Read and parse a JSON file, translating every failure to an ArtifactError.
+
+    ``expected`` describes what the file should be (e.g. "a tau-bench results
+    JSON"); by default the hints speak of passk's own files.
+    """
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         raise ArtifactError("file not found", where=str(path), hint="check the path") from None
     except OSError as exc:
         raise ArtifactError(f"cannot read: {exc.strerror}", where=str(path)) from exc
+    hint = f"pass {expected}" if expected else None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ArtifactError(
-            f"not UTF-8 (byte {exc.start})", where=str(path), hint="passk writes UTF-8 JSON"
+            f"not UTF-8 (byte {exc.start})",
+            where=str(path),
+            hint=hint or "passk writes UTF-8 JSON",
         ) from exc
     try:
         return json.loads(text)
@@ -406,10 +413,10 @@ def parse_json_file(path: Path) -> Any:
         raise ArtifactError(
             f"invalid JSON: {exc.msg}",
             where=f"{path}:{exc.lineno}",
-            hint="pass a file written by passk, or restore it from git",
+            hint=hint or "pass a file written by passk, or restore it from git",
         ) from exc
     except RecursionError as exc:
-        raise ArtifactError("JSON nested too deeply", where=str(path)) from exc
+        raise ArtifactError("JSON nested too deeply", where=str(path), hint=hint) from exc
 
 
 def read_run(path: Path) -> Run:

@@ -6,12 +6,12 @@ trials out) and so tests can inject the clock.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import ArtifactError, UsageError
+from ..artifact import parse_json_file
+from ..errors import UsageError
 from . import Imported, ImportOptions, Parsed, build_import, inspect_ai, promptfoo, tau_bench
 
 
@@ -36,30 +36,10 @@ EXPECTED: dict[str, str] = {
 def read_json(path: Path, expected: str) -> Any:
     """Read and parse one harness file; every failure is an ArtifactError.
 
-    Not :func:`passk_action.artifact.parse_json_file`: its hints point at
-    passk's own artifacts ("a file written by passk"), which sends someone
-    importing a harness's output the wrong way.  Here the hint names the
-    format ``expected``.
+    The hints name the format ``expected``, not passk's own artifacts, which
+    would send someone importing a harness's output the wrong way.
     """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ArtifactError("file not found", where=str(path), hint="check the path") from None
-    except OSError as exc:
-        raise ArtifactError(f"cannot read: {exc.strerror}", where=str(path)) from exc
-    hint = f"pass {expected}"
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ArtifactError(f"not UTF-8 (byte {exc.start})", where=str(path), hint=hint) from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ArtifactError(
-            f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}", hint=hint
-        ) from exc
-    except RecursionError as exc:
-        raise ArtifactError("JSON nested too deeply", where=str(path), hint=hint) from exc
+    return parse_json_file(path, expected=expected)
 
 
 def import_files(
