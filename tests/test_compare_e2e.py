@@ -17,7 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
+from passk_action.artifact import Journal, journal_path, read_journal, read_run
 from passk_action.cli import main
+from passk_action.config import load_config
+from passk_action.core.model import AgentInfo, EvalSettings, Run, Version
+from passk_action.dataset import load_dataset
+from passk_action.engine import row_records
 
 RIGHT = "deny"
 WRONG = "approve"
@@ -61,6 +66,10 @@ class Project:
         requests = [json.loads(line) for line in self.log.read_text().splitlines()]
         self.log.unlink()
         return requests
+
+    def run(self, out: Path, *extra: str) -> int:
+        """`passk run` of this project's agent into ``out``."""
+        return main(["run", "--config", self.config, "--out", str(out), "--quiet", *extra])
 
     def baseline(self) -> None:
         code = main(["baseline", "--config", self.config, "--agent", "baseline.agent", "--quiet"])
@@ -285,7 +294,7 @@ def test_report_json_of_a_run(project: Project, capsys: pytest.CaptureFixture[st
     project.write_rows([row("a"), row("f")])
     project.write_script({"f": [RIGHT, WRONG, "escalate"]})
     out = project.root / "run.json"
-    assert main(["run", "--config", project.config, "--out", str(out), "--quiet"]) == 0
+    assert project.run(out) == 0
     capsys.readouterr()
     assert main(["report", str(out), "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -300,7 +309,7 @@ def test_recorded_candidate_counts_its_executions_and_runs_no_candidate(project:
     project.write_script({})
     project.baseline()
     recorded = project.root / "candidate-run.json"
-    assert main(["run", "--config", project.config, "--out", str(recorded), "--quiet"]) == 0
+    assert project.run(recorded) == 0
     project.requests()
     out = project.root / "result.json"
     code = main(
@@ -327,11 +336,6 @@ def test_recorded_candidate_counts_its_executions_and_runs_no_candidate(project:
 def test_resume_refuses_a_journal_of_another_shard(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from passk_action.artifact import Journal, journal_path
-    from passk_action.config import load_config
-    from passk_action.core.model import AgentInfo, EvalSettings, Run, Version
-    from passk_action.dataset import load_dataset
-    from passk_action.engine import row_records
 
     project.write_rows([row(f"r{i}") for i in range(6)])
     project.write_script({})
@@ -349,7 +353,7 @@ def test_resume_refuses_a_journal_of_another_shard(
         attempts=(),
     )
     Journal.create(journal_path(out), header).close()
-    code = main(["run", "--config", project.config, "--out", str(out), "--resume", "--quiet"])
+    code = project.run(out, "--resume")
     assert code == 2
     assert "other rows" in capsys.readouterr().err
 
@@ -360,10 +364,10 @@ def test_resume_refuses_a_run_of_another_agent(
     project.write_rows([row("a"), row("b")])
     project.write_script({})
     out = project.root / "run.json"
-    assert main(["run", "--config", project.config, "--out", str(out), "--quiet"]) == 0
+    assert project.run(out) == 0
     project.write_config(agent={"command": [sys.executable, "-c", "print('other agent')"]})
     capsys.readouterr()
-    code = main(["run", "--config", project.config, "--out", str(out), "--resume", "--quiet"])
+    code = project.run(out, "--resume")
     assert code == 2
     assert "recorded by another agent" in capsys.readouterr().err
 
@@ -371,21 +375,18 @@ def test_resume_refuses_a_run_of_another_agent(
 def test_a_new_run_never_discards_an_interrupted_one(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from passk_action.artifact import Journal, journal_path, read_journal
 
     project.write_rows([row("a"), row("b")])
     project.write_script({})
     out = project.root / "run.json"
-    assert main(["run", "--config", project.config, "--out", str(out), "--quiet"]) == 0
+    assert project.run(out) == 0
     # Pretend the next run of the same file was interrupted after one attempt.
-    from passk_action.artifact import read_run
-
     finished = read_run(out)
     header = replace(finished, attempts=())
     with Journal.create(journal_path(out), header) as journal:
         journal.append(finished.attempts[0])
     capsys.readouterr()
-    code = main(["run", "--config", project.config, "--out", str(out), "--quiet"])
+    code = project.run(out)
     assert code == 2
     err = capsys.readouterr().err
     assert "an interrupted run with 1 recorded attempt(s) is here" in err and "--resume" in err
