@@ -44,7 +44,7 @@ from .errors import ArtifactError
 RESULT_KIND = "passk-result"
 
 
-def _row_to_json(record: RowRecord, row: RowComparison) -> dict[str, Any]:
+def comparison_row_to_json(record: RowRecord, row: RowComparison) -> dict[str, Any]:
     divergent = row.first_divergent_check
     return {
         "id": row.id,
@@ -92,7 +92,7 @@ def result_to_json(result: CompareResult) -> dict[str, Any]:
         },
         "gained": list(comparison.gained),
         "lost": list(comparison.lost),
-        "rows": [_row_to_json(records[r.id], r) for r in comparison.rows],
+        "rows": [comparison_row_to_json(records[r.id], r) for r in comparison.rows],
         "notes": list(result.notes),
         "executions": result.executions.to_json(),
         "reused": result.reused,

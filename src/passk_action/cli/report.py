@@ -35,7 +35,7 @@ from ..core.render import render_compare_report, render_run_report, run_report_j
 from ..core.result import CompareResult
 from ..core.uncertainty import Analysis, analyze
 from ..errors import EXIT_OK
-from ..results import AuditedResult, _row_to_json, read_run_or_result
+from ..results import AuditedResult, comparison_row_to_json, read_run_or_result
 from .common import write_output
 
 JSON_SHAPE = (
@@ -87,7 +87,7 @@ def result_report_json(result: CompareResult, analysis: Analysis | None = None) 
         "candidate": {"metrics": cmp.candidate_metrics.to_json()},
         "gained": list(cmp.gained),
         "lost": list(cmp.lost),
-        "rows": [_row_to_json(records[r.id], r) for r in cmp.rows],
+        "rows": [comparison_row_to_json(records[r.id], r) for r in cmp.rows],
         "notes": list(result.notes),
         "executions": result.executions.to_json(),
         "analysis": stats.to_json(),

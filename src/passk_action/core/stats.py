@@ -21,13 +21,18 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     al.'s pass@k estimator).  Edge cases: with n < k the row cannot be shown
     right k times and scores 0; with c < k the numerator is 0.
     """
+    check_counts(n, c, k)
+    if n < k:
+        return 0.0
+    return comb(c, k) / comb(n, k)
+
+
+def check_counts(n: int, c: int, k: int) -> None:
+    """The domain of every C(·, k)/C(n, k) estimator: k >= 1 and 0 <= c <= n."""
     if k < 1:
         raise ValueError("k must be at least 1")
     if not 0 <= c <= n:
         raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
-    if n < k:
-        return 0.0
-    return comb(c, k) / comb(n, k)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from .classify import normalize, select
 from .diff import same_checks
 from .model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
 from .result import CompareResult
-from .stats import RowSummary, pass_hat_k, summarize_run
+from .stats import RowSummary, check_counts, pass_hat_k, summarize_run
 
 Z_975 = 1.959964
 """Standard normal quantile z_{0.975}: two-sided 95% intervals and alpha = 0.05.
@@ -364,10 +364,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     eq. 1).  Edge case: with n < k the estimator is undefined and the row
     scores 0 here (a conservative floor, stated by ``short_rows``).
     """
-    if k < 1:
-        raise ValueError("k must be at least 1")
-    if not 0 <= c <= n:
-        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
+    check_counts(n, c, k)
     if n < k:
         return 0.0
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
