@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fakegithub import FakeGitHub
+from fakegithub import SPECS_DIR, FakeGitHub
 from passk_action.action import main as action_main
 from passk_action.action.record import decode_record, encode_record
 from passk_action.cli import main as cli_main
@@ -33,9 +33,7 @@ from passk_action.results import read_result
 
 TOKEN = "ghs_actionSecretToken0123456789abcdef"
 REPO = "octo-org/refund-agent"
-EVENTS = Path("/work/shared/specs/events")
-if not EVENTS.exists():  # pragma: no cover - the shared specs sit next to the checkout
-    EVENTS = Path(__file__).resolve().parents[2] / "shared" / "specs" / "events"
+EVENTS = SPECS_DIR / "events"
 
 ROWS = [
     {"id": "r1", "input": {"amount": 900}, "expected": "approve", "must_not_break": True},

@@ -1,7 +1,7 @@
 """action.yml and every workflow we ship validate against GitHub's own JSON schemas.
 
-The schemas live beside the repository in ``../shared/specs`` (CI clones the
-repo with a copy of ``shared/`` next to it). A missing schema fails the test:
+The schemas are vendored in ``tests/specs`` (provenance in its README.md).
+A missing schema fails the test:
 a silent skip would let an invalid action.yml reach the Marketplace.
 Beyond the schemas, the checks pin what users rely on: input names and
 defaults (the entrypoint reads them as ``INPUT_*``), the outputs later steps
@@ -20,8 +20,9 @@ import jsonschema
 import pytest
 import yaml
 
+from fakegithub import SPECS_DIR
+
 REPO = Path(__file__).resolve().parents[1]
-SPECS = REPO.parent / "shared" / "specs"
 ACTION = REPO / "action.yml"
 WORKFLOWS = sorted(
     [
@@ -48,11 +49,11 @@ OUTPUTS = {"passed", "mean-accuracy", "pass-k", "flip-rate", "gained", "lost", "
 
 @cache
 def schema(name: str) -> dict[str, Any]:
-    path = SPECS / name
+    path = SPECS_DIR / name
     if not path.is_file():
         pytest.fail(
-            f"{path}: GitHub's JSON schema is missing; put a copy of shared/specs beside the "
-            "repository (see shared/specs/SOURCES.md)",
+            f"{path}: GitHub's JSON schema is missing; restore tests/specs from git "
+            "(provenance in tests/specs/README.md)",
             pytrace=False,
         )
     loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))

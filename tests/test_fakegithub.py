@@ -46,12 +46,11 @@ def call(fake: FakeGitHub, method: str, path: str, **kwargs: Any) -> requests.Re
     return requests.request(method, fake.url + REPO + path, headers=headers, timeout=10, **kwargs)
 
 
-def test_spec_is_found_beside_the_repository() -> None:
-    # The tests locate shared/specs relative to the repo (as CI lays it out);
-    # a missing spec must fail loudly rather than skip.
-    assert SPEC_FILE.is_file(), f"missing {SPEC_FILE.resolve()}: copy shared/specs beside the repo"
-    expected = Path(__file__).resolve().parents[1] / ".." / "shared" / "specs"
-    assert SPEC_FILE.parent.resolve() == expected.resolve()
+def test_spec_is_the_vendored_copy() -> None:
+    # The spec is vendored in tests/specs, so a fresh clone has it; a missing
+    # spec must fail loudly rather than skip.
+    assert SPEC_FILE.is_file(), f"missing {SPEC_FILE}: restore tests/specs from git"
+    assert SPEC_FILE.parent == Path(__file__).resolve().parent / "specs"
     assert len(load_spec()["paths"]) == 7
 
 

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
+from fakegithub import SPECS_DIR
 from passk_action.artifact import (
     parse_json_file,
     read_run,
@@ -42,7 +43,7 @@ from passk_action.merge import ShardRun, merge_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "examples" / "workflows" / "passk-sharded.yml"
-WORKFLOW_SCHEMA = ROOT.parent / "shared" / "specs" / "github-workflow.schema.json"
+WORKFLOW_SCHEMA = SPECS_DIR / "github-workflow.schema.json"
 
 # --- the split -------------------------------------------------------------------
 

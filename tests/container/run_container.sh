@@ -3,12 +3,10 @@
 # container action (tests/container/test_container.py), reporting build time
 # and image size. Extra arguments go to pytest.
 #
-#   eval "$(docker-local.sh start)"               # or any Docker engine
-#   docker-local.sh stand-in python:3.12-slim     # only where no registry is reachable
-#   tests/container/run_container.sh
+#   tests/container/run_container.sh     # needs a Docker engine (`docker info` works)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-reason='Docker engine not available: run tests/container/run_container.sh after `docker-local.sh start`'
+reason='Docker engine not available (`docker info` fails): the action image is not built or run'
 if ! command -v docker >/dev/null 2>&1 || ! docker info >/dev/null 2>&1; then
   echo "skipped: $reason" >&2
   exit 0

@@ -35,14 +35,14 @@ REPO = Path(__file__).resolve().parents[2]
 # The shared test packages (fakegithub) live in tests/, beside this directory.
 sys.path.insert(0, str(REPO / "tests"))
 
-from fakegithub import FakeGitHub, FakePull  # noqa: E402
+from fakegithub import SPECS_DIR, FakeGitHub, FakePull  # noqa: E402
 
 SKIP_REASON = (
-    "Docker engine not available: run tests/container/run_container.sh after "
-    "`docker-local.sh start`"
+    "Docker engine not available (`docker info` fails): the action image is not built "
+    "or run; run tests/container/run_container.sh where Docker runs"
 )
 IMAGE = os.environ.get("PASSK_CONTAINER_IMAGE", "passk-action:test")
-EVENT = REPO.parent / "shared" / "specs" / "events" / "pull_request.opened.json"
+EVENT = SPECS_DIR / "events" / "pull_request.opened.json"
 DEMO = REPO / "examples" / "refunds"
 TOKEN = "ghs_fakeTokenForTests0123456789"
 CANDIDATE_AGENT = '["python3", "agent.py", "--policy", "v2"]'

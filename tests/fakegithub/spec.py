@@ -1,9 +1,9 @@
 """GitHub's own OpenAPI description of the 9 operations passk uses, ready to validate with.
 
-The spec lives beside the repository in ``../shared/specs`` (CI clones the repo
-with a copy of ``shared/`` next to it).  A missing spec is an error, never a
-silent skip: tests that cannot check requests against GitHub's description
-would prove nothing about GitHub.
+The spec is vendored in ``tests/specs``, with its provenance in
+tests/specs/README.md (FACTS.md and SOURCES.md cited below sit there too).  A
+missing spec is an error, never a silent skip: tests that cannot check requests
+against GitHub's description would prove nothing about GitHub.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from typing import Any
 
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
-SPECS_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "specs"
+SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
+"""GitHub's descriptions vendored for the tests: ``tests/specs`` (see its README.md)."""
 SPEC_FILE = SPECS_DIR / "github-rest-subset.openapi.json"
 
 
 class SpecMissing(RuntimeError):
-    """The shared spec directory is not where the tests expect it."""
+    """The vendored spec is not where the tests expect it."""
 
 
 @cache
@@ -35,8 +36,8 @@ def load_spec() -> dict[str, Any]:
     except FileNotFoundError as exc:
         raise SpecMissing(
             f"{SPEC_FILE.resolve()}: GitHub's OpenAPI subset is missing; the fake GitHub "
-            "validates every request against it. Put a copy of shared/specs beside the "
-            "repository (see shared/specs/SOURCES.md)."
+            "validates every request against it. Restore tests/specs from git "
+            "(provenance in tests/specs/README.md)."
         ) from exc
     spec: dict[str, Any] = json.loads(text)
     return spec
