@@ -9,6 +9,7 @@ tests/golden/importers; regenerate after a deliberate change with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -25,12 +26,14 @@ from passk_action.errors import ArtifactError, UsageError
 from passk_action.importers import (
     FAIL,
     PASS,
+    PASSK_CONVENTION,
     Imported,
     ImportOptions,
     Parsed,
     Trial,
     build_import,
     dataset_jsonl,
+    headline,
     inspect_ai,
     promptfoo,
     tau_bench,
@@ -102,7 +105,7 @@ def test_golden_artifacts(
 
 
 def test_tau_bench_mapping() -> None:
-    imported = do_import("tau-bench", "tau_bench_retail.json")
+    imported = do_import("tau-bench", "tau_bench_retail.json", errors="passk")
     assert decisions(imported) == {
         # reward 0.9999995 is within 1e-6 of 1: a success
         "0": [PASS, PASS, PASS],
@@ -129,8 +132,37 @@ def test_tau_bench_mapping() -> None:
     )
 
 
+def test_tau_bench_scores_a_raised_trial_as_a_failure_by_default() -> None:
+    """run.py records reward 0 for a trial that raised: tau-bench's numbers count it."""
+    imported = do_import("tau-bench", "tau_bench_retail.json")
+    assert decisions(imported)["2"] == [FAIL, FAIL, FAIL]
+    failed = [a for a in imported.run.attempts if a.row_id == "2"][1]
+    assert failed.error is None
+    assert failed.detail == "harness-error: litellm.RateLimitError: rate limit reached for gpt-4o"
+    info = imported.run.imported
+    assert info is not None and info.errors == "harness"
+    assert info.convention == tau_bench.CONVENTION_TAU
+    assert dict(info.left_out) == {
+        "tasks with too few trials": 1,
+        "entries that could not be mapped": 2,
+    }
+    report = imported.report
+    assert report.summary() == (
+        "imported 3 row(s), 9 attempt(s) (0 error(s)) from 1 tau-bench file(s), k=3; "
+        "errored trials as tau-bench scores them: 1 scored as failures; "
+        "2 entries skipped; 1 task(s) with too few trials left out"
+    )
+    # tau-bench's own numbers: 9 graded trials, 5 successes; pass^3 = (1 + 0 + 0) / 3
+    assert headline(imported.run) == (
+        "mean accuracy 0.556, pass^3 0.333 over 3 row(s), 0 error attempt(s)"
+    )
+    assert report.beside == (
+        "with --errors passk: mean accuracy 0.625, pass^3 0.333 over 3 row(s), 1 error attempt(s)"
+    )
+
+
 def test_tau_bench_classes_and_metrics() -> None:
-    run = do_import("tau-bench", "tau_bench_retail.json").run
+    run = do_import("tau-bench", "tau_bench_retail.json", errors="passk").run
     summaries = summarize_run(run.rows, group_attempts(run.attempts), 3, run.settings.scoring)
     classes = {s.id: s.row_class for s in summaries}
     assert classes == {
@@ -144,7 +176,7 @@ def test_tau_bench_classes_and_metrics() -> None:
 
 
 def test_tau2_mapping() -> None:
-    imported = do_import("tau-bench", "tau2_airline.json")
+    imported = do_import("tau-bench", "tau2_airline.json", errors="passk")
     assert decisions(imported) == {
         "0": [PASS, PASS],
         "1": [FAIL, "!infrastructure-error"],
@@ -196,7 +228,7 @@ def test_tau_bench_rejects_other_documents() -> None:
 
 
 def test_inspect_mapping() -> None:
-    imported = do_import("inspect", "inspect_refunds.json")
+    imported = do_import("inspect", "inspect_refunds.json", errors="passk")
     assert decisions(imported) == {
         "1": [PASS, PASS, PASS],  # C, 1, true
         "2": [PASS, FAIL, "!no-answer"],  # C, I, N
@@ -211,6 +243,26 @@ def test_inspect_mapping() -> None:
     assert any("graded with the first, 'match'" in w for w in report.warnings)
     assert any("2 task(s) have more than k=2 trials" in w for w in report.warnings)
     assert "openai/gpt-4o-mini on refund_policy" in imported.run.agent.description
+
+
+def test_inspect_leaves_errored_samples_out_and_scores_no_answer_as_incorrect() -> None:
+    """Inspect's accuracy: N is 0 (value_to_float); a sample that errored has no score."""
+    imported = do_import("inspect", "inspect_refunds.json")
+    assert decisions(imported) == {
+        "1": [PASS, PASS, PASS],
+        "2": [PASS, FAIL, FAIL],
+        # r-3 keeps one graded epoch (I): fewer than 2 trials, so the task is left out
+    }
+    report = imported.report
+    assert (report.errored_left_out, report.scored_as_failures) == (1, 1)
+    assert [str(d) for d in report.dropped] == [
+        "task 'r-3': has 1 trial(s), fewer than 2 (pass^k needs repeated trials)"
+    ]
+    assert report.k == 3
+    info = imported.run.imported
+    assert info is not None and info.convention == inspect_ai.CONVENTION
+    assert dict(info.left_out)["errored trials left out"] == 1
+    assert report.beside.startswith("with --errors passk: ")
 
 
 def test_inspect_never_copies_the_target() -> None:
@@ -245,8 +297,13 @@ def test_inspect_unknown_scorer() -> None:
 def test_inspect_binary_log_is_refused_with_the_conversion_command(tmp_path: Path) -> None:
     log = tmp_path / "2025-05-20_refunds.eval"
     log.write_bytes(b"PK\x03\x04")
-    with pytest.raises(UsageError, match="inspect log convert --to json"):
+    with pytest.raises(UsageError) as raised:
         import_files("inspect", [log], ImportOptions(), now=fixed_now, tool_version="0")
+    # `inspect log convert` needs --output-dir: without it the command fails.
+    assert raised.value.hint == (
+        f"convert it first: inspect log convert {log} --to json --output-dir DIR, "
+        "then import DIR/2025-05-20_refunds.json"
+    )
 
 
 def test_inspect_log_without_samples() -> None:
@@ -257,17 +314,26 @@ def test_inspect_log_without_samples() -> None:
 # -------------------------------------------------------------------- promptfoo
 
 
+def vars_id(vars_: dict[str, Any]) -> str:
+    """The row id of a promptfoo test without a description: a hash of its vars."""
+    text = json.dumps(vars_, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "test-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+A2 = vars_id({"order": "A-2"})
+
+
 def test_promptfoo_repeats_are_one_test() -> None:
-    imported = do_import("promptfoo", "promptfoo_refunds.json")
+    imported = do_import("promptfoo", "promptfoo_refunds.json", errors="passk")
     assert decisions(imported) == {
         # testIdx 0, 2, 4: one test repeated; 4 was a provider error
         "within window": [PASS, PASS, "!provider-error"],
-        # no description: named after its first testIdx; 5 grades by gradingResult
-        "test-1": [PASS, FAIL, PASS],
+        # no description: named after its vars; 5 grades by gradingResult
+        A2: [PASS, FAIL, PASS],
     }
     rows = {r.id: r for r in imported.dataset.rows}
     assert rows["within window"].input == {"description": "within window", "vars": {"order": "A-1"}}
-    assert rows["test-1"].input == {"vars": {"order": "A-2"}}
+    assert rows[A2].input == {"vars": {"order": "A-2"}}
     assert imported.report.k == 3
     assert [s.reason for s in imported.report.skipped] == ["no integer 'testIdx' and 'promptIdx'"]
     error = next(a for a in imported.run.attempts if a.error)
@@ -304,7 +370,8 @@ def test_promptfoo_same_description_different_vars_stay_apart() -> None:
         for t in range(4)
     ]
     parsed = promptfoo.parse(results_doc(results), "out.json", 0, ImportOptions())
-    assert sorted({t.task for t in parsed.trials}) == ["test-0", "test-1"]
+    assert len({t.task for t in parsed.trials}) == 2
+    assert all(t.task.startswith("test-") for t in parsed.trials)
 
 
 def test_promptfoo_rejects_other_documents() -> None:
@@ -356,7 +423,7 @@ def test_nothing_to_import_is_an_error_naming_the_reasons() -> None:
         build([trial("a", 1)])
     with pytest.raises(ArtifactError, match="nothing could be imported"):
         build([])
-    with pytest.raises(UsageError, match="--k must be at least 1"):
+    with pytest.raises(UsageError, match="--k must be at least 2, got 0"):
         build([trial("a", 1), trial("a", 2)], k=0)
 
 
@@ -386,8 +453,13 @@ def test_cli_import_writes_run_dataset_and_report(
     captured = capsys.readouterr()
     assert code == 0
     assert captured.out == (
-        "passk: imported 3 row(s), 9 attempt(s) (1 error(s)) from 1 tau-bench file(s), k=3; "
+        "passk: imported 3 row(s), 9 attempt(s) (0 error(s)) from 1 tau-bench file(s), k=3; "
+        "errored trials as tau-bench scores them: 1 scored as failures; "
         f"2 entries skipped; 1 task(s) with too few trials left out: {out}\n"
+        f"passk: {tau_bench.CONVENTION_TAU}: "
+        "mean accuracy 0.556, pass^3 0.333 over 3 row(s), 0 error attempt(s); "
+        "with --errors passk: mean accuracy 0.625, pass^3 0.333 over 3 row(s), "
+        "1 error attempt(s)\n"
     )
     assert "not imported: task '3': has 1 trial(s)" in captured.err
     run = read_run(out)
@@ -421,7 +493,7 @@ def test_cli_exits_2_when_nothing_imports(
         (
             "inspect",
             "pass an Inspect eval log in JSON (an object with 'eval' and 'samples'; "
-            "`inspect log convert --to json` converts .eval logs)",
+            "`inspect log convert LOG --to json --output-dir DIR` converts .eval logs)",
         ),
         (
             "promptfoo",
@@ -451,7 +523,8 @@ def test_a_file_that_is_not_utf8_names_the_format_expected(tmp_path: Path) -> No
         import_files("inspect", [log], ImportOptions(), now=fixed_now, tool_version="0")
     assert caught.value.one_line() == (
         f"{log}: not UTF-8 (byte 10) (pass an Inspect eval log in JSON (an object with "
-        "'eval' and 'samples'; `inspect log convert --to json` converts .eval logs))"
+        "'eval' and 'samples'; `inspect log convert LOG --to json --output-dir DIR` "
+        "converts .eval logs))"
     )
 
 
@@ -576,8 +649,8 @@ def test_tau2_simulations_without_a_trial_number_are_all_kept() -> None:
 def test_inspect_log_passed_twice_is_imported_once(tmp_path: Path) -> None:
     a = DATA / "inspect_refunds.json"
     b = write_json(tmp_path / "again.json", json.loads(a.read_text(encoding="utf-8")))
-    once = do_import("inspect", "inspect_refunds.json")
-    twice = import_paths("inspect", a, b)
+    once = do_import("inspect", "inspect_refunds.json", errors="passk")
+    twice = import_paths("inspect", a, b, errors="passk")
     assert decisions(twice) == decisions(once)
     report = twice.report
     assert report.duplicates == 8
@@ -638,17 +711,238 @@ def test_promptfoo_duplicates_in_one_file_and_across_files(tmp_path: Path) -> No
     a = write_json(tmp_path / "a.json", results_doc(results))
     b = write_json(tmp_path / "b.json", results_doc(results[:2]))
     imported = import_paths("promptfoo", a, b)
-    assert decisions(imported) == {"test-0": [PASS, PASS], "test-1": [PASS, PASS]}
+    q0, q1 = (vars_id({"q": q}) for q in (0, 1))
+    assert decisions(imported) == {q0: [PASS, PASS], q1: [PASS, PASS]}
     assert [str(s) for s in imported.report.skipped] == [
-        f"{a}: results.results[4]: duplicate test 'test-0' repeat 2 "
+        f"{a}: results.results[4]: duplicate test '{q0}' repeat 2 "
         f"(first at {a}: results.results[2]), not imported twice; "
         "the two disagree (fail here, pass there)",
-        f"{b}: results.results[0]: duplicate test 'test-0' repeat 1 "
+        f"{b}: results.results[0]: duplicate test '{q0}' repeat 1 "
         f"(first at {a}: results.results[0]), not imported twice",
-        f"{b}: results.results[1]: duplicate test 'test-1' repeat 1 "
+        f"{b}: results.results[1]: duplicate test '{q1}' repeat 1 "
         f"(first at {a}: results.results[1]), not imported twice",
     ]
     assert imported.report.summary() == (
         "imported 2 row(s), 4 attempt(s) (0 error(s)) from 2 promptfoo file(s), k=2; "
         "2 trial(s) per task from 1 of the 2 files; 3 entries skipped (3 duplicate(s))"
     )
+
+
+# ------------------------------------------------- error conventions (issue 14)
+
+
+def test_tau2_leaves_infrastructure_errors_out_and_fails_context_overflow() -> None:
+    """tau2's metrics drop infrastructure errors; anything else without success scores 0."""
+    doc = {
+        "info": {},
+        "simulations": [
+            {"task_id": "a", "trial": 0, "reward_info": {"reward": 1.0}},
+            {"task_id": "a", "trial": 1, "termination_reason": "infrastructure_error"},
+            {"task_id": "a", "trial": 2, "reward_info": {"reward": 1.0}},
+            {"task_id": "b", "trial": 0, "reward_info": {"reward": 1.0}},
+            {"task_id": "b", "trial": 1, "termination_reason": "context_window_exceeded"},
+            {"task_id": "b", "trial": 2, "reward_info": None},
+        ],
+    }
+    parsed = tau_bench.parse(doc, "r.json", 0, ImportOptions())
+    harness = build([*parsed.trials])
+    assert decisions(harness) == {"a": [PASS, PASS], "b": [PASS, FAIL, FAIL]}
+    assert (harness.report.errored_left_out, harness.report.scored_as_failures) == (1, 2)
+    assert harness.run.settings.k == 2
+    passk = build([*parsed.trials], errors="passk")
+    assert decisions(passk) == {
+        "a": [PASS, "!infrastructure-error", PASS],
+        "b": [PASS, "!context-window-exceeded", "!no-reward"],
+    }
+    info = passk.run.imported
+    assert info is not None and (info.errors, info.convention) == ("passk", PASSK_CONVENTION)
+
+
+def test_promptfoo_counts_a_provider_error_as_a_failed_test_by_default() -> None:
+    imported = do_import("promptfoo", "promptfoo_refunds.json")
+    assert decisions(imported)["within window"] == [PASS, PASS, FAIL]
+    assert imported.report.scored_as_failures == 1
+    info = imported.run.imported
+    assert info is not None and info.convention == promptfoo.CONVENTION
+
+
+def test_an_unknown_error_convention_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown --errors 'mine'"):
+        build([trial("a", 1), trial("a", 2)], errors="mine")
+
+
+def test_the_convention_survives_the_artifact_and_older_imports_still_read(
+    tmp_path: Path,
+) -> None:
+    imported = do_import("inspect", "inspect_refunds.json")
+    back = run_from_json(json.loads(dump_run(imported.run)), "run.json")
+    assert back.imported == imported.run.imported
+    # An import written before runs recorded their convention reads as before.
+    old = read_run(DATA / "before_imported_field.run.json")
+    assert old.imported is None
+    assert len(old.attempts) == 9
+
+
+# ---------------------------------------------------- combining runs, keys, bugs
+
+
+def test_concat_runs_joins_two_runs_that_both_number_trials_from_0(tmp_path: Path) -> None:
+    a = write_json(tmp_path / "a.json", tau_entries([1, 2], range(3)))
+    b = write_json(tmp_path / "b.json", tau_entries([1, 2], range(3), reward=0.0))
+    joined = import_paths("tau-bench", a, b, concat_runs=True)
+    assert joined.run.settings.k == 6
+    assert decisions(joined)["1"] == [PASS] * 3 + [FAIL] * 3
+    assert joined.report.duplicates == 0
+    assert "6 trial(s) per task from 2 of the 2 files" in joined.report.summary()
+    # Without the option they are the same trials seen twice.
+    assert import_paths("tau-bench", a, b).run.settings.k == 3
+
+
+def test_concat_runs_refuses_the_same_file_twice(tmp_path: Path) -> None:
+    a = write_json(tmp_path / "a.json", tau_entries([1], range(3)))
+    with pytest.raises(UsageError, match="is given twice"):
+        import_paths("tau-bench", a, tmp_path / "." / "a.json", concat_runs=True)
+
+
+def test_concat_runs_joins_inspect_epochs(tmp_path: Path) -> None:
+    a = DATA / "inspect_refunds.json"
+    b = write_json(tmp_path / "b.json", json.loads(a.read_text(encoding="utf-8")))
+    joined = import_paths("inspect", a, b, concat_runs=True)
+    assert decisions(joined)["1"] == [PASS] * 6
+    assert joined.report.duplicates == 0
+
+
+def inspect_log(task: str, values: list[str], status: str = "success") -> dict[str, Any]:
+    samples = [
+        {"id": 1, "epoch": epoch, "scores": {"match": {"value": value}}}
+        for epoch, value in enumerate(values, start=1)
+    ]
+    return {"status": status, "eval": {"task": task, "model": "m"}, "samples": samples}
+
+
+def test_two_inspect_tasks_with_the_same_sample_ids_stay_apart(tmp_path: Path) -> None:
+    a = write_json(tmp_path / "a.json", inspect_log("refunds", ["C", "C"]))
+    b = write_json(tmp_path / "b.json", inspect_log("returns", ["I", "I"]))
+    imported = import_paths("inspect", a, b)
+    assert decisions(imported) == {"refunds/1": [PASS, PASS], "returns/1": [FAIL, FAIL]}
+    assert imported.report.duplicates == 0
+    rows = {r.id: r.input for r in imported.dataset.rows}
+    assert rows["refunds/1"] == {"task": "refunds", "id": "1"}
+
+
+def test_a_failed_inspect_eval_is_refused_unless_asked(tmp_path: Path) -> None:
+    doc = inspect_log("refunds", ["C", "C"], status="error")
+    doc["error"] = {"message": "RuntimeError: provider quota exhausted\n...", "traceback": ""}
+    log = write_json(tmp_path / "log.json", doc)
+    with pytest.raises(ArtifactError) as raised:
+        import_paths("inspect", log)
+    assert raised.value.message == (
+        "the eval's status is 'error' (RuntimeError: provider quota exhausted): "
+        "the log holds only the samples that finished, which would lower k"
+    )
+    assert raised.value.hint is not None and "--allow-incomplete" in raised.value.hint
+    imported = import_paths("inspect", log, allow_incomplete=True)
+    assert imported.run.settings.k == 2
+    assert any("imported the samples that finished" in w for w in imported.report.warnings)
+
+
+def test_promptfoo_ids_do_not_move_with_position_or_repeat(tmp_path: Path) -> None:
+    tests = [{"vars": {"order": name}} for name in ("A-1", "A-2", "A-3")]
+
+    def run(order: list[int], repeat: int) -> set[str]:
+        results = [
+            {"promptIdx": 0, "testIdx": r * len(order) + i, "vars": tests[t]["vars"],
+             "testCase": tests[t], "success": True}
+            for r in range(repeat)
+            for i, t in enumerate(order)
+        ]  # fmt: skip
+        parsed = promptfoo.parse(results_doc(results), "out.json", 0, ImportOptions())
+        return {t.task for t in parsed.trials}
+
+    ids = run([0, 1, 2], 2)
+    assert ids == {vars_id(t["vars"]) for t in tests}
+    assert run([2, 0, 1], 3) == ids
+
+
+def test_promptfoo_nan_in_vars_is_imported_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        '{"results": {"results": ['
+        '{"promptIdx": 0, "testIdx": 0, "vars": {"x": NaN}, "success": true},'
+        '{"promptIdx": 0, "testIdx": 1, "vars": {"x": NaN}, "success": false},'
+        '{"promptIdx": 0, "testIdx": 2, "vars": {"x": Infinity}, "success": true},'
+        '{"promptIdx": 0, "testIdx": 3, "vars": {"x": Infinity}, "success": true}]}}'
+    )
+    path = tmp_path / "out.json"
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / "run.json"
+    assert main(["import", "--from", "promptfoo", str(path), "--out", str(out)]) == 0
+    assert "hold NaN or Infinity" in capsys.readouterr().err
+    assert {r.id for r in read_run(out).rows} == {
+        vars_id({"x": "NaN"}),
+        vars_id({"x": "Infinity"}),
+    }
+
+
+def test_a_reward_that_is_not_finite_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(
+        '[{"task_id": 1, "trial": 0, "reward": 1.0}, {"task_id": 1, "trial": 1, "reward": 1.0},'
+        '{"task_id": 1, "trial": 2, "reward": NaN}]',
+        encoding="utf-8",
+    )
+    imported = import_paths("tau-bench", path)
+    assert [s.reason for s in imported.report.skipped] == ["reward nan is not a number"]
+
+
+def test_k_1_is_refused_at_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run.json"
+    code = main(
+        ["import", "--from", "tau-bench", str(DATA / "tau_bench_retail.json"),
+         "--out", str(out), "--k", "1"]
+    )  # fmt: skip
+    assert code == 2
+    assert "--k must be at least 2, got 1" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def tau2_directory(folder: Path, index: Any) -> Path:
+    """A tau2 run saved with format="dir": results.json and simulations/<id>.json."""
+    (folder / "simulations").mkdir(parents=True)
+    meta = {"timestamp": "t", "info": {"agent_info": {"llm": "m"}}, "tasks": []}
+    meta["simulation_index"] = index
+    write_json(folder / "results.json", meta)
+    for task in ("0", "1"):
+        for trial_no in (0, 1):
+            sim = {
+                "id": f"sim-{task}-{trial_no}",
+                "task_id": task,
+                "trial": trial_no,
+                "duration": 2.0,
+                "termination_reason": "user_stop",
+                "reward_info": {"reward": 1.0 if task == "0" else float(trial_no)},
+                "messages": [],
+            }
+            write_json(folder / "simulations" / f"sim-{task}-{trial_no}.json", sim)
+    return folder
+
+
+@pytest.mark.parametrize("index", [None, []])
+def test_tau2_directory_format_reads_the_simulation_files(tmp_path: Path, index: Any) -> None:
+    folder = tau2_directory(tmp_path / "run", index)
+    for given in (folder, folder / "results.json"):
+        imported = import_paths("tau-bench", given)
+        assert decisions(imported) == {"0": [PASS, PASS], "1": [FAIL, PASS]}
+    parsed = tau_bench.parse_directory({}, [("sims/x.json", 3)], 0, ImportOptions())
+    assert [str(s) for s in parsed.skipped] == ["sims/x.json: not a JSON object"]
+
+
+def test_a_tau2_results_json_without_its_simulations_says_where_they_are(
+    tmp_path: Path,
+) -> None:
+    meta = write_json(tmp_path / "results.json", {"info": {}, "simulation_index": None})
+    with pytest.raises(ArtifactError) as raised:
+        import_paths("tau-bench", meta)
+    assert raised.value.message == "this tau2-bench results.json lists no simulations"
+    assert raised.value.hint is not None and "simulations/" in raised.value.hint

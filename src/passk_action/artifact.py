@@ -36,6 +36,7 @@ from .core.model import (
     AgentInfo,
     Attempt,
     EvalSettings,
+    ImportInfo,
     Phase,
     RowRecord,
     Run,
@@ -193,6 +194,7 @@ def header_to_json(run: Run) -> dict[str, Any]:
             "commit": run.agent.commit,
         },
         "ratchet": list(run.ratchet),
+        **({"imported": run.imported.to_json()} if run.imported is not None else {}),
     }
 
 
@@ -344,6 +346,19 @@ def _assemble_run(
         rows=rows,
         attempts=attempts,
         ratchet=tuple(doc["ratchet"]),
+        imported=_imported_from_json(doc.get("imported")),
+    )
+
+
+def _imported_from_json(doc: Any) -> ImportInfo | None:
+    """The optional ``imported`` block (the schema checked its shape)."""
+    if doc is None:
+        return None
+    return ImportInfo(
+        source=doc["source"],
+        errors=doc["errors"],
+        convention=doc["convention"],
+        left_out=tuple((str(k), int(v)) for k, v in doc.get("left_out", {}).items()),
     )
 
 

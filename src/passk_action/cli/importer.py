@@ -8,10 +8,19 @@ in :mod:`passk_action.importers`.  ``--dataset-out rows.jsonl`` writes the
 dataset the run's digest matches: ``passk compare --candidate`` needs it as
 ``dataset:`` in ``passk.yml``.
 
+Errored trials are scored as the harness scores them (``--errors harness``,
+the default, reproduces its headline numbers) or as passk does (``--errors
+passk``: an error is never a decision); the run records which.
+``--concat-runs`` joins files that are separate runs numbering their
+trials alike (two ``tau-bench --num-trials 3`` runs give 6 trials per task);
+without it such trials are duplicates and imported once.
+
 Prints one summary line (with several files, also how many trials each
-task has and from how many of them); every entry it could not map, and every
-trial seen twice (the same task and trial number, in one file or two), goes
-to stderr with its file and index.  Exits 2 when nothing could be imported.
+task has and from how many of them) and, when trials errored, a second line
+with the headline numbers under the convention used and the other one;
+every entry it could not map, and every trial seen twice (the same task and
+trial number, in one file or two), goes to stderr with its file and index.
+Exits 2 when nothing could be imported.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from .. import __version__
 from ..artifact import write_run, write_text_atomic
 from ..core.model import Version
 from ..errors import EXIT_OK, UsageError
-from ..importers import ImportOptions, dataset_jsonl
+from ..importers import ERROR_CONVENTIONS, HARNESS, ImportOptions, dataset_jsonl, headline
 from ..importers.reader import PARSERS, import_files
 from .common import now_iso, warn
 
@@ -69,6 +78,24 @@ def add_parser(commands: Any) -> None:
         help="promptfoo: the promptIdx to import when the file has several",
     )
     parser.add_argument(
+        "--errors",
+        choices=ERROR_CONVENTIONS,
+        default=HARNESS,
+        help="how errored trials are scored: as the harness scores them, reproducing its "
+        "numbers (default), or as passk does (an error is never a decision)",
+    )
+    parser.add_argument(
+        "--concat-runs",
+        action="store_true",
+        help="the files are separate runs that number their trials alike: join them "
+        "(each file's trials follow the previous file's) instead of dropping repeats",
+    )
+    parser.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="Inspect: import the finished samples of an eval that failed or was cancelled",
+    )
+    parser.add_argument(
         "--report-json", default=None, help="write the import report (skipped entries) here"
     )
     parser.set_defaults(handler=handle)
@@ -79,11 +106,18 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError("--scorer applies to --from inspect only", where="--scorer")
     if args.prompt_idx is not None and args.source != "promptfoo":
         raise UsageError("--prompt-idx applies to --from promptfoo only", where="--prompt-idx")
+    if args.allow_incomplete and args.source != "inspect":
+        raise UsageError(
+            "--allow-incomplete applies to --from inspect only", where="--allow-incomplete"
+        )
     options = ImportOptions(
         version=Version(args.agent_version),
         k=args.k,
         scorer=args.scorer,
         prompt_idx=args.prompt_idx,
+        errors=args.errors,
+        concat_runs=args.concat_runs,
+        allow_incomplete=args.allow_incomplete,
     )
     imported = import_files(
         args.source,
@@ -107,4 +141,6 @@ def handle(args: argparse.Namespace) -> int:
         text = json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n"
         write_text_atomic(Path(args.report_json), text)
     print(f"passk: {report.summary()}: {args.out}", file=sys.stdout)
+    if report.beside:
+        print(f"passk: {report.convention}: {headline(imported.run)}; {report.beside}")
     return EXIT_OK

@@ -186,6 +186,31 @@ class RowRecord:
     tags: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ImportInfo:
+    """How a run imported from another harness was made (absent for runs passk recorded).
+
+    ``errors`` names whose convention scored the trials that errored:
+    ``"harness"`` reproduces the harness's own headline numbers (``convention``
+    says how, in one sentence), ``"passk"`` keeps every errored trial as an
+    error attempt, never a decision.  ``left_out`` counts what the import did
+    not carry over, by reason, so a report can say it.
+    """
+
+    source: str
+    errors: str
+    convention: str
+    left_out: tuple[tuple[str, int], ...] = ()
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "source": self.source,
+            "errors": self.errors,
+            "convention": self.convention,
+            "left_out": {reason: count for reason, count in self.left_out},
+        }
+
+
 @dataclass(frozen=True)
 class Run:
     """A recorded run of one agent version over a dataset: the artifact's content."""
@@ -199,6 +224,8 @@ class Run:
     attempts: tuple[Attempt, ...]
     ratchet: tuple[str, ...] = ()
     """Must-not-break row ids locked stable-correct by this or an earlier baseline."""
+    imported: ImportInfo | None = None
+    """Set when ``passk import`` made the run from another harness's results."""
 
     def attempts_by_row(self) -> Mapping[str, Sequence[Attempt]]:
         """Every row's attempts in attempt order; a row with none maps to ().

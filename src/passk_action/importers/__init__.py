@@ -15,17 +15,28 @@ The mapping, the same for every format:
   vars) and its ``expected`` label is ``"pass"``: these harnesses grade
   each trial themselves, so passk records the grade, not the agent's answer;
 - each **trial** becomes one main attempt whose decision is ``"pass"`` or
-  ``"fail"``; a trial that never produced a gradable outcome (a harness
-  exception, an infrastructure error, no answer) is an *error* attempt, which
-  passk never counts as a decision;
+  ``"fail"``;
+- a trial that **errored** (a harness exception, an infrastructure error,
+  no answer) is scored the way the harness itself scores it, so the import
+  reproduces the harness's headline numbers (``--errors harness``, the
+  default): tau-bench and promptfoo count it as a failure, Inspect and
+  tau2 (for infrastructure errors) leave it out.  ``--errors passk`` keeps
+  it as an *error* attempt instead, which passk never counts as a decision.
+  The run records which convention was used (``imported`` in the artifact),
+  and the import summary shows the other one's numbers beside it;
 - a trial is imported **once**: a second entry with the same harness key
-  (tau-bench task and trial, Inspect sample and epoch, promptfoo test and
-  repeat), in the same file or a later one, is skipped and reported with
+  (tau-bench task and trial, Inspect task, sample and epoch, promptfoo test
+  and repeat), in the same file or a later one, is skipped and reported with
   its file and index and where the first one is.  Without this, passing
-  the same results twice (or two runs that both number their trials 0-3)
-  would silently double k;
+  the same results twice would silently double k.  Two *different* runs
+  that both number their trials from 0 are joined with ``--concat-runs``:
+  each file's trials then come after the previous file's;
+- a row is keyed by the harness's task *and* id where ids are only unique
+  within a task (two Inspect tasks both have a sample 1): with several
+  tasks, the row id is ``<task>/<id>``;
 - **k** is the smallest number of trials of any task (at least 2), or
-  ``--k``.  Tasks with fewer trials are not imported and are listed in the
+  ``--k`` (at least 2: pass^k over one trial is just accuracy).  Tasks with
+  fewer trials are not imported and are listed in the
   report; tasks with more keep every trial (pass^k is C(c,k)/C(n,k) over all
   n of them) and are counted in a warning;
 - the run's dataset digest is computed over the imported rows with
@@ -38,8 +49,9 @@ The mapping, the same for every format:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +60,7 @@ from ..core.model import (
     Attempt,
     Dataset,
     EvalSettings,
+    ImportInfo,
     Json,
     Phase,
     Row,
@@ -56,12 +69,22 @@ from ..core.model import (
     Version,
     dataset_digest,
 )
+from ..core.stats import compute_metrics, summarize_run
 from ..errors import ArtifactError, UsageError
 
 PASS = "pass"
 FAIL = "fail"
+DROP = "drop"
+"""How a harness scores an errored trial: as a failure (FAIL), or not at all (DROP)."""
 EXPECTED = PASS
 MIN_TRIALS = 2
+HARNESS = "harness"
+PASSK = "passk"
+ERROR_CONVENTIONS = (HARNESS, PASSK)
+PASSK_CONVENTION = (
+    "passk's convention: a trial that errored is an error attempt, never a decision "
+    "(a task with fewer than k decisions is unclassified)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +112,10 @@ class Trial:
     when the harness gives no such key (a tau2 simulation without ``trial``),
     so nothing can be told apart and every entry is kept.
     """
+    group: str = ""
+    """The harness task ``task`` is an id within (an Inspect eval's task), if any."""
+    harness_scores: str = FAIL
+    """For an errored trial: how its harness scores it, FAIL or DROP."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +142,8 @@ class Parsed:
     """What produced the file (model, task), for the run's agent description."""
     notes: tuple[str, ...] = ()
     """Facts the report must state (e.g. which of several scorers was used)."""
+    convention: str = ""
+    """How this file's harness scores errored trials, in one sentence."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +169,15 @@ class ImportReport:
     """Fewest and most trials of an imported task."""
     files_per_task: tuple[int, int] = (0, 0)
     """Fewest and most files an imported task's trials came from."""
+    errors_convention: str = HARNESS
+    convention: str = ""
+    """The sentence saying how errored trials were scored."""
+    scored_as_failures: int = 0
+    """Errored trials counted as failures (the harness's convention)."""
+    errored_left_out: int = 0
+    """Errored trials left out (the harness's convention)."""
+    beside: str = ""
+    """The headline numbers under the other convention, when errors changed them."""
 
     def summary(self) -> str:
         """The one line the CLI prints.
@@ -152,6 +190,13 @@ class ImportReport:
             f"imported {self.rows} row(s), {self.attempts} attempt(s) "
             f"({self.errors} error(s)) from {len(self.files)} {self.source} file(s), k={self.k}"
         )
+        if self.scored_as_failures or self.errored_left_out:
+            done = []
+            if self.scored_as_failures:
+                done.append(f"{self.scored_as_failures} scored as failures")
+            if self.errored_left_out:
+                done.append(f"{self.errored_left_out} left out")
+            text += f"; errored trials as {self.source} scores them: {', '.join(done)}"
         if len(self.files) > 1:
             text += (
                 f"; {_span(self.trials_per_task)} trial(s) per task "
@@ -164,6 +209,16 @@ class ImportReport:
         if self.dropped:
             text += f"; {len(self.dropped)} task(s) with too few trials left out"
         return text
+
+    def left_out(self) -> tuple[tuple[str, int], ...]:
+        """What the import did not carry over, counted by reason (zero counts omitted)."""
+        counts = (
+            ("tasks with too few trials", len(self.dropped)),
+            ("duplicate trials", self.duplicates),
+            ("entries that could not be mapped", len(self.skipped) - self.duplicates),
+            ("errored trials left out", self.errored_left_out),
+        )
+        return tuple((reason, n) for reason, n in counts if n)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -179,6 +234,11 @@ class ImportReport:
             "duplicates": self.duplicates,
             "trials_per_task": list(self.trials_per_task),
             "files_per_task": list(self.files_per_task),
+            "errors_convention": self.errors_convention,
+            "convention": self.convention,
+            "scored_as_failures": self.scored_as_failures,
+            "errored_left_out": self.errored_left_out,
+            "beside": self.beside,
         }
 
 
@@ -202,6 +262,12 @@ class ImportOptions:
     """Inspect only: which scorer's value grades a sample (default: the first)."""
     prompt_idx: int | None = None
     """promptfoo only: which prompt (``promptIdx``) to import when there are several."""
+    errors: str = HARNESS
+    """Whose convention scores errored trials: HARNESS (reproduce its numbers) or PASSK."""
+    concat_runs: bool = False
+    """Join files as consecutive runs: each file's trials follow the previous file's."""
+    allow_incomplete: bool = False
+    """Inspect only: import the finished samples of an eval that failed or was cancelled."""
 
 
 def build_import(
@@ -217,38 +283,109 @@ def build_import(
 
     ``parsed`` is one entry per file, in the order given: a trial whose task
     and key were already seen (earlier in its file or in an earlier file) is
-    skipped as a duplicate, and the first one is kept.  Pure apart from
-    calling ``now`` once.  Raises :class:`ArtifactError` when nothing could
-    be imported (every entry skipped, or no task with enough trials), naming
-    the first reasons.
+    skipped as a duplicate, and the first one is kept; with
+    ``options.concat_runs`` keys are per file, and each file's trials follow
+    the previous file's.  Errored trials are scored by ``options.errors``
+    (see the package docstring); the report also carries the headline
+    numbers under the other convention.  Pure apart from calling ``now``
+    once.  Raises :class:`ArtifactError` when nothing could be imported
+    (every entry skipped, or no task with enough trials), naming the first
+    reasons, and :class:`UsageError` for a ``--k`` below 2.
     """
+    if options.k is not None and options.k < MIN_TRIALS:
+        raise UsageError(
+            f"--k must be at least {MIN_TRIALS}, got {options.k}",
+            where="--k",
+            hint="pass^k needs repeated trials; a run with k=1 cannot be gated or compared",
+        )
+    if options.errors not in ERROR_CONVENTIONS:
+        raise UsageError(
+            f"unknown --errors {options.errors!r}",
+            where="--errors",
+            hint=f"use one of: {', '.join(ERROR_CONVENTIONS)}",
+        )
+    grouped = _group(parsed, options.concat_runs)
+    imported = _assemble(grouped, parsed, source, files, options, now, tool_version)
+    other = replace(options, errors=PASSK if options.errors == HARNESS else HARNESS)
+    if grouped.errored:
+        beside = _beside(grouped, parsed, source, files, other, now, tool_version)
+        report = replace(imported.report, beside=beside)
+        imported = Imported(imported.run, imported.dataset, report)
+    return imported
+
+
+@dataclass
+class _Grouped:
+    """Trials by row, before any error convention is applied."""
+
+    by_task: dict[str, list[Trial]]
+    inputs: dict[str, Json]
+    files_of: dict[str, set[int]]
+    skipped: tuple[Skipped, ...]
+    duplicates: int
+    errored: int
+
+
+def _group(parsed: Sequence[Parsed], concat_runs: bool) -> _Grouped:
     skipped_list: list[Skipped] = []
-    duplicates = 0
-    seen: dict[tuple[str, str], Trial] = {}
+    duplicates = errored = 0
+    seen: dict[tuple[int, str, str, str], Trial] = {}
+    groups = {t.group for p in parsed for t in p.trials}
+    qualify = len(groups) > 1
     by_task: dict[str, list[Trial]] = {}
     inputs: dict[str, Json] = {}
     files_of: dict[str, set[int]] = {}
     for file_index, p in enumerate(parsed):
         skipped_list.extend(p.skipped)
+        scope = file_index if concat_runs else 0
         for trial in p.trials:
             if trial.key is not None:
-                first = seen.setdefault((trial.task, trial.key), trial)
+                first = seen.setdefault((scope, trial.group, trial.task, trial.key), trial)
                 if first is not trial:
                     duplicates += 1
                     skipped_list.append(Skipped(trial.where, _duplicate_reason(trial, first)))
                     continue
-            by_task.setdefault(trial.task, []).append(trial)
-            inputs.setdefault(trial.task, trial.input)
-            files_of.setdefault(trial.task, set()).add(file_index)
-    skipped = tuple(skipped_list)
-    if not by_task:
+            row_id = f"{trial.group}/{trial.task}" if qualify else trial.task
+            trials = by_task.get(row_id)
+            if trials is None:
+                trials = by_task[row_id] = []
+                inputs[row_id] = (
+                    {"task": trial.group, "id": trial.input} if qualify else trial.input
+                )
+                files_of[row_id] = set()
+            trials.append(trial)
+            files_of[row_id].add(file_index)
+            if trial.error is not None:
+                errored += 1
+    return _Grouped(by_task, inputs, files_of, tuple(skipped_list), duplicates, errored)
+
+
+def _assemble(
+    grouped: _Grouped,
+    parsed: Sequence[Parsed],
+    source: str,
+    files: Sequence[str],
+    options: ImportOptions,
+    now: Callable[[], str],
+    tool_version: str,
+) -> Imported:
+    skipped = grouped.skipped
+    if not grouped.by_task:
         raise ArtifactError(
             "nothing could be imported" + _first_reasons(skipped),
             where=", ".join(files),
             hint=f"check that the files are {source} results with repeated trials",
         )
-    if options.k is not None and options.k < 1:
-        raise UsageError("--k must be at least 1", where="--k")
+    harness = options.errors == HARNESS
+    by_task: dict[str, list[Trial]] = {}
+    left_out = as_failures = 0
+    for task, trials in grouped.by_task.items():
+        if harness:
+            kept_trials = [t for t in trials if t.error is None or t.harness_scores != DROP]
+            left_out += len(trials) - len(kept_trials)
+            trials = kept_trials
+        if trials:
+            by_task[task] = trials
     counts = {task: len(trials) for task, trials in by_task.items()}
     floor = options.k if options.k is not None else MIN_TRIALS
     dropped = tuple(
@@ -278,25 +415,53 @@ def build_import(
         )
     rows: list[Row] = []
     attempts: list[Attempt] = []
+    main = Phase.MAIN
     for task in kept:
-        row = Row(id=task, input=inputs[task], expected=EXPECTED)
+        row = Row(id=task, input=grouped.inputs[task], expected=EXPECTED)
         rows.append(row)
-        ordered = sorted(by_task[task], key=lambda t: t.order)
-        for number, trial in enumerate(ordered, start=1):
-            attempts.append(
-                Attempt(
-                    row_id=task,
-                    number=number,
-                    phase=Phase.MAIN,
-                    decision=trial.decision,
-                    error=trial.error,
-                    detail=trial.detail,
-                    duration_s=trial.duration_s,
+        trials = by_task[task]
+        if not _in_order(trials):
+            trials = sorted(trials, key=_order)
+        for number, trial in enumerate(trials, start=1):
+            if trial.error is None:
+                attempt = Attempt(
+                    task, number, main, trial.decision, (), None, trial.detail, trial.duration_s
                 )
-            )
+            elif harness:
+                as_failures += 1
+                detail = f"{trial.error}: {trial.detail}" if trial.detail else trial.error
+                attempt = Attempt(task, number, main, FAIL, (), None, detail, trial.duration_s)
+            else:
+                attempt = Attempt(
+                    task, number, main, None, (), trial.error, trial.detail, trial.duration_s
+                )
+            attempts.append(attempt)
     digest = dataset_digest(rows)
     descriptions = sorted({p.description for p in parsed if p.description})
     what = f" ({'; '.join(descriptions)})" if descriptions else ""
+    conventions = list(dict.fromkeys(p.convention for p in parsed if p.convention))
+    convention = "; ".join(conventions) if harness else PASSK_CONVENTION
+    report = ImportReport(
+        source=source,
+        files=tuple(files),
+        rows=len(rows),
+        attempts=len(attempts),
+        errors=sum(1 for a in attempts if a.error is not None),
+        k=k,
+        skipped=skipped,
+        dropped=dropped,
+        warnings=tuple(warnings),
+        duplicates=grouped.duplicates,
+        trials_per_task=(min(counts[t] for t in kept), max(counts[t] for t in kept)),
+        files_per_task=(
+            min(len(grouped.files_of[t]) for t in kept),
+            max(len(grouped.files_of[t]) for t in kept),
+        ),
+        errors_convention=options.errors,
+        convention=convention,
+        scored_as_failures=as_failures,
+        errored_left_out=left_out,
+    )
     run = Run(
         tool_version=tool_version,
         dataset_digest=digest,
@@ -309,26 +474,50 @@ def build_import(
         rows=tuple(RowRecord(r.id, r.input_digest, r.expected, False, ()) for r in rows),
         attempts=tuple(attempts),
         ratchet=(),
+        imported=ImportInfo(source, options.errors, convention, report.left_out()),
     )
     dataset = Dataset(rows=tuple(rows), source=f"imported from {source}", digest=digest)
-    report = ImportReport(
-        source=source,
-        files=tuple(files),
-        rows=len(rows),
-        attempts=len(attempts),
-        errors=sum(1 for a in attempts if a.error is not None),
-        k=k,
-        skipped=skipped,
-        dropped=dropped,
-        warnings=tuple(warnings),
-        duplicates=duplicates,
-        trials_per_task=(min(counts[t] for t in kept), max(counts[t] for t in kept)),
-        files_per_task=(
-            min(len(files_of[t]) for t in kept),
-            max(len(files_of[t]) for t in kept),
-        ),
-    )
     return Imported(run, dataset, report)
+
+
+def _order(trial: Trial) -> tuple[int, ...]:
+    return trial.order
+
+
+def _in_order(trials: list[Trial]) -> bool:
+    """Whether the trials are already in order (the usual case: one linear pass)."""
+    return all(trials[i].order <= trials[i + 1].order for i in range(len(trials) - 1))
+
+
+def _beside(
+    grouped: _Grouped,
+    parsed: Sequence[Parsed],
+    source: str,
+    files: Sequence[str],
+    other: ImportOptions,
+    now: Callable[[], str],
+    tool_version: str,
+) -> str:
+    """The headline numbers under the other error convention, in one clause."""
+    try:
+        alternative = _assemble(grouped, parsed, source, files, other, now, tool_version)
+    except ArtifactError as exc:
+        return f"with --errors {other.errors}: nothing to import ({exc.message})"
+    return f"with --errors {other.errors}: {headline(alternative.run)}"
+
+
+def headline(run: Run) -> str:
+    """Mean accuracy and pass^k of a run, for the import summary."""
+    k = run.settings.k
+    metrics = compute_metrics(
+        summarize_run(run.rows, run.attempts_by_row(), k, run.settings.scoring), k
+    )
+    accuracy = "n/a" if metrics.mean_accuracy is None else f"{metrics.mean_accuracy:.3f}"
+    pass_k = "n/a" if metrics.pass_k is None else f"{metrics.pass_k:.3f}"
+    return (
+        f"mean accuracy {accuracy}, pass^{k} {pass_k} over {metrics.rows} row(s), "
+        f"{metrics.errors} error attempt(s)"
+    )
 
 
 def _duplicate_reason(trial: Trial, first: Trial) -> str:
@@ -379,10 +568,11 @@ def task_id(value: Any) -> str | None:
 
 
 def number(value: Any) -> float | None:
-    """A JSON number (not a boolean), else None."""
+    """A finite JSON number (not a boolean, NaN or infinity), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    result = float(value)
+    return result if math.isfinite(result) else None
 
 
 def integer(value: Any) -> int | None:

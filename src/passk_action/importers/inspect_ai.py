@@ -9,11 +9,17 @@ sample: ``{"id": int | str, "epoch": int, "target", "scores": {"<scorer>":
 "total_time"}``.  Score values follow ``src/inspect_ai/scorer/_metric.py``:
 ``"C"`` (CORRECT), ``"I"`` (INCORRECT), ``"P"`` (PARTIAL), ``"N"`` (NOANSWER).
 Binary ``.eval`` logs are not JSON: convert them first with ``inspect log
-convert --to json``.
+convert LOG --to json --output-dir DIR``.  ``status`` is ``"success"`` for
+an eval that finished; ``"error"`` or ``"cancelled"`` (with ``"error":
+{"message"}``) for one that stopped, whose log holds only the samples that
+finished.
 
 Mapping (see the package docstring for what is common):
 
-- a row is a sample id; its input is that id.  The sample's ``target``,
+- a row is a sample of a task: sample ids are unique within a task only,
+  so with logs of several tasks (``eval.task``) the row id is
+  ``<task>/<sample id>``; with one task it is the sample id.  Its input is
+  that id.  The sample's ``target``,
   ``input`` and messages are deliberately not copied anywhere: the artifact
   is committed and must not leak the answer key;
 - the grading scorer is ``--scorer NAME``, or else the first scorer of the
@@ -21,13 +27,20 @@ Mapping (see the package docstring for what is common):
   when samples carry several scorers the report says which one was used;
 - value ``C``, ``1``/``1.0`` or ``true`` -> ``"pass"``; ``I``, ``0`` or
   ``false`` -> ``"fail"``; ``N`` (no answer) and a sample with an ``error``
-  are error attempts (not decisions); any other value (``P``, 0.5, lists,
+  are errored trials, scored as Inspect scores them by default (its
+  ``value_to_float`` makes ``N`` 0, a failure; a sample that errored has no
+  score and is left out of the metrics) or, with ``--errors passk``, error
+  attempts (never decisions); any other value (``P``, 0.5, lists,
   objects) cannot be reduced to pass/fail without a threshold passk would
   have to invent, so the sample is skipped and reported;
 - skipped and reported, with file and sample index: a sample with no id,
   no integer epoch, no score from the chosen scorer, or an unknown value;
-  and a (sample id, epoch) pair seen before, in this log or an earlier one
-  (imported once: two logs that both ran epochs 1-3 are not six epochs).
+  and a (task, sample id, epoch) seen before, in this log or an earlier one
+  (imported once: two logs that both ran epochs 1-3 are not six epochs,
+  unless ``--concat-runs`` says they are two runs to join);
+- an eval that did not finish (``status`` other than ``success``) is
+  refused: its missing samples would silently lower k.  ``--allow-incomplete``
+  imports what finished and says so in the report.
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ from typing import Any
 
 from ..errors import ArtifactError
 from . import (
+    DROP,
     FAIL,
     PASS,
     ImportOptions,
@@ -51,10 +65,15 @@ from . import (
 NAME = "inspect"
 EXPECTED = (
     "an Inspect eval log in JSON (an object with 'eval' and 'samples'; "
-    "`inspect log convert --to json` converts .eval logs)"
+    "`inspect log convert LOG --to json --output-dir DIR` converts .eval logs)"
 )
 """What a file must be, for hints when it is not."""
 
+CONVENTION = (
+    "Inspect's convention: a sample that errored is left out of the scores; "
+    "a no-answer (N) score counts as incorrect"
+)
+FINISHED = "success"
 _PASS_TEXT = frozenset({"C"})
 _FAIL_TEXT = frozenset({"I"})
 _NO_ANSWER = "N"
@@ -78,7 +97,12 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         )
     if not isinstance(samples, list):
         raise ArtifactError("'samples' must be a list", where=where)
+    unfinished = _unfinished(doc, where, options)
     scorer, notes = _choose_scorer(samples, options.scorer, where)
+    notes = (*unfinished, *notes)
+    spec = doc.get("eval")
+    task_name = spec.get("task") if isinstance(spec, dict) else None
+    group = task_name if isinstance(task_name, str) else ""
     trials: list[Trial] = []
     skipped: list[Skipped] = []
     for position, sample in enumerate(samples):
@@ -111,6 +135,8 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                     duration_s=duration,
                     where=here,
                     key=key,
+                    group=group,
+                    harness_scores=DROP,
                 )
             )
             continue
@@ -134,6 +160,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                     duration_s=duration,
                     where=here,
                     key=key,
+                    group=group,
                 )
             )
             continue
@@ -147,9 +174,36 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
             )
             continue
         trials.append(
-            Trial(sample_id, sample_id, order, decision, duration_s=duration, where=here, key=key)
+            Trial(
+                sample_id,
+                sample_id,
+                order,
+                decision,
+                duration_s=duration,
+                where=here,
+                key=key,
+                group=group,
+            )
         )
-    return Parsed(tuple(trials), tuple(skipped), _description(doc.get("eval")), notes)
+    return Parsed(tuple(trials), tuple(skipped), _description(spec), notes, convention=CONVENTION)
+
+
+def _unfinished(doc: dict[str, Any], where: str, options: ImportOptions) -> tuple[str, ...]:
+    """Refuse an eval that did not finish, or with --allow-incomplete, say so."""
+    status = doc.get("status", FINISHED)
+    if status == FINISHED:
+        return ()
+    error = doc.get("error")
+    message = first_line(error.get("message") if isinstance(error, dict) else error, 160)
+    why = f"the eval's status is {status!r}" + (f" ({message})" if message else "")
+    if not options.allow_incomplete:
+        raise ArtifactError(
+            f"{why}: the log holds only the samples that finished, which would lower k",
+            where=where,
+            hint="finish it (inspect eval-retry LOG) and import the new log, "
+            "or pass --allow-incomplete to import what finished",
+        )
+    return (f"{where}: {why}; imported the samples that finished (--allow-incomplete)",)
 
 
 def _decision(value: Any) -> str | None:

@@ -18,11 +18,18 @@ recognised across repetitions by what it is, its ``description`` and
 Mapping (see the package docstring for what is common):
 
 - a row is a test: its id is the test's description when that names one
-  test only, else ``test-<N>`` with N its first ``testIdx``; its input is
-  ``{"vars": ..., "description": ...}``;
+  test only, else ``test-<h>`` with h the first 12 hex digits of the
+  SHA-256 of its vars (and description, when several tests share it) in
+  canonical JSON, so the id does not move with the test's position or
+  ``--repeat``; its input is ``{"vars": ..., "description": ...}``.  NaN
+  and infinities in vars (which JSON cannot carry into a digest) become the
+  strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, with a warning;
 - ``success`` (or, when absent, ``gradingResult.pass``) true -> ``"pass"``,
   false -> ``"fail"``; ``failureReason`` 2 (the provider or a script
-  errored, not an assertion) is an error attempt, never a decision;
+  errored, not an assertion) is an errored trial: promptfoo counts it as a
+  failed test (``stats.failures`` and the pass rate), and so does the import
+  by default; with ``--errors passk`` it is an error attempt, never a
+  decision;
 - several prompts or providers in one file are several agents: pick one
   with ``--prompt-idx N`` (results of the others are left out and counted);
 - skipped and reported, with file and index: a result that is not an
@@ -36,6 +43,7 @@ Mapping (see the package docstring for what is common):
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 from ..core.model import Json, canonical_json
@@ -51,6 +59,8 @@ EXPECTED = (
 ERROR_REASON = 2
 ERROR = "provider-error"
 """The error of an attempt whose provider or script failed (``failureReason`` 2)."""
+CONVENTION = "promptfoo's convention: a provider or script error counts as a failed test"
+ID_DIGITS = 12
 
 
 def _results(doc: Any, where: str) -> list[Any]:
@@ -91,15 +101,25 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         )
     identities: dict[bytes, tuple[int, str | None, Json]] = {}
     graded: list[tuple[bytes, int, int, dict[str, Any], str]] = []
+    not_finite = 0
     for position, result, test_idx in usable:
         if result.get("promptIdx") != chosen:
             continue
         description, vars_ = _identity(result)
+        if not_finite_in(vars_):
+            not_finite += 1
+            vars_ = finite(vars_)
         key = canonical_json({"description": description, "vars": vars_})
         first = identities.get(key)
         if first is None or test_idx < first[0]:
             identities[key] = (test_idx, description, vars_)
         graded.append((key, test_idx, position, result, f"{where}: results.results[{position}]"))
+    if not_finite:
+        notes.append(
+            f"{where}: the vars of {not_finite} result(s) hold NaN or Infinity, which JSON "
+            "cannot carry into a digest; they were imported as the strings 'NaN', "
+            "'Infinity' and '-Infinity'"
+        )
     ids = _row_ids(identities)
     repeats = _repeat_numbers(graded)
     trials: list[Trial] = []
@@ -125,7 +145,35 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         trials.append(
             Trial(row_id, row_input, order, decision, duration_s=duration, where=here, key=name)
         )
-    return Parsed(tuple(trials), tuple(skipped), _description(usable, chosen), tuple(notes))
+    return Parsed(
+        tuple(trials),
+        tuple(skipped),
+        _description(usable, chosen),
+        tuple(notes),
+        convention=CONVENTION,
+    )
+
+
+def finite(value: Json) -> Json:
+    """``value`` with NaN and infinities replaced by their names as strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
+
+
+def not_finite_in(value: Json) -> bool:
+    """Whether ``value`` holds a NaN or an infinity anywhere."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(not_finite_in(v) for v in value.values())
+    if isinstance(value, list):
+        return any(not_finite_in(v) for v in value)
+    return False
 
 
 def _choose_prompt(found: list[int], wanted: int | None, where: str) -> int | None:
@@ -178,22 +226,30 @@ def _repeat_numbers(
 
 
 def _row_ids(identities: dict[bytes, tuple[int, str | None, Json]]) -> dict[bytes, str]:
-    """Description when it names one test only, else ``test-<first testIdx>``."""
+    """Description when it names one test only, else ``test-<hash of vars>``.
+
+    The hash covers the vars alone for a test without a description, and
+    the description too when several tests share it; neither moves with the
+    test's position in the file or with ``--repeat``.
+    """
     by_description: dict[str, int] = {}
     for _, description, _ in identities.values():
         if description is not None:
             by_description[description] = by_description.get(description, 0) + 1
     ids: dict[bytes, str] = {}
-    for key, (test_idx, description, _) in identities.items():
-        unique = description is not None and by_description[description] == 1
-        ids[key] = description if unique and description is not None else f"test-{test_idx}"
+    for key, (_, description, vars_) in identities.items():
+        if description is not None and by_description[description] == 1:
+            ids[key] = description
+        else:
+            named = key if description is not None else canonical_json(vars_)
+            ids[key] = f"test-{hashlib.sha256(named).hexdigest()[:ID_DIGITS]}"
     taken: dict[str, int] = {}
     for row_id in ids.values():
         taken[row_id] = taken.get(row_id, 0) + 1
-    # A description that happens to read "test-3" must not merge two tests.
+    # A description that happens to read like another test's id must not merge them.
     for key, row_id in ids.items():
         if taken[row_id] > 1:
-            ids[key] = f"test-{identities[key][0]}-{hashlib.sha256(key).hexdigest()[:8]}"
+            ids[key] = f"{row_id}-{hashlib.sha256(key).hexdigest()[:ID_DIGITS]}"
     return ids
 
 

@@ -13,21 +13,26 @@ Formats, as the harnesses write them:
   ``{"timestamp", "info", "tasks", "simulations": [...]}`` where each
   simulation has ``"task_id": str``, ``"trial": int | null``,
   ``"reward_info": {"reward": float, ...} | null``, ``"termination_reason"``
-  and ``"duration"``.  The directory format keeps the same fields per
-  simulation in ``"simulation_index"`` (``"reward"`` instead of
-  ``"reward_info"``) and the full simulations in separate files; when
-  ``simulations`` is empty the index is read.
+  and ``"duration"``.  The directory format (``Results.save(format="dir")``)
+  writes ``results.json`` without ``simulations`` and every simulation to
+  ``simulations/<id>.json`` beside it, with a summary per simulation in
+  ``"simulation_index"`` (``"reward"`` instead of ``"reward_info"``) that is
+  null until the run is checkpointed.  Like tau2's own loader, the importer
+  reads the simulation files when that folder exists (pass the results
+  folder or its ``results.json``), else the index.
 
 Mapping (see the package docstring for what is common):
 
 - success is ``reward`` within 1e-6 of 1, exactly tau-bench's
   ``is_successful``; success -> decision ``"pass"``, otherwise ``"fail"``,
   and every row expects ``"pass"``;
-- error attempts (never decisions): a tau-bench trial whose ``info`` holds
-  an ``error`` (the harness raised), a tau2 simulation that ended with
-  ``infrastructure_error`` or ``context_window_exceeded`` (tau2 itself drops
-  these from its metrics: ``NON_EVALUABLE_TERMINATION_REASONS``), and a tau2
-  simulation without a reward;
+- errored trials, and how each harness scores them (``--errors harness``,
+  the default; ``--errors passk`` makes every one an error attempt): a
+  tau-bench trial whose ``info`` holds an ``error`` (the harness raised; its
+  ``run.py`` records reward 0, a failure); a tau2 simulation that ended with
+  ``infrastructure_error`` (``tau2/metrics/agent_metrics.py`` drops it from
+  every metric: left out), or with ``context_window_exceeded`` or without a
+  reward (scored as it stands, not a success: a failure);
 - skipped and reported, with file and index: an entry that is not an
   object, has no task id, or has a reward that is not a number.
 
@@ -45,6 +50,7 @@ from typing import Any
 
 from ..errors import ArtifactError
 from . import (
+    DROP,
     FAIL,
     PASS,
     ImportOptions,
@@ -59,6 +65,14 @@ from . import (
 
 SUCCESS_TOLERANCE = 1e-6
 NON_EVALUABLE = frozenset({"infrastructure_error", "context_window_exceeded"})
+"""Termination reasons that say the simulation never reached a gradable end."""
+LEFT_OUT_BY_TAU2 = frozenset({"infrastructure_error"})
+"""Of those, what tau2's metrics leave out entirely (the others score 0)."""
+CONVENTION_TAU = "tau-bench's convention: a trial that raised is scored as a failure (reward 0)"
+CONVENTION_TAU2 = (
+    "tau2-bench's convention: infrastructure errors are left out; a context-window "
+    "overflow or a missing reward is scored as a failure"
+)
 
 NAME = "tau-bench"
 EXPECTED = (
@@ -77,19 +91,45 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
     """Map a tau-bench (list) or tau2-bench (``Results`` object) document to trials."""
     if isinstance(doc, list):
         return _parse_entries(doc, where, file_index, "", tau2=False)
-    if isinstance(doc, dict) and ("simulations" in doc or "simulation_index" in doc):
+    if is_tau2(doc):
         entries = doc.get("simulations") or []
         key = "simulations"
         if not entries and isinstance(doc.get("simulation_index"), list):
             entries, key = doc["simulation_index"], "simulation_index"
         if not isinstance(entries, list):
             raise ArtifactError(f"'{key}' must be a list", where=where)
+        if not entries:
+            raise ArtifactError(
+                "this tau2-bench results.json lists no simulations",
+                where=where,
+                hint="a directory-format run keeps them in simulations/ beside results.json: "
+                "pass the folder holding both",
+            )
         return _parse_entries(entries, where, file_index, key, tau2=True, info=doc.get("info"))
     raise ArtifactError(
         "not a tau-bench or tau2-bench results file",
         where=where,
         hint=f"pass {EXPECTED}",
     )
+
+
+def is_tau2(doc: Any) -> bool:
+    """Whether ``doc`` is a tau2-bench ``Results`` document (either storage format)."""
+    return isinstance(doc, dict) and ("simulations" in doc or "simulation_index" in doc)
+
+
+def parse_directory(
+    meta: Any, simulations: list[tuple[str, Any]], file_index: int, options: ImportOptions
+) -> Parsed:
+    """A directory-format tau2 run: ``results.json`` and its simulation files, read.
+
+    ``simulations`` pairs each file's name (for reports) with its parsed
+    content, in file-name order as tau2's own loader reads them.
+    """
+    names = [name for name, _ in simulations]
+    entries = [doc for _, doc in simulations]
+    info = meta.get("info") if isinstance(meta, dict) else None
+    return _parse_entries(entries, "", file_index, "", tau2=True, info=info, names=names)
 
 
 def _parse_entries(
@@ -100,11 +140,15 @@ def _parse_entries(
     *,
     tau2: bool,
     info: Any = None,
+    names: list[str] | None = None,
 ) -> Parsed:
     trials: list[Trial] = []
     skipped: list[Skipped] = []
     for position, entry in enumerate(entries):
-        here = f"{where}: {key}[{position}]" if key else f"{where}: [{position}]"
+        if names is not None:
+            here = names[position]
+        else:
+            here = f"{where}: {key}[{position}]" if key else f"{where}: [{position}]"
         if not isinstance(entry, dict):
             skipped.append(Skipped(here, "not a JSON object"))
             continue
@@ -121,12 +165,27 @@ def _parse_entries(
             continue
         decision, error, detail = outcome
         name = f"task {task!r} trial {trial_number}" if trial_number is not None else None
+        scores = DROP if error is not None and error.replace("-", "_") in LEFT_OUT_BY_TAU2 else FAIL
         trials.append(
             Trial(
-                task, task, order, decision, error, detail, max(duration, 0.0), where=here, key=name
+                task,
+                task,
+                order,
+                decision,
+                error,
+                detail,
+                max(duration, 0.0),
+                where=here,
+                key=name,
+                harness_scores=scores,
             )
         )
-    return Parsed(tuple(trials), tuple(skipped), _description(info) if tau2 else "")
+    return Parsed(
+        tuple(trials),
+        tuple(skipped),
+        _description(info) if tau2 else "",
+        convention=CONVENTION_TAU2 if tau2 else CONVENTION_TAU,
+    )
 
 
 Outcome = tuple[str | None, str | None, str | None] | Skipped
