@@ -34,9 +34,9 @@ from passk_action.artifact import (
 )
 from passk_action.core.gate import GatePolicy
 from passk_action.core.model import Run
-from passk_action.core.render import render_compare_report, render_run_report, run_report_json
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.errors import ArtifactError
+from passk_action.report.markdown import render_compare_report, render_run_report, run_report_json
 from passk_action.results import AuditedResult, dump_result, result_from_json, result_to_json
 from test_artifact import small_run
 

@@ -6,7 +6,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from passk_action.core.charts import (
+from passk_action.core.model import RowClass
+from passk_action.core.uncertainty import (
+    ErrorBar,
+    PairedComparison,
+    mcnemar_exact_p,
+    verdict_of,
+)
+from passk_action.report.charts import (
     CLASS_ORDER,
     FlipBar,
     Series,
@@ -18,14 +25,7 @@ from passk_action.core.charts import (
     transition_counts,
     xml_text,
 )
-from passk_action.core.model import RowClass
-from passk_action.core.render import noise_sentence, render_comment
-from passk_action.core.uncertainty import (
-    ErrorBar,
-    PairedComparison,
-    mcnemar_exact_p,
-    verdict_of,
-)
+from passk_action.report.markdown import noise_sentence, render_comment
 from test_render import MARKER, RECORD, failed_scenario, many_lost_rows
 
 SVG = "{http://www.w3.org/2000/svg}"

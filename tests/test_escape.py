@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from passk_action.core.escape import WORD_JOINER, block, code, inline
+from passk_action.report.escape import WORD_JOINER, block, code, inline
 
 MARKER = "<!-- passk:sticky-comment -->"
 

@@ -1,4 +1,5 @@
-"""The house rules that tools can check: ruff and strict mypy are clean, the core is pure."""
+"""The house rules that tools can check: ruff and strict mypy are clean, core and report are
+pure."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = ROOT / "src" / "passk_action" / "core"
+PACKAGE = ROOT / "src" / "passk_action"
+# The math and rules, and the renderers: data in, data out.
+PURE = sorted([*(PACKAGE / "core").glob("*.py"), *(PACKAGE / "report").glob("*.py")])
 
 # What the pure core may import: no IO, environment, clock or subprocess.
 FORBIDDEN_IN_CORE = {
@@ -59,8 +62,8 @@ def test_mypy_strict_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("module", sorted(CORE.glob("*.py")), ids=lambda p: p.name)
-def test_core_modules_do_no_io(module: Path) -> None:
+@pytest.mark.parametrize("module", PURE, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_core_and_report_modules_do_no_io(module: Path) -> None:
     tree = ast.parse(module.read_text(encoding="utf-8"))
     imported: set[str] = set()
     for node in ast.walk(tree):
@@ -71,3 +74,4 @@ def test_core_modules_do_no_io(module: Path) -> None:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id != "open", f"{module.name} calls open()"
     assert not imported & FORBIDDEN_IN_CORE, f"{module.name} imports {imported & FORBIDDEN_IN_CORE}"
+

@@ -22,7 +22,6 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from passk_action.core.gate import GatePolicy, ProtectedChange
-from passk_action.core.html import render_html_report
 from passk_action.core.model import (
     AgentInfo,
     Attempt,
@@ -32,7 +31,10 @@ from passk_action.core.model import (
     Run,
     Version,
 )
-from passk_action.core.render import (
+from passk_action.core.result import CompareResult, Executions, evaluate
+from passk_action.core.uncertainty import Power, analyze, analyze_run, power_analysis
+from passk_action.report.html import render_html_report
+from passk_action.report.markdown import (
     STATISTICS_TITLE,
     capped,
     counts_text,
@@ -46,8 +48,6 @@ from passk_action.core.render import (
     run_report_json,
     short_digest,
 )
-from passk_action.core.result import CompareResult, Executions, evaluate
-from passk_action.core.uncertainty import Power, analyze, analyze_run, power_analysis
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 MARKER = "<!-- passk:sticky-comment -->"

@@ -26,7 +26,6 @@ from ..cli.common import stop_on_signals
 from ..config import AgentConfig, Config, load_config, parse_config_bytes
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
 from ..core.model import Dataset, Row, Version, dataset_digest
-from ..core.render import render_compare_report
 from ..core.result import CompareResult, Executions
 from ..dataset import format_for, load_dataset, parse_dataset
 from ..engine import CompareInputs, Session, build_agent, compare, retry_policy
@@ -45,6 +44,7 @@ from ..errors import (
 from ..github.client import GitHubClient
 from ..github.publish import MARKER
 from ..progress import make_progress
+from ..report.markdown import render_compare_report
 from ..results import write_result
 from ..runner import Agent
 from .event import PullRequest, pull_request_from, read_payload

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.diff import Confirmation
-from ..core.render import render_comment
 from ..core.result import CompareResult
 from ..github.publish import MARKER, publish_check, upsert_sticky_comment
+from ..report.markdown import render_comment
 from .record import RECORD_PREFIX, our_comments
 from .workflow import Workflow
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from ..artifact import read_run
 from ..core.model import Version
-from ..core.render import render_compare_report
 from ..engine import CompareInputs, build_agent, close_agent, compare
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError
+from ..report.markdown import render_compare_report
 from ..results import write_result
 from ..runner import Agent
 from .common import (

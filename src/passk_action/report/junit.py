@@ -29,12 +29,12 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from ..core.diff import Change, Confirmation, RowComparison
+from ..core.gate import GateFailure, Rule
+from ..core.model import Attempt, Phase, RowClass, Run
+from ..core.result import CompareResult
+from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
 from .charts import xml_safe
-from .diff import Change, Confirmation, RowComparison
-from .gate import GateFailure, Rule
-from .model import Attempt, Phase, RowClass, Run
-from .result import CompareResult
-from .stats import Metrics, RowSummary, compute_metrics, summarize_run
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]+")
 

@@ -26,6 +26,14 @@ from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 
+from ..core.classify import is_correct
+from ..core.diff import Change, RowComparison
+from ..core.gate import GateFailure, Rule
+from ..core.model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
+from ..core.result import CompareResult
+from ..core.stats import RowSummary, summarize_run
+from ..core.uncertainty import Analysis, CheckStability, ErrorBar, Power, VersionAnalysis, analyze
+from ..core.uncertainty import analyze_run as analyze_one_run
 from .charts import (
     BASELINE_COLOR,
     CANDIDATE_COLOR,
@@ -37,11 +45,7 @@ from .charts import (
     transition_counts,
     xml_text,
 )
-from .classify import is_correct
-from .diff import Change, RowComparison
-from .gate import GateFailure, Rule
-from .model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
-from .render import (
+from .markdown import (
     CURVE_TITLE,
     ERROR_BAR_NOTE,
     STATISTICS_TITLE,
@@ -52,10 +56,6 @@ from .render import (
     render_compare_report,
     render_run_report,
 )
-from .result import CompareResult
-from .stats import RowSummary, summarize_run
-from .uncertainty import Analysis, CheckStability, ErrorBar, Power, VersionAnalysis, analyze
-from .uncertainty import analyze_run as analyze_one_run
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 """Nothing but inline style, inline script and data: images; no fetch, no font, no frame."""

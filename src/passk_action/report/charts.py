@@ -26,8 +26,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .diff import RowComparison
-from .model import RowClass
+from ..core.diff import RowComparison
+from ..core.model import RowClass
 
 BASELINE_COLOR = "#0072B2"
 """Okabe-Ito blue."""

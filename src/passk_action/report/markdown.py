@@ -18,21 +18,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .charts import (
-    BASELINE_COLOR,
-    CANDIDATE_COLOR,
-    CLASS_ORDER,
-    Series,
-    mermaid_curve,
-    transition_counts,
-)
-from .diff import Change, Confirmation, DivergentCheck, RowComparison
-from .escape import block, code, inline
-from .gate import GateDecision, GateFailure, Rule
-from .model import AgentInfo, Attempt, Json, Phase, RowClass, Run
-from .result import CompareResult, Executions
-from .stats import Metrics, RowSummary, compute_metrics, summarize_run
-from .uncertainty import (
+from ..core.diff import Change, Confirmation, DivergentCheck, RowComparison
+from ..core.gate import GateDecision, GateFailure, Rule
+from ..core.model import AgentInfo, Attempt, Json, Phase, RowClass, Run
+from ..core.result import CompareResult, Executions
+from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
+from ..core.uncertainty import (
     BETTER,
     WITHIN_NOISE,
     WORSE,
@@ -46,6 +37,15 @@ from .uncertainty import (
     analyze_run,
     power_analysis,
 )
+from .charts import (
+    BASELINE_COLOR,
+    CANDIDATE_COLOR,
+    CLASS_ORDER,
+    Series,
+    mermaid_curve,
+    transition_counts,
+)
+from .escape import block, code, inline
 
 ID_LEN = 80
 VALUE_LEN = 40
