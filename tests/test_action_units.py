@@ -40,11 +40,11 @@ from passk_action.action.workflow import (
     format_command,
     output_entry,
 )
-from passk_action.config import parse_config
 from passk_action.core.model import Attempt, EvalSettings, Phase
-from passk_action.dataset import parse_dataset
 from passk_action.errors import GitError, UsageError
 from passk_action.github.publish import MARKER
+from passk_action.inputs.config import parse_config
+from passk_action.inputs.dataset import parse_dataset
 
 # --- workflow commands ---------------------------------------------------------------
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from passk_action.config import (
+from passk_action.core.model import EvalSettings, Scoring
+from passk_action.errors import ConfigError
+from passk_action.inputs.config import (
     AgentConfig,
     HttpAgentConfig,
     config_schema,
@@ -17,9 +19,7 @@ from passk_action.config import (
     parse_config,
     parse_config_bytes,
 )
-from passk_action.core.model import EvalSettings, Scoring
-from passk_action.errors import ConfigError
-from passk_action.jsonschema_errors import json_path
+from passk_action.inputs.schema_errors import json_path
 
 DATA = Path(__file__).parent / "data" / "loaders"
 NAME = Path("passk.yml")

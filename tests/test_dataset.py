@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from passk_action.core.model import Row, dataset_digest
-from passk_action.dataset import format_for, load_dataset, parse_dataset
 from passk_action.errors import DatasetError
+from passk_action.inputs.dataset import format_for, load_dataset, parse_dataset
 
 DATA = Path(__file__).parent / "data" / "loaders"
 FILES = ("rows.jsonl", "rows.yaml", "rows.csv")

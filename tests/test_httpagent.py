@@ -15,7 +15,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from passk_action.config import HttpAgentConfig, parse_config
 from passk_action.core.model import Json, Phase, Row, Version
 from passk_action.engine import build_agent
 from passk_action.errors import ConfigError
@@ -26,6 +25,7 @@ from passk_action.httpagent import (
     expand_headers,
     parse_retry_after,
 )
+from passk_action.inputs.config import HttpAgentConfig, parse_config
 from passk_action.runner import AttemptRequest, RetryPolicy, run_attempts
 from passk_action.worker import WorkerAgent
 

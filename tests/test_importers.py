@@ -21,7 +21,6 @@ from passk_action.artifact import dump_run, read_run, run_from_json
 from passk_action.cli import main
 from passk_action.core.model import RowClass, Version, group_attempts
 from passk_action.core.stats import compute_metrics, summarize_run
-from passk_action.dataset import load_dataset
 from passk_action.errors import ArtifactError, UsageError
 from passk_action.importers import (
     FAIL,
@@ -39,6 +38,7 @@ from passk_action.importers import (
     tau_bench,
 )
 from passk_action.importers.reader import import_files
+from passk_action.inputs.dataset import load_dataset
 
 DATA = Path(__file__).parent / "data" / "importers"
 GOLDEN = Path(__file__).parent / "golden" / "importers"

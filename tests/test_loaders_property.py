@@ -20,10 +20,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from passk_action.config import LoadedConfig, parse_config, parse_config_bytes
 from passk_action.core.model import Dataset
-from passk_action.dataset import FIELDS, TAG_SEPARATOR, parse_dataset
 from passk_action.errors import ConfigError, DatasetError, PasskError
+from passk_action.inputs.config import LoadedConfig, parse_config, parse_config_bytes
+from passk_action.inputs.dataset import FIELDS, TAG_SEPARATOR, parse_dataset
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FORMATS = ("jsonl", "yaml", "csv")

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from . import __version__
 from .artifact import Journal, journal_path, read_journal, read_run, write_run
-from .config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .core.classify import classify_attempts
 from .core.diff import confirmation_plan
 from .core.gate import GatePolicy, ProtectedChange
@@ -34,6 +33,7 @@ from .core.model import (
 from .core.result import CompareResult, Executions, evaluate
 from .errors import AgentError, ArtifactError, ConfigError, Interrupted
 from .httpagent import HttpAgent
+from .inputs.config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .progress import NullProgress, Progress
 from .runner import Agent, AttemptRequest, ProcessAgent, ProcessAgentSpec, RetryPolicy, run_attempts
 from .worker import WorkerAgent

@@ -24,12 +24,12 @@ from dataclasses import replace
 from ..artifact import write_run
 from ..cli.baseline import previous_baseline
 from ..cli.common import stop_on_signals
-from ..config import load_config
 from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
-from ..dataset import load_dataset
 from ..engine import Session, build_agent, carried_ratchet, record_run, retry_policy
 from ..errors import EXIT_OK, GitError, UsageError
+from ..inputs.config import load_config
+from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 from ..report.markdown import render_run_report
 from .gitrepo import GitRepo

@@ -23,11 +23,9 @@ from typing import Any, TextIO
 
 from ..artifact import read_run, run_from_json, write_text_atomic
 from ..cli.common import stop_on_signals
-from ..config import AgentConfig, Config, load_config, parse_config_bytes
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
 from ..core.model import Dataset, Row, Version, dataset_digest
 from ..core.result import CompareResult, Executions
-from ..dataset import format_for, load_dataset, parse_dataset
 from ..engine import CompareInputs, Session, build_agent, compare, retry_policy
 from ..errors import (
     EXIT_GATE_FAILED,
@@ -43,6 +41,8 @@ from ..errors import (
 )
 from ..github.client import GitHubClient
 from ..github.publish import MARKER
+from ..inputs.config import AgentConfig, Config, load_config, parse_config_bytes
+from ..inputs.dataset import format_for, load_dataset, parse_dataset
 from ..progress import make_progress
 from ..report.markdown import render_compare_report
 from ..results import write_result

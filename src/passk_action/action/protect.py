@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..config import Config
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset
+from ..inputs.config import Config
 
 BASELINE_CHANGED = "baseline-artifact-changed"
 ROW_REMOVED = "must-not-break-row-removed"

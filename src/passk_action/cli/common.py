@@ -15,11 +15,11 @@ from pathlib import Path
 from types import FrameType
 
 from ..artifact import write_text_atomic
-from ..config import AgentConfig, Config, load_config
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
-from ..dataset import load_dataset
 from ..engine import Session, build_agent, closing, record_run, retry_policy
 from ..errors import UsageError
+from ..inputs.config import AgentConfig, Config, load_config
+from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 
 

@@ -32,9 +32,9 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from .core.model import EvalSettings, Scoring
-from .errors import ConfigError, PasskError
-from .jsonschema_errors import (
+from ..core.model import EvalSettings, Scoring
+from ..errors import ConfigError, PasskError
+from .schema_errors import (
     describe_value,
     error_message,
     error_parts,

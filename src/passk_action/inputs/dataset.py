@@ -44,6 +44,8 @@ from typing import Any
 
 import yaml
 
+from ..core.model import Dataset, Row, canonical_json, dataset_digest
+from ..errors import DatasetError
 from .config import (
     StrictYamlLoader,
     decode_text,
@@ -51,9 +53,7 @@ from .config import (
     read_input_file,
     yaml_load_error,
 )
-from .core.model import Dataset, Row, canonical_json, dataset_digest
-from .errors import DatasetError
-from .jsonschema_errors import describe_value, json_path
+from .schema_errors import describe_value, json_path
 
 FIELDS = ("id", "input", "expected", "tags", "must_not_break", "cluster")
 _FIELD_SET = frozenset(FIELDS)
