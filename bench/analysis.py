@@ -46,7 +46,7 @@ from passk_action.core.model import (
     sha256_hex,
 )
 from passk_action.core.result import CompareResult, Executions, evaluate
-from passk_action.results import write_result
+from passk_action.store.results import write_result
 
 CHECKS = ("return_window", "proof_of_purchase")
 

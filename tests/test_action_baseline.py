@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from passk_action.action import main as action_main
-from passk_action.artifact import read_run, run_from_json
+from passk_action.store.artifact import read_run, run_from_json
 from test_action_gate import (
     EVENTS,
     RIGHT,

@@ -29,7 +29,7 @@ from passk_action.action import main as action_main
 from passk_action.action.record import decode_record, encode_record
 from passk_action.cli import main as cli_main
 from passk_action.github.publish import MARKER
-from passk_action.results import read_result
+from passk_action.store.results import read_result
 
 TOKEN = "ghs_actionSecretToken0123456789abcdef"
 REPO = "octo-org/refund-agent"

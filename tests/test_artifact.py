@@ -15,16 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.artifact import (
-    SCHEMA_VERSION,
-    Journal,
-    dump_run,
-    journal_path,
-    read_journal,
-    read_run,
-    run_from_json,
-    write_run,
-)
 from passk_action.cli import main
 from passk_action.core.model import (
     AgentInfo,
@@ -39,6 +29,16 @@ from passk_action.core.model import (
     sha256_hex,
 )
 from passk_action.errors import ArtifactError
+from passk_action.store.artifact import (
+    SCHEMA_VERSION,
+    Journal,
+    dump_run,
+    journal_path,
+    read_journal,
+    read_run,
+    run_from_json,
+    write_run,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "artifacts"
 UPDATE = os.environ.get("PASSK_UPDATE_GOLDEN") == "1"

@@ -22,7 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from passk_action.artifact import (
+from passk_action.core.gate import GatePolicy
+from passk_action.core.model import Run
+from passk_action.core.result import CompareResult, Executions, evaluate
+from passk_action.errors import ArtifactError
+from passk_action.report.markdown import render_compare_report, render_run_report, run_report_json
+from passk_action.store.artifact import (
     Journal,
     attempt_to_json,
     compact_json,
@@ -32,12 +37,7 @@ from passk_action.artifact import (
     row_to_json,
     run_from_json,
 )
-from passk_action.core.gate import GatePolicy
-from passk_action.core.model import Run
-from passk_action.core.result import CompareResult, Executions, evaluate
-from passk_action.errors import ArtifactError
-from passk_action.report.markdown import render_compare_report, render_run_report, run_report_json
-from passk_action.results import AuditedResult, dump_result, result_from_json, result_to_json
+from passk_action.store.results import AuditedResult, dump_result, result_from_json, result_to_json
 from test_artifact import small_run
 
 PROPERTY = settings(

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.artifact import write_run
 from passk_action.cli import main
 from passk_action.core.model import Version
 from passk_action.report.html import CSP, markdown_html, render_html_report, render_run_html
-from passk_action.results import write_result
+from passk_action.store.artifact import write_run
+from passk_action.store.results import write_result
 from test_junit import assert_golden
 from test_render import Attempts, compare, failed_scenario, hostile_scenario, make_run, row
 

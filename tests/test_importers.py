@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from passk_action.artifact import dump_run, read_run, run_from_json
 from passk_action.cli import main
 from passk_action.core.model import RowClass, Version, group_attempts
 from passk_action.core.stats import compute_metrics, summarize_run
@@ -39,6 +38,7 @@ from passk_action.importers import (
 )
 from passk_action.importers.reader import import_files
 from passk_action.inputs.dataset import load_dataset
+from passk_action.store.artifact import dump_run, read_run, run_from_json
 
 DATA = Path(__file__).parent / "data" / "importers"
 GOLDEN = Path(__file__).parent / "golden" / "importers"

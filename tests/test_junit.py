@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.artifact import write_run
 from passk_action.cli import main
 from passk_action.core.gate import ProtectedChange
 from passk_action.core.model import Version
 from passk_action.report.junit import junit_for_result, junit_for_run, suite_name
-from passk_action.results import write_result
+from passk_action.store.artifact import write_run
+from passk_action.store.results import write_result
 from test_render import (
     Attempts,
     compare,

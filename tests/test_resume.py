@@ -30,11 +30,11 @@ import pytest
 import yaml
 
 from passk_action import __version__
-from passk_action.artifact import Journal, journal_path, read_journal, read_run
 from passk_action.cli import main
 from passk_action.cli.common import load_inputs
 from passk_action.core.model import AgentInfo, Attempt, Phase, Run, Version
 from passk_action.engine import row_records
+from passk_action.store.artifact import Journal, journal_path, read_journal, read_run
 
 K = 3
 ROWS = 8

@@ -24,8 +24,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from passk_action import results
-from passk_action.artifact import (
+from passk_action.core.classify import classify, normalize
+from passk_action.core.diff import check_flips, compare_runs
+from passk_action.core.model import Attempt, Phase, RowClass, RowRecord, Scoring, group_attempts
+from passk_action.core.stats import compute_metrics, pass_hat_k, summarize_row, summarize_run
+from passk_action.core.uncertainty import check_stability, mcnemar_exact_p, pass_at_k, pass_curve
+from passk_action.errors import ArtifactError
+from passk_action.store import results
+from passk_action.store.artifact import (
     _stream_run_document,
     compact_json,
     dump_document,
@@ -36,13 +42,7 @@ from passk_action.artifact import (
     stream_canonical,
     write_run,
 )
-from passk_action.core.classify import classify, normalize
-from passk_action.core.diff import check_flips, compare_runs
-from passk_action.core.model import Attempt, Phase, RowClass, RowRecord, Scoring, group_attempts
-from passk_action.core.stats import compute_metrics, pass_hat_k, summarize_row, summarize_run
-from passk_action.core.uncertainty import check_stability, mcnemar_exact_p, pass_at_k, pass_curve
-from passk_action.errors import ArtifactError
-from passk_action.results import (
+from passk_action.store.results import (
     AuditedResult,
     dump_result,
     read_result,

@@ -16,14 +16,6 @@ from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
 from fakegithub import SPECS_DIR
-from passk_action.artifact import (
-    parse_json_file,
-    read_run,
-    run_from_json,
-    run_to_json,
-    shard_from_json,
-    write_run,
-)
 from passk_action.cli import main
 from passk_action.core.model import (
     AgentInfo,
@@ -39,7 +31,15 @@ from passk_action.core.model import (
 )
 from passk_action.core.shard import Shard, assign_shards, parse_shard, shard_rows, shard_sizes
 from passk_action.errors import ArtifactError, UsageError
-from passk_action.merge import ShardRun, merge_runs
+from passk_action.store.artifact import (
+    parse_json_file,
+    read_run,
+    run_from_json,
+    run_to_json,
+    shard_from_json,
+    write_run,
+)
+from passk_action.store.merge import ShardRun, merge_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "examples" / "workflows" / "passk-sharded.yml"

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
-from .artifact import Journal, journal_path, read_journal, read_run, write_run
 from .core.classify import classify_attempts
 from .core.diff import confirmation_plan
 from .core.gate import GatePolicy, ProtectedChange
@@ -36,6 +35,7 @@ from .httpagent import HttpAgent
 from .inputs.config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .progress import NullProgress, Progress
 from .runner import Agent, AttemptRequest, ProcessAgent, ProcessAgentSpec, RetryPolicy, run_attempts
+from .store.artifact import Journal, journal_path, read_journal, read_run, write_run
 from .worker import WorkerAgent
 
 

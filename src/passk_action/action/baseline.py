@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from ..artifact import write_run
 from ..cli.baseline import previous_baseline
 from ..cli.common import stop_on_signals
 from ..core.model import AgentInfo, Version
@@ -32,6 +31,7 @@ from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 from ..report.markdown import render_run_report
+from ..store.artifact import write_run
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .main import Runtime, agent_env, fraction

@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..artifact import read_run, run_from_json, write_text_atomic
 from ..cli.common import stop_on_signals
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
 from ..core.model import Dataset, Row, Version, dataset_digest
@@ -45,8 +44,9 @@ from ..inputs.config import AgentConfig, Config, load_config, parse_config_bytes
 from ..inputs.dataset import format_for, load_dataset, parse_dataset
 from ..progress import make_progress
 from ..report.markdown import render_compare_report
-from ..results import write_result
 from ..runner import Agent
+from ..store.artifact import read_run, run_from_json, write_text_atomic
+from ..store.results import write_result
 from .event import PullRequest, pull_request_from, read_payload
 from .gitrepo import GitRepo
 from .inputs import ActionInputs, read_inputs

@@ -30,10 +30,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..artifact import attempt_from_json, attempt_to_json
 from ..core.model import Attempt, EvalSettings, Phase, Run, canonical_json, sha256_hex
 from ..core.result import CompareResult
 from ..errors import ArtifactError
+from ..store.artifact import attempt_from_json, attempt_to_json
 
 RECORD_VERSION = 1
 RECORD_PREFIX = "<!-- passk:record v1 "

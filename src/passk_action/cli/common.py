@@ -14,13 +14,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import FrameType
 
-from ..artifact import write_text_atomic
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..engine import Session, build_agent, closing, record_run, retry_policy
 from ..errors import UsageError
 from ..inputs.config import AgentConfig, Config, load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
+from ..store.artifact import write_text_atomic
 
 
 def warn(message: str) -> None:

@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..artifact import read_run
 from ..core.model import Version
 from ..engine import CompareInputs, build_agent, close_agent, compare
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError
 from ..report.markdown import render_compare_report
-from ..results import write_result
 from ..runner import Agent
+from ..store.artifact import read_run
+from ..store.results import write_result
 from .common import (
     add_config_argument,
     add_run_arguments,

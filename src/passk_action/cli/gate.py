@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_GATE_FAILED, EXIT_OK
-from ..results import read_result
+from ..store.results import read_result
 
 
 def add_parser(commands: Any) -> None:

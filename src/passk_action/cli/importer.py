@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..artifact import write_run, write_text_atomic
 from ..core.model import Version
 from ..errors import EXIT_OK, UsageError
 from ..importers import ERROR_CONVENTIONS, HARNESS, ImportOptions, dataset_jsonl, headline
 from ..importers.reader import PARSERS, import_files
+from ..store.artifact import write_run, write_text_atomic
 from .common import now_iso, warn
 
 SHOWN = 20

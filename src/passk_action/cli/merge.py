@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..artifact import write_run
 from ..errors import EXIT_OK
-from ..merge import merge_runs, read_shard_run
+from ..store.artifact import write_run
+from ..store.merge import merge_runs, read_shard_run
 from .common import add_config_argument, load_inputs
 
 

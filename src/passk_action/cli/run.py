@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..artifact import write_run
 from ..core.model import Version
 from ..core.shard import parse_shard, shard_rows
 from ..errors import EXIT_OK, ConfigError
+from ..store.artifact import write_run
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run
 
 

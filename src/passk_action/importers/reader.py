@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..artifact import parse_json_file
 from ..errors import UsageError
+from ..store.artifact import parse_json_file
 from . import Imported, ImportOptions, Parsed, build_import, inspect_ai, promptfoo, tau_bench
 
 

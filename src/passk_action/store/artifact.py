@@ -32,7 +32,7 @@ from typing import IO, Any, TypeVar
 
 import jsonschema
 
-from .core.model import (
+from ..core.model import (
     AgentInfo,
     Attempt,
     EvalSettings,
@@ -43,8 +43,8 @@ from .core.model import (
     Scoring,
     Version,
 )
-from .core.shard import Shard
-from .errors import ArtifactError, UsageError
+from ..core.shard import Shard
+from ..errors import ArtifactError, UsageError
 
 SCHEMA_VERSION = 1
 RUN_KIND = "passk-run"

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.diff import RowComparison
+from ..core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
+from ..core.model import RowRecord, Run
+from ..core.result import CompareResult, Executions, evaluate
+from ..errors import ArtifactError
 from .artifact import (
     DAMAGED_HINT,
     SCHEMA_VERSION,
@@ -35,11 +40,6 @@ from .artifact import (
     with_hint,
     write_text_atomic,
 )
-from .core.diff import RowComparison
-from .core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
-from .core.model import RowRecord, Run
-from .core.result import CompareResult, Executions, evaluate
-from .errors import ArtifactError
 
 RESULT_KIND = "passk-result"
 

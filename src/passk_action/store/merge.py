@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.model import Attempt, Dataset, RowRecord, Run
+from ..core.shard import Shard, assign_shards
+from ..errors import ArtifactError
 from .artifact import parse_json_file, run_from_json, shard_from_json
-from .core.model import Attempt, Dataset, RowRecord, Run
-from .core.shard import Shard, assign_shards
-from .errors import ArtifactError
 
 _SHOWN_IDS = 10
 
