@@ -32,14 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from passk_action.agents.runner import Agent, ProcessAgent, ProcessAgentSpec, RetryPolicy
+from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Row, Version, dataset_digest
 from passk_action.engine import Session, record_run
-from passk_action.runner import Agent, ProcessAgent, ProcessAgentSpec, RetryPolicy
-from passk_action.worker import WorkerAgent
 
 AGENT = """\
 import os, time
-from passk_action.serve import agent
+from passk_action.agents.serve import agent
 
 LATENCY = float(os.environ["BENCH_LATENCY_S"])
 

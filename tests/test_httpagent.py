@@ -15,19 +15,19 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from passk_action.core.model import Json, Phase, Row, Version
-from passk_action.engine import build_agent
-from passk_action.errors import ConfigError
-from passk_action.httpagent import (
+from passk_action.agents.http import (
     CONNECTION_ERROR,
     HTTP_STATUS,
     HttpAgent,
     expand_headers,
     parse_retry_after,
 )
+from passk_action.agents.runner import AttemptRequest, RetryPolicy, run_attempts
+from passk_action.agents.worker import WorkerAgent
+from passk_action.core.model import Json, Phase, Row, Version
+from passk_action.engine import build_agent
+from passk_action.errors import ConfigError
 from passk_action.inputs.config import HttpAgentConfig, parse_config
-from passk_action.runner import AttemptRequest, RetryPolicy, run_attempts
-from passk_action.worker import WorkerAgent
 
 # Reply = (status, headers, body, delay_s)
 Reply = tuple[int, dict[str, str], bytes, float]
@@ -270,7 +270,7 @@ def test_connections_are_pooled_per_concurrency_slot(endpoint: Endpoint) -> None
 
 
 def test_cancel_drops_the_answer_in_flight(endpoint: Endpoint) -> None:
-    from passk_action.runner import AttemptCancelled
+    from passk_action.agents.runner import AttemptCancelled
 
     endpoint.reply = lambda body, n: (*ok()[:3], 0.5)
     agent = make_agent(endpoint.url)

@@ -15,9 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from passk_action.core.model import Attempt, Json, Phase, Row, Version
-from passk_action.errors import AgentError, UsageError
-from passk_action.runner import (
+from passk_action.agents.runner import (
     SECRET_ENV,
     AttemptRequest,
     BadOutput,
@@ -29,6 +27,8 @@ from passk_action.runner import (
     parse_output,
     run_attempts,
 )
+from passk_action.core.model import Attempt, Json, Phase, Row, Version
+from passk_action.errors import AgentError, UsageError
 
 AGENTS = Path(__file__).parent / "agents"
 NO_RETRY = RetryPolicy(attempts=0)

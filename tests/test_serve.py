@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from passk_action.agents.runner import AttemptRequest, ProcessAgent, ProcessAgentSpec
+from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import Phase, Row, Version
-from passk_action.runner import AttemptRequest, ProcessAgent, ProcessAgentSpec
 from passk_action.serve import agent, serve
-from passk_action.worker import WorkerAgent
 
 
 def decide(request: dict[str, Any]) -> Any:

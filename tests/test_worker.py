@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.core.model import Attempt, Json, Phase, Row, Version
-from passk_action.runner import (
+from passk_action.agents.runner import (
     AttemptCancelled,
     AttemptRequest,
     ProcessAgentSpec,
     RetryPolicy,
     run_attempts,
 )
-from passk_action.worker import WORKER_DIED, WorkerAgent, request_line
+from passk_action.agents.worker import WORKER_DIED, WorkerAgent, request_line
+from passk_action.core.model import Attempt, Json, Phase, Row, Version
 
 # A worker written against the raw line protocol (no helper), so each way of
 # breaking it can be chosen per request through the row's input.

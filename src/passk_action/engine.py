@@ -14,6 +14,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
+from .agents.http import HttpAgent
+from .agents.runner import (
+    Agent,
+    AttemptRequest,
+    ProcessAgent,
+    ProcessAgentSpec,
+    RetryPolicy,
+    run_attempts,
+)
+from .agents.worker import WorkerAgent
 from .core.classify import classify_attempts
 from .core.diff import confirmation_plan
 from .core.gate import GatePolicy, ProtectedChange
@@ -31,12 +41,9 @@ from .core.model import (
 )
 from .core.result import CompareResult, Executions, evaluate
 from .errors import AgentError, ArtifactError, ConfigError, Interrupted
-from .httpagent import HttpAgent
 from .inputs.config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .progress import NullProgress, Progress
-from .runner import Agent, AttemptRequest, ProcessAgent, ProcessAgentSpec, RetryPolicy, run_attempts
 from .store.artifact import Journal, journal_path, read_journal, read_run, write_run
-from .worker import WorkerAgent
 
 
 def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..agents.runner import Agent
 from ..cli.common import stop_on_signals
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
 from ..core.model import Dataset, Row, Version, dataset_digest
@@ -44,7 +45,6 @@ from ..inputs.config import AgentConfig, Config, load_config, parse_config_bytes
 from ..inputs.dataset import format_for, load_dataset, parse_dataset
 from ..progress import make_progress
 from ..report.markdown import render_compare_report
-from ..runner import Agent
 from ..store.artifact import read_run, run_from_json, write_text_atomic
 from ..store.results import write_result
 from .event import PullRequest, pull_request_from, read_payload

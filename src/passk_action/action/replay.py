@@ -13,9 +13,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from ..agents.runner import Agent, AttemptRequest
 from ..core.model import Attempt, Phase
 from ..errors import AgentError
-from ..runner import Agent, AttemptRequest
 
 
 class ReplayAgent:

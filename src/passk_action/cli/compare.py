@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..agents.runner import Agent
 from ..core.model import Version
 from ..engine import CompareInputs, build_agent, close_agent, compare
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError
 from ..report.markdown import render_compare_report
-from ..runner import Agent
 from ..store.artifact import read_run
 from ..store.results import write_result
 from .common import (

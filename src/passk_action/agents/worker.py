@@ -44,7 +44,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .core.model import Attempt
+from ..core.model import Attempt
 from .runner import (
     BAD_OUTPUT,
     DEFAULT_OUTPUT_CAP,

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .core.model import Attempt, Json, Phase, Row, Version
-from .errors import AgentError, UsageError
-from .progress import Progress
+from ..core.model import Attempt, Json, Phase, Row, Version
+from ..errors import AgentError, UsageError
+from ..progress import Progress
 
 # Reason codes stored in Attempt.error.  They are part of the artifact format:
 # renaming one breaks comparisons with recorded runs.

@@ -37,9 +37,9 @@ from datetime import datetime, timezone
 import requests
 from requests.adapters import HTTPAdapter
 
-from .core.model import Attempt
-from .errors import ConfigError
-from .inputs.config import HttpAgentConfig
+from ..core.model import Attempt
+from ..errors import ConfigError
+from ..inputs.config import HttpAgentConfig
 from .runner import (
     BAD_OUTPUT,
     DEFAULT_OUTPUT_CAP,

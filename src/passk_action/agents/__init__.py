@@ -1,0 +1,1 @@
+"""How passk asks an agent: a process per attempt, a worker pool, HTTP; serve() for authors."""
