@@ -22,10 +22,10 @@ from passk_action.github import (
     MARKER,
     GitHubClient,
     find_sticky_comment,
-    fit_comment,
     publish_check,
     upsert_sticky_comment,
 )
+from passk_action.report.fit import fit_comment
 
 TOKEN = "ghs_secretTokenValue42abcdef"
 REPO = "octo-org/refund-agent"

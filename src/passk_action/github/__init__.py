@@ -6,7 +6,6 @@ from passk_action.github.publish import (
     CheckOutcome,
     CommentOutcome,
     find_sticky_comment,
-    fit_comment,
     publish_check,
     upsert_sticky_comment,
 )
@@ -17,7 +16,6 @@ __all__ = [
     "CommentOutcome",
     "GitHubClient",
     "find_sticky_comment",
-    "fit_comment",
     "publish_check",
     "upsert_sticky_comment",
 ]

@@ -24,6 +24,7 @@ import requests
 
 from passk_action import __version__
 from passk_action.errors import GitHubError
+from passk_action.report.fit import fit_comment
 
 API_VERSION = "2022-11-28"
 # FACTS.md A2: check run output.summary and output.text are at most 65,535 characters.
@@ -151,10 +152,6 @@ class GitHubClient:
         text: str | None = None,
     ) -> dict[str, Any]:
         """A completed check run; summary and text are cut to GitHub's limit with a note."""
-        # Imported here: publish builds on this client, and the fitting rules
-        # (close open <details> and code fences) live with the comment helpers.
-        from passk_action.github.publish import fit_comment
-
         output = {
             "title": title,
             "summary": fit_comment(summary, CHECK_OUTPUT_LIMIT, CHECK_TRUNCATED_NOTE),

@@ -46,6 +46,7 @@ from .charts import (
     transition_counts,
 )
 from .escape import block, code, inline
+from .fit import COMMENT_LIMIT
 
 ID_LEN = 80
 VALUE_LEN = 40
@@ -53,9 +54,6 @@ REASON_LEN = 300
 DETAIL_LEN = 2000
 REPORT_LIST_LIMIT = 200
 """Items per list in the full reports (the counts stay exact)."""
-
-COMMENT_LIMIT = 60000
-"""GitHub rejects comment bodies over 65,536 characters; keep a margin."""
 
 # --- shared formatting helpers -------------------------------------------
 
