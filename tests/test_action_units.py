@@ -20,7 +20,6 @@ from passk_action.action import protect
 from passk_action.action.event import pull_request_from
 from passk_action.action.gitrepo import GitRepo
 from passk_action.action.inputs import read_inputs
-from passk_action.action.main import authoritative_dataset
 from passk_action.action.protect import Snapshot, protected_changes
 from passk_action.action.record import (
     RECORD_PREFIX,
@@ -31,6 +30,7 @@ from passk_action.action.record import (
     encode_record,
     find_record,
 )
+from passk_action.action.trusted import authoritative_dataset
 from passk_action.action.workflow import (
     SUMMARY_LIMIT_BYTES,
     Workflow,

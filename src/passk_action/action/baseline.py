@@ -34,7 +34,7 @@ from ..report.markdown import render_run_report
 from ..store.artifact import write_run
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
-from .main import Runtime, agent_env, fraction
+from .runtime import Runtime, agent_env, fraction
 from .workflow import Workflow
 
 REMOTE = "origin"

@@ -13,10 +13,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.diff import Confirmation
+from ..core.model import Run
 from ..core.result import CompareResult
+from ..errors import EXIT_GATE_FAILED, EXIT_OK
+from ..github.client import GitHubClient
 from ..github.publish import MARKER, publish_check, upsert_sticky_comment
-from ..report.markdown import render_comment
-from .record import RECORD_PREFIX, our_comments
+from ..report.markdown import render_comment, render_compare_report
+from ..store.artifact import write_text_atomic
+from ..store.results import write_result
+from .event import PullRequest
+from .inputs import ActionInputs
+from .record import RECORD_PREFIX, encode_record, our_comments, record_for
+from .rerun import Prior
+from .runtime import fraction
 from .workflow import Workflow
 
 FORK_COMMENT_NOTICE = (
@@ -132,3 +141,95 @@ def publish(
     else:
         workflow.line(f"passk: check run {check_name!r} posted: {check.url or check.id}")
     return Published(comment=comment_state, check=check.used)
+
+
+# -- phase 4 of gate mode: the result file, the job summary, the comment and the check ----
+
+RESULT_PATH = ".passk/result.json"
+REPORT_PATH = ".passk/report.md"
+UNPINNED = (
+    "re-runs are not pinned: {why}, so re-running this job asks the agent again and may get "
+    "a different result"
+)
+
+
+def publish_gate(
+    result: CompareResult,
+    inputs: ActionInputs,
+    workflow: Workflow,
+    client: GitHubClient | None,
+    pr: PullRequest,
+    prior: Prior,
+    committed_baseline: Run,
+) -> int:
+    """Write, summarise and post the result; the exit code is the gate's, whatever GitHub says."""
+
+    def warn(message: str) -> None:
+        workflow.warning(message, title="passk")
+
+    result_file = inputs.workspace / RESULT_PATH
+    write_result(result, result_file)
+    report = render_compare_report(result)
+    write_text_atomic(inputs.workspace / REPORT_PATH, report)
+
+    with workflow.group("passk: gate"):
+        workflow.line(
+            f"passk: gate {'passed' if result.gate.passed else 'failed'} "
+            f"({len(result.gate.failures)} failure(s)); result in {RESULT_PATH}"
+        )
+        annotate(workflow, result)
+    workflow.write_summary(report)
+
+    encoded = encode_record(
+        record_for(
+            result,
+            head_sha=pr.head_sha,
+            head_tree=prior.head_tree,
+            base_sha=pr.base_sha,
+            committed_baseline=committed_baseline,
+        )
+    )
+    published: Published | None = None
+    if client is not None:
+        with workflow.group("passk: publishing"):
+            published = publish(
+                workflow,
+                client,
+                result,
+                pr_number=pr.number,
+                head_sha=pr.head_sha,
+                fork=pr.fork,
+                comment_mode=inputs.comment,
+                check_name=inputs.check_name,
+                record=encoded,
+                author=comment_author(prior.comments),
+                details_url=inputs.details_url(),
+            )
+    # The record lives in the comment: without one, nothing pins a re-run.
+    # (`comment: off` was already warned about before anything ran.)
+    if inputs.comment != "off" and (published is None or published.comment == "failed"):
+        if published is None:
+            why = "nothing could be posted to the pull request"
+        elif pr.fork:
+            why = "a fork's read-only token cannot post the comment that holds passk's record"
+        else:
+            why = "the comment that holds passk's record could not be posted"
+        unpinned = UNPINNED.format(why=why)
+        warn(unpinned)
+        workflow.write_summary(f"\n> ⚠️ {unpinned[0].upper()}{unpinned[1:]}.\n")
+    workflow.set_outputs(gate_outputs(result, RESULT_PATH))
+    return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
+
+
+def gate_outputs(result: CompareResult, result_path: str) -> dict[str, str]:
+    metrics = result.comparison.candidate_metrics
+    return {
+        "passed": "true" if result.gate.passed else "false",
+        "mean-accuracy": fraction(metrics.mean_accuracy),
+        "pass-k": fraction(metrics.pass_k),
+        "flip-rate": fraction(metrics.flip_rate),
+        "gained": str(len(result.comparison.gained)),
+        "lost": str(len(result.comparison.lost)),
+        "result": result_path,
+        "reused": "true" if result.reused else "false",
+    }

@@ -1,0 +1,143 @@
+"""Phase 3 of gate mode: run the candidate, top up and confirm the baseline, decide.
+
+The candidate runs from the checkout; the baseline side runs
+``baseline.agent`` from the base config or, without one, the base config's
+agent in a worktree of the base commit.  Attempts recorded for this content
+are replayed first (``rerun.py``), so only what is missing is asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from pathlib import Path
+
+from ..agents.runner import Agent
+from ..cli.common import stop_on_signals
+from ..core.model import Version
+from ..core.result import CompareResult
+from ..engine import CompareInputs, Session, build_agent, compare, retry_policy
+from ..inputs.config import AgentConfig
+from ..progress import make_progress
+from ..store.artifact import read_run
+from .event import PullRequest
+from .gitrepo import GitRepo
+from .inputs import ActionInputs
+from .replay import ReplayAgent
+from .rerun import Prior, as_reused, keep_recorded_failure
+from .runtime import Runtime, agent_env
+from .trusted import Trusted
+
+CANDIDATE_PATH = ".passk/candidate.json"
+
+
+def rebase_agent(agent: AgentConfig, old_root: Path, new_root: Path) -> AgentConfig:
+    """The same agent with its working directory moved from ``old_root`` into ``new_root``."""
+    try:
+        rel = agent.cwd.resolve().relative_to(old_root)
+    except ValueError:
+        return agent  # a cwd outside the repository is not part of the commit
+    return replace(agent, cwd=new_root / rel)
+
+
+def run_comparison(
+    inputs: ActionInputs,
+    runtime: Runtime,
+    repo: GitRepo,
+    pr: PullRequest,
+    trusted: Trusted,
+    prior: Prior,
+) -> CompareResult:
+    """The comparison's result, with replayed verdicts marked and a recorded failure kept."""
+    workflow = runtime.workflow
+
+    def warn(message: str) -> None:
+        workflow.warning(message, title="passk")
+
+    config, base = trusted.config, trusted.sides.base
+    baseline_run = trusted.baseline_run
+    replay_candidate, replay_baseline = prior.replay_candidate, prior.replay_baseline
+    recorded_candidate = None
+    if inputs.candidate_run is not None:
+        if replay_candidate:
+            warn(
+                "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
+                "are reused, so a re-run cannot change the result"
+            )
+        else:
+            recorded_candidate = read_run(inputs.candidate_run)
+
+    with contextlib.ExitStack() as stack, workflow.group("passk: running the comparison"):
+        # A cancelled job gets SIGINT/SIGTERM: stop after the attempts in flight.
+        stop = stack.enter_context(stop_on_signals())
+        token = inputs.token
+
+        def built(spec: AgentConfig) -> Agent:
+            agent = build_agent(
+                spec, agent_env(runtime.env, token, spec), concurrency=config.concurrency
+            )
+            close = getattr(agent, "close", None)
+            if callable(close):
+                # Registered after any worktree, so persistent agents stop before it goes.
+                stack.callback(close)
+            return agent
+
+        candidate_agent = ReplayAgent(
+            config.agent.describe(), replay_candidate or (), lambda: built(config.agent)
+        )
+
+        def build_baseline() -> Agent:
+            named = base.config.baseline.agent
+            if named is not None:
+                return built(named)
+            tree = stack.enter_context(repo.worktree(pr.base_sha))
+            return built(rebase_agent(base.config.agent, repo.root, tree))
+
+        base_agent_config = base.config.baseline.agent or base.config.agent
+        baseline_agent = ReplayAgent(
+            base_agent_config.describe(), replay_baseline or (), build_baseline
+        )
+        agents: dict[Version, Agent] = {
+            Version.CANDIDATE: candidate_agent,
+            Version.BASELINE: baseline_agent,
+        }
+        session = Session(
+            concurrency=config.concurrency,
+            retry=retry_policy(config),
+            now=runtime.now,
+            progress=make_progress(runtime.stderr, False, False),
+            stop=stop,
+            warn=warn,
+        )
+        result = compare(
+            CompareInputs(
+                config=config,
+                dataset=trusted.dataset,
+                baseline=baseline_run,
+                candidate=recorded_candidate,
+                candidate_out=inputs.workspace / CANDIDATE_PATH,
+                agents=agents.get,
+                ratchet_source=baseline_run,
+                protected_changes=trusted.changes,
+                protected_changes_allowed=trusted.allowed,
+                candidate_commit=pr.head_sha,
+            ),
+            session,
+        )
+        for agent in (candidate_agent, baseline_agent):
+            if agent.build_error is not None:
+                raise agent.build_error
+    record = prior.record
+    if replay_candidate and record is not None:
+        result = as_reused(result, candidate_agent, baseline_agent, record, pr.head_sha)
+    # A failed record too large to hold its attempts stays failed on a re-run.
+    stands = prior.matching and record is not None and record.candidate_attempts is None
+    if stands and record is not None and not record.passed:
+        result = keep_recorded_failure(result)
+    ran = result.executions
+    workflow.line(
+        f"passk: {ran.total} agent execution(s) now (candidate {ran.candidate}, baseline top-up "
+        f"{ran.baseline_topup}, confirmation {ran.confirm_baseline} + {ran.confirm_candidate})"
+        + ("; verdicts reused from the record of this commit" if result.reused else "")
+    )
+    return result

@@ -1,0 +1,78 @@
+"""Gate mode on a pull request, as its four phases.
+
+1. trusted inputs from the base commit (``trusted.py``);
+2. the record of an earlier run of this content (``rerun.py``);
+3. the comparison: candidate, baseline top-up, confirmation (``comparison.py``);
+4. the result file, summary, comment and check (``publish.py``).
+"""
+
+from __future__ import annotations
+
+from ..errors import GitHubError, UsageError
+from ..github.client import GitHubClient
+from .comparison import run_comparison
+from .event import pull_request_from, read_payload
+from .gitrepo import GitRepo
+from .inputs import ActionInputs
+from .publish import publish_gate
+from .rerun import look_up_record
+from .runtime import Runtime
+from .trusted import trusted_inputs
+
+PWN_REQUEST = (
+    "passk refuses to run on `pull_request_target`: that event runs with a write token and "
+    "secrets, and passk executes the pull request's agent, so a fork could take over the "
+    "repository (a 'pwn request', FACTS.md E3)"
+)
+
+
+def github_client(inputs: ActionInputs, runtime: Runtime) -> GitHubClient | None:
+    """The REST client for the job's token, or None (with a warning) when nothing can be posted."""
+    if not inputs.token:
+        runtime.workflow.warning(
+            "no github-token: nothing is posted to the pull request; the report is in the "
+            "job summary",
+            title="passk",
+        )
+        return None
+    try:
+        return GitHubClient(
+            api_url=inputs.api_url,
+            token=inputs.token,
+            repository=inputs.repository,
+            sleep=runtime.sleep,
+        )
+    except GitHubError as exc:
+        runtime.workflow.warning(f"nothing is posted to GitHub: {exc.one_line()}", title="passk")
+        return None
+
+
+def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
+    """Gate the pull request in the event payload; 0 passed, 1 failed."""
+    workflow = runtime.workflow
+    if inputs.event_name == "pull_request_target":
+        raise UsageError(
+            PWN_REQUEST,
+            where="GITHUB_EVENT_NAME=pull_request_target",
+            hint="trigger the workflow with `on: pull_request` instead",
+        )
+    if inputs.event_name != "pull_request":
+        raise UsageError(
+            f"nothing to gate on a {inputs.event_name or 'unknown'!r} event",
+            where="input `mode`",
+            hint="use `mode: gate` on `pull_request`, and `mode: baseline` on pushes to the "
+            "default branch",
+        )
+    payload = read_payload(inputs.event_path)
+    pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
+    repo = GitRepo.discover(inputs.working_directory)
+
+    def warn(message: str) -> None:
+        workflow.warning(message, title="passk")
+
+    with workflow.group("passk: trusted inputs from the base commit"):
+        trusted = trusted_inputs(repo, inputs, pr, workflow)
+    client = github_client(inputs, runtime)
+    prior = look_up_record(client, repo, inputs, pr, trusted, warn)
+    result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
+    return publish_gate(result, inputs, workflow, client, pr, prior, trusted.baseline_run)

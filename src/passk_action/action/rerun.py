@@ -1,0 +1,139 @@
+"""Phase 2 of gate mode: what an earlier run of the same content recorded.
+
+The sticky comment carries a record of the verdicts (``record.py``); when it
+matches this content, dataset and settings, its attempts are replayed
+instead of asking the agent again, and a recorded failure stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
+from ..core.model import Attempt, Phase
+from ..core.result import CompareResult, Executions
+from ..errors import GitError, GitHubError
+from ..github.client import GitHubClient
+from ..github.publish import MARKER
+from .event import PullRequest
+from .gitrepo import GitRepo
+from .inputs import ActionInputs
+from .record import GateRecord, find_record
+from .replay import ReplayAgent
+from .runtime import short_sha
+from .trusted import Trusted
+
+RECORDED_FAILURE = (
+    "a re-run cannot overturn the recorded failure for this content; push a commit that "
+    "changes a file (an empty or amended commit with the same files keeps the failure)"
+)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """The pull request's comments and what passk recorded for this content, if anything."""
+
+    comments: list[dict[str, Any]]
+    record: GateRecord | None
+    head_tree: str | None
+    matching: bool
+    replay_candidate: tuple[Attempt, ...] | None
+    replay_baseline: tuple[Attempt, ...] | None
+
+
+def look_up_record(
+    client: GitHubClient | None,
+    repo: GitRepo,
+    inputs: ActionInputs,
+    pr: PullRequest,
+    trusted: Trusted,
+    warn: Callable[[str], None],
+) -> Prior:
+    """Find passk's record in the pull request's comments and whether it covers this run."""
+    comments: list[dict[str, Any]] = []
+    if client is not None:
+        try:
+            comments = client.list_issue_comments(pr.number)
+        except GitHubError as exc:
+            warn(f"cannot read the pull request's comments, so no earlier record is used: {exc}")
+    if inputs.comment == "off":
+        warn(
+            "comment: off keeps no record of this commit's verdicts, so re-running the job "
+            "asks the agent again (use `update` so a re-run cannot change the result)"
+        )
+    record, record_warnings = find_record(comments, MARKER)
+    for message in record_warnings:
+        warn(message)
+    # The files the agent actually runs: the checkout (the merge commit under the
+    # default `pull_request` checkout), so a moved base branch is measured anew.
+    head_tree = _tree(repo, "HEAD", warn)
+    matching = record is not None and record.matches(
+        pr.head_sha, trusted.dataset.digest, trusted.config.settings, head_tree=head_tree
+    )
+    replay_candidate = record.candidate_attempts if matching and record else None
+    replay_baseline = (
+        record.baseline_attempts
+        if matching and record is not None and record.base_sha == pr.base_sha
+        else None
+    )
+    return Prior(comments, record, head_tree, matching, replay_candidate, replay_baseline)
+
+
+def _tree(repo: GitRepo, sha: str, warn: Callable[[str], None]) -> str | None:
+    """The head commit's tree, so a record pins content, not a commit id; None if unknown."""
+    try:
+        return repo.tree_sha(sha)
+    except GitError as exc:
+        warn(
+            f"cannot read the tree of the head commit {short_sha(sha)} ({exc.message}): "
+            "the record pins this commit only, not commits with the same content"
+        )
+        return None
+
+
+def as_reused(
+    result: CompareResult,
+    candidate: ReplayAgent,
+    baseline: ReplayAgent,
+    record: GateRecord,
+    head_sha: str,
+) -> CompareResult:
+    """Mark a result built from recorded attempts, counting only the executions made now."""
+    asked = sum(candidate.asked.values()) + sum(baseline.asked.values())
+    executions = Executions(
+        candidate=candidate.asked[Phase.MAIN],
+        baseline_topup=baseline.asked[Phase.MAIN],
+        confirm_baseline=baseline.asked[Phase.CONFIRM],
+        confirm_candidate=candidate.asked[Phase.CONFIRM],
+        naive=result.executions.naive,
+    )
+    replayed = candidate.replayed + baseline.replayed
+    source = (
+        "this commit"
+        if record.head_sha == head_sha
+        else f"commit {short_sha(record.head_sha)}, which has the same files as this one"
+    )
+    note = (
+        f"verdicts reused from passk's record for {source}: {replayed} "
+        "recorded attempt(s) replayed"
+        + (f", {asked} errored or missing attempt(s) asked again" if asked else ", no agent run")
+    )
+    return replace(result, reused=True, executions=executions, notes=(*result.notes, note))
+
+
+def keep_recorded_failure(result: CompareResult) -> CompareResult:
+    """A failed record without attempts (too large to keep) stays failed on a re-run.
+
+    The failure goes in as a standing protected change, so the result file
+    still re-derives its own gate (`passk gate` agrees with it).
+    """
+    changes = (*result.protected_changes, ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE))
+    gate = decide(
+        result.comparison.rows,
+        result.policy,
+        protected_changes=changes,
+        protected_changes_allowed=result.protected_changes_allowed,
+    )
+    return replace(result, protected_changes=changes, gate=gate)

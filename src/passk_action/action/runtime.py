@@ -1,0 +1,61 @@
+"""What every action mode shares: its collaborators, the token, the agent's environment."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TextIO
+
+from ..inputs.config import AgentConfig
+from .workflow import Workflow
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The action's collaborators, injectable by tests."""
+
+    env: Mapping[str, str]
+    workflow: Workflow
+    stderr: TextIO
+    cwd: Path
+    sleep: Callable[[float], None] = time.sleep
+    now: Callable[[], str] = now_iso
+
+
+def raw_token(env: Mapping[str, str]) -> str:
+    return env.get("INPUT_GITHUB-TOKEN", "").strip() or env.get("GITHUB_TOKEN", "").strip()
+
+
+def agent_env(env: Mapping[str, str], token: str, agent: AgentConfig) -> dict[str, str]:
+    """The parent environment for an agent: no variable holding the token, under any name.
+
+    The runner already drops the known token variables; this also catches a
+    copy under another name (``MY_TOKEN: ${{ github.token }}``), unless the
+    config passes it on purpose.
+    """
+    if not token:
+        return dict(env)
+    return {k: v for k, v in env.items() if token not in v or k in agent.pass_env}
+
+
+def rebase_agent(agent: AgentConfig, old_root: Path, new_root: Path) -> AgentConfig:
+    """The same agent with its working directory moved from ``old_root`` into ``new_root``."""
+    try:
+        rel = agent.cwd.resolve().relative_to(old_root)
+    except ValueError:
+        return agent  # a cwd outside the repository is not part of the commit
+    return replace(agent, cwd=new_root / rel)
+
+
+def fraction(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
+
+
+def short_sha(sha: str) -> str:
+    return sha[:7]

@@ -1,0 +1,183 @@
+"""Phase 1 of gate mode: what protects the gate, read from the pull request's base commit.
+
+The head supplies the candidate agent and the rows to run; the base supplies
+the settings, the must-not-break marks and labels, and the baseline artifact
+with its ratchet.  Every edit the head makes to those is a protected change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from ..core.gate import ProtectedChange
+from ..core.model import Dataset, Row, Run, dataset_digest
+from ..errors import ArtifactError, ConfigError, DatasetError
+from ..inputs.config import Config, load_config, parse_config_bytes
+from ..inputs.dataset import format_for, load_dataset, parse_dataset
+from ..store.artifact import run_from_json
+from .event import PullRequest
+from .gitrepo import GitRepo
+from .inputs import ActionInputs
+from .protect import Snapshot, protected_changes
+from .runtime import short_sha
+from .workflow import Workflow
+
+
+@dataclass(frozen=True)
+class Sides:
+    base: Snapshot
+    head: Snapshot
+    base_run_where: str
+
+
+def load_sides(
+    repo: GitRepo, inputs: ActionInputs, pr: PullRequest, warn: Callable[[str], None]
+) -> Sides:
+    """Read the head from the checkout and the base from git objects of the base commit."""
+    config_path = inputs.config_path
+    loaded = load_config(config_path)
+    for message in loaded.warnings:
+        warn(message)
+    head_config = loaded.config
+    head_dataset = load_dataset(head_config.dataset, head_config.must_not_break_tags)
+    head_artifact = head_config.baseline.artifact
+    head_baseline = head_artifact.read_bytes() if head_artifact.is_file() else None
+
+    at = f"@{short_sha(pr.base_sha)}"
+    config_rel = repo.relative(config_path)
+    base_bytes = repo.show(pr.base_sha, config_rel)
+    if base_bytes is None:
+        raise ConfigError(
+            f"the pull request's base commit has no {config_rel}",
+            where=f"{config_rel}{at}",
+            hint="merge the passk config and a recorded baseline into the base branch first; "
+            "the gate trusts only the base's config",
+        )
+    try:
+        # Anchored at the checkout's path, so relative paths name the same files.
+        base_config = parse_config_bytes(base_bytes, config_path).config
+    except ConfigError as exc:
+        raise ConfigError(
+            f"in the base commit {short_sha(pr.base_sha)}: {exc.message}",
+            where=exc.where,
+            hint="the gate reads its settings from the base branch; fix the config there first",
+        ) from exc
+    dataset_rel = repo.relative(base_config.dataset)
+    dataset_bytes = repo.show(pr.base_sha, dataset_rel)
+    if dataset_bytes is None:
+        raise DatasetError(
+            "the base commit's config names a dataset that is not in the base commit",
+            where=f"{dataset_rel}{at}",
+            hint="commit the dataset to the base branch",
+        )
+    base_dataset = parse_dataset(
+        dataset_bytes,
+        f"{dataset_rel}{at}",
+        format_for(base_config.dataset),
+        base_config.must_not_break_tags,
+    )
+    artifact_rel = repo.relative(base_config.baseline.artifact)
+    base_baseline = repo.show(pr.base_sha, artifact_rel)
+    if base_baseline is None:
+        raise ArtifactError(
+            "the pull request's base commit has no baseline artifact",
+            where=f"{artifact_rel}{at}",
+            hint="record one: run the action with `mode: baseline` on the default branch, "
+            "or run `passk baseline` and commit the artifact",
+        )
+    return Sides(
+        base=Snapshot(base_config, base_dataset, base_baseline),
+        head=Snapshot(head_config, head_dataset, head_baseline),
+        base_run_where=f"{artifact_rel}{at}",
+    )
+
+
+def authoritative_dataset(base: Snapshot, head: Snapshot, allowed: bool) -> Dataset:
+    """The rows to gate: the head's, protected by the base's marks and labels.
+
+    A row is must-not-break when the head marks it, when the base did (by id,
+    tags of the base config included), or when it carries a tag the base
+    config protects; a row that was must-not-break at base keeps the base's
+    expected label.  When the protected changes are allowed by label, a
+    maintainer approved the head's edits, so the head's rows stand as written.
+    """
+    if allowed:
+        return head.dataset
+    base_rows = base.dataset.by_id()
+    base_tags = set(base.config.must_not_break_tags)
+    rows: list[Row] = []
+    for row in head.dataset.rows:
+        old = base_rows.get(row.id)
+        protected_at_base = old is not None and old.must_not_break
+        mark = row.must_not_break or protected_at_base or not base_tags.isdisjoint(row.tags)
+        expected = old.expected if protected_at_base and old is not None else row.expected
+        rows.append(replace(row, must_not_break=mark, expected=expected))
+    return Dataset(rows=tuple(rows), source=head.dataset.source, digest=dataset_digest(rows))
+
+
+def effective_config(base: Config, head: Config) -> Config:
+    """The head's agent and rows, with every setting that protects the gate from the base."""
+    return replace(
+        head,
+        k=base.k,
+        scoring=base.scoring,
+        confirm=base.confirm,
+        gate=base.gate,
+        must_not_break_tags=base.must_not_break_tags,
+        baseline=base.baseline,
+    )
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """The gate's inputs after the base commit has had its say."""
+
+    sides: Sides
+    baseline_run: Run
+    changes: tuple[ProtectedChange, ...]
+    allowed: bool
+    config: Config
+    dataset: Dataset
+
+
+def trusted_inputs(
+    repo: GitRepo, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
+) -> Trusted:
+    """Read both sides, list the protected changes, and build what the gate runs on."""
+
+    def warn(message: str) -> None:
+        workflow.warning(message, title="passk")
+
+    sides = load_sides(repo, inputs, pr, warn)
+    base, head = sides.base, sides.head
+    try:
+        baseline_run = run_from_json(json.loads(base.baseline or b""), sides.base_run_where)
+    except ValueError as exc:
+        raise ArtifactError(
+            f"the base commit's baseline artifact is not JSON: {exc}",
+            where=sides.base_run_where,
+            hint="record it again with `passk baseline` on the base branch",
+        ) from exc
+    changes = protected_changes(base, head, ratchet=baseline_run.ratchet)
+    allow_label = base.config.gate.allow_label
+    allowed = bool(changes) and allow_label in pr.labels
+    workflow.line(
+        f"passk: PR #{pr.number} base {short_sha(pr.base_sha)} head {short_sha(pr.head_sha)}"
+        f"{' (from a fork)' if pr.fork else ''}"
+    )
+    for change in changes:
+        workflow.line(
+            f"passk: protected change: {change.detail}"
+            + (f" ({change.id})" if change.id else "")
+            + (f" — allowed by the label {allow_label!r}" if allowed else "")
+        )
+    return Trusted(
+        sides=sides,
+        baseline_run=baseline_run,
+        changes=changes,
+        allowed=allowed,
+        config=effective_config(base.config, head.config),
+        dataset=authoritative_dataset(base, head, allowed),
+    )
