@@ -43,7 +43,7 @@ from .core.result import CompareResult, Executions, evaluate
 from .errors import AgentError, ArtifactError, ConfigError, Interrupted
 from .inputs.config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .progress import NullProgress, Progress
-from .store.artifact import Journal, journal_path, read_journal, read_run, write_run
+from .store.recorder import RunRecorder
 
 
 def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
@@ -151,7 +151,6 @@ def record_run(
     attempt is kept and only missing attempt numbers are asked.  When the
     session is stopped the journal stays and :class:`Interrupted` is raised.
     """
-    journal_file = journal_path(out)
     records = tuple(
         RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags) for r in rows
     )
@@ -165,109 +164,30 @@ def record_run(
         attempts=(),
         ratchet=tuple(sorted(set(ratchet))),
     )
-    kept: tuple[Attempt, ...] = ()
-    if resume and journal_file.exists():
-        contents = read_journal(journal_file)
-        for warning in contents.warnings:
-            session.warn(warning)
-        _check_resumable(contents.header, header, journal_file)
-        kept = contents.attempts
-        header = replace(header, created_at=contents.header.created_at)
-        # Rewrite the journal without a torn tail so appends start on a clean line.
-        journal = Journal.rewrite(journal_file, header, kept)
-    elif resume and out.exists():
-        # The run had finished (its journal is gone): its attempts are just as
-        # recorded, so resuming asks nothing again rather than starting over.
-        finished = read_run(out)
-        _check_resumable(finished, header, out, "the run artifact")
-        wanted = {r.id for r in rows}
-        kept = tuple(
-            a
-            for a in finished.attempts
-            if a.phase is Phase.MAIN and a.row_id in wanted and a.number <= settings.k
-        )
-        header = replace(header, created_at=finished.created_at)
-        journal = Journal.rewrite(journal_file, header, kept)
-    else:
-        _refuse_to_discard(journal_file)
-        journal = Journal.create(journal_file, header)
-    recorded = {(a.row_id, a.number) for a in kept}
+    recorder = RunRecorder.open(out, header, resume=resume, warn=session.warn)
+    recorded = {(a.row_id, a.number) for a in recorder.kept}
     requests = _main_requests(rows, settings.k, info.version, recorded)
-    with journal:
+    with recorder:
         fresh = run_attempts(
             requests,
             agent,
             concurrency=session.concurrency,
             retry=session.retry,
-            on_attempt=journal.append,
+            on_attempt=recorder.append,
             progress=session.progress,
             stop=session.stop,
         )
-    done = len(kept) + len(fresh)
+    done = len(recorder.kept) + len(fresh)
     expected_total = len(rows) * settings.k
     if (session.stop is not None and session.stop.is_set()) or done < expected_total:
         raise Interrupted(
             f"run stopped with {done} of {expected_total} attempts recorded",
-            where=str(journal_file),
+            where=str(recorder.journal_file),
             hint=f"continue it with --resume (out: {out})",
         )
     order = {r.id: i for i, r in enumerate(rows)}
-    attempts = sorted((*kept, *fresh), key=lambda a: (order[a.row_id], a.number))
-    run = replace(header, attempts=tuple(attempts))
-    write_run(run, out)
-    journal_file.unlink(missing_ok=True)
-    return run, len(fresh)
-
-
-def _refuse_to_discard(journal_file: Path) -> None:
-    """Starting anew over an interrupted run would silently drop its attempts."""
-    if not journal_file.exists():
-        return
-    try:
-        with journal_file.open("rb") as handle:
-            recorded = sum(1 for line in handle if line.strip()) - 1  # less the header
-    except OSError:
-        return
-    if recorded > 0:
-        raise ArtifactError(
-            f"an interrupted run with {recorded} recorded attempt(s) is here",
-            where=str(journal_file),
-            hint="continue it with --resume, or delete this journal to start anew",
-        )
-
-
-def _check_resumable(recorded: Run, wanted: Run, where: Path, what: str = "the journal") -> None:
-    if recorded.dataset_digest != wanted.dataset_digest:
-        raise ArtifactError(
-            f"{what} was recorded on another version of the dataset",
-            where=str(where),
-            hint="start the run anew without --resume",
-        )
-    if recorded.settings != wanted.settings:
-        raise ArtifactError(
-            f"{what} was recorded with other settings (k or scoring)",
-            where=str(where),
-            hint="start the run anew without --resume",
-        )
-    if recorded.agent.version != wanted.agent.version:
-        raise ArtifactError(
-            f"{what} is a {recorded.agent.version.value} run",
-            where=str(where),
-            hint="resume with the same --version, or start anew",
-        )
-    if recorded.agent.description != wanted.agent.description:
-        raise ArtifactError(
-            f"{what} was recorded by another agent ({recorded.agent.description!r}, "
-            f"not {wanted.agent.description!r})",
-            where=str(where),
-            hint="resume with the same agent command, or start anew without --resume",
-        )
-    if [r.id for r in recorded.rows] != [r.id for r in wanted.rows]:
-        raise ArtifactError(
-            f"{what} covers other rows than this run (another --shard, or rows were added)",
-            where=str(where),
-            hint="resume with the same --shard, or start anew without --resume",
-        )
+    attempts = sorted((*recorder.kept, *fresh), key=lambda a: (order[a.row_id], a.number))
+    return recorder.finish(attempts), len(fresh)
 
 
 def carried_ratchet(

@@ -1,0 +1,145 @@
+"""One run's attempts on their way to disk: the journal while it runs, the artifact after.
+
+The engine asks a :class:`RunRecorder` once: it starts a journal, or continues
+an interrupted one (``--resume``), or picks up a finished run's attempts, and
+refuses every mix-up that would lose or mislabel recorded attempts (another
+dataset, settings, agent, version or shard).  Each attempt is fsync'd as it
+arrives, so a killed run loses at most the attempt being written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from ..core.model import Attempt, Phase, Run
+from ..errors import ArtifactError
+from .artifact import Journal, journal_path, read_journal, read_run, write_run
+
+
+class RunRecorder:
+    """Records the attempts of the run ``header`` describes into ``out`` and its journal."""
+
+    def __init__(self, out: Path, header: Run, journal: Journal, kept: tuple[Attempt, ...]):
+        self.out = out
+        self.header = header
+        """The run being recorded; on resume, with the interrupted run's start time."""
+        self.kept = kept
+        """Attempts recorded before this process started (resume), asked no more."""
+        self._journal = journal
+
+    @property
+    def journal_file(self) -> Path:
+        return self._journal.path
+
+    @classmethod
+    def open(
+        cls,
+        out: Path,
+        header: Run,
+        *,
+        resume: bool = False,
+        warn: Callable[[str], None] = lambda message: None,
+    ) -> RunRecorder:
+        """Start recording ``header``'s run; with ``resume`` keep what was recorded before."""
+        journal_file = journal_path(out)
+        kept: tuple[Attempt, ...] = ()
+        if resume and journal_file.exists():
+            contents = read_journal(journal_file)
+            for warning in contents.warnings:
+                warn(warning)
+            _check_resumable(contents.header, header, journal_file)
+            kept = contents.attempts
+            header = replace(header, created_at=contents.header.created_at)
+            # Rewrite the journal without a torn tail so appends start on a clean line.
+            journal = Journal.rewrite(journal_file, header, kept)
+        elif resume and out.exists():
+            # The run had finished (its journal is gone): its attempts are just as
+            # recorded, so resuming asks nothing again rather than starting over.
+            finished = read_run(out)
+            _check_resumable(finished, header, out, "the run artifact")
+            wanted = {r.id for r in header.rows}
+            kept = tuple(
+                a
+                for a in finished.attempts
+                if a.phase is Phase.MAIN and a.row_id in wanted and a.number <= header.settings.k
+            )
+            header = replace(header, created_at=finished.created_at)
+            journal = Journal.rewrite(journal_file, header, kept)
+        else:
+            _refuse_to_discard(journal_file)
+            journal = Journal.create(journal_file, header)
+        return cls(out, header, journal, kept)
+
+    def append(self, attempt: Attempt) -> None:
+        """Journal one attempt now (fsync'd), so a crash cannot lose it."""
+        self._journal.append(attempt)
+
+    def finish(self, attempts: Sequence[Attempt]) -> Run:
+        """Write the complete run as the artifact and drop the journal; the run written."""
+        self.close()
+        run = replace(self.header, attempts=tuple(attempts))
+        write_run(run, self.out)
+        self.journal_file.unlink(missing_ok=True)
+        return run
+
+    def close(self) -> None:
+        self._journal.close()
+
+    def __enter__(self) -> RunRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _refuse_to_discard(journal_file: Path) -> None:
+    """Starting anew over an interrupted run would silently drop its attempts."""
+    if not journal_file.exists():
+        return
+    try:
+        with journal_file.open("rb") as handle:
+            recorded = sum(1 for line in handle if line.strip()) - 1  # less the header
+    except OSError:
+        return
+    if recorded > 0:
+        raise ArtifactError(
+            f"an interrupted run with {recorded} recorded attempt(s) is here",
+            where=str(journal_file),
+            hint="continue it with --resume, or delete this journal to start anew",
+        )
+
+
+def _check_resumable(recorded: Run, wanted: Run, where: Path, what: str = "the journal") -> None:
+    if recorded.dataset_digest != wanted.dataset_digest:
+        raise ArtifactError(
+            f"{what} was recorded on another version of the dataset",
+            where=str(where),
+            hint="start the run anew without --resume",
+        )
+    if recorded.settings != wanted.settings:
+        raise ArtifactError(
+            f"{what} was recorded with other settings (k or scoring)",
+            where=str(where),
+            hint="start the run anew without --resume",
+        )
+    if recorded.agent.version != wanted.agent.version:
+        raise ArtifactError(
+            f"{what} is a {recorded.agent.version.value} run",
+            where=str(where),
+            hint="resume with the same --version, or start anew",
+        )
+    if recorded.agent.description != wanted.agent.description:
+        raise ArtifactError(
+            f"{what} was recorded by another agent ({recorded.agent.description!r}, "
+            f"not {wanted.agent.description!r})",
+            where=str(where),
+            hint="resume with the same agent command, or start anew without --resume",
+        )
+    if [r.id for r in recorded.rows] != [r.id for r in wanted.rows]:
+        raise ArtifactError(
+            f"{what} covers other rows than this run (another --shard, or rows were added)",
+            where=str(where),
+            hint="resume with the same --shard, or start anew without --resume",
+        )
