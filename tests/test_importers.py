@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from passk_action.importers import (
 )
 from passk_action.importers.reader import import_files
 from passk_action.inputs.dataset import load_dataset
+from passk_action.report.markdown import render_run_report
 from passk_action.store.artifact import dump_run, read_run, run_from_json
 
 DATA = Path(__file__).parent / "data" / "importers"
@@ -946,3 +948,94 @@ def test_a_tau2_results_json_without_its_simulations_says_where_they_are(
         import_paths("tau-bench", meta)
     assert raised.value.message == "this tau2-bench results.json lists no simulations"
     assert raised.value.hint is not None and "simulations/" in raised.value.hint
+
+
+# ------------------------------------------------------ gating imported runs
+
+
+def promptfoo_run(path: Path, outcomes: dict[str, list[bool]]) -> Path:
+    """A promptfoo --repeat output: one described test per key, repeats in order."""
+    names = list(outcomes)
+    repeat = len(next(iter(outcomes.values())))
+    results = [
+        {"promptIdx": 0, "testIdx": r * len(names) + i,
+         "testCase": {"description": name, "vars": {"case": name}},
+         "vars": {"case": name}, "success": outcomes[name][r], "failureReason": 0}
+        for r in range(repeat)
+        for i, name in enumerate(names)
+    ]  # fmt: skip
+    return write_json(path, results_doc(results))
+
+
+def test_compare_gates_two_imported_runs_without_an_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = promptfoo_run(tmp_path / "base.json", {"refund": [True] * 3, "deny": [True] * 3})
+    cand = promptfoo_run(
+        tmp_path / "cand.json", {"refund": [True, False, True], "deny": [True] * 3}
+    )
+    rows = tmp_path / "rows.jsonl"
+    for path, version, out in ((base, "baseline", "base.run.json"), (cand, "candidate", "c.json")):
+        assert main(["import", "--from", "promptfoo", str(path), "--version", version,
+                     "--out", str(tmp_path / out), "--dataset-out", str(rows)]) == 0  # fmt: skip
+    config = tmp_path / "passk.yml"
+    config.write_text("dataset: rows.jsonl\nk: 3\n", encoding="utf-8")
+    argv = [
+        "compare", "--config", str(config), "--baseline", str(tmp_path / "base.run.json"),
+        "--candidate", str(tmp_path / "c.json"), "--markdown", str(tmp_path / "r.md"),
+    ]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 0  # 'refund' is lost, but it is not must-not-break
+    report = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert (
+        "confirmation skipped for 1 lost row(s): both runs are recorded and the config names "
+        "no agent to run them again; the gate used the recorded attempts only"
+    ) in report
+    # Marked must-not-break (the mark is the dataset's, not the runs'), the loss fails the gate.
+    marked = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+    for row in marked:
+        row["must_not_break"] = row["id"] == "refund"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in marked), encoding="utf-8")
+    assert main(argv) == 1
+    assert capsys.readouterr().err == ""
+
+
+def test_compare_without_an_agent_or_a_candidate_run_says_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = promptfoo_run(tmp_path / "base.json", {"refund": [True] * 3})
+    rows, run = tmp_path / "rows.jsonl", tmp_path / "base.run.json"
+    assert main(["import", "--from", "promptfoo", str(base), "--version", "baseline",
+                 "--out", str(run), "--dataset-out", str(rows)]) == 0  # fmt: skip
+    config = tmp_path / "passk.yml"
+    config.write_text("dataset: rows.jsonl\nk: 3\n", encoding="utf-8")
+    capsys.readouterr()
+    code = main(["compare", "--config", str(config), "--baseline", str(run)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"passk: error: {config}: agent: no candidate run was given and the config has no "
+        "`agent:` to record one (pass a recorded run (--candidate RUN, e.g. from "
+        "`passk import`), or add `agent:`)\n"
+    )
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "x.json")]) == 2
+    assert "`passk run` needs an agent, and the config has no `agent:`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "golden"),
+    [
+        ("tau-bench", "tau_bench_retail.json", "tau_bench_retail.report.md"),
+        ("inspect", "inspect_refunds.json", "inspect_refunds.report.md"),
+    ],
+)
+def test_the_report_of_an_import_shows_pass_1_to_k_and_what_was_left_out(
+    source: str, name: str, golden: str
+) -> None:
+    run = do_import(source, name).run
+    check_golden(golden, render_run_report(run))
+
+
+def test_a_run_passk_recorded_has_no_import_section() -> None:
+    run = replace(do_import("tau-bench", "tau_bench_retail.json").run, imported=None)
+    assert "## Imported from" not in render_run_report(run)

@@ -40,7 +40,7 @@ from .core.model import (
     Version,
 )
 from .core.result import CompareResult, Executions, evaluate
-from .errors import AgentError, ArtifactError, ConfigError, Interrupted
+from .errors import ArtifactError, ConfigError, Interrupted
 from .inputs.config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .progress import NullProgress, Progress
 from .store.recorder import RunRecorder
@@ -347,8 +347,13 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
         )
     else:
         agent = inputs.agents(Version.CANDIDATE)
-        if agent is None:  # pragma: no cover - the candidate agent always exists
-            raise AgentError("no candidate agent to run", where="agent")
+        if agent is None:
+            raise ConfigError(
+                "no candidate run was given and the config has no `agent:` to record one",
+                where=f"{config.path}: agent",
+                hint="pass a recorded run (--candidate RUN, e.g. from `passk import`), "
+                "or add `agent:`",
+            )
         info = AgentInfo(Version.CANDIDATE, agent.description, inputs.candidate_commit)
         candidate, candidate_runs = record_run(
             dataset,
@@ -378,10 +383,21 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
         must_not_break_attempts=config.confirm.must_not_break_attempts,
     )
     confirm_counts = {Version.BASELINE: 0, Version.CANDIDATE: 0}
+    if not plan and config.agent is None and config.baseline.agent is None:
+        notes.append(
+            "both runs are recorded and the config names no agent: nothing was run "
+            "(no lost row needed confirming)"
+        )
     if plan:
         baseline_agent = inputs.agents(Version.BASELINE)
         candidate_agent = inputs.agents(Version.CANDIDATE)
-        if baseline_agent is None or candidate_agent is None:
+        if baseline_agent is None and candidate_agent is None:
+            notes.append(
+                f"confirmation skipped for {len(plan)} lost row(s): both runs are recorded and "
+                "the config names no agent to run them again; the gate used the recorded "
+                "attempts only"
+            )
+        elif baseline_agent is None or candidate_agent is None:
             notes.append(
                 f"confirmation skipped for {len(plan)} lost row(s): no baseline agent is "
                 "available (set baseline.agent); the gate used the main attempts only"

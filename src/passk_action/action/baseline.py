@@ -58,9 +58,10 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     rel = repo.relative(out)
     previous = previous_baseline(out)
     commit_sha = runtime.env.get("GITHUB_SHA") or repo.head_sha()
+    agent_config = config.require_agent("`mode: baseline`")
     agent = build_agent(
-        config.agent,
-        agent_env(runtime.env, inputs.token, config.agent),
+        agent_config,
+        agent_env(runtime.env, inputs.token, agent_config),
         concurrency=config.concurrency,
     )
     staging = out.with_name(out.name + ".recording.json")

@@ -59,7 +59,12 @@ def run_comparison(
     replay_candidate, replay_baseline = prior.replay_candidate, prior.replay_baseline
     recorded_candidate = None
     if inputs.candidate_run is not None:
-        if replay_candidate:
+        if config.agent is None:
+            # Nothing can run: the recorded run is the candidate, and gating it
+            # again gives the same verdicts (no agent is asked anything).
+            replay_candidate = replay_baseline = None
+            recorded_candidate = read_run(inputs.candidate_run)
+        elif replay_candidate:
             warn(
                 "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
                 "are reused, so a re-run cannot change the result"
@@ -82,24 +87,37 @@ def run_comparison(
                 stack.callback(close)
             return agent
 
-        candidate_agent = ReplayAgent(
-            config.agent.describe(), replay_candidate or (), lambda: built(config.agent)
+        # No `agent:` (a config that only gates recorded runs, e.g. imported
+        # ones): no agent to build, so confirmation is skipped and says so.
+        head_agent = config.agent
+        candidate_agent = (
+            ReplayAgent(head_agent.describe(), replay_candidate or (), lambda: built(head_agent))
+            if head_agent is not None
+            else None
         )
+        base_agent = base.config.agent
 
         def build_baseline() -> Agent:
             named = base.config.baseline.agent
             if named is not None:
                 return built(named)
+            assert base_agent is not None
             tree = stack.enter_context(repo.worktree(pr.base_sha))
-            return built(rebase_agent(base.config.agent, repo.root, tree))
+            return built(rebase_agent(base_agent, repo.root, tree))
 
-        base_agent_config = base.config.baseline.agent or base.config.agent
-        baseline_agent = ReplayAgent(
-            base_agent_config.describe(), replay_baseline or (), build_baseline
+        base_agent_config = base.config.baseline.agent or base_agent
+        baseline_agent = (
+            ReplayAgent(base_agent_config.describe(), replay_baseline or (), build_baseline)
+            if base_agent_config is not None
+            else None
         )
         agents: dict[Version, Agent] = {
-            Version.CANDIDATE: candidate_agent,
-            Version.BASELINE: baseline_agent,
+            version: agent
+            for version, agent in (
+                (Version.CANDIDATE, candidate_agent),
+                (Version.BASELINE, baseline_agent),
+            )
+            if agent is not None
         }
         session = Session(
             concurrency=config.concurrency,
@@ -125,10 +143,15 @@ def run_comparison(
             session,
         )
         for agent in (candidate_agent, baseline_agent):
-            if agent.build_error is not None:
+            if agent is not None and agent.build_error is not None:
                 raise agent.build_error
     record = prior.record
-    if replay_candidate and record is not None:
+    if (
+        replay_candidate
+        and record is not None
+        and candidate_agent is not None
+        and baseline_agent is not None
+    ):
         result = as_reused(result, candidate_agent, baseline_agent, record, pr.head_sha)
     # A failed record too large to hold its attempts stays failed on a re-run.
     stands = prior.matching and record is not None and record.candidate_attempts is None

@@ -68,6 +68,8 @@ def handle(args: argparse.Namespace) -> int:
                 hint="add baseline.agent, or record `agent` (the default)",
             )
         agent_config = config.baseline.agent
+    if agent_config is None:
+        agent_config = config.require_agent("`passk baseline`")
     # Record to a side file first: the committed baseline is replaced only
     # once the new run is complete and its ratchet computed.
     staging = out.with_name(out.name + ".recording.json")

@@ -53,6 +53,8 @@ def handle(args: argparse.Namespace) -> int:
                 hint="add baseline.agent with the command of the production version",
             )
         agent_config = config.baseline.agent
+    if agent_config is None:
+        agent_config = config.require_agent("`passk run`")
     shard = parse_shard(args.shard) if args.shard is not None else None
     rows = inputs.dataset.rows if shard is None else shard_rows(inputs.dataset.rows, shard)
     run = record_agent_run(inputs, rows, agent_config, args, Path(args.out), version=version)

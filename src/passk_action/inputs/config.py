@@ -305,7 +305,8 @@ class Config:
     k: int
     concurrency: int
     scoring: Scoring
-    agent: AgentConfig
+    agent: AgentConfig | None
+    """None when passk.yml names no agent: it then only gates recorded runs."""
     baseline: BaselineConfig
     confirm: ConfirmConfig
     must_not_break_tags: tuple[str, ...]
@@ -316,6 +317,18 @@ class Config:
     def settings(self) -> EvalSettings:
         """What pins a recorded run besides the dataset."""
         return EvalSettings(k=self.k, scoring=self.scoring)
+
+    def require_agent(self, purpose: str) -> AgentConfig:
+        """The agent, or a one-line error saying that ``purpose`` needs one."""
+        if self.agent is None:
+            raise ConfigError(
+                f"{purpose} needs an agent, and the config has no `agent:`",
+                where=f"{self.path}: agent",
+                hint='add `agent: {command: ["python3", "agent.py"]}` '
+                "(without one, passk only gates recorded runs: "
+                "`passk compare --baseline A --candidate B`)",
+            )
+        return self.agent
 
 
 @dataclass(frozen=True)
@@ -472,7 +485,7 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
     """Build the dataclasses from a schema-valid document, filling in defaults."""
     name = str(path)
     base = path.parent
-    agent = _build_agent(doc["agent"], base, name, "agent")
+    agent = _build_agent(doc["agent"], base, name, "agent") if "agent" in doc else None
     baseline_doc = doc.get("baseline", {})
     baseline_agent = baseline_doc.get("agent")
     retry_doc = doc.get("retry", {})

@@ -35,6 +35,7 @@ from ..core.uncertainty import (
     VersionAnalysis,
     analyze,
     analyze_run,
+    pass_curve,
     power_analysis,
 )
 from .charts import (
@@ -261,6 +262,8 @@ def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
         "**Errors by reason:** "
         + (counts_text(view.errors_by_reason.items()) if view.errors_by_reason else "none"),
     ]
+
+    lines += _imported_lines(run, view.summaries)
 
     shaky = sorted(
         (s for s in view.summaries if s.row_class is not RowClass.STABLE_CORRECT),
@@ -665,6 +668,35 @@ def interval_line(analysis: Analysis) -> str:
         f"candidate {interval_text(cand.accuracy)} · pass^k baseline "
         f"{interval_text(base.pass_k)}, candidate {interval_text(cand.pass_k)}."
     )
+
+
+def _imported_lines(run: Run, summaries: Sequence[RowSummary]) -> list[str]:
+    """What an imported run's harness user looks for: pass^1 … pass^k, and what was left out.
+
+    pass^j is the mean over rows of C(c, j)/C(n, j), as in the tau-bench
+    paper's table (see :func:`~passk_action.core.uncertainty.pass_curve`).
+    """
+    info = run.imported
+    if info is None:
+        return []
+    k = run.settings.k
+    curve = pass_curve([(s.valid, s.correct) for s in summaries], max_j=k)
+    left_out = (
+        " · ".join(f"{inline(reason, ID_LEN)} {n}" for reason, n in info.left_out)
+        if info.left_out
+        else "nothing"
+    )
+    return [
+        "",
+        f"## Imported from {inline(info.source, VALUE_LEN)}",
+        "",
+        f"- **Errored trials:** {inline(info.convention, DETAIL_LEN)}",
+        f"- **Left out:** {left_out}",
+        "",
+        "| " + " | ".join(f"pass^{p.j}" for p in curve.points) + " |",
+        "|" + "---:|" * len(curve.points),
+        "| " + " | ".join(percent(p.pass_hat) for p in curve.points) + " |",
+    ]
 
 
 def curve_points(analysis: Analysis) -> int:
