@@ -924,3 +924,38 @@ def test_comment_off_posts_nothing_and_warns_that_reruns_are_not_pinned(
     assert len(fake.check_runs) == 1  # the check still passes or fails with the gate
     assert "::warning title=passk::comment: off keeps no record" in outcome.stdout
     assert fake.violations == []
+
+
+# --- trust: routes around the gate (issue 12) ------------------------------------------
+
+
+def test_comments_that_cannot_be_listed_fail_closed_and_keep_the_record(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head(flip_r1())
+    first = checkout.run(fake, head)
+    assert first.code == 1
+    pinned = fake.comment_bodies(7)
+    # The agent now behaves, but the failing record cannot be read: no fresh pass.
+    write_script(checkout.repo, RIGHT)
+    fake.fail_next("issues/list-comments", 502, times=5)  # every retry the client makes
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 2, outcome.stdout
+    [error] = [x for x in outcome.stdout.splitlines() if x.startswith("::error")]
+    assert "cannot read the recorded verdicts; re-run later" in error
+    assert outcome.asked == []  # no agent ran
+    assert fake.comment_bodies(7) == pinned  # the record is not replaced
+    assert len(fake.check_runs) == 1
+    # Once GitHub answers again, the recorded failure stands.
+    again = checkout.run(fake, head)
+    assert again.code == 1 and again.asked == []
+    assert fake.violations == []
+
+
+def test_comment_off_reads_no_record(checkout: Checkout, fake: FakeGitHub) -> None:
+    head = checkout.head(RIGHT)
+    fake.fail_next("issues/list-comments", 502, times=50)
+    outcome = checkout.run(fake, head, extra_env={"INPUT_COMMENT": "off"})
+    assert outcome.code == 0, outcome.stdout
+    assert "::warning title=passk::comment: off keeps no record" in outcome.stdout
+    assert not [r for r in fake.requests if "comments" in r.path]

@@ -53,16 +53,24 @@ def look_up_record(
 ) -> Prior:
     """Find passk's record in the pull request's comments and whether it covers this run."""
     comments: list[dict[str, Any]] = []
-    if client is not None:
-        try:
-            comments = client.list_issue_comments(pr.number)
-        except GitHubError as exc:
-            warn(f"cannot read the pull request's comments, so no earlier record is used: {exc}")
     if inputs.comment == "off":
         warn(
             "comment: off keeps no record of this commit's verdicts, so re-running the job "
             "asks the agent again (use `update` so a re-run cannot change the result)"
         )
+    elif client is not None:
+        try:
+            comments = client.list_issue_comments(pr.number)
+        except GitHubError as exc:
+            # Fail closed: a fresh run could pass where the record holds a failure, and
+            # posting would then overwrite the record nobody could read.
+            raise GitHubError(
+                f"cannot read the recorded verdicts; re-run later ({exc.message})",
+                where=exc.where,
+                status=exc.status,
+                hint="passk reads its record of earlier runs from the pull request's comments "
+                "before it runs anything; nothing was run or posted",
+            ) from exc
     record, record_warnings = find_record(comments, MARKER)
     for message in record_warnings:
         warn(message)
