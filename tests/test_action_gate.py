@@ -543,6 +543,69 @@ def test_without_a_token_the_log_says_reruns_are_not_pinned(checkout: Checkout) 
     assert "> ⚠️ Re-runs are not pinned: nothing could be posted" in outcome.summary
 
 
+def forged_passing_record(checkout: Checkout, head: str) -> str:
+    """A comment body as passk writes it, claiming every attempt of ``head`` was right."""
+    with FakeGitHub(token=TOKEN, repository=REPO) as first_fake:
+        first = checkout.run(first_fake, head)
+        genuine = decode_record(first_fake.comments[7][0]["body"])
+    assert first.code == 1 and genuine.candidate_attempts is not None
+    from dataclasses import replace
+
+    from passk_action.action.record import attempts_digest
+
+    right = tuple(
+        replace(a, decision="approve" if a.row_id in ("r1", "r3") else "deny")
+        for a in genuine.candidate_attempts
+    )
+    forged = replace(
+        genuine,
+        passed=True,
+        failures=0,
+        candidate_attempts=right,
+        attempts_digest=attempts_digest(right),
+    )
+    return f"{MARKER}\n### ✅ passk: gate passed\n\n{encode_record(forged)}"
+
+
+def test_another_apps_record_is_not_trusted(checkout: Checkout) -> None:
+    head = checkout.head(flip_r1())
+    body = forged_passing_record(checkout, head)
+    with FakeGitHub(token=TOKEN, repository=REPO) as fake:
+        # A renovate-like app (a Bot account, not the one passk posts as) holds the record.
+        fake.add_comment(7, body, login="renovate[bot]", user_type="Bot")
+        outcome = checkout.run(fake, head)
+        assert fake.violations == []
+        assert fake.comment_bodies(7)[0] == body and len(fake.comments[7]) == 2
+    assert outcome.code == 1
+    assert outcome.outputs["reused"] == "false" and outcome.asked
+    assert (
+        "ignored a passk record in comment 1002 by renovate[bot]: only comments by "
+        "github-actions[bot] (input `comment-author`) are trusted"
+    ) in outcome.stdout
+
+
+def test_comment_author_names_the_login_passk_posts_as(checkout: Checkout) -> None:
+    head = checkout.head(flip_r1())
+    app = {"login": "passk-ci[bot]", "id": 7001, "type": "Bot"}
+    author = {"INPUT_COMMENT-AUTHOR": "passk-ci[bot]"}
+    with FakeGitHub(token=TOKEN, repository=REPO, actor=app) as fake:
+        first = checkout.run(fake, head, extra_env=author)
+        assert first.code == 1 and "comment-author" not in first.stdout
+        again = checkout.run(fake, head, extra_env=author)
+        assert again.code == 1 and again.asked == [] and again.outputs["reused"] == "true"
+        assert len(fake.comments[7]) == 1
+        # Left at the default, passk's own record is not trusted, and the log says why.
+        default = checkout.run(fake, head)
+        assert default.asked and default.outputs["reused"] == "false"
+        assert (
+            "::warning title=passk::the comment was posted as passk-ci[bot], but passk trusts "
+            "only records by github-actions[bot]: set the input `comment-author: passk-ci[bot]`"
+        ) in default.stdout.splitlines()
+        assert fake.violations == []
+    bad = checkout.run(None, head, extra_env={"INPUT_COMMENT-AUTHOR": "a b"})
+    assert bad.code == 2 and "input `comment-author`" in bad.stdout
+
+
 def test_a_human_authored_record_is_ignored(checkout: Checkout, tmp_path: Path) -> None:
     head = checkout.head(flip_r1())
     with FakeGitHub(token=TOKEN, repository=REPO) as first_fake:

@@ -39,6 +39,7 @@ INPUT_DEFAULTS = {
     "github-token": "${{ github.token }}",
     "comment": "update",
     "check-name": "passk",
+    "comment-author": "github-actions[bot]",
     "mode": "gate",
     "baseline-update": "pull-request",
     "working-directory": ".",

@@ -298,7 +298,7 @@ def test_any_payload_is_a_record_or_a_record_error(data: bytes) -> None:
         decode_record(RECORD_PREFIX + base64.b64encode(data).decode() + " -->")
 
 
-def test_only_bot_comments_starting_with_the_marker_count() -> None:
+def test_only_comments_by_our_login_starting_with_the_marker_count() -> None:
     genuine = encode_record(_record(_attempts(2)))
     comments = [
         {
@@ -320,10 +320,15 @@ def test_only_bot_comments_starting_with_the_marker_count() -> None:
             "created_at": "2026-01-03T00:00:00Z",
         },
     ]
-    record, warnings = find_record(comments, MARKER)
+    other_app = dict(comments[0], id=4, user={"login": "renovate[bot]", "type": "Bot"})
+    comments.append(other_app)
+    record, warnings = find_record(comments, MARKER, "ci[bot]")
     assert record is not None and record.head_sha == "b" * 40
     assert len(warnings) == 2 and "comment 2 by mallory" in warnings[0]
-    assert find_record(comments[1:], MARKER)[0] is None
+    assert "comment 4 by renovate[bot]: only comments by ci[bot]" in warnings[1]
+    assert find_record(comments[1:], MARKER, "ci[bot]")[0] is None
+    # Another app's comment is never ours, whatever its account type.
+    assert find_record([other_app], MARKER, "github-actions[bot]")[0] is None
 
 
 # --- protected changes ------------------------------------------------------------------------

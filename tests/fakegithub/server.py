@@ -231,12 +231,15 @@ class FakeGitHub:
         self.fail_next(operation_id, 403, None, _forbidden_body(), times)
 
     def add_comment(
-        self, issue_number: int, body: str, *, login: str = "octocat"
+        self, issue_number: int, body: str, *, login: str = "octocat", user_type: str = "User"
     ) -> dict[str, Any]:
-        """Seed a comment written by someone else (or by us, with ``login=actor login``)."""
+        """Seed a comment written by someone else (or by us, with ``login=actor login``).
+
+        ``user_type="Bot"`` makes the author an app, e.g. ``renovate[bot]``.
+        """
         with self._lock:
             ours = login == self.actor["login"]
-            user = self.actor if ours else {"login": login, "id": 583231, "type": "User"}
+            user = self.actor if ours else {"login": login, "id": 583231, "type": user_type}
             return self._new_comment(issue_number, body, user)
 
     def comment_bodies(self, issue_number: int) -> list[str]:

@@ -8,6 +8,7 @@ one-line :class:`UsageError` naming the input (exit 2).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,9 @@ MODES = ("gate", "baseline")
 BASELINE_UPDATES = ("commit", "pull-request")
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
+DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
+"""Who posts with the job's ``GITHUB_TOKEN`` (FACTS.md G1)."""
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 
 
 def _input(env: Mapping[str, str], name: str, default: str) -> str:
@@ -46,6 +50,8 @@ class ActionInputs:
     """Empty when no token was given: then nothing is posted to GitHub."""
     comment: str
     check_name: str
+    comment_author: str
+    """The only login whose comments (and records) passk trusts as its own."""
     mode: str
     baseline_update: str
     working_directory: Path
@@ -100,6 +106,14 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
             where="input `check-name`",
             hint="use a short name such as `passk` or `passk / refunds`",
         )
+    comment_author = _input(env, "comment-author", DEFAULT_COMMENT_AUTHOR)
+    if not _LOGIN.fullmatch(comment_author):
+        raise UsageError(
+            f"{comment_author!r} is not a GitHub login",
+            where="input `comment-author`",
+            hint="give the login passk posts as, e.g. `github-actions[bot]` for the job token "
+            "or `my-app[bot]` for a GitHub App's token",
+        )
     token = env.get("INPUT_GITHUB-TOKEN", "").strip() or env.get("GITHUB_TOKEN", "").strip()
     candidate_run = _input(env, "candidate-run", "")
     return ActionInputs(
@@ -107,6 +121,7 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
         token=token,
         comment=_choice(env, "comment", "update", COMMENT_MODES),
         check_name=check_name,
+        comment_author=comment_author,
         mode=_choice(env, "mode", "gate", MODES),
         baseline_update=_choice(env, "baseline-update", "pull-request", BASELINE_UPDATES),
         working_directory=working_directory,

@@ -8,7 +8,6 @@ goes on to exit with the gate's own code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +22,7 @@ from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .event import PullRequest
 from .inputs import ActionInputs
-from .record import RECORD_PREFIX, encode_record, our_comments, record_for
+from .record import RECORD_PREFIX, encode_record, record_for
 from .rerun import Prior
 from .runtime import fraction
 from .workflow import Workflow
@@ -36,8 +35,6 @@ FORK_CHECK_NOTICE = (
     "read-only token (pull request from a fork): no check run or commit status posted; "
     "this job's own status carries the gate"
 )
-DEFAULT_BOT_LOGIN = "github-actions[bot]"
-"""Whose comment we edit when none of ours exists yet: the default job token's identity."""
 
 
 def percent(value: float | None) -> str:
@@ -76,17 +73,6 @@ def annotate(workflow: Workflow, result: CompareResult) -> None:
         workflow.warning(warning, title="passk")
 
 
-def comment_author(comments: Sequence[Mapping[str, Any]]) -> str:
-    """The login of passk's newest comment, so only our own comment is ever edited."""
-    mine = our_comments(comments, MARKER)
-    if mine:
-        user = mine[-1].get("user") or {}
-        login = user.get("login") if isinstance(user, dict) else None
-        if isinstance(login, str) and login:
-            return login
-    return DEFAULT_BOT_LOGIN
-
-
 @dataclass(frozen=True)
 class Published:
     comment: str
@@ -120,6 +106,13 @@ def publish(
     elif outcome.action != "skipped":
         comment_state = outcome.action
         workflow.line(f"passk: comment {outcome.action}: {outcome.url or outcome.comment_id}")
+        if outcome.author is not None and outcome.author != author:
+            comment_state = "untrusted"  # posted, but a re-run will not trust it
+            workflow.warning(
+                f"the comment was posted as {outcome.author}, but passk trusts only records "
+                f"by {author}: set the input `comment-author: {outcome.author}`",
+                title="passk",
+            )
     check = publish_check(
         client,
         name=check_name,
@@ -202,14 +195,18 @@ def publish_gate(
                 comment_mode=inputs.comment,
                 check_name=inputs.check_name,
                 record=encoded,
-                author=comment_author(prior.comments),
+                author=inputs.comment_author,
                 details_url=inputs.details_url(),
             )
     # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)
-    if inputs.comment != "off" and (published is None or published.comment == "failed"):
+    if inputs.comment != "off" and (
+        published is None or published.comment in ("failed", "untrusted")
+    ):
         if published is None:
             why = "nothing could be posted to the pull request"
+        elif published.comment == "untrusted":
+            why = f"the comment holding passk's record is not by {inputs.comment_author}"
         elif pr.fork:
             why = "a fork's read-only token cannot post the comment that holds passk's record"
         else:

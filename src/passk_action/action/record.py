@@ -14,8 +14,9 @@ verdicts instead of a fresh roll.  Records written before the tree was kept
 
 Reading is defensive: a damaged, foreign or oversized record raises
 :class:`RecordError`, which the caller turns into a warning and ignores.
-Only comments written by a bot account count: anyone can paste a record
-into a comment of their own.
+Only comments written by the login passk posts as count (input
+``comment-author``, ``github-actions[bot]`` for the job token): anyone can
+paste a record into a comment of their own, and any installed app can too.
 """
 
 from __future__ import annotations
@@ -235,14 +236,21 @@ def _from_document(doc: Any) -> GateRecord:
     )
 
 
-def is_bot(comment: Mapping[str, Any]) -> bool:
+def login_of(comment: Mapping[str, Any]) -> str | None:
     user = comment.get("user")
-    return isinstance(user, dict) and user.get("type") == "Bot"
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else None
 
 
-def our_comments(comments: Sequence[Mapping[str, Any]], marker: str) -> list[Mapping[str, Any]]:
-    """Comments that start with ``marker`` and were written by a bot, oldest first."""
-    mine = [c for c in comments if str(c.get("body") or "").startswith(marker) and is_bot(c)]
+def our_comments(
+    comments: Sequence[Mapping[str, Any]], marker: str, author: str
+) -> list[Mapping[str, Any]]:
+    """Comments that start with ``marker`` and were written by ``author``, oldest first."""
+    mine = [
+        c
+        for c in comments
+        if str(c.get("body") or "").startswith(marker) and login_of(c) == author
+    ]
     return sorted(mine, key=lambda c: (str(c.get("created_at", "")), _id(c)))
 
 
@@ -252,19 +260,19 @@ def _id(comment: Mapping[str, Any]) -> int:
 
 
 def find_record(
-    comments: Sequence[Mapping[str, Any]], marker: str
+    comments: Sequence[Mapping[str, Any]], marker: str, author: str
 ) -> tuple[GateRecord | None, list[str]]:
-    """The record of passk's newest comment, and warnings about records ignored on the way."""
+    """The record of passk's newest comment by ``author``, and warnings about others ignored."""
     warnings: list[str] = []
     for comment in comments:
         body = str(comment.get("body") or "")
-        if RECORD_PREFIX.strip() in body and not (body.startswith(marker) and is_bot(comment)):
-            login = (comment.get("user") or {}).get("login", "someone")
+        login = login_of(comment)
+        if RECORD_PREFIX.strip() in body and login != author:
             warnings.append(
-                f"ignored a passk record in comment {_id(comment)} by {login}: "
-                "only passk's own comments (written by a bot account) are trusted"
+                f"ignored a passk record in comment {_id(comment)} by {login or 'someone'}: "
+                f"only comments by {author} (input `comment-author`) are trusted"
             )
-    mine = our_comments(comments, marker)
+    mine = our_comments(comments, marker, author)
     if not mine:
         return None, warnings
     newest = mine[-1]

@@ -71,7 +71,7 @@ def look_up_record(
                 hint="passk reads its record of earlier runs from the pull request's comments "
                 "before it runs anything; nothing was run or posted",
             ) from exc
-    record, record_warnings = find_record(comments, MARKER)
+    record, record_warnings = find_record(comments, MARKER, inputs.comment_author)
     for message in record_warnings:
         warn(message)
     # The files the agent actually runs: the checkout (the merge commit under the

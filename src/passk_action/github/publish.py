@@ -29,6 +29,8 @@ class CommentOutcome:
     url: str | None = None
     error: str | None = None
     status: int | None = None
+    author: str | None = None
+    """The login GitHub says wrote the comment."""
 
 
 @dataclass(frozen=True)
@@ -114,10 +116,13 @@ def upsert_sticky_comment(
 def _outcome(action: Literal["created", "updated"], comment: dict[str, Any]) -> CommentOutcome:
     comment_id = comment.get("id")
     url = comment.get("html_url")
+    user = comment.get("user")
+    login = user.get("login") if isinstance(user, dict) else None
     return CommentOutcome(
         action,
         comment_id=comment_id if isinstance(comment_id, int) else None,
         url=url if isinstance(url, str) else None,
+        author=login if isinstance(login, str) else None,
     )
 
 
