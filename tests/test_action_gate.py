@@ -299,7 +299,7 @@ def test_first_run_posts_one_comment_and_one_check(checkout: Checkout, fake: Fak
     assert len(fake.check_runs) == 1
     check = fake.check_runs[0]
     assert (check["name"], check["head_sha"], check["conclusion"]) == ("passk", head, "success")
-    assert check["output"]["title"] == "passk: gate passed — pass^k 100.0% (was 100.0%)"
+    assert check["output"]["title"] == "passed: 0 gained, 0 lost"
     assert "passk:record" not in check["output"]["summary"]
     assert "# ✅ passk: gate passed" in outcome.summary
     result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
@@ -317,7 +317,7 @@ def test_new_head_updates_the_same_comment(checkout: Checkout, fake: FakeGitHub)
     second = checkout.run(fake, head, extra_env={"INPUT_COMMENT": ""})  # blank: the default
     assert second.code == 1
     assert len(fake.comments[7]) == 1 and fake.comments[7][0]["id"] == comment_id
-    assert "gate failed" in fake.comments[7][0]["body"]
+    assert "### ❌ passk: 1 must-not-break row broke: `r1`" in fake.comments[7][0]["body"]
     assert decode_record(fake.comments[7][0]["body"]).head_sha == head
     assert [c["conclusion"] for c in fake.check_runs] == ["success", "failure"]
     assert second.outputs["passed"] == "false" and second.outputs["lost"] == "1"
@@ -342,7 +342,7 @@ def test_rerun_on_the_same_head_replays_the_record(checkout: Checkout, fake: Fak
     assert first_result["reused"] is True
     assert first_result["gate"]["failures"][0]["id"] == "r1"
     body = fake.comments[7][0]["body"]
-    assert "reused recorded verdicts for this commit" in body
+    assert "Re-run of the same commit: the verdicts recorded by the first run were replayed" in body
     assert len(fake.comments[7]) == 1
     assert fake.violations == []
     assert_token_never_leaked(checkout, fake, first, again)
@@ -464,7 +464,7 @@ def test_forbidden_check_run_falls_back_to_a_commit_status(
     assert fake.check_runs == []
     [status] = fake.statuses[head]
     assert (status["state"], status["context"]) == ("failure", "passk")
-    assert status["description"].startswith("passk: gate failed")
+    assert status["description"] == "1 must-not-break row broke: r1"
     assert len(fake.comments[7]) == 1
     assert fake.violations == []
 

@@ -25,7 +25,8 @@ from passk_action.report.charts import (
     transition_counts,
     xml_text,
 )
-from passk_action.report.markdown import noise_sentence, render_comment
+from passk_action.report.comment import render_comment
+from passk_action.report.markdown import noise_sentence
 from test_render import MARKER, RECORD, failed_scenario, many_lost_rows
 
 SVG = "{http://www.w3.org/2000/svg}"

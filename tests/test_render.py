@@ -14,7 +14,9 @@ then read the diff of ``tests/golden/render/`` before committing it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,12 @@ from passk_action.core.model import (
 )
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.core.uncertainty import Power, analyze, analyze_run, power_analysis
+from passk_action.report.comment import (
+    CommentContext,
+    check_title,
+    render_agent_failure_comment,
+    render_comment,
+)
 from passk_action.report.html import render_html_report
 from passk_action.report.markdown import (
     STATISTICS_TITLE,
@@ -42,7 +50,6 @@ from passk_action.report.markdown import (
     points,
     power_text,
     ranked_counts,
-    render_comment,
     render_compare_report,
     render_run_report,
     run_report_json,
@@ -372,11 +379,141 @@ def test_compare_report_golden(name: str) -> None:
     assert_golden(f"compare_{name}.md", render_compare_report(SCENARIOS[name]()))
 
 
+# The pull request around a comment: what the action knows besides the result.
+PR_CONTEXT = CommentContext(
+    head_sha="0123abcdef9988776655443322110000ffffeeee",
+    base_sha="9f8e7d6c5b4a39281706f5e4d3c2b1a098765432",
+    config="passk.yml",
+    inputs={
+        "refund-001": {
+            "order_id": "A-1001",
+            "amount": 120.5,
+            "days_since_purchase": 12,
+            "reason": "arrived broken, photo attached",
+        },
+        "refund-003": "I want my money back for order A-1003, it never arrived.",
+        "refund-004": {"order_id": "A-1004", "amount": 15, "days_since_purchase": 2},
+    },
+    allow_label="passk: allow protected change",
+    result_path=".passk/result.json",
+    details_url="https://github.com/o/r/actions/runs/42",
+)
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_comment_golden(name: str) -> None:
-    url = "https://github.com/o/r/actions/runs/42" if name == "passed" else None
-    text = render_comment(SCENARIOS[name](), marker=MARKER, record=RECORD, details_url=url)
+    context = None if name == "hostile" else PR_CONTEXT
+    text = render_comment(SCENARIOS[name](), marker=MARKER, record=RECORD, context=context)
     assert_golden(f"comment_{name}.md", text)
+
+
+def protected_scenario() -> CompareResult:
+    """Every row holds, but the pull request relabels a must-not-break row without the label."""
+    rows = [row("claim-a", "pay", mnb=True), row("claim-b", "reject")]
+    base = Attempts().ok("claim-a", "pay", times=3).ok("claim-b", "reject", times=3)
+    cand = Attempts().ok("claim-a", "pay", times=3).ok("claim-b", "reject", times=3)
+    return compare(
+        rows,
+        make_run(Version.BASELINE, rows, base, "claims agent v1", "1111111111aa"),
+        make_run(Version.CANDIDATE, rows, cand, "claims agent v2", "2222222222bb"),
+        protected=[
+            ProtectedChange(
+                "must-not-break-row-relabeled",
+                "must-not-break row's expected label changes from 'pay' to 'reject'",
+                "claim-a",
+            )
+        ],
+        executions=Executions(candidate=6, naive=12),
+    )
+
+
+def test_comment_golden_protected_change() -> None:
+    result = protected_scenario()
+    text = render_comment(result, marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    assert_golden("comment_protected.md", text)
+    assert "adds the label `passk: allow protected change`" in text
+
+
+def test_comment_golden_rerun_replay() -> None:
+    """A re-run of a failing commit replays the recorded verdicts, and says so first."""
+    result = replace(failed_scenario(), reused=True, executions=Executions(naive=62))
+    text = render_comment(result, marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    assert_golden("comment_rerun.md", text)
+    assert text.splitlines()[3].startswith("Re-run of the same commit")
+
+
+def test_comment_golden_two_steps_in_one_workflow() -> None:
+    """Two passk steps, two comments: each keyed by its own marker, each naming its step."""
+    first = render_comment(
+        failed_scenario(),
+        marker="<!-- passk:sticky-comment refunds -->",
+        record=RECORD,
+        context=replace(PR_CONTEXT, step="refunds (passk.yml)", config="passk.yml"),
+    )
+    second = render_comment(
+        passed_scenario(),
+        marker="<!-- passk:sticky-comment claims -->",
+        record=RECORD,
+        context=replace(PR_CONTEXT, step="claims (claims/passk.yml)", config="claims/passk.yml"),
+    )
+    assert_golden("comment_two_steps.md", first + "\n\n" + second + "\n")
+    assert first.splitlines()[1].startswith("### ❌ passk · refunds (passk.yml): ")
+    assert second.splitlines()[1].startswith("### ✅ passk · claims (claims/passk.yml): ")
+
+
+def test_comment_golden_agent_could_not_run() -> None:
+    text = render_agent_failure_comment(
+        version="candidate",
+        reason="setup command `pip install -r requirements.txt` exited with status 1",
+        stderr_tail=(
+            "Collecting openai==9.9.9\n"
+            "ERROR: Could not find a version that satisfies the requirement openai==9.9.9\n"
+            "ERROR: No matching distribution found for openai==9.9.9"
+        ),
+        hint="fix the setup command in passk.yml (agent.setup), or pin a version that exists",
+        marker=MARKER,
+        record=RECORD,
+        context=PR_CONTEXT,
+    )
+    assert_golden("comment_agent_failed.md", text)
+
+
+def test_check_titles_name_the_reason() -> None:
+    assert check_title(failed_scenario()) == (
+        "1 must-not-break row broke: refund-001 · 1 must-not-break row got too few answers: "
+        "refund-003 · 1 ratchet-locked row broke: refund-004"
+    )
+    assert check_title(passed_scenario()) == "passed: 1 gained, 0 lost"
+    assert check_title(protected_scenario()) == ("1 protected change not allowed by label: claim-a")
+    assert check_title(many_lost_rows(10)) == (
+        "5 must-not-break rows broke: "
+        + ", ".join(f"row-{i:05d}-" + "x" * 29 + "…" for i in (0, 2, 4))
+        + " +2 more"
+    )
+
+
+def test_the_first_blocking_row_comes_before_the_numbers_on_the_first_screen() -> None:
+    """Rendered as GitHub renders it: the reviewer sees what blocks before any number."""
+    text = render_comment(failed_scenario(), marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    html = gfm().render(text)
+    lines = [line for line in html.splitlines() if line.strip()]
+    first_row = next(i for i, line in enumerate(lines) if "refund-001" in line)
+    table = next(i for i, line in enumerate(lines) if line.startswith("<table>"))
+    assert first_row < table
+    assert first_row < 25
+    # Each blocking row is shown once in full (the verdict line names it too).
+    assert text.count("**`refund-001`**") == 1
+    assert html.count("refund-001") == 2
+
+
+def test_the_passing_comment_is_short() -> None:
+    text = render_comment(passed_scenario(), marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    # What shows with every <details> closed: the verdict, the re-run line, the allowed
+    # protected change, the numbers (five table lines), the rows and the version.
+    visible = re.sub(r"<details>.*?</details>", "", text, flags=re.S)
+    shown = [line for line in visible.splitlines() if line.strip()]
+    assert len(shown) == 13, shown
+    assert len(visible) < 1000
 
 
 @pytest.mark.parametrize("name", ["failed", "hostile"])
@@ -578,12 +715,12 @@ def test_a_huge_comment_is_trimmed_under_the_limit_keeping_what_matters() -> Non
     assert len(text) <= limit
     assert text.startswith(MARKER + "\n") and text.endswith("\n" + RECORD)
     assert text.count(MARKER) == 1 and text.count(RECORD) == 1
-    assert "### ❌ passk: gate failed: 2500 failures (2500 must-not-break)" in text
+    assert "### ❌ passk: 2500 must-not-break rows broke: `row-00000-" in text
     assert "| baseline | 100.0% | 100.0% | 0.0% |" in text
     assert "| candidate | 66.7% | 0.0% | 100.0% |" in text
-    assert "| change | -33.3 pts | -100.0 pts | +100.0 pts |" in text
-    assert "5000 lost" in text
-    assert "- … and 2470 more" in text  # gate reasons capped, the count exact
+    assert "| change | -33.3 pts **worse** | -100.0 pts **worse** | +100.0 pts **worse** |" in text
+    assert "5000 lost (2500 blocking)" in text
+    assert "<summary>More blocking reasons (2490)</summary>" in text  # the count exact
     assert "full report in the job summary" in text
     # The full report keeps the exact counts too.
     report = render_compare_report(result)
@@ -674,6 +811,4 @@ def test_an_empty_run_reports_undefined_numbers_as_na() -> None:
     result = compare([], empty, make_run(Version.CANDIDATE, [], Attempts(), "c", None))
     comment = render_comment(result, marker=MARKER, record=RECORD)
     assert "| change | n/a | n/a | n/a |" in comment.splitlines()
-    assert comment.splitlines()[1] == (
-        "### ✅ passk: gate passed: 0 confirmed regressions · 0 gained · 0 lost"
-    )
+    assert comment.splitlines()[1] == "### ✅ passk: passed: 0 gained, 0 lost"

@@ -14,7 +14,7 @@ from .comparison import run_comparison
 from .event import pull_request_from, read_payload
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
-from .publish import publish_gate
+from .publish import Where, publish_gate
 from .rerun import look_up_record
 from .runtime import Runtime
 from .trusted import trusted_inputs
@@ -75,4 +75,12 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     client = github_client(inputs, runtime)
     prior = look_up_record(client, repo, inputs, pr, trusted, warn)
     result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
-    return publish_gate(result, inputs, workflow, client, pr, prior, trusted.baseline_run)
+    where = Where(
+        dataset=trusted.dataset,
+        dataset_path=repo.relative(trusted.config.dataset),
+        config_path=inputs.config,
+        allow_label=trusted.config.gate.allow_label,
+    )
+    return publish_gate(
+        result, inputs, workflow, client, pr, prior, trusted.baseline_run, where=where
+    )

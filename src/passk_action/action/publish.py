@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.diff import Confirmation
-from ..core.model import Run
+from ..core.model import Dataset, Run
 from ..core.result import CompareResult
 from ..errors import EXIT_GATE_FAILED, EXIT_OK
 from ..github.client import GitHubClient
 from ..github.publish import MARKER, publish_check, upsert_sticky_comment
-from ..report.markdown import render_comment, render_compare_report
+from ..report.comment import CommentContext, check_title, render_comment
+from ..report.markdown import render_compare_report
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .event import PullRequest
@@ -35,20 +36,6 @@ FORK_CHECK_NOTICE = (
     "read-only token (pull request from a fork): no check run or commit status posted; "
     "this job's own status carries the gate"
 )
-
-
-def percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
-def check_title(result: CompareResult) -> str:
-    """E.g. ``passk: gate passed — pass^k 86.2% (was 72.3%)``."""
-    cmp = result.comparison
-    verdict = "gate passed" if result.gate.passed else "gate failed"
-    return (
-        f"passk: {verdict} — pass^k {percent(cmp.candidate_metrics.pass_k)} "
-        f"(was {percent(cmp.baseline_metrics.pass_k)})"
-    )
 
 
 def without_record(body: str) -> str:
@@ -92,9 +79,12 @@ def publish(
     record: str,
     author: str,
     details_url: str | None,
+    context: CommentContext | None = None,
 ) -> Published:
     """Post the sticky comment and the check; report refusals as warnings, never raise."""
-    body = render_comment(result, marker=MARKER, record=record, details_url=details_url)
+    body = render_comment(
+        result, marker=MARKER, record=record, details_url=details_url, context=context
+    )
     comment_state = "skipped"
     outcome = upsert_sticky_comment(client, pr_number, body, comment_mode, author=author)
     if outcome.action == "failed":
@@ -136,6 +126,31 @@ def publish(
     return Published(comment=comment_state, check=check.used)
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where the gated rows and the config are, as the repository names them."""
+
+    dataset: Dataset
+    dataset_path: str
+    """The dataset file relative to the repository root (for annotations)."""
+    config_path: str
+    """The config relative to the working directory (for ``passk compare --config``)."""
+    allow_label: str | None
+
+
+def comment_context(inputs: ActionInputs, pr: PullRequest, where: Where | None) -> CommentContext:
+    """What the comment needs besides the result: commits, row inputs, the label, the paths."""
+    return CommentContext(
+        head_sha=pr.head_sha,
+        base_sha=pr.base_sha,
+        config=where.config_path if where else inputs.config,
+        inputs={r.id: r.input for r in where.dataset.rows} if where else {},
+        allow_label=where.allow_label if where else None,
+        result_path=RESULT_PATH,
+        details_url=inputs.details_url(),
+    )
+
+
 # -- phase 4 of gate mode: the result file, the job summary, the comment and the check ----
 
 RESULT_PATH = ".passk/result.json"
@@ -154,8 +169,14 @@ def publish_gate(
     pr: PullRequest,
     prior: Prior,
     committed_baseline: Run,
+    *,
+    where: Where | None = None,
 ) -> int:
-    """Write, summarise and post the result; the exit code is the gate's, whatever GitHub says."""
+    """Write, summarise and post the result; the exit code is the gate's, whatever GitHub says.
+
+    ``where`` says where the rows and the config live, for the comment's inputs and
+    "what next" (without it the comment leaves them out).
+    """
 
     def warn(message: str) -> None:
         workflow.warning(message, title="passk")
@@ -197,6 +218,7 @@ def publish_gate(
                 record=encoded,
                 author=inputs.comment_author,
                 details_url=inputs.details_url(),
+                context=comment_context(inputs, pr, where),
             )
     # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)

@@ -1,4 +1,4 @@
-"""Markdown for people: the run report, the compare report and the sticky PR comment.
+"""Markdown for people: the run report and the compare report (the PR comment: :mod:`.comment`).
 
 Pure: a recorded run or a :class:`CompareResult` in, text out.  Every value
 that came from a user or an agent goes through :mod:`.escape` exactly once,
@@ -13,7 +13,6 @@ comment fits GitHub's size limit.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -47,7 +46,6 @@ from .charts import (
     transition_counts,
 )
 from .escape import block, code, inline
-from .fit import COMMENT_LIMIT
 
 ID_LEN = 80
 VALUE_LEN = 40
@@ -854,143 +852,3 @@ def render_compare_report(
     executions = _executions_text(result.executions, result.reused)
     lines += ["", "## Executions", "", executions[:1].upper() + executions[1:]]
     return "\n".join(lines) + "\n"
-
-
-# --- the sticky PR comment -----------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Budget:
-    """How much of each list a comment shows; tried from generous to minimal."""
-
-    items: int
-    gate: int
-    check_flips: bool
-
-
-_BUDGETS = (
-    _Budget(items=50, gate=30, check_flips=True),
-    _Budget(items=20, gate=30, check_flips=False),
-    _Budget(items=5, gate=30, check_flips=False),
-    _Budget(items=0, gate=30, check_flips=False),
-    _Budget(items=0, gate=10, check_flips=False),
-    _Budget(items=0, gate=3, check_flips=False),
-)
-
-_FOLD_OVER = 5
-"""Lists longer than this go inside a collapsed <details> block."""
-
-_SAFE_URL = re.compile(r"https://[^\s<>()\[\]`\"'\\]+")
-
-
-def _hidden_comment(value: str, name: str) -> None:
-    if not (value.startswith("<!--") and value.endswith("-->") and len(value) >= 7):
-        raise ValueError(f"{name} must be a hidden HTML comment '<!-- ... -->', got {value!r}")
-
-
-def _list_block(title: str, items: list[str], limit: int) -> tuple[list[str], bool]:
-    """A titled list, folded when long; returns the lines and whether it was cut."""
-    if not items:
-        return [], False
-    body = capped(items, limit)
-    cut = len(items) > limit
-    if len(items) > _FOLD_OVER:
-        return [
-            "",
-            f"<details><summary>{title} ({len(items)})</summary>",
-            "",
-            *body,
-            "",
-            "</details>",
-        ], cut
-    return ["", f"**{title} ({len(items)})**", "", *body], cut
-
-
-def _comment_body(
-    result: CompareResult,
-    s: _Sections,
-    budget: _Budget,
-    details_url: str | None,
-    analysis: Analysis,
-) -> list[str]:
-    cmp = result.comparison
-    lines = [f"### {verdict_line(result, s)}", ""]
-    lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=False)
-    lines += ["", noise_sentence(analysis.paired), "", interval_line(analysis)]
-    lines += _curve_lines(analysis) + _transition_lines(cmp.rows)
-    lines += ["", "**Gate**", "", *_gate_items(result.gate, budget.gate)]
-    cut = len(result.gate.failures) > budget.gate or len(result.gate.warnings) > budget.gate
-    lists: list[tuple[str, list[str]]] = [
-        ("Confirmed regressions", [_regression_item(r) for r in s.regressions]),
-        ("Rows lost", [_lost_item(r, s) for r in s.lost]),
-        ("Rows gained", [_gained_item(r) for r in s.gained]),
-    ]
-    if budget.check_flips:
-        lists.append(
-            (
-                "Checks that flipped while the decision held",
-                [
-                    f"candidate: {_flip_item(r, r.candidate_check_flips, r.candidate_final_class)}"
-                    for r in s.candidate_check_flips
-                ]
-                + [
-                    f"baseline: {_flip_item(r, r.baseline_check_flips, r.baseline_final_class)}"
-                    for r in s.baseline_check_flips
-                ],
-            )
-        )
-    elif s.candidate_check_flips or s.baseline_check_flips:
-        cut = True
-    lists.append(("Notes", [inline(n, REASON_LEN) for n in result.notes]))
-    for title, items in lists:
-        block_lines, was_cut = _list_block(title, items, budget.items)
-        lines += block_lines
-        cut = cut or was_cut
-    footer = [_executions_text(result.executions, result.reused)]
-    if result.tool_version:
-        footer.insert(0, f"passk {code(result.tool_version, 40)}")
-    if details_url:
-        footer.append(f"[full report]({details_url})")
-    lines += ["", "---", "", " · ".join(footer)]
-    if cut:
-        where = f"[full report]({details_url})" if details_url else "full report in the job summary"
-        lines += ["", f"Some lists are shortened to fit a pull-request comment: {where}."]
-    return lines
-
-
-def render_comment(
-    result: CompareResult,
-    *,
-    marker: str,
-    record: str,
-    limit: int = COMMENT_LIMIT,
-    details_url: str | None = None,
-    analysis: Analysis | None = None,
-) -> str:
-    """The sticky PR comment: ``marker`` first, ``record`` last, at most ``limit`` chars.
-
-    ``marker`` and ``record`` are the caller's hidden HTML comments; no
-    escaped value can contain ``<!--``, so each appears exactly once.  When
-    the comment is too long, the lists shrink first (then the check flips go,
-    then the gate reasons shrink to a few, their count staying exact); the
-    verdict, the numbers, the noise sentence, the 95% intervals, the pass^j
-    chart, the transition table and the record always stay (together well
-    under 2 KB).
-    ``analysis`` as in :func:`render_compare_report`.  If even the minimal
-    comment exceeds ``limit`` (a huge ``record``), the minimal one is returned.
-    """
-    _hidden_comment(marker, "marker")
-    _hidden_comment(record, "record")
-    if marker in record or record in marker:
-        raise ValueError("marker and record must differ and not contain each other")
-    if details_url is not None and not _SAFE_URL.fullmatch(details_url):
-        raise ValueError(f"details_url must be a plain https:// URL, got {details_url!r}")
-    s = _sections(result)
-    stats = analysis if analysis is not None else analyze(result)
-    text = ""
-    for budget in _BUDGETS:
-        lines = _comment_body(result, s, budget, details_url, stats)
-        text = "\n".join([marker, *lines, "", record])
-        if len(text) <= limit:
-            break
-    return text
