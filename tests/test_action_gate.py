@@ -1022,3 +1022,98 @@ def test_comment_off_reads_no_record(checkout: Checkout, fake: FakeGitHub) -> No
     assert outcome.code == 0, outcome.stdout
     assert "::warning title=passk::comment: off keeps no record" in outcome.stdout
     assert not [r for r in fake.requests if "comments" in r.path]
+
+
+def _loose_setup(repo: Path) -> None:
+    """A second, laxer passk setup on the base branch: r1 unmarked, nothing tag-protected."""
+    loose_rows = [dict(r, must_not_break=False, tags=[]) for r in ROWS]
+    (repo / "loose.jsonl").write_text("".join(json.dumps(r) + "\n" for r in loose_rows), "utf-8")
+    loose = dict(
+        CONFIG,
+        dataset="loose.jsonl",
+        baseline={"artifact": ".passk/loose.json"},
+        must_not_break={"tags": []},
+        gate={"block_on_any_regression": False},
+    )
+    (repo / "loose.yml").write_text(yaml.safe_dump(loose, sort_keys=False), encoding="utf-8")
+    (repo / ".gitignore").write_text(
+        ".passk/*\n!.passk/baseline.json\n!.passk/loose.json\n", encoding="utf-8"
+    )
+    assert cli_main(["baseline", "--config", str(repo / "loose.yml"), "--quiet"]) == 0
+
+
+def _symlink(path: str, target: str) -> Callable[[Path], None]:
+    def apply(repo: Path) -> None:
+        (repo / path).unlink()
+        (repo / path).symlink_to(target)
+
+    return apply
+
+
+def test_a_config_symlinked_to_a_laxer_base_file_is_not_trusted(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    new_base(checkout, _loose_setup, record=False)
+    # Without the trick the broken row fails the gate.
+    plain = checkout.run(fake, checkout.head(flip_r1()))
+    assert plain.code == 1
+    # The trick: passk.yml becomes a symlink to the base branch's laxer loose.yml.
+    head = checkout.head(flip_r1(), apply=[_symlink("passk.yml", "loose.yml")])
+    assert git(checkout.repo, "ls-tree", head, "passk.yml").startswith("120000")
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1, outcome.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    failures = {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    assert ("r1", "must-not-break") in failures
+    reasons = [f["reason"] for f in result["gate"]["failures"] if f["rule"] == "protected-change"]
+    assert reasons[0] == "passk.yml changes from a regular file to a symlink"
+    assert fake.violations == []
+
+
+def test_a_dataset_and_baseline_symlinked_to_base_files_are_not_trusted(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    new_base(checkout, _loose_setup, record=False)
+    trick = [_symlink("data.jsonl", "loose.jsonl"), _symlink(".passk/baseline.json", "loose.json")]
+    head = checkout.head(flip_r1(), apply=trick)
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1, outcome.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    failures = {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    assert ("r1", "must-not-break") in failures
+    reasons = [f["reason"] for f in result["gate"]["failures"] if f["rule"] == "protected-change"]
+    assert "data.jsonl changes from a regular file to a symlink" in reasons
+    assert ".passk/baseline.json changes from a regular file to a symlink" in reasons
+    assert fake.violations == []
+
+
+def test_an_executable_bit_on_the_dataset_is_a_protected_change(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head(RIGHT, apply=[lambda repo: (repo / "data.jsonl").chmod(0o755)])
+    blocked = checkout.run(fake, head)
+    assert blocked.code == 1, blocked.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    assert [f["reason"] for f in result["gate"]["failures"]] == [
+        "data.jsonl changes from a regular file to an executable file"
+    ]
+    allowed = checkout.run(fake, head, labels=("passk-allow-baseline-change",))
+    assert allowed.code == 0, allowed.stdout
+
+
+def test_a_gitattributes_that_changes_line_endings_is_not_a_baseline_change(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    def crlf(repo: Path) -> None:
+        (repo / ".gitattributes").write_text("* text eol=crlf\n", encoding="utf-8")
+
+    head = checkout.head(RIGHT, apply=[crlf])
+    # A fresh checkout of the head, as actions/checkout makes: the files get CRLF.
+    for name in ("passk.yml", "data.jsonl", ".passk/baseline.json"):
+        (checkout.repo / name).unlink()
+    git(checkout.repo, "checkout", "--", ".")
+    assert b"\r\n" in (checkout.repo / ".passk/baseline.json").read_bytes()
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 0, outcome.stdout
+    assert "protected change" not in outcome.stdout
+    assert fake.violations == []

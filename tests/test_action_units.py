@@ -448,3 +448,19 @@ def test_the_base_protects_rows_the_head_weakened() -> None:
     assert rows["b"].must_not_break and not rows["c"].must_not_break
     allowed = authoritative_dataset(base, head, allowed=True).by_id()
     assert (allowed["a"].must_not_break, allowed["a"].expected) == (False, "deny")
+
+
+def test_git_paths_are_lexical_inside_the_checkout(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    (real / "lax").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(real)], check=True)
+    (real / "strict").symlink_to("lax")
+    (tmp_path / "workspace").symlink_to(real)
+    repo = GitRepo.discover(real)
+    # A symlink inside the checkout is the pull request's: not followed.
+    assert repo.relative(real / "strict" / "passk.yml") == "strict/passk.yml"
+    assert repo.relative(real / "strict" / ".." / "passk.yml") == "passk.yml"
+    # A symlink leading to the checkout itself (the runner's, not the PR's) is.
+    assert repo.relative(tmp_path / "workspace" / "passk.yml") == "passk.yml"
+    with pytest.raises(GitError, match="outside the git repository"):
+        repo.relative(tmp_path / "elsewhere.yml")

@@ -30,6 +30,30 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 @dataclass(frozen=True)
+class GitEntry:
+    """One path of a git tree: its mode (``100644``, ``100755``, ``120000``, …) and object."""
+
+    mode: str
+    oid: str
+
+    @property
+    def kind(self) -> str:
+        """The mode in words, e.g. ``a symlink``."""
+        return MODE_KINDS.get(self.mode, f"an entry of mode {self.mode}")
+
+
+MODE_KINDS = {
+    "100644": "a regular file",
+    "100755": "an executable file",
+    "120000": "a symlink",
+    "160000": "a submodule",
+    "040000": "a directory",
+}
+REGULAR_MODES = frozenset({"100644", "100755"})
+NOT_IN_TREE = "a path that is not in the head commit (reached through a symlink, or untracked)"
+
+
+@dataclass(frozen=True)
 class GitRepo:
     """A git checkout at ``root`` (its top level)."""
 
@@ -45,16 +69,43 @@ class GitRepo:
         return _git(self.root, args, what=what, env=env)
 
     def relative(self, path: Path) -> str:
-        """``path`` as git names it inside the repository (POSIX, relative to the root)."""
-        try:
-            rel = path.resolve().relative_to(self.root)
-        except ValueError:
+        """``path`` as git names it inside the repository (POSIX, relative to the root).
+
+        Lexical: symlinks inside the checkout are *not* followed, because they
+        are the pull request's to choose (``passk.yml -> lax.yml`` must not make
+        the base's ``lax.yml`` the trusted config).  Only a prefix that leads
+        to the checkout itself (e.g. a symlinked workspace) is resolved.
+        """
+        lexical = Path(os.path.normpath(os.path.abspath(path)))
+        rel: Path | None = None
+        for ancestor in (*reversed(lexical.parents), lexical):
+            if ancestor == self.root or ancestor.resolve() == self.root:
+                rel = lexical.relative_to(ancestor)
+                break
+        if rel is None:
             raise GitError(
                 "is outside the git repository",
                 where=str(path),
                 hint=f"keep passk's files inside {self.root}",
-            ) from None
+            )
         return str(PurePosixPath(*rel.parts)) if rel.parts else "."
+
+    def entry(self, sha: str, path: str) -> GitEntry | None:
+        """The tree entry for git path ``path`` at ``sha``; None when the tree has none.
+
+        A path through a symlinked directory has no entry: git stores the link,
+        not what it points to.
+        """
+        out = self.run(
+            ("--literal-pathspecs", "ls-tree", "-z", "--full-tree", sha, "--", path),
+            what=f"list {path} at {sha[:12]}",
+        )
+        for item in out.split(b"\0"):
+            meta, _, name = item.partition(b"\t")
+            if name.decode("utf-8", errors="surrogateescape") == path:
+                mode, _kind, oid = meta.decode("ascii").split(" ")
+                return GitEntry(mode=mode, oid=oid)
+        return None
 
     def has_commit(self, sha: str) -> bool:
         try:

@@ -8,6 +8,7 @@ one-line :class:`UsageError` naming the input (exit 2).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -84,7 +85,9 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
         workspace = cwd / workspace
     config = _input(env, "config", "passk.yml")
     working = _input(env, "working-directory", ".")
-    working_directory = (workspace / working).resolve()
+    # Lexical, not resolved: a symlinked folder is the pull request's to choose, and
+    # the trusted base files are looked up by the path as written.
+    working_directory = Path(os.path.normpath(workspace.resolve() / working))
     if not working_directory.is_dir():
         raise UsageError(
             "is not a directory of the checkout",

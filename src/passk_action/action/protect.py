@@ -12,8 +12,8 @@ such edit.  Pure: snapshots in, changes out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset
@@ -29,6 +29,7 @@ K_LOWERED = "k-lowered"
 CONFIRM_LOWERED = "confirm-attempts-lowered"
 REGRESSION_BLOCK_OFF = "block-on-any-regression-off"
 SCORING_CHANGED = "scoring-normalize-changed"
+FILE_TYPE_CHANGED = "protected-file-type-changed"
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,10 @@ class Snapshot:
     config: Config
     dataset: Dataset
     baseline: bytes | None
+    files: Mapping[str, str] = field(default_factory=dict)
+    """The protected git paths (config, dataset, baseline artifact) and what each is, in words
+    (``a regular file``, ``a symlink``, …); a head path absent from both tree and checkout
+    is left out (a moved or deleted file is judged by its content instead)."""
 
 
 def protected_changes(
@@ -50,6 +55,12 @@ def protected_changes(
     """
     changes: list[ProtectedChange] = []
     bc, hc = base.config, head.config
+    for path, kind in base.files.items():
+        after = head.files.get(path)
+        if after is not None and after != kind:
+            changes.append(
+                ProtectedChange(FILE_TYPE_CHANGED, f"{path} changes from {kind} to {after}")
+            )
     artifact = base.config.baseline.artifact.name
     if base.baseline != head.baseline:
         what = "deleted" if head.baseline is None else "changed"

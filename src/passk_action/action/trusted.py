@@ -8,6 +8,7 @@ with its ratchet.  Every edit the head makes to those is a protected change.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -18,7 +19,7 @@ from ..inputs.config import Config, load_config, parse_config_bytes
 from ..inputs.dataset import format_for, load_dataset, parse_dataset
 from ..store.artifact import run_from_json
 from .event import PullRequest
-from .gitrepo import GitRepo
+from .gitrepo import NOT_IN_TREE, REGULAR_MODES, GitRepo
 from .inputs import ActionInputs
 from .protect import Snapshot, protected_changes
 from .runtime import short_sha
@@ -35,15 +36,26 @@ class Sides:
 def load_sides(
     repo: GitRepo, inputs: ActionInputs, pr: PullRequest, warn: Callable[[str], None]
 ) -> Sides:
-    """Read the head from the checkout and the base from git objects of the base commit."""
+    """Read the head from the checkout and the base from git objects of the base commit.
+
+    Protected files are named by their git paths, never by following the
+    checkout's symlinks, and the head's baseline artifact is compared as the
+    head commit's blob (so a ``.gitattributes`` that rewrites line endings in the
+    checkout is not an edit); a change of a protected file's type or mode is listed.
+    """
     config_path = inputs.config_path
     loaded = load_config(config_path)
     for message in loaded.warnings:
         warn(message)
     head_config = loaded.config
     head_dataset = load_dataset(head_config.dataset, head_config.must_not_break_tags)
-    head_artifact = head_config.baseline.artifact
-    head_baseline = head_artifact.read_bytes() if head_artifact.is_file() else None
+    head_artifact_rel = repo.relative(head_config.baseline.artifact)
+    head_artifact = repo.entry("HEAD", head_artifact_rel)
+    head_baseline = (
+        repo.show("HEAD", head_artifact_rel)
+        if head_artifact is not None and head_artifact.mode in REGULAR_MODES
+        else None
+    )
 
     at = f"@{short_sha(pr.base_sha)}"
     config_rel = repo.relative(config_path)
@@ -87,9 +99,20 @@ def load_sides(
             hint="record one: run the action with `mode: baseline` on the default branch, "
             "or run `passk baseline` and commit the artifact",
         )
+    base_files: dict[str, str] = {}
+    head_files: dict[str, str] = {}
+    for rel in (config_rel, dataset_rel, artifact_rel):
+        base_entry = repo.entry(pr.base_sha, rel)
+        if base_entry is not None:
+            base_files[rel] = base_entry.kind
+        head_entry = repo.entry("HEAD", rel)
+        if head_entry is not None:
+            head_files[rel] = head_entry.kind
+        elif os.path.lexists(repo.root / rel):
+            head_files[rel] = NOT_IN_TREE
     return Sides(
-        base=Snapshot(base_config, base_dataset, base_baseline),
-        head=Snapshot(head_config, head_dataset, head_baseline),
+        base=Snapshot(base_config, base_dataset, base_baseline, base_files),
+        head=Snapshot(head_config, head_dataset, head_baseline, head_files),
         base_run_where=f"{artifact_rel}{at}",
     )
 
