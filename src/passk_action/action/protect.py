@@ -56,10 +56,10 @@ def protected_changes(
     changes: list[ProtectedChange] = []
     bc, hc = base.config, head.config
     for path, kind in base.files.items():
-        after = head.files.get(path)
-        if after is not None and after != kind:
+        now = head.files.get(path)
+        if now is not None and now != kind:
             changes.append(
-                ProtectedChange(FILE_TYPE_CHANGED, f"{path} changes from {kind} to {after}")
+                ProtectedChange(FILE_TYPE_CHANGED, f"{path} changes from {kind} to {now}")
             )
     artifact = base.config.baseline.artifact.name
     if base.baseline != head.baseline:
