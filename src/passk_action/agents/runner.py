@@ -175,6 +175,67 @@ def compact_json(value: Json) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def storable_text(text: str) -> str:
+    """``text`` with anything UTF-8 cannot hold (lone surrogates) written as ``\\udXXX``.
+
+    For details and logs, which must reach the journal whatever the agent sent.
+    """
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _storable(text: str, what: str) -> str:
+    """``text`` unchanged, or BadOutput when UTF-8 JSON cannot store it (a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadOutput(
+            f"{what} holds a lone surrogate (\\u{ord(text[exc.start]):04x}),"
+            " which UTF-8 cannot store; send valid Unicode"
+        ) from exc
+    return text
+
+
+def _preview(value: object) -> str:
+    """The start of ``value`` as compact JSON for an error message, whatever it holds."""
+    try:
+        return storable_text(compact_json(value))[:80]
+    except (RecursionError, ValueError, TypeError):
+        return f"a {type(value).__name__} too deep or large to show"
+
+
+def _check_value(name: str, value: object) -> str:
+    if isinstance(value, str):
+        return _storable(value, f"check {name!r}")
+    try:
+        text = compact_json(value)
+    except RecursionError as exc:
+        raise BadOutput(f"check {name!r} is nested too deeply to store") from exc
+    except (ValueError, TypeError) as exc:
+        raise BadOutput(f"check {name!r} cannot be stored as JSON ({exc})") from exc
+    return _storable(text, f"check {name!r}")
+
+
+def loads_answer(text: str) -> Any:
+    """Decode one answer's JSON text by the protocol's rules.
+
+    Raises BadOutput for duplicate keys and NaN/Infinity, and for JSON that is
+    valid but that passk could not store or read back: nesting deeper than the
+    parser's recursion limit, integers longer than Python's digit limit.
+    ``json.JSONDecodeError`` (a ValueError) is left to the caller, which knows
+    the transport's words for it.
+    """
+    try:
+        return json.loads(
+            text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
+        )
+    except json.JSONDecodeError:
+        raise
+    except RecursionError as exc:
+        raise BadOutput("the answer is nested too deeply to store") from exc
+    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string"
+        raise BadOutput(f"the answer cannot be stored: {' '.join(str(exc).split())[:120]}") from exc
+
+
 def parse_output_object(obj: object) -> tuple[str, tuple[tuple[str, str], ...]]:
     """Validate a decoded answer; return its decision and checks in reported order.
 
@@ -188,16 +249,17 @@ def parse_output_object(obj: object) -> tuple[str, tuple[tuple[str, str], ...]]:
         raise BadOutput('the answer has no "decision" key')
     decision = obj["decision"]
     if not isinstance(decision, str):
-        raise BadOutput(f'"decision" must be a string, got {compact_json(decision)[:80]}')
+        raise BadOutput(f'"decision" must be a string, got {_preview(decision)}')
     if not decision.strip():
         raise BadOutput('"decision" is empty')
+    _storable(decision, '"decision"')
     raw_checks = obj.get("checks", {})
     if raw_checks is None:
         raw_checks = {}
     if not isinstance(raw_checks, dict):
-        raise BadOutput(f'"checks" must be a JSON object, got {compact_json(raw_checks)[:80]}')
+        raise BadOutput(f'"checks" must be a JSON object, got {_preview(raw_checks)}')
     checks = tuple(
-        (str(name), value if isinstance(value, str) else compact_json(value))
+        (_storable(str(name), "a check name"), _check_value(str(name), value))
         for name, value in raw_checks.items()
     )
     return decision, checks
@@ -212,9 +274,7 @@ def parse_output(stdout: bytes) -> tuple[str, tuple[tuple[str, str], ...]]:
     if not text.strip():
         raise BadOutput("stdout is empty; write one JSON object to stdout")
     try:
-        obj = json.loads(
-            text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
-        )
+        obj = loads_answer(text)
     except json.JSONDecodeError as exc:
         snippet = " ".join(text.strip().split())[:80]
         raise BadOutput(
@@ -253,7 +313,8 @@ def error_attempt(request: AttemptRequest, reason: str, detail: str, duration_s:
         phase=request.phase,
         decision=None,
         error=reason,
-        detail=detail,
+        # Whatever the agent sent ends up in a UTF-8 journal: never a lone surrogate.
+        detail=storable_text(detail),
         duration_s=duration_s,
     )
 

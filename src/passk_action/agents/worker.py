@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import selectors
 import subprocess
@@ -57,13 +56,13 @@ from .runner import (
     AttemptRequest,
     BadOutput,
     ProcessAgentSpec,
-    _reject_duplicate_keys,
     close_pipes,
     decided_attempt,
     error_attempt,
     exit_description,
     json_line,
     kill_group,
+    loads_answer,
     parse_output_object,
     request_message,
     scrubbed_env,
@@ -409,8 +408,8 @@ class WorkerAgent:
             detail = with_stderr(reason, worker.stderr_since(mark))
             return self._error(request, outcome.reason or WORKER_DIED, detail, started), False
         try:
-            obj = json.loads(outcome.line.decode("utf-8"), object_pairs_hook=_reject_duplicate_keys)
-        except (UnicodeDecodeError, json.JSONDecodeError, BadOutput) as exc:
+            obj = loads_answer(outcome.line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, BadOutput) as exc:
             snippet = " ".join(outcome.line.decode("utf-8", "replace").split())[:80]
             reason = (
                 f"the answer line is not one JSON object ({exc}): {snippet!r}; "
