@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..core.model import Attempt, Json, Phase, Row, Version
 from ..errors import AgentError, UsageError
 from ..progress import Progress
+from .reaper import REAPER
 
 # Reason codes stored in Attempt.error.  They are part of the artifact format:
 # renaming one breaks comparisons with recorded runs.
@@ -480,14 +481,17 @@ class ProcessAgent:
     def run(self, request: AttemptRequest) -> Attempt:
         started = self._clock()
         try:
-            proc = subprocess.Popen(
-                list(self.spec.command),
-                cwd=self.spec.cwd,
-                env=agent_env(self._parent_env, self.spec, request),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
+            env = agent_env(self._parent_env, self.spec, request)
+            proc = REAPER.spawn(
+                lambda: subprocess.Popen(
+                    list(self.spec.command),
+                    cwd=self.spec.cwd,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
             )
         except OSError as exc:
             return error_attempt(
@@ -503,10 +507,12 @@ class ProcessAgent:
                 except subprocess.TimeoutExpired:
                     captured.outcome = TIMEOUT
         finally:
-            # Always: leftover grandchildren of a finished agent die too.
-            kill_group(proc)
+            # Always: leftover descendants of a finished agent die too, even
+            # those that left its session (see reaper.py).
+            REAPER.kill_tree(proc.pid)
             proc.wait()
             close_pipes(proc)
+            REAPER.release(proc.pid)
             with self._lock:
                 self._live.discard(proc)
                 cancelled = proc.pid in self._cancelled

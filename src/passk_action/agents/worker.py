@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..core.model import Attempt
+from .reaper import REAPER
 from .runner import (
     BAD_OUTPUT,
     DEFAULT_OUTPUT_CAP,
@@ -162,10 +163,11 @@ class _Worker:
         kill_group(self.proc)
 
     def reap(self) -> None:
-        """Kill, wait, close pipes: nothing of this worker outlives it."""
-        self.kill()
+        """Kill, wait, close pipes: nothing of this worker outlives it, escapees included."""
+        REAPER.kill_tree(self.proc.pid)
         self.proc.wait()
         close_pipes(self.proc)
+        REAPER.release(self.proc.pid)
 
 
 def _shutdown(workers: set[_Worker], grace_s: float) -> None:
@@ -244,15 +246,17 @@ class WorkerAgent:
                     break
                 self._cond.wait()
         try:
-            proc = subprocess.Popen(
-                list(self.spec.command),
-                cwd=self.spec.cwd,
-                env=self._env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                bufsize=0,
+            proc = REAPER.spawn(
+                lambda: subprocess.Popen(
+                    list(self.spec.command),
+                    cwd=self.spec.cwd,
+                    env=self._env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    bufsize=0,
+                )
             )
         except OSError as exc:
             with self._cond:
@@ -322,6 +326,9 @@ class WorkerAgent:
             return attempt
         finally:
             self._release(worker, healthy)
+            # A process the worker detached from its session while serving
+            # this request dies with the request, as with a process per attempt.
+            REAPER.sweep()
 
     def _exchange(self, worker: _Worker, payload: bytes, started: float) -> _Outcome:
         """Send one request line and read one answer line, within the deadline."""
