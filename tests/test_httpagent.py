@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -18,8 +22,11 @@ import pytest
 from passk_action.agents.http import (
     CONNECTION_ERROR,
     HTTP_STATUS,
+    MIN_RATE,
     HttpAgent,
+    Pacer,
     expand_headers,
+    masker,
     parse_retry_after,
 )
 from passk_action.agents.runner import AttemptRequest, RetryPolicy, run_attempts
@@ -28,6 +35,7 @@ from passk_action.core.model import Json, Phase, Row, Version
 from passk_action.engine import build_agent
 from passk_action.errors import ConfigError
 from passk_action.inputs.config import HttpAgentConfig, parse_config
+from passk_action.store.artifact import attempt_to_json
 
 # Reply = (status, headers, body, delay_s)
 Reply = tuple[int, dict[str, str], bytes, float]
@@ -202,7 +210,7 @@ def test_429_with_retry_after_holds_back_the_retry(endpoint: Endpoint) -> None:
     assert second.at - first.at >= 0.95  # the run's own backoff was 0
 
 
-def test_503_backoff_holds_back_every_request_of_the_agent(endpoint: Endpoint) -> None:
+def test_503_cuts_the_rate_for_every_request_of_the_agent(endpoint: Endpoint) -> None:
     endpoint.reply = lambda body, n: (503, {"Retry-After": "1"}, b"", 0.0) if n == 1 else ok()
     with make_agent(endpoint.url) as agent:
         assert agent.run(req("r1")).error == HTTP_STATUS
@@ -331,3 +339,178 @@ baseline:
     assert isinstance(worker, WorkerAgent)
     worker.close()
     http.close()
+
+
+# -- faults under load: whole-attempt timeout, masking, pacing ----------------------
+
+
+@pytest.fixture
+def raw_server() -> Iterator[tuple[str, list[Callable[[socket.socket], None]]]]:
+    """A loopback TCP server whose connections are handled by the test's function."""
+    handlers: list[Callable[[socket.socket], None]] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head)[1])  # type: ignore[index]
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            with contextlib.suppress(OSError):
+                handlers[0](conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/decide", handlers
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+def test_a_body_that_stalls_after_the_headers_is_a_timeout(
+    raw_server: tuple[str, list[Callable[[socket.socket], None]]],
+) -> None:
+    url, handlers = raw_server
+
+    def stall(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n{")
+        time.sleep(6)
+
+    handlers.append(stall)
+    started = time.monotonic()
+    with make_agent(url, timeout_s=1.0) as agent:
+        attempt = agent.run(req())
+    elapsed = time.monotonic() - started
+    assert attempt.error == "timeout", attempt.detail
+    assert attempt.detail == "no complete answer within the 1s timeout"
+    assert elapsed < 1.8
+
+
+def test_timeout_bounds_a_body_that_trickles_in(
+    raw_server: tuple[str, list[Callable[[socket.socket], None]]],
+) -> None:
+    url, handlers = raw_server
+    body = json.dumps({"decision": "deny", "checks": {"pad": "x" * 20}}).encode()
+
+    def trickle(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body))
+        for byte in body:
+            conn.sendall(bytes([byte]))
+            time.sleep(0.3)
+
+    handlers.append(trickle)
+    started = time.monotonic()
+    with make_agent(url, timeout_s=2.0) as agent:
+        attempt = agent.run(req())
+    elapsed = time.monotonic() - started
+    assert attempt.error == "timeout"
+    assert 1.9 <= elapsed < 2.8
+
+
+def test_a_short_header_value_is_not_masked_anywhere(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: (500, {}, b"upstream 127.0.0.1:8001 refused, try 1 more", 0.0)
+    agent = make_agent(endpoint.url, env={"TEAM": "1"}, headers=(("X-Team", "${TEAM}"),))
+    attempt = agent.run(req())
+    assert attempt.detail == "HTTP 500 Internal Server Error: upstream 127.0.0.1:8001 refused, try 1 more"
+    agent.close()
+
+
+SECRET = 'sk-live/"9f8e7d6c5b4a"é'
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        SECRET.encode(),
+        json.dumps({"error": f"bad key {SECRET}"}).encode(),  # \" and \u00e9
+        json.dumps({"error": f"bad key {SECRET}"}, ensure_ascii=False).encode(),
+        json.dumps({"error": f"bad key {SECRET}"}).replace("/", "\\/").encode(),
+        b"bad key " + urllib.parse.quote(SECRET, safe="").encode(),
+    ],
+    ids=["raw", "json-ascii", "json-utf8", "json-slash", "percent"],
+)
+def test_an_echoed_secret_is_masked_in_every_form(endpoint: Endpoint, echo: bytes) -> None:
+    endpoint.reply = lambda body, n: (403, {}, echo, 0.0)
+    agent = make_agent(endpoint.url, env={"KEY": SECRET}, headers=(("X-Key", "${KEY}"),))
+    attempt = agent.run(req())
+    agent.close()
+    stored = json.dumps(attempt_to_json(attempt))
+    assert attempt.detail is not None and "***" in attempt.detail
+    for needle in ("9f8e7d6c5b4a", "sk-live"):
+        assert needle not in stored
+
+
+def test_a_secret_echoed_in_an_answer_is_masked_in_the_decision_and_checks(
+    endpoint: Endpoint,
+) -> None:
+    key = "sk-live-0123456789"
+    endpoint.reply = lambda body, n: ok(f"deny {key}", auth=f"Bearer {key}", **{key: "x"})
+    agent = make_agent(endpoint.url, env={"KEY": key}, headers=(("Authorization", "${KEY}"),))
+    attempt = agent.run(req())
+    agent.close()
+    assert attempt.decision == "deny ***"
+    assert attempt.checks == (("auth", "Bearer ***"), ("***", "x"))
+
+
+def test_a_secret_inside_a_longer_token_is_not_a_whole_token() -> None:
+    mask = masker(["abcdefgh12"])
+    assert mask("key=abcdefgh12; x abcdefgh12.") == "key=***; x ***."
+    assert mask("xabcdefgh12 abcdefgh123") == "xabcdefgh12 abcdefgh123"
+    assert masker(["1"])("127.0.0.1") == "127.0.0.1"
+
+
+def test_one_429_slows_the_rate_without_stopping_the_pool(endpoint: Endpoint) -> None:
+    endpoint.reply = lambda body, n: (
+        (429, {"Retry-After": "2"}, b"slow down", 0.0) if n == 1 else (*ok()[:3], 0.01)
+    )
+    with make_agent(endpoint.url, concurrency=8) as agent:
+        done = run_attempts(
+            [req(f"r{i}") for i in range(40)], agent, concurrency=8,
+            retry=RetryPolicy(attempts=1, backoff_s=0),
+        )  # fmt: skip
+        assert agent.rate is not None and agent.rate >= 1.0
+    assert all(a.valid for a in done)
+    first = endpoint.seen[0].at
+    during = [s for s in endpoint.seen[1:] if s.at - first < 1.9]
+    assert len(during) >= 5, "the other requests waited out the Retry-After"
+    retried = [s for s in endpoint.seen[1:] if json.loads(s.body)["id"] == "r0"]
+    assert len(retried) == 1 and retried[0].at - first >= 1.95
+
+
+def test_pacer_halves_once_per_burst_and_grows_back() -> None:
+    now = [100.0]
+    pacer = Pacer(lambda: now[0])
+    for _ in range(20):
+        pacer.reserve()
+    sent_before = now[0]
+    now[0] += 0.1
+    pacer.slow_down(sent_before)
+    assert pacer.rate == 10.0
+    pacer.slow_down(sent_before)  # a second 429 from the same burst: no second cut
+    assert pacer.rate == 10.0
+    at, _ = pacer.reserve()
+    second, _ = pacer.reserve()
+    assert second - at == pytest.approx(0.1)
+    pacer.speed_up()
+    assert pacer.rate == 11.0
+    now[0] += 1.0
+    for _ in range(40):
+        pacer.slow_down(now[0])
+        now[0] += 0.01
+    assert pacer.rate == MIN_RATE

@@ -16,22 +16,38 @@ Like ``pass_env`` for process agents, the workflow's own credentials
 Failures are error attempts, so the run's retry policy applies to them:
 
 - ``http-status``: a non-2xx answer.  On 429 and 503 the endpoint is asking
-  us to slow down: a ``Retry-After`` (seconds or an HTTP date, capped) holds
-  back *every* request of this agent until it has passed, since a rate limit
-  is usually per key, not per connection;
-- ``connection-error``: no connection, or it broke mid-answer;
-- ``timeout``: no answer within ``timeout_s`` (connect, and the whole body);
+  us to slow down.  The rejected request is not sent again before its
+  ``Retry-After`` (seconds or an HTTP date, capped) has passed, and the
+  agent's send *rate* is halved (to no less than one request a second), then
+  grows back by one request a second per success: the requests in flight go
+  on, at the lower rate, instead of the whole pool stopping (see
+  :class:`Pacer`);
+- ``connection-error``: no connection, or it broke before the answer was complete;
+- ``timeout``: no complete answer within ``timeout_s``, which bounds the whole
+  attempt: connecting, the headers and the body (a watchdog closes the socket of
+  a body that stalls or trickles in past the deadline);
 - ``bad-output`` / ``output-too-large``: as for stdout.
+
+A ``${VAR}`` value is masked (``***``) wherever the endpoint echoes it into
+something passk stores (an error detail, a decision, a check), in the forms
+it can take on the way (as is, JSON-escaped, ``\\uXXXX``-escaped, percent-
+encoded), but only as a whole token and only when it is at least
+:data:`MIN_SECRET_CHARS` long: a short value such as ``1`` is no secret, and
+masking it would garble unrelated text (an address such as ``127.0.0.1``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import re
+import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+import urllib.parse
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 
 import requests
@@ -63,6 +79,10 @@ DEFAULT_MAX_RETRY_AFTER_S = 60.0
 _BODY_SNIPPET = 200
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MASK = "***"
+MIN_SECRET_CHARS = 8
+"""Header values shorter than this are not masked: too short to be a credential."""
+MIN_RATE = 1.0
+"""Requests per second the pacer never goes below after a 429 or 503."""
 
 
 def header_env_names(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
@@ -109,10 +129,82 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     return max(0.0, (when - now).total_seconds())
 
 
-def _mask(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, _MASK)
-    return text
+def secret_forms(secret: str) -> set[str]:
+    """The ways ``secret`` can appear in text passk stores: as is, JSON-escaped, percent-encoded."""
+    forms = {
+        secret,
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret)[1:-1].replace("/", "\\/"),
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote_plus(secret, safe=""),
+    }
+    return {form for form in forms if form}
+
+
+def masker(secrets: Iterable[str]) -> Callable[[str], str]:
+    """A function that replaces every stored form of each secret by ``***``.
+
+    Only whole tokens are masked (no letter or digit right before or after),
+    and only values of at least :data:`MIN_SECRET_CHARS` characters.
+    """
+    long_enough = [secret for secret in secrets if len(secret) >= MIN_SECRET_CHARS]
+    forms = sorted(
+        {form for secret in long_enough for form in secret_forms(secret)},
+        key=len,
+        reverse=True,
+    )
+    if not forms:
+        return lambda text: text
+    pattern = re.compile(
+        r"(?<![0-9A-Za-z])(?:" + "|".join(map(re.escape, forms)) + r")(?![0-9A-Za-z])"
+    )
+    return lambda text: pattern.sub(_MASK, text)
+
+
+class Pacer:
+    """The send rate of one HTTP agent: unlimited until the endpoint pushes back.
+
+    A 429 or 503 halves the rate (from the rate actually sent over the last
+    second, the first time), never below :data:`MIN_RATE`; each success adds
+    one request a second (additive increase, multiplicative decrease, as TCP
+    does, RFC 5681).  Pushback to a request sent before the last cut does not
+    cut again, so a burst of 429s to requests already in flight counts once.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self.rate: float | None = None
+        self._next_at = 0.0
+        self._sent: deque[float] = deque()
+        self._cut_at = float("-inf")
+
+    def reserve(self) -> tuple[float, float]:
+        """Take the next send slot: ``(send_at, now)``; the caller waits until ``send_at``."""
+        now = self._clock()
+        if self.rate is None:
+            at = now
+        else:
+            at = max(now, self._next_at)
+            self._next_at = at + 1.0 / self.rate
+        self._sent.append(at)
+        while self._sent and self._sent[0] < now - 1.0:
+            self._sent.popleft()
+        return at, now
+
+    def slow_down(self, sent_at: float) -> None:
+        if sent_at < self._cut_at:
+            return
+        now = self._clock()
+        recent = sum(1 for at in self._sent if now - 1.0 <= at <= now)
+        base = self.rate if self.rate is not None else float(max(recent, 1))
+        self.rate = max(MIN_RATE, base / 2)
+        self._next_at = max(self._next_at, now + 1.0 / self.rate)
+        self._cut_at = now
+
+    def speed_up(self) -> None:
+        if self.rate is not None:
+            self.rate += 1.0
 
 
 def _one_line(text: str, limit: int = _BODY_SNIPPET) -> str:
@@ -165,7 +257,10 @@ class HttpAgent:
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._lock = threading.Lock()
-        self._not_before = 0.0
+        self._pacer = Pacer(clock)
+        # Per request (row, number, phase, version): not before this clock time,
+        # from a Retry-After given to that request.
+        self._retry_at: dict[tuple[str, int, str, str], float] = {}
         self._wake = threading.Event()
         self._generation = 0
 
@@ -192,37 +287,54 @@ class HttpAgent:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def rate(self) -> float | None:
+        """The current send limit in requests per second; None while unlimited."""
+        return self._pacer.rate
+
     # -- one attempt -------------------------------------------------------------------
 
-    def _hold_back(self, generation: int) -> None:
-        """Wait until a Retry-After given to any request has passed."""
+    def _wait_until(self, when: float, generation: int) -> None:
+        """Sleep until clock time ``when``; raise AttemptCancelled if cancelled meanwhile."""
         while True:
             with self._lock:
                 if self._generation != generation:
                     raise AttemptCancelled("cancelled while backing off")
-                wait = self._not_before - self._clock()
                 wake = self._wake
+            wait = when - self._clock()
             if wait <= 0:
                 return
             wake.wait(wait)
 
-    def _back_off(self, seconds: float) -> None:
-        with self._lock:
-            until = self._clock() + min(seconds, self._max_retry_after_s)
-            self._not_before = max(self._not_before, until)
+    @staticmethod
+    def _key(request: AttemptRequest) -> tuple[str, int, str, str]:
+        return (request.row.id, request.number, request.phase.value, request.version.value)
 
     def run(self, request: AttemptRequest) -> Attempt:
+        key = self._key(request)
         with self._lock:
             generation = self._generation
-        self._hold_back(generation)
-        started = self._clock()
-        attempt = self._send(request, started)
+            retry_at = self._retry_at.pop(key, None)
+        if retry_at is not None:
+            self._wait_until(retry_at, generation)
         with self._lock:
+            send_at, _ = self._pacer.reserve()
+        self._wait_until(send_at, generation)
+        started = self._clock()
+        attempt, retry_after = self._send(request, started)
+        with self._lock:
+            if retry_after is not None:
+                self._pacer.slow_down(started)
+                capped = min(retry_after, self._max_retry_after_s)
+                self._retry_at[key] = self._clock() + capped
+            elif attempt.valid:
+                self._pacer.speed_up()
             if self._generation != generation:
                 raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
         return attempt
 
-    def _send(self, request: AttemptRequest, started: float) -> Attempt:
+    def _send(self, request: AttemptRequest, started: float) -> tuple[Attempt, float | None]:
+        """The attempt, and the Retry-After seconds when the endpoint asked us to slow down."""
         body = request_message(request)
         try:
             headers, secrets = expand_headers(self.config.headers, self._env)
@@ -232,10 +344,12 @@ class HttpAgent:
                 HTTP_STATUS,
                 f"a header references ${{{exc.args[0]}}}, which is no longer set",
                 started,
-            )
+            ), None
+        mask = masker(secrets)
         headers.setdefault("Content-Type", "application/json")
         headers.setdefault("Accept", "application/json")
         timeout = self.config.timeout_s
+        deadline = started + timeout
         try:
             if self.config.method == "GET":
                 # GET carries no body: the request goes in the query string,
@@ -254,56 +368,85 @@ class HttpAgent:
                     stream=True,
                 )
             with response:
-                content, too_large = self._read_body(response, started)
-        except requests.Timeout:
+                content, too_large = self._read_body(response, deadline)
+        except (requests.Timeout, _BodyTimeout):
             return self._error(
-                request, TIMEOUT, f"no answer within the {timeout:g}s timeout", started
-            )
-        except _BodyTimeout:
-            return self._error(
-                request, TIMEOUT, f"the answer took longer than the {timeout:g}s timeout", started
-            )
+                request, TIMEOUT, f"no complete answer within the {timeout:g}s timeout", started
+            ), None
         except requests.RequestException as exc:
-            detail = _mask(_one_line(f"{type(exc).__name__}: {exc}", 300), secrets)
-            return self._error(request, CONNECTION_ERROR, f"request failed: {detail}", started)
+            if _timed_out(exc):
+                return self._error(
+                    request, TIMEOUT, f"no complete answer within the {timeout:g}s timeout", started
+                ), None
+            detail = _one_line(mask(f"{type(exc).__name__}: {exc}"), 300)
+            failed = f"request failed: {detail}"
+            return self._error(request, CONNECTION_ERROR, failed, started), None
 
         status = response.status_code
         if not 200 <= status < 300:
-            text = _mask(_one_line(content.decode("utf-8", errors="replace")), secrets)
+            text = _one_line(mask(content.decode("utf-8", errors="replace")))
             reason = f"HTTP {status} {response.reason or ''}".rstrip()
+            wait: float | None = None
             if status in RETRY_AFTER_STATUSES:
                 wait = parse_retry_after(response.headers.get("Retry-After"), self._wall_clock())
                 if wait is not None:
-                    self._back_off(wait)
-                    reason += f"; Retry-After {wait:g}s honoured"
+                    reason += f"; Retry-After {min(wait, self._max_retry_after_s):g}s honoured"
             detail = f"{reason}: {text}" if text else reason
-            return self._error(request, HTTP_STATUS, detail, started)
+            return self._error(request, HTTP_STATUS, detail, started), wait
         if too_large:
             return self._error(
                 request,
                 OUTPUT_TOO_LARGE,
                 f"the response body exceeded {self._output_cap} bytes",
                 started,
-            )
+            ), None
         try:
             decision, checks = parse_output(content)
         except BadOutput as exc:
             message = (
                 str(exc).replace("stdout", "the response body").replace("; send logs to stderr", "")
             )
-            return self._error(request, BAD_OUTPUT, _mask(message, secrets), started)
-        return decided_attempt(request, decision, checks, self._clock() - started)
+            return self._error(request, BAD_OUTPUT, mask(message), started), None
+        # An endpoint that echoes the key into its answer must not get it stored.
+        decision = mask(decision)
+        checks = tuple((mask(name), mask(value)) for name, value in checks)
+        return decided_attempt(request, decision, checks, self._clock() - started), None
 
-    def _read_body(self, response: requests.Response, started: float) -> tuple[bytes, bool]:
-        """The body up to the cap (True when cut), within the attempt's total timeout."""
-        deadline = started + self.config.timeout_s
+    def _read_body(self, response: requests.Response, deadline: float) -> tuple[bytes, bool]:
+        """The body up to the cap (True when cut), by the attempt's deadline.
+
+        A read blocks until its chunk is full or the body ends, so a body that
+        stalls or trickles in is cut by a watchdog that shuts the socket down
+        at the deadline; :class:`_BodyTimeout` then reports it.
+        """
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            sock = _socket_of(response)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        if self._clock() >= deadline:
+            raise _BodyTimeout
+        watchdog = threading.Timer(max(0.0, deadline - self._clock()), expire)
+        watchdog.daemon = True
+        watchdog.start()
         body = bytearray()
-        for chunk in response.iter_content(chunk_size=1 << 16):
-            body += chunk
-            if len(body) > self._output_cap:
-                return bytes(body[: self._output_cap]), True
-            if self._clock() > deadline:
-                raise _BodyTimeout
+        try:
+            for chunk in response.iter_content(chunk_size=1 << 16):
+                body += chunk
+                if len(body) > self._output_cap:
+                    return bytes(body[: self._output_cap]), True
+        except requests.RequestException:
+            if expired.is_set():
+                raise _BodyTimeout from None
+            raise
+        finally:
+            watchdog.cancel()
+        if expired.is_set() or self._clock() > deadline:
+            raise _BodyTimeout
         return bytes(body), False
 
     def _error(self, request: AttemptRequest, reason: str, detail: str, started: float) -> Attempt:
@@ -311,4 +454,36 @@ class HttpAgent:
 
 
 class _BodyTimeout(Exception):
-    """The body trickled in past the attempt's total timeout."""
+    """The body did not arrive complete by the attempt's deadline."""
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a requests error was, underneath, a read or connect timeout.
+
+    ``iter_content`` reports a read timeout mid-body as a ConnectionError.
+    """
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, (requests.Timeout, socket.timeout, TimeoutError)):
+            return True
+        if type(seen).__name__ in ("ReadTimeoutError", "ConnectTimeoutError"):
+            return True
+        nxt = seen.__cause__ or seen.__context__
+        if nxt is None and seen.args and isinstance(seen.args[0], BaseException):
+            nxt = seen.args[0]
+        seen = nxt
+    return False
+
+
+def _socket_of(response: requests.Response) -> socket.socket | None:
+    """The socket a streamed response is read from (urllib3 1.x and 2.x), if reachable."""
+    raw = response.raw
+    connection = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    fp = getattr(raw, "_fp", None)
+    inner = getattr(getattr(getattr(fp, "fp", None), "raw", None), "_sock", None)
+    return inner if isinstance(inner, socket.socket) else None
