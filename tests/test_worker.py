@@ -57,6 +57,13 @@ for line in sys.stdin:
                           "checks": {"pid": os.getpid()}})
     sys.stdout.write(out + "\n")
     sys.stdout.flush()
+    if mode == "twice":
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    if mode == "twice-late":
+        time.sleep(0.3)  # the next request is waiting by now
+        sys.stdout.write(json.dumps({"request_id": rid, "decision": "stale"}) + "\n")
+        sys.stdout.flush()
 """
 
 
@@ -272,3 +279,24 @@ def test_close_stops_every_worker(script: Path) -> None:
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("mode", ["twice", "twice-late"])
+def test_a_second_answer_to_an_answered_request_is_discarded(
+    script: Path, mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with make_agent(script) as agent:
+        first = agent.run(req("r1", mode=mode, answer="approve"))
+        second = agent.run(req("r2", answer="deny"))
+        third = agent.run(req("r3", answer="approve"))
+        assert (first.decision, second.decision, third.decision) == ("approve", "deny", "approve")
+        assert pid_of(first) == pid_of(second) == pid_of(third)
+        assert agent.started == 1 and agent.strays == 1
+    err = capsys.readouterr().err
+    assert "answered request_id 1 a second time; the extra answer was discarded" in err
+
+
+def test_an_answer_for_a_request_never_sent_still_restarts_the_worker(script: Path) -> None:
+    with make_agent(script) as agent:
+        attempt = agent.run(req("r1", mode="wrong-id"))
+        assert attempt.error == "bad-output" and agent.strays == 0

@@ -14,8 +14,11 @@ worker whose stream can no longer be trusted is replaced, never reused:
   status or signal, then its stderr tail); the next request starts a new one;
 - it takes longer than the timeout: ``timeout``, its process group is killed;
 - an answer line passes the output cap: ``output-too-large``, killed;
-- a line that is not JSON, or answers another request id: ``bad-output``,
-  killed (the stream is out of step);
+- a second answer to a request this worker already answered is dropped and
+  logged (a warning on stderr): it is stray, not a sign the stream is out of
+  step, so the request now waiting still gets its own answer;
+- a line that is not JSON, or answers a request id never sent to this
+  worker: ``bad-output``, killed (the stream is out of step);
 - ``{"request_id": …, "error": "…"}``: ``exception`` (the agent reported
   that it failed on this request); the worker stays;
 - an answer with the right id that breaks the answer rules: ``bad-output``;
@@ -34,9 +37,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import selectors
 import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -84,6 +89,10 @@ _EXIT_WAIT_S = 1.0
 _CLOSE_GRACE_S = 2.0
 
 
+def _warn_on_stderr(message: str) -> None:
+    print(f"passk: warning: {message}", file=sys.stderr, flush=True)
+
+
 def worker_env(parent_env: Mapping[str, str], spec: ProcessAgentSpec) -> dict[str, str]:
     """A worker's environment: like a per-attempt agent's, minus the per-attempt variables.
 
@@ -111,6 +120,8 @@ class _Worker:
     stderr_tail: bytearray = field(default_factory=bytearray)
     stderr_total: int = 0
     cancelled: bool = False
+    answered: set[str] = field(default_factory=set)
+    """Request ids this worker already answered: a second answer to one is stray."""
 
     @property
     def stderr_fd(self) -> int:
@@ -207,6 +218,7 @@ class WorkerAgent:
         max_workers: int | None = None,
         output_cap: int = DEFAULT_OUTPUT_CAP,
         clock: Callable[[], float] = time.monotonic,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
@@ -216,6 +228,9 @@ class WorkerAgent:
         self._max_workers = max_workers
         self._output_cap = output_cap
         self._clock = clock
+        self._warn = warn if warn is not None else _warn_on_stderr
+        self.strays = 0
+        """Stray answers discarded (a second answer to a request already answered)."""
         self._ids = itertools.count(1)
         self._cond = threading.Condition()
         self._idle: list[_Worker] = []
@@ -323,6 +338,8 @@ class WorkerAgent:
             if worker.cancelled:
                 raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
             attempt, healthy = self._judge(request, request_id, worker, outcome, mark, started)
+            if outcome.line is not None:
+                worker.answered.add(request_id)
             return attempt
         finally:
             self._release(worker, healthy)
@@ -350,6 +367,8 @@ class WorkerAgent:
                 if newline >= 0:
                     line = bytes(worker.pending[:newline])
                     del worker.pending[: newline + 1]
+                    if self._stray(worker, line):
+                        continue
                     if line.strip():
                         # Written before the answer, so already in the pipe.
                         worker.drain_stderr()
@@ -389,6 +408,27 @@ class WorkerAgent:
                     if not chunk:
                         return _Outcome(reason=WORKER_DIED)
                     worker.pending += chunk
+
+    def _stray(self, worker: _Worker, line: bytes) -> bool:
+        """Whether ``line`` answers a request this worker already answered; then log it.
+
+        Such a line is out of turn but harmless: dropping it keeps the stream
+        in step, so the request now waiting gets its own answer.
+        """
+        if b"request_id" not in line:
+            return False
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(obj, dict) or str(obj.get(REQUEST_ID)) not in worker.answered:
+            return False
+        self.strays += 1
+        self._warn(
+            f"worker {worker.proc.pid} answered request_id {obj.get(REQUEST_ID)!s} a second time;"
+            " the extra answer was discarded (answer each request once)"
+        )
+        return True
 
     def _judge(
         self,
