@@ -23,11 +23,15 @@ LABEL org.opencontainers.image.title="passk" \
       org.opencontainers.image.description="Reliability gate for LLM agents: pass^k, flip rate and accuracy, row by row" \
       org.opencontainers.image.licenses="MIT"
 # PYTHONUNBUFFERED: progress lines reach the Actions log as they happen.
-# PYTHONDONTWRITEBYTECODE: agents run from the mounted workspace as root; do not
-# leave root-owned __pycache__ directories behind in the user's checkout.
+# PYTHONDONTWRITEBYTECODE: agents run from the mounted workspace; do not try to
+# leave __pycache__ directories behind in the user's checkout.
+# PASSK_AGENT_USER: passk runs as root here, so agents run as nobody, who cannot
+# read passk's /proc/<pid>/environ (the token) or write to its stdout (workflow
+# commands); see the README's threat model.
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PASSK_AGENT_USER=nobody
 # git: the entrypoint reads the pull request's base commit and checks it out in
 # a worktree. The workspace belongs to the runner's uid, not root, so git would
 # refuse it as "dubious ownership" without the safe.directory entry.

@@ -152,6 +152,8 @@ def test_dockerfile_follows_the_runner_contract() -> None:
     text = (REPO / "Dockerfile").read_text(encoding="utf-8")
     assert 'ENTRYPOINT ["passk"]' in text
     assert "safe.directory" in text
+    # passk is root in the container: agents must not be (issue 12, route 8).
+    assert "PASSK_AGENT_USER=nobody" in text
 
 
 # -- workflows --------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import __version__
 from .agents.http import HttpAgent
+from .agents.identity import agent_user
 from .agents.runner import (
     Agent,
     AttemptRequest,
@@ -77,6 +78,7 @@ def build_agent(
         env=dict(agent.env),
         pass_env=agent.pass_env,
         description=agent.describe(),
+        user=agent_user(parent_env),
     )
     if agent.protocol == "worker":
         return WorkerAgent(spec, parent_env, max_workers=concurrency)

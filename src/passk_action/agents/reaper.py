@@ -120,6 +120,9 @@ class Reaper:
     def _setup(self) -> None:
         if self._subreaper is None:
             self._subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
+            # Before the first agent: processes of our user may then not read
+            # our /proc files (environ, fd); see identity.py.
+            prctl(PR_SET_DUMPABLE, 0)
         if not self._atexit:
             atexit.register(self.close)
             self._atexit = True

@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..core.model import Attempt, Json, Phase, Row, Version
 from ..errors import AgentError, UsageError
 from ..progress import Progress
+from .identity import AgentUser, identity_env, popen_identity
 from .reaper import REAPER
 
 # Reason codes stored in Attempt.error.  They are part of the artifact format:
@@ -76,6 +77,8 @@ class ProcessAgentSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     pass_env: tuple[str, ...] = ()
     description: str = ""
+    user: AgentUser | None = None
+    """Run the agent as this user (see identity.py); None: as passk."""
 
     def __post_init__(self) -> None:
         if not self.command or not self.command[0]:
@@ -379,6 +382,7 @@ def scrubbed_env(parent_env: Mapping[str, str], spec: ProcessAgentSpec) -> dict[
         for key, value in parent_env.items()
         if key not in SECRET_ENV or key in spec.pass_env
     }
+    env.update(identity_env(spec.user))
     env.update(spec.env)
     return env
 
@@ -482,6 +486,7 @@ class ProcessAgent:
         started = self._clock()
         try:
             env = agent_env(self._parent_env, self.spec, request)
+            user, group, extra_groups = popen_identity(self.spec.user)
             proc = REAPER.spawn(
                 lambda: subprocess.Popen(
                     list(self.spec.command),
@@ -491,6 +496,9 @@ class ProcessAgent:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
+                    user=user,
+                    group=group,
+                    extra_groups=extra_groups,
                 )
             )
         except OSError as exc:

@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..core.model import Attempt
+from .identity import popen_identity
 from .reaper import REAPER
 from .runner import (
     BAD_OUTPUT,
@@ -260,6 +261,7 @@ class WorkerAgent:
                     self._spawning += 1
                     break
                 self._cond.wait()
+        user, group, extra_groups = popen_identity(self.spec.user)
         try:
             proc = REAPER.spawn(
                 lambda: subprocess.Popen(
@@ -271,6 +273,9 @@ class WorkerAgent:
                     stderr=subprocess.PIPE,
                     start_new_session=True,
                     bufsize=0,
+                    user=user,
+                    group=group,
+                    extra_groups=extra_groups,
                 )
             )
         except OSError as exc:

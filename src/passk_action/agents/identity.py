@@ -1,0 +1,121 @@
+"""Who an agent process runs as, and what it can reach of passk's own process.
+
+Removing the workflow token from the agent's environment is not enough:
+``/proc/<passk>/environ`` shows passk's *initial* environment, token included,
+and ``/proc/<passk>/fd/1`` is passk's stdout, where a line such as
+``::set-output`` is a workflow command.  Linux lets a process read those files
+only when it may ptrace passk, so two things close them:
+
+- **passk is not dumpable** (``prctl(PR_SET_DUMPABLE, 0)``, :func:`harden`):
+  then only a process with ``CAP_SYS_PTRACE`` may read its ``/proc`` files,
+  which stops an agent that runs as the same, unprivileged user.  It does not
+  stop root, which has that capability;
+- so **when passk runs as root** (the container action), agents run as another,
+  unprivileged user, named by the environment variable ``PASSK_AGENT_USER``
+  (the action's image sets ``nobody``).  That user gets a private home and
+  temporary directory (``HOME`` and ``TMPDIR``), made for the run and removed
+  at exit; it can read what is readable by everyone (the checkout, the Python
+  installation) and write only there.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pwd
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from .reaper import PR_SET_DUMPABLE, prctl
+
+AGENT_USER_ENV = "PASSK_AGENT_USER"
+"""Run agents as this user (a name or a uid) when passk is root; unset or empty: as passk."""
+
+
+@dataclass(frozen=True)
+class AgentUser:
+    """An unprivileged account agents run as, and the private home made for it."""
+
+    name: str
+    uid: int
+    gid: int
+    home: Path
+
+
+def harden() -> bool:
+    """Make this process non-dumpable, so processes of the same user cannot read its /proc files.
+
+    Returns whether it took effect (False off Linux).
+    """
+    return prctl(PR_SET_DUMPABLE, 0)
+
+
+_homes: dict[int, Path] = {}
+
+
+def _private_home(uid: int, gid: int) -> Path:
+    """A directory only ``uid`` can use, made once per process and removed at exit."""
+    home = _homes.get(uid)
+    if home is None or not home.is_dir():
+        home = Path(tempfile.mkdtemp(prefix=f"passk-agent-{uid}-"))
+        os.chown(home, uid, gid)
+        home.chmod(0o700)
+        _homes[uid] = home
+        atexit.register(shutil.rmtree, home, True)
+    return home
+
+
+def agent_user(parent_env: Mapping[str, str]) -> AgentUser | None:
+    """The user agents run as, from ``PASSK_AGENT_USER``; None: the same user as passk.
+
+    Only root can start a process as another user, so a value that names
+    another user while passk is not root is an error, and so is an unknown
+    user or a user that is root itself.
+    """
+    value = parent_env.get(AGENT_USER_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        entry = pwd.getpwuid(int(value)) if value.isdigit() else pwd.getpwnam(value)
+    except (KeyError, ValueError, OverflowError):
+        raise UsageError(
+            f"no user {value!r} on this machine",
+            where=AGENT_USER_ENV,
+            hint="name an existing unprivileged user such as nobody, or unset it",
+        ) from None
+    if entry.pw_uid == os.geteuid():
+        return None
+    if entry.pw_uid == 0:
+        raise UsageError(
+            f"{value!r} is root: agents would reach passk's token",
+            where=AGENT_USER_ENV,
+            hint="name an unprivileged user such as nobody",
+        )
+    if os.geteuid() != 0:
+        raise UsageError(
+            f"passk runs as uid {os.geteuid()}, so it cannot start agents as {value!r}",
+            where=AGENT_USER_ENV,
+            hint="unset it (agents then run as passk's own user), or run passk as root",
+        )
+    return AgentUser(
+        entry.pw_name, entry.pw_uid, entry.pw_gid, _private_home(entry.pw_uid, entry.pw_gid)
+    )
+
+
+def identity_env(user: AgentUser | None) -> dict[str, str]:
+    """``HOME``, ``TMPDIR``, ``USER`` and ``LOGNAME`` for an agent run as ``user``."""
+    if user is None:
+        return {}
+    home = str(user.home)
+    return {"HOME": home, "TMPDIR": home, "USER": user.name, "LOGNAME": user.name}
+
+
+def popen_identity(user: AgentUser | None) -> tuple[int | None, int | None, list[int] | None]:
+    """``subprocess.Popen``'s ``user``, ``group`` and ``extra_groups`` to start as ``user``."""
+    if user is None:
+        return None, None, None
+    return user.uid, user.gid, []
