@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -16,7 +17,7 @@ from types import FrameType
 
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..engine import Session, build_agent, closing, record_run, retry_policy
-from ..errors import UsageError
+from ..errors import ArtifactError, UsageError
 from ..inputs.config import AgentConfig, Config, load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
@@ -139,9 +140,30 @@ def stop_on_signals() -> Iterator[threading.Event]:
 
 
 def write_output(path: str | None, text: str) -> None:
-    """Write to a file, or to stdout when no path (or '-') is given."""
+    """Write to a file, or to stdout when no path (or '-') is given.
+
+    Stdout is flushed here, so a full disk or a closed pipe is an error now
+    (exit 2) rather than a truncated output and exit 0.
+    """
     if path in (None, "-"):
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        try:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.flush()
+        except OSError as exc:
+            _silence_stdout()
+            raise ArtifactError(
+                f"cannot write the output: {exc.strerror or exc}",
+                where="stdout",
+                hint="free some space, or write to a file with --out",
+            ) from exc
         return
     assert path is not None
     write_text_atomic(Path(path), text if text.endswith("\n") else text + "\n")
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null: what stayed buffered must not fail again at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

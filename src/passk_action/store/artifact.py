@@ -16,6 +16,8 @@ hand-written check of the same rules, because jsonschema is ~100x slower.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gc
 import json
 import math
@@ -875,10 +877,11 @@ def writing(path: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         raise ArtifactError(
             f"cannot write: {exc.strerror or exc}",
             where=str(path),
-            hint="choose a path in a writable folder",
+            hint="free some space and try again" if full else "choose a path in a writable folder",
         ) from exc
 
 
@@ -934,17 +937,17 @@ class Journal:
     def __init__(self, path: Path, handle: IO[str]):
         self.path = path
         self._handle = handle
+        self._broken = False
 
     @classmethod
     def create(cls, path: Path, header: Run) -> Journal:
-        """Start a new journal (replacing any old one) with the run's header line."""
-        with writing(path):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle = path.open("w", encoding="utf-8", newline="\n")
-            handle.write(_journal_header_line(header))
-            journal = cls(path, handle)
-            journal._sync()
-        return journal
+        """Start a new journal (replacing any old one) with the run's header line.
+
+        The header is written atomically: a disk that fills up here leaves no
+        journal with half a header, which no resume could read.
+        """
+        write_text_atomic(path, _journal_header_line(header))
+        return cls.reopen(path)
 
     @classmethod
     def rewrite(cls, path: Path, header: Run, attempts: Iterable[Attempt]) -> Journal:
@@ -965,16 +968,28 @@ class Journal:
             return cls(path, path.open("a", encoding="utf-8", newline="\n"))
 
     def append(self, attempt: Attempt) -> None:
-        with writing(self.path):
-            self._handle.write(compact_json(attempt_to_json(attempt)) + "\n")
-            self._sync()
+        try:
+            with writing(self.path):
+                self._handle.write(compact_json(attempt_to_json(attempt)) + "\n")
+                self._sync()
+        except ArtifactError:
+            # Part of the line may be on disk: a resume drops it as a torn last
+            # line.  Nothing more is appended after it.
+            self._broken = True
+            raise
 
     def _sync(self) -> None:
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
     def close(self) -> None:
-        self._handle.close()
+        if self._broken:
+            # A failed write was reported already; the buffered rest is lost.
+            with contextlib.suppress(OSError):
+                self._handle.close()
+            return
+        with writing(self.path):
+            self._handle.close()
 
     def __enter__(self) -> Journal:
         return self
