@@ -26,6 +26,7 @@ import yaml
 
 from fakegithub import SPECS_DIR, FakeGitHub
 from passk_action.action import main as action_main
+from passk_action.action.publish import without_record
 from passk_action.action.record import decode_record, encode_record
 from passk_action.cli import main as cli_main
 from passk_action.github.publish import MARKER
@@ -454,11 +455,42 @@ def test_comment_new_replaces_the_old_comment(checkout: Checkout, fake: FakeGitH
     assert fake.violations == []
 
 
+def test_the_check_run_is_in_progress_then_says_why_with_annotations_on_the_dataset_lines(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # The pull request moves r1 to line 3 of the dataset: the annotation follows it.
+    moved = [ROWS[1], ROWS[2], ROWS[0], *ROWS[3:]]
+    head = checkout.head(flip_r1(), apply=[lambda repo: write_rows(repo, moved)])
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1, outcome.stdout
+    [run] = fake.check_runs
+    assert fake.check_run_history == [
+        ("create", run["id"], "in_progress"),
+        ("update", run["id"], "completed"),
+    ]
+    assert (run["conclusion"], run["head_sha"]) == ("failure", head)
+    assert run["output"]["title"] == "1 must-not-break row broke: r1"
+    body = fake.comment_bodies(7)[0]
+    summary = run["output"]["summary"]
+    assert summary.startswith(without_record(body).strip())  # the comment, less its record
+    [note] = fake.annotations[run["id"]]
+    assert (note["path"], note["start_line"], note["end_line"]) == ("data.jsonl", 3, 3)
+    assert note["annotation_level"] == "failure"
+    assert note["title"] == "passk: must-not-break row broke: r1"
+    assert note["message"].splitlines()[1] == (
+        "expected approve · baseline approve ×4 · candidate deny ×3, approve ×1"
+    )
+    # The comment shows r1's input from the dataset, and what to do next.
+    assert "<details><summary>input: {&quot;amount&quot;: 900}</summary>" in body
+    assert "**Reproduce locally:** `passk compare --config passk.yml" in body
+    assert fake.violations == []
+
+
 def test_forbidden_check_run_falls_back_to_a_commit_status(
     checkout: Checkout, fake: FakeGitHub
 ) -> None:
     head = checkout.head(flip_r1())
-    fake.fail_not_accessible("checks/create")
+    fake.fail_not_accessible("checks/create", times=2)  # when starting, and again at the end
     outcome = checkout.run(fake, head)
     assert outcome.code == 1
     assert fake.check_runs == []
@@ -478,7 +510,8 @@ def test_server_errors_and_secondary_limits_are_retried(
     waits: list[float] = []
     outcome = checkout.run(fake, head, sleep=waits.append)
     assert outcome.code == 0
-    assert waits == [1.0, 2.0, 7.0]  # two exponential backoffs, then GitHub's retry-after
+    # The check run starts first (GitHub's retry-after), then the comment backs off twice.
+    assert waits == [7.0, 1.0, 2.0]
     assert len(fake.comments[7]) == 1 and len(fake.check_runs) == 1
     assert "::warning" not in outcome.stdout
     assert fake.violations == []
@@ -1008,7 +1041,11 @@ def test_comments_that_cannot_be_listed_fail_closed_and_keep_the_record(
     assert "cannot read the recorded verdicts; re-run later" in error
     assert outcome.asked == []  # no agent ran
     assert fake.comment_bodies(7) == pinned  # the record is not replaced
-    assert len(fake.check_runs) == 1
+    # The check this run started is not left spinning: it fails with the reason.
+    assert [c["conclusion"] for c in fake.check_runs] == ["failure", "failure"]
+    title = fake.check_runs[1]["output"]["title"]
+    assert title.startswith("passk could not finish: GitHub API GET /repos/")
+    assert "cannot read the recorded verdicts; re-run later" in title
     # Once GitHub answers again, the recorded failure stands.
     again = checkout.run(fake, head)
     assert again.code == 1 and again.asked == []

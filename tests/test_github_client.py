@@ -20,9 +20,11 @@ from passk_action import __version__
 from passk_action.errors import ConfigError, GitHubError
 from passk_action.github import (
     MARKER,
+    Annotation,
     GitHubClient,
     find_sticky_comment,
     publish_check,
+    start_check,
     upsert_sticky_comment,
 )
 from passk_action.report.fit import fit_comment
@@ -523,3 +525,62 @@ def test_wrong_json_shape_is_an_error(fake: FakeGitHub, client: GitHubClient) ->
     fake.fail_next("pulls/get", 200, body=[1, 2])
     with pytest.raises(GitHubError, match="expected a JSON object"):
         client.get_pull(2)
+
+
+def test_a_started_check_run_is_completed_with_annotations_in_batches_of_50(
+    fake: FakeGitHub, client: GitHubClient
+) -> None:
+    started = start_check(client, name="passk", head_sha=SHA)
+    assert started.used == "check_run" and fake.check_runs[0]["status"] == "in_progress"
+    notes = [
+        Annotation(path="data.jsonl", line=i, title=f"passk: row r{i} broke", message="m")
+        for i in range(1, 121)
+    ]
+    outcome = publish_check(
+        client,
+        name="passk",
+        head_sha=SHA,
+        passed=False,
+        title="120 must-not-break rows broke",
+        summary="s",
+        annotations=notes,
+        check_run_id=started.id,
+    )
+    assert outcome.used == "check_run" and outcome.id == started.id
+    assert len(fake.check_runs) == 1
+    run_id = fake.check_runs[0]["id"]
+    assert fake.check_run_history == [
+        ("create", run_id, "in_progress"),
+        ("update", run_id, "completed"),  # the conclusion and the first 50
+        ("update", run_id, "completed"),  # 50 more
+        ("update", run_id, "completed"),  # the last 20
+    ]
+    assert [a["start_line"] for a in fake.annotations[run_id]] == list(range(1, 121))
+    assert fake.check_runs[0]["conclusion"] == "failure"
+    assert fake.check_runs[0]["output"]["annotations_count"] == 120
+    assert fake.violations == []
+
+
+def test_a_check_run_that_vanished_is_created_anew(fake: FakeGitHub, client: GitHubClient) -> None:
+    outcome = publish_check(
+        client,
+        name="passk",
+        head_sha=SHA,
+        passed=True,
+        title="passed: 0 gained, 0 lost",
+        summary="s",
+        check_run_id=987654,
+    )
+    assert outcome.used == "check_run"
+    assert [(op, status) for op, _, status in fake.check_run_history] == [("create", "completed")]
+    assert fake.violations == []
+
+
+def test_the_client_refuses_more_than_50_annotations_in_one_request(
+    client: GitHubClient,
+) -> None:
+    notes = [{"path": "a", "start_line": 1, "end_line": 1, "annotation_level": "failure"}] * 51
+    with pytest.raises(ValueError, match="at most 50"):
+        client.create_check_run(
+            name="passk", head_sha=SHA, conclusion=None, title="t", summary="s", annotations=notes
+        )

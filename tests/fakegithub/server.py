@@ -120,6 +120,10 @@ class FakeGitHub:
         self.actor = dict(actor if actor is not None else BOT)
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.check_runs: list[dict[str, Any]] = []
+        self.annotations: dict[int, list[dict[str, Any]]] = {}
+        """Every annotation posted, by check run id, in order (GitHub appends them)."""
+        self.check_run_history: list[tuple[str, int, str]] = []
+        """(operation, check run id, status after it), in order: the run's lifecycle."""
         self.statuses: dict[str, list[dict[str, Any]]] = {}
         self.violations: list[str] = []
         self.requests: list[RecordedRequest] = []
@@ -496,6 +500,7 @@ class FakeGitHub:
         return _Reply(204)
 
     def _check_run_output(self, run: dict[str, Any], output: dict[str, Any]) -> None:
+        self.annotations.setdefault(run["id"], []).extend(output.get("annotations", []))
         run["output"] = {
             "title": output.get("title", run["output"].get("title")),
             "summary": output.get("summary", run["output"].get("summary")),
@@ -530,6 +535,7 @@ class FakeGitHub:
         run["output"] = {"title": None, "summary": None, "text": None, "annotations_count": 0}
         self._check_run_output(run, body.get("output", {}))
         self.check_runs.append(run)
+        self.check_run_history.append(("create", run_id, status))
         return _Reply(201, run)
 
     def _op_checks_update(self, p: _Params, q: _Query, body: Any, path: str) -> _Reply:
@@ -553,6 +559,7 @@ class FakeGitHub:
             run["completed_at"] = run["completed_at"] or self._now()
         if "output" in body:
             self._check_run_output(run, body["output"])
+        self.check_run_history.append(("update", run["id"], run["status"]))
         return _Reply(200, run)
 
     def _op_repos_create_commit_status(self, p: _Params, q: _Query, body: Any, path: str) -> _Reply:

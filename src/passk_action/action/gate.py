@@ -8,16 +8,19 @@
 
 from __future__ import annotations
 
-from ..errors import GitHubError, UsageError
+from ..errors import GitHubError, PasskError, UsageError
 from ..github.client import GitHubClient
+from ..github.publish import start_check
+from ..report.escape import inline
 from .comparison import run_comparison
-from .event import pull_request_from, read_payload
+from .event import PullRequest, pull_request_from, read_payload
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .publish import Where, publish_gate
 from .rerun import look_up_record
 from .runtime import Runtime
 from .trusted import trusted_inputs
+from .workflow import Workflow
 
 PWN_REQUEST = (
     "passk refuses to run on `pull_request_target`: that event runs with a write token and "
@@ -70,17 +73,63 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     def warn(message: str) -> None:
         workflow.warning(message, title="passk")
 
-    with workflow.group("passk: trusted inputs from the base commit"):
-        trusted = trusted_inputs(repo, inputs, pr, workflow)
     client = github_client(inputs, runtime)
-    prior = look_up_record(client, repo, inputs, pr, trusted, warn)
-    result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
-    where = Where(
-        dataset=trusted.dataset,
-        dataset_path=repo.relative(trusted.config.dataset),
-        config_path=inputs.config,
-        allow_label=trusted.config.gate.allow_label,
-    )
+    check = start_check_run(client, inputs, pr, workflow)
+    try:
+        with workflow.group("passk: trusted inputs from the base commit"):
+            trusted = trusted_inputs(repo, inputs, pr, workflow)
+        prior = look_up_record(client, repo, inputs, pr, trusted, warn)
+        result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
+        where = Where(
+            dataset=trusted.dataset,
+            dataset_path=repo.relative(trusted.config.dataset),
+            config_path=inputs.config,
+            allow_label=trusted.config.gate.allow_label,
+        )
+    except PasskError as exc:
+        if client is not None and check is not None:
+            finish_check_on_error(client, check, exc, workflow)
+        raise
     return publish_gate(
-        result, inputs, workflow, client, pr, prior, trusted.baseline_run, where=where
+        result,
+        inputs,
+        workflow,
+        client,
+        pr,
+        prior,
+        trusted.baseline_run,
+        where=where,
+        check_run_id=check,
     )
+
+
+def start_check_run(
+    client: GitHubClient | None, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
+) -> int | None:
+    """The check run, ``in_progress`` from the start, so the PR shows passk is at work."""
+    if client is None:
+        return None
+    started = start_check(
+        client, name=inputs.check_name, head_sha=pr.head_sha, details_url=inputs.details_url()
+    )
+    if started.id is not None:
+        workflow.line(f"passk: check run {inputs.check_name!r} in progress: {started.url}")
+    return started.id  # refused: publishing tries again, then falls back to a status
+
+
+def finish_check_on_error(
+    client: GitHubClient, check_run_id: int, exc: PasskError, workflow: Workflow
+) -> None:
+    """Never leave the check spinning: it fails with the one-line reason passk exits with."""
+    reason = exc.one_line()
+    try:
+        client.update_check_run(
+            check_run_id,
+            conclusion="failure",
+            title=f"passk could not finish: {reason}"[:200],
+            summary=f"### ❌ passk could not finish\n\n{inline(reason, 2000)}\n\n"
+            "Nothing was decided: fix the cause above (the job log has the details) and "
+            "re-run this job.",
+        )
+    except GitHubError as error:
+        workflow.warning(f"the check run is left in progress: {error}", title="passk")

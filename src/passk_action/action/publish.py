@@ -8,6 +8,7 @@ goes on to exit with the gate's own code.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +17,8 @@ from ..core.model import Dataset, Run
 from ..core.result import CompareResult
 from ..errors import EXIT_GATE_FAILED, EXIT_OK
 from ..github.client import GitHubClient
-from ..github.publish import MARKER, publish_check, upsert_sticky_comment
-from ..report.comment import CommentContext, check_title, render_comment
+from ..github.publish import MARKER, Annotation, publish_check, upsert_sticky_comment
+from ..report.comment import CommentContext, check_title, render_comment, row_annotations
 from ..report.markdown import render_compare_report
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
@@ -80,6 +81,8 @@ def publish(
     author: str,
     details_url: str | None,
     context: CommentContext | None = None,
+    annotations: Sequence[Annotation] = (),
+    check_run_id: int | None = None,
 ) -> Published:
     """Post the sticky comment and the check; report refusals as warnings, never raise."""
     body = render_comment(
@@ -110,6 +113,8 @@ def publish(
         passed=result.gate.passed,
         title=check_title(result),
         summary=without_record(body),
+        annotations=annotations,
+        check_run_id=check_run_id,
     )
     if check.used == "failed":
         if fork:
@@ -122,7 +127,9 @@ def publish(
             f"named {check_name!r} (grant `checks: write` for a check run)"
         )
     else:
-        workflow.line(f"passk: check run {check_name!r} posted: {check.url or check.id}")
+        workflow.line(f"passk: check run {check_name!r} completed: {check.url or check.id}")
+        if check.error:
+            workflow.warning(check.error, title="passk")
     return Published(comment=comment_state, check=check.used)
 
 
@@ -136,6 +143,24 @@ class Where:
     config_path: str
     """The config relative to the working directory (for ``passk compare --config``)."""
     allow_label: str | None
+
+
+def dataset_annotations(result: CompareResult, where: Where | None) -> list[Annotation]:
+    """A check-run annotation on the dataset line of each blocking row (and confirmed ones)."""
+    if where is None:
+        return []
+    lines = {r.id: r.line for r in where.dataset.rows}
+    return [
+        Annotation(
+            path=where.dataset_path,
+            line=lines[row_id],
+            title=title,
+            message=message,
+            level="failure" if blocking else "warning",
+        )
+        for row_id, title, message, blocking in row_annotations(result)
+        if lines.get(row_id, 0) > 0
+    ]
 
 
 def comment_context(inputs: ActionInputs, pr: PullRequest, where: Where | None) -> CommentContext:
@@ -171,6 +196,7 @@ def publish_gate(
     committed_baseline: Run,
     *,
     where: Where | None = None,
+    check_run_id: int | None = None,
 ) -> int:
     """Write, summarise and post the result; the exit code is the gate's, whatever GitHub says.
 
@@ -219,6 +245,8 @@ def publish_gate(
                 author=inputs.comment_author,
                 details_url=inputs.details_url(),
                 context=comment_context(inputs, pr, where),
+                annotations=dataset_annotations(result, where),
+                check_run_id=check_run_id,
             )
     # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)

@@ -1,4 +1,4 @@
-"""A thin client for the 9 GitHub REST operations passk uses.
+"""A thin client for the 10 GitHub REST operations passk uses.
 
 It is an edge: it receives its collaborators (HTTP session, sleep, clock) so
 tests drive it against a local fake GitHub without sleeping.  Retries follow
@@ -15,7 +15,7 @@ from __future__ import annotations
 import email.utils
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -36,6 +36,9 @@ CHECK_TRUNCATED_NOTE = (
     "… truncated by passk to fit GitHub's 65,535-character limit; "
     "the full report is in the job summary."
 )
+
+ANNOTATIONS_PER_REQUEST = 50
+"""GitHub takes at most 50 annotations per check-run request (REST docs, "Update a check run")."""
 
 Conclusion = Literal[
     "action_required", "cancelled", "failure", "neutral", "success", "skipped", "timed_out"
@@ -146,26 +149,58 @@ class GitHubClient:
         *,
         name: str,
         head_sha: str,
-        conclusion: Conclusion,
+        conclusion: Conclusion | None,
         title: str,
         summary: str,
         text: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        details_url: str | None = None,
     ) -> dict[str, Any]:
-        """A completed check run; summary and text are cut to GitHub's limit with a note."""
-        output = {
-            "title": title,
-            "summary": fit_comment(summary, CHECK_OUTPUT_LIMIT, CHECK_TRUNCATED_NOTE),
-        }
-        if text is not None:
-            output["text"] = fit_comment(text, CHECK_OUTPUT_LIMIT, CHECK_TRUNCATED_NOTE)
-        body = {
+        """A check run: completed with ``conclusion``, or ``in_progress`` when it is None.
+
+        Summary and text are cut to GitHub's limit with a note; at most
+        :data:`ANNOTATIONS_PER_REQUEST` annotations go in one request (send the
+        rest with :meth:`update_check_run`).
+        """
+        body: dict[str, Any] = {
             "name": name,
             "head_sha": head_sha,
-            "status": "completed",
-            "conclusion": conclusion,
-            "output": output,
+            "output": _check_output(title, summary, text, annotations),
         }
+        if conclusion is None:
+            body["status"] = "in_progress"
+        else:
+            body["status"] = "completed"
+            body["conclusion"] = conclusion
+        if details_url is not None:
+            body["details_url"] = details_url
         return self._object("POST", f"/repos/{self.repository}/check-runs", "checks", json=body)
+
+    def update_check_run(
+        self,
+        check_run_id: int,
+        *,
+        conclusion: Conclusion | None,
+        title: str,
+        summary: str,
+        text: str | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+    ) -> dict[str, Any]:
+        """Complete a check run (or only add output when ``conclusion`` is None).
+
+        GitHub appends the annotations of each update to the run's, so more
+        than :data:`ANNOTATIONS_PER_REQUEST` go in several updates.
+        """
+        body: dict[str, Any] = {"output": _check_output(title, summary, text, annotations)}
+        if conclusion is not None:
+            body["status"] = "completed"
+            body["conclusion"] = conclusion
+        return self._object(
+            "PATCH",
+            f"/repos/{self.repository}/check-runs/{int(check_run_id)}",
+            "checks",
+            json=body,
+        )
 
     def create_commit_status(
         self, *, sha: str, state: StatusState, context: str, description: str
@@ -363,6 +398,25 @@ class GitHubClient:
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._token, "***")
+
+
+def _check_output(
+    title: str, summary: str, text: str | None, annotations: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    if len(annotations) > ANNOTATIONS_PER_REQUEST:
+        raise ValueError(
+            f"{len(annotations)} annotations in one request; GitHub takes at most "
+            f"{ANNOTATIONS_PER_REQUEST}"
+        )
+    output: dict[str, Any] = {
+        "title": title,
+        "summary": fit_comment(summary, CHECK_OUTPUT_LIMIT, CHECK_TRUNCATED_NOTE),
+    }
+    if text is not None:
+        output["text"] = fit_comment(text, CHECK_OUTPUT_LIMIT, CHECK_TRUNCATED_NOTE)
+    if annotations:
+        output["annotations"] = [dict(a) for a in annotations]
+    return output
 
 
 def _message(response: requests.Response) -> str:

@@ -7,10 +7,12 @@ not lose the gate result.  They return what happened; the caller decides.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from passk_action.errors import ConfigError, GitHubError
+from passk_action.github.client import ANNOTATIONS_PER_REQUEST, Conclusion
 from passk_action.report.fit import COMMENT_LIMIT, fit_comment
 
 if TYPE_CHECKING:
@@ -129,6 +131,56 @@ def _outcome(action: Literal["created", "updated"], comment: dict[str, Any]) -> 
 # -- check ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Annotation:
+    """A check-run annotation on one line of a file in the repository."""
+
+    path: str
+    line: int
+    title: str
+    message: str
+    level: Literal["notice", "warning", "failure"] = "failure"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "start_line": self.line,
+            "end_line": self.line,
+            "annotation_level": self.level,
+            "title": self.title[:255],
+            "message": self.message[:64_000],
+        }
+
+
+IN_PROGRESS_TITLE = "running"
+IN_PROGRESS_SUMMARY = (
+    "passk is running the candidate k times per row and confirming lost rows; "
+    "this check completes with the gate."
+)
+
+
+def start_check(
+    client: GitHubClient, *, name: str, head_sha: str, details_url: str | None = None
+) -> CheckOutcome:
+    """An ``in_progress`` check run, created when the gate starts, completed by publish_check.
+
+    Refused (a fork's read-only token, no ``checks: write``) is ``failed``,
+    not raised: publish_check then tries again, then falls back to a status.
+    """
+    try:
+        run = client.create_check_run(
+            name=name,
+            head_sha=head_sha,
+            conclusion=None,
+            title=IN_PROGRESS_TITLE,
+            summary=IN_PROGRESS_SUMMARY,
+            details_url=details_url,
+        )
+    except GitHubError as exc:
+        return CheckOutcome("failed", error=str(exc))
+    return CheckOutcome("check_run", id=_int(run.get("id")), url=_str(run.get("html_url")))
+
+
 def publish_check(
     client: GitHubClient,
     *,
@@ -138,23 +190,64 @@ def publish_check(
     title: str,
     summary: str,
     text: str | None = None,
+    annotations: Sequence[Annotation] = (),
+    check_run_id: int | None = None,
 ) -> CheckOutcome:
-    """A completed check run; on 403 a commit status with the same name instead.
+    """Complete the check run ``check_run_id`` (or create a completed one); on 403 a status.
 
-    Creating check runs needs a GitHub App token (FACTS.md A3) with ``checks:
-    write``; a personal token or a restricted ``GITHUB_TOKEN`` is refused, but
-    may still set statuses, which branch protection can require just the same.
+    Annotations go ``ANNOTATIONS_PER_REQUEST`` at a time: the first batch with
+    the conclusion, the rest in further updates (GitHub appends them).
+    Creating check runs needs a token with ``checks: write``; a personal
+    token or a restricted ``GITHUB_TOKEN`` is refused, but may still set
+    statuses, which branch protection can require just the same.
     """
+    conclusion: Conclusion = "success" if passed else "failure"
+    notes = [a.to_json() for a in annotations]
+    batches = [
+        notes[i : i + ANNOTATIONS_PER_REQUEST]
+        for i in range(0, len(notes), ANNOTATIONS_PER_REQUEST)
+    ] or [[]]
+    run: dict[str, Any] | None = None
+    reason = ""
     try:
-        run = client.create_check_run(
-            name=name,
-            head_sha=head_sha,
-            conclusion="success" if passed else "failure",
-            title=title,
-            summary=summary,
-            text=text,
-        )
+        if check_run_id is not None:
+            try:
+                run = client.update_check_run(
+                    check_run_id,
+                    conclusion=conclusion,
+                    title=title,
+                    summary=summary,
+                    text=text,
+                    annotations=batches[0],
+                )
+            except GitHubError as exc:
+                if exc.status not in (403, 404):
+                    raise
+                run = None  # the run we started is gone or ours no more: make a new one
+        if run is None:
+            run = client.create_check_run(
+                name=name,
+                head_sha=head_sha,
+                conclusion=conclusion,
+                title=title,
+                summary=summary,
+                text=text,
+                annotations=batches[0],
+            )
+        run_id = _int(run.get("id"))
+        if run_id is not None:
+            for batch in batches[1:]:
+                client.update_check_run(
+                    run_id, conclusion=None, title=title, summary=summary, annotations=batch
+                )
     except GitHubError as exc:
+        if run is not None:  # the conclusion is posted; only some annotations are missing
+            return CheckOutcome(
+                "check_run",
+                id=_int(run.get("id")),
+                url=_str(run.get("html_url")),
+                error=f"some annotations were not posted: {exc}",
+            )
         if exc.status != 403:
             return CheckOutcome("failed", error=str(exc))
         reason = str(exc)

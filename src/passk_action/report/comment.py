@@ -315,6 +315,60 @@ def _blocking_row(
     return lines
 
 
+# --- annotations on the dataset's lines ------------------------------------------
+
+
+def _plain_answers(attempts: Sequence[Attempt]) -> str:
+    pairs = ranked_counts([a.decision for a in attempts])
+    text = ", ".join(f"{' '.join(v.split())[:VALUE_LEN]} ×{n}" for v, n in pairs) or "—"
+    errors = sum(1 for a in attempts if a.error is not None)
+    return text + (f", {_plural(errors, 'error')}" if errors else "")
+
+
+def row_annotations(result: CompareResult) -> list[tuple[str, str, str, bool]]:
+    """``(row id, title, message, blocking)`` for each blocking row, then other confirmed ones.
+
+    Plain text, for check-run annotations on the row's line of the dataset
+    (GitHub shows them as text, in "Files changed" when the file is in the PR).
+    """
+    by_row = (result.baseline.attempts_by_row(), result.candidate.attempts_by_row())
+    expected = {r.id: r.expected for r in result.rows}
+    rows = {r.id: r for r in result.comparison.rows}
+    scoring = result.candidate.settings.scoring
+    out: list[tuple[str, str, str, bool]] = []
+
+    def message(row: RowComparison, lead: str) -> str:
+        base, cand = by_row[0].get(row.id, ()), by_row[1].get(row.id, ())
+        want = expected.get(row.id, "")
+        confirm = confirmation_words(
+            row,
+            [a for a in base if a.phase is Phase.CONFIRM],
+            [a for a in cand if a.phase is Phase.CONFIRM],
+            want,
+            scoring,
+        ).replace("**", "")
+        return (
+            f"{lead}\nexpected {' '.join(want.split())[:VALUE_LEN]} · baseline "
+            f"{_plain_answers(base)} · candidate {_plain_answers(cand)}\n{confirm}"
+        )
+
+    blocking = set()
+    for failure in result.gate.failures:
+        row = rows.get(failure.id) if failure.id is not None else None
+        if row is None or failure.rule in (Rule.PROTECTED_CHANGE, Rule.RECORDED_FAILURE):
+            continue
+        blocking.add(row.id)
+        one, _, what = _RULE_NOUNS[failure.rule]
+        title = f"passk: {one} {what}: {_plain(row.id)}"
+        out.append((row.id, title, message(row, failure.reason), True))
+    for row in result.comparison.rows:
+        if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
+            title = f"passk: confirmed regression (not blocking): {_plain(row.id)}"
+            lead = f"{_transition(row)}; not blocking: the row is not must-not-break"
+            out.append((row.id, title, message(row, lead), False))
+    return out
+
+
 # --- the three numbers, with direction -----------------------------------------
 
 
