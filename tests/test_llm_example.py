@@ -256,6 +256,9 @@ def write_project(root: Path, rows: list[str], **overrides: Any) -> Path:
     for spec in (config["agent"], config["baseline"]["agent"]):
         spec["command"] = [sys.executable, str(EXAMPLE / "agent.py"), *spec["command"][2:]]
         spec["timeout_s"] = 60
+        # Enough SDK retries that a chain of 429 windows (two workers, 20% of calls
+        # opening one) cannot exhaust them: the test is about honouring, not giving up.
+        spec["env"] = {**spec.get("env", {}), "PASSK_EXAMPLE_MAX_RETRIES": "12"}
     config.update({"concurrency": 2, "retry": {"attempts": 0, "backoff_s": 0}, **overrides})
     (root / "data.jsonl").write_text("".join(json.dumps(ROWS[i]) + "\n" for i in rows))
     (root / "passk.yml").write_text(yaml.safe_dump(config))
