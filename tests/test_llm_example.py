@@ -244,6 +244,22 @@ def test_under_the_worker_protocol_bad_model_output_is_an_error_line(
     assert "the model's answer is not JSON" in line["error"]
 
 
+@pytest.mark.parametrize(("case", "says"), [
+    ("rate-limited", r"still rate limited after 0 retries \(429 from http://127\.0\.0\.1:"),
+    ("wrong-key", r"refused the key \(401\): check OPENAI_API_KEY"),
+    ("unreachable", r"cannot reach http://127\.0\.0\.1:9/v1/ after 0 retries"),
+])
+def test_an_api_failure_after_the_sdks_retries_is_a_clear_error(
+        case: str, says: str, start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = start(rate_limit=1.0 if case == "rate-limited" else 0.0, retry_after_s=30.0)
+    monkeypatch.setenv("OPENAI_BASE_URL",
+                       "http://127.0.0.1:9/v1" if case == "unreachable" else server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong" if case == "wrong-key" else KEY)
+    monkeypatch.setenv("PASSK_EXAMPLE_MAX_RETRIES", "0")
+    with pytest.raises(agent.AgentError, match=says):
+        agent.RefundReviewer("v1")({"id": "q-034", "input": LAPTOP["input"]})
+
+
 # --- end to end: passk drives the agent against the fake ------------------------------
 
 E2E_ROWS = ["q-011", "q-023", "q-027", "q-032", "q-034", "q-035", "q-037", "q-040", "q-045",
