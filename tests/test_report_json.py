@@ -7,6 +7,7 @@ report holds the gate, the metrics, the comparison rows and the analysis.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,37 @@ def test_the_json_report_of_a_run_adds_its_analysis(
         1.0,
     ]
     assert attempts_lists(report) == []
+
+
+GOLDEN = Path(__file__).parent / "golden" / "reports"
+
+
+def assert_golden_json(name: str, text: str) -> None:
+    """The whole JSON report, key for key: its keys are an interface scripts read."""
+    path = GOLDEN / name
+    if os.environ.get("PASSK_UPDATE_GOLDEN") == "1":
+        path.write_text(text, encoding="utf-8", newline="")
+        return
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run with PASSK_UPDATE_GOLDEN=1 to create it")
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs; PASSK_UPDATE_GOLDEN=1"
+
+
+@pytest.mark.parametrize(
+    ("name", "scenario"), [("failed", failed_scenario), ("passed", passed_scenario)]
+)
+def test_the_json_report_of_a_result_matches_its_golden_file(
+    name: str, scenario: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "result.json"
+    write_result(scenario(), path)
+    _, text = report_of(path, capsys)
+    assert_golden_json(f"report_{name}.json", text)
+
+
+def test_the_json_report_of_an_imported_run_matches_its_golden_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    imported = Path(__file__).parent / "golden" / "importers" / "tau_bench_retail.run.json"
+    _, text = report_of(imported, capsys)
+    assert_golden_json("report_run_imported.json", text)

@@ -1,0 +1,492 @@
+"""Exact behaviour of the core's rules, pinned where mutation testing found slack.
+
+Each test states a rule of classify, diff or gate that the rest of the suite
+exercised only loosely: a change to the rule (a flipped default, a dropped
+argument, the wrong side named) fails here.  `docs/mutation.md` has the
+command and the scores.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import attempts, record, run_of
+from passk_action.core.classify import classify, classify_attempts, is_correct, normalize
+from passk_action.core.diff import (
+    ABSENT,
+    Change,
+    Confirmation,
+    DivergentCheck,
+    RowComparison,
+    check_flips,
+    compare_runs,
+    confirmation_outcome,
+    first_divergent_check,
+    same_checks,
+)
+from passk_action.core.gate import (
+    RECORDED_FAILURE_KIND,
+    GateFailure,
+    GatePolicy,
+    ProtectedChange,
+    Rule,
+    decide,
+)
+from passk_action.core.model import (
+    Attempt,
+    Phase,
+    Row,
+    RowClass,
+    Scoring,
+    Version,
+    canonical_json,
+    dataset_digest,
+)
+from passk_action.core.result import evaluate
+from passk_action.core.shard import Shard, assign_shards, parse_shard, shard_sizes
+from passk_action.core.stats import (
+    check_counts,
+    compute_metrics,
+    summarize_decisions,
+    summarize_run,
+)
+from passk_action.errors import UsageError
+
+CASEFOLD = Scoring(normalize=("casefold",))
+STRIP_CASEFOLD = Scoring(normalize=("strip", "casefold"))
+EXACT = Scoring(normalize=())
+
+
+# --- classify ---------------------------------------------------------------------
+
+
+def test_normalize_applies_every_rule_in_order() -> None:
+    assert normalize("  DENY ", STRIP_CASEFOLD) == "deny"
+    assert normalize("DENY", CASEFOLD) == "deny"
+    assert normalize(" Deny ", EXACT) == " Deny "
+
+
+def test_casefolded_scoring_still_tells_right_from_wrong() -> None:
+    # A normalizer that lost the decision would make every row match every label.
+    assert is_correct("DENY", "deny", CASEFOLD)
+    assert not is_correct("approve", "deny", CASEFOLD)
+    assert classify(["approve"] * 3, "deny", 3, CASEFOLD) is RowClass.STABLE_WRONG
+    assert classify(["Deny", "DENY", "deny"], "deny", 3, CASEFOLD) is RowClass.STABLE_CORRECT
+    assert classify(["deny", "approve", "deny"], "deny", 3, CASEFOLD) is RowClass.FLIP
+
+
+def test_unknown_normalization_rule_names_the_rule() -> None:
+    with pytest.raises(ValueError, match="'squash'"):
+        normalize("x", Scoring(normalize=("squash",)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("decisions", "expected_class"),
+    [
+        (["deny", "deny", "approve"], RowClass.FLIP),  # the odd one out is last
+        (["approve", "deny", "deny"], RowClass.FLIP),  # ... or first
+        (["approve", "approve", "approve"], RowClass.STABLE_WRONG),
+        (["deny", "deny", "deny"], RowClass.STABLE_CORRECT),
+        (["deny", None, "deny", "deny"], RowClass.STABLE_CORRECT),  # an error is no decision
+    ],
+)
+def test_classify_compares_every_decision_with_the_first(
+    decisions: list[str | None], expected_class: RowClass
+) -> None:
+    assert classify(decisions, "deny", 3, EXACT) is expected_class
+
+
+def test_classify_a_single_attempt_row() -> None:
+    # k = 1 is refused by the config, but classify itself must not peek past the end.
+    assert classify(["deny"], "deny", 1, EXACT) is RowClass.STABLE_CORRECT
+    assert classify(["approve"], "deny", 1, EXACT) is RowClass.STABLE_WRONG
+
+
+def test_classify_attempts_uses_the_given_phases_label_k_and_scoring() -> None:
+    main = attempts("r", ["DENY", "DENY", "DENY"])
+    confirm = attempts("r", ["approve"], start=4, phase=Phase.CONFIRM)
+    both = main + confirm
+    assert classify_attempts(both, "deny", 3, CASEFOLD) is RowClass.STABLE_CORRECT
+    assert classify_attempts(both, "deny", 3, EXACT) is RowClass.STABLE_WRONG
+    assert classify_attempts(both, "approve", 3, CASEFOLD) is RowClass.STABLE_WRONG
+    assert classify_attempts(both, "deny", 4, CASEFOLD) is RowClass.UNCLASSIFIED
+    assert classify_attempts(both, "deny", 3, CASEFOLD, phases=None) is RowClass.FLIP
+    assert classify_attempts(confirm, "deny", 1, CASEFOLD, phases=(Phase.CONFIRM,)) is (
+        RowClass.STABLE_WRONG
+    )
+
+
+# --- diff ---------------------------------------------------------------------------
+
+
+def test_divergent_check_json_names_the_check_and_both_sides() -> None:
+    check = DivergentCheck("damage", (("yes", 2), ("no", 1)), (("no", 3),))
+    assert check.to_json() == {
+        "check": "damage",
+        "baseline": {"yes": 2, "no": 1},
+        "candidate": {"no": 3},
+    }
+
+
+def test_confirmation_outcome_of_one_sided_confirmations() -> None:
+    right = attempts("r", ["deny"], start=4, phase=Phase.CONFIRM)
+    wrong = attempts("r", ["approve"], start=4, phase=Phase.CONFIRM)
+    assert confirmation_outcome((), (), "deny", EXACT) is None
+    # Only the baseline was asked, and it varied: that is already an answer.
+    assert confirmation_outcome(wrong, (), "deny", EXACT) is Confirmation.BASELINE_VARIES
+    assert confirmation_outcome((), wrong, "deny", EXACT) is Confirmation.NOT_REPRODUCED
+    assert confirmation_outcome(right, wrong, "deny", EXACT) is Confirmation.CONFIRMED_REGRESSION
+
+
+def test_ranked_values_most_frequent_first_then_by_value() -> None:
+    base = attempts("r", [("deny", {"c": "b"}), ("deny", {"c": "a"}), ("deny", {"c": "b"})])
+    cand = attempts("r", [("approve", {"c": "z"}), ("approve", {"c": "y"})])
+    found = first_divergent_check(base, cand)
+    assert found == DivergentCheck("c", (("b", 2), ("a", 1)), (("y", 1), ("z", 1)))
+
+
+def test_a_check_only_the_candidate_reports_is_found_as_divergent() -> None:
+    base = attempts("r", [("deny", {"window": "open"})] * 3)
+    cand = attempts("r", [("approve", {"window": "open", "damage": "yes"})] * 3)
+    found = first_divergent_check(base, cand)
+    assert found is not None
+    assert found.name == "damage"
+    assert found.baseline == ((ABSENT, 3),)
+    assert found.candidate == (("yes", 3),)
+
+
+def test_a_check_the_baseline_never_reports_while_the_candidate_does() -> None:
+    base = attempts("r", ["deny"] * 3)  # no checks at all
+    cand = attempts("r", [("approve", {"damage": "yes"})] * 3)
+    found = first_divergent_check(base, cand)
+    assert found is not None and found.name == "damage"
+
+
+def test_no_divergent_check_when_one_side_has_no_valid_attempt() -> None:
+    valid = attempts("r", [("deny", {"c": "a"})] * 2)
+    errors = attempts("r", [None, None])
+    assert first_divergent_check(valid, errors) is None
+    assert first_divergent_check(errors, valid) is None
+    assert first_divergent_check(errors, errors) is None
+
+
+def test_check_flips_lists_only_checks_that_took_two_values() -> None:
+    varied = attempts(
+        "r",
+        [("deny", {"a": "1", "b": "x"}), ("deny", {"a": "1", "b": "y"}), ("deny", {"a": "1"})],
+    )
+    assert check_flips(varied, RowClass.STABLE_CORRECT) == ("b",)
+    steady = attempts("r", [("deny", {"a": "1"})] * 3)
+    assert check_flips(steady, RowClass.STABLE_CORRECT) == ()
+
+
+def test_same_checks_compares_every_attempt_by_value() -> None:
+    one = attempts("r", [("deny", {"a": "1"})])[0]
+    same_value = Attempt("r", 2, Phase.MAIN, "deny", checks=(("a", "1"),))
+    other = Attempt("r", 3, Phase.MAIN, "deny", checks=(("a", "2"),))
+    assert same_checks([])
+    assert same_checks([one])
+    assert same_checks([one, same_value])  # equal lists, distinct objects
+    assert not same_checks([one, other])
+    assert not same_checks([other, one])
+
+
+def _compare(base: list[Attempt], cand: list[Attempt], *, mnb: bool = True) -> RowComparison:
+    rows = [record("r", mnb=mnb)]
+    comparison, _ = evaluate(
+        rows,
+        run_of(rows, base, version=Version.BASELINE),
+        run_of(rows, cand),
+        ratchet=frozenset(),
+        policy=GatePolicy(),
+    )
+    return comparison.by_id()["r"]
+
+
+def test_a_row_missing_from_one_run_is_unclassified_there() -> None:
+    rows = [record("r"), record("only-base")]
+    base = attempts("r", ["deny"] * 3) + attempts("only-base", ["deny"] * 3)
+    cand = attempts("r", ["deny"] * 3)
+    comparison, _ = evaluate(
+        rows,
+        run_of(rows, base, version=Version.BASELINE),
+        run_of(rows, cand),
+        ratchet=frozenset(),
+        policy=GatePolicy(),
+    )
+    row = comparison.by_id()["only-base"]
+    assert row.candidate_class is RowClass.UNCLASSIFIED
+    assert row.change is Change.LOST
+    rows_rev = [record("r"), record("only-cand")]
+    comparison, _ = evaluate(
+        rows_rev,
+        run_of(rows_rev, cand, version=Version.BASELINE),
+        run_of(rows_rev, cand + attempts("only-cand", ["deny"] * 3)),
+        ratchet=frozenset(),
+        policy=GatePolicy(),
+    )
+    assert comparison.by_id()["only-cand"].baseline_class is RowClass.UNCLASSIFIED
+
+
+def test_compare_runs_reads_a_row_no_attempt_was_recorded_for_as_unclassified() -> None:
+    rows = [record("r")]
+    done = {"r": attempts("r", ["deny"] * 3)}
+    lost = compare_runs(rows, done, {}, k=3, scoring=EXACT).by_id()["r"]
+    assert (lost.baseline_class, lost.candidate_class) == (
+        RowClass.STABLE_CORRECT,
+        RowClass.UNCLASSIFIED,
+    )
+    gained = compare_runs(rows, {}, done, k=3, scoring=EXACT).by_id()["r"]
+    assert gained.baseline_class is RowClass.UNCLASSIFIED
+    assert gained.change is Change.GAINED
+
+
+def test_confirmed_regression_names_the_first_divergent_check() -> None:
+    base = attempts("r", [("deny", {"damage": "yes"})] * 3) + attempts(
+        "r", [("deny", {"damage": "yes"})] * 2, start=4, phase=Phase.CONFIRM
+    )
+    yes, no = ("deny", {"damage": "yes"}), ("approve", {"damage": "no"})
+    cand = attempts("r", [yes, no, yes])
+    cand += attempts("r", [("approve", {"damage": "no"})] * 2, start=4, phase=Phase.CONFIRM)
+    row = _compare(base, cand)
+    assert row.confirmation is Confirmation.CONFIRMED_REGRESSION
+    assert row.first_divergent_check is not None
+    assert row.first_divergent_check.name == "damage"
+
+
+def test_a_lost_row_that_is_not_confirmed_names_no_divergent_check() -> None:
+    base = attempts("r", [("deny", {"damage": "yes"})] * 3) + attempts(
+        "r", [("approve", {"damage": "no"})], start=4, phase=Phase.CONFIRM
+    )
+    cand = attempts("r", [("deny", {"damage": "yes"}), ("approve", {"damage": "no"})] * 1)
+    cand += attempts("r", [("deny", {"damage": "yes"})], start=3)
+    cand += attempts("r", [("approve", {"damage": "no"})], start=4, phase=Phase.CONFIRM)
+    row = _compare(base, cand)
+    assert row.confirmation is Confirmation.BASELINE_VARIES
+    assert row.first_divergent_check is None
+
+
+def test_unconfirmed_and_undiverged_rows_carry_none_not_a_blank() -> None:
+    row = _compare(attempts("r", ["deny"] * 3), attempts("r", ["deny"] * 3))
+    assert row.confirmation is None
+    assert row.first_divergent_check is None
+
+
+def test_check_flips_are_read_from_each_sides_final_class() -> None:
+    base = attempts("r", [("deny", {"a": "1"}), ("deny", {"a": "2"}), ("deny", {"a": "1"})])
+    cand = attempts("r", [("deny", {"a": "1"})] * 3)
+    row = _compare(base, cand)
+    assert row.baseline_check_flips == ("a",)
+    assert row.candidate_check_flips == ()
+
+
+# --- gate -----------------------------------------------------------------------------
+
+
+def _row(
+    base: RowClass,
+    cand: RowClass,
+    *,
+    mnb: bool = True,
+    ratchet: bool = False,
+    confirmation: Confirmation | None = None,
+) -> RowComparison:
+    lost = base is RowClass.STABLE_CORRECT and cand is not RowClass.STABLE_CORRECT
+    return RowComparison(
+        id="r-7",
+        must_not_break=mnb,
+        in_ratchet=ratchet,
+        baseline_class=base,
+        candidate_class=cand,
+        change=Change.LOST if lost else Change.UNCHANGED,
+        confirmation=confirmation,
+        baseline_final_class=base,
+        candidate_final_class=cand,
+        first_divergent_check=None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "side"),
+    [
+        (RowClass.UNCLASSIFIED, RowClass.STABLE_CORRECT, "on the baseline"),
+        (RowClass.STABLE_CORRECT, RowClass.UNCLASSIFIED, "on the candidate"),
+        (RowClass.UNCLASSIFIED, RowClass.UNCLASSIFIED, "on the baseline and the candidate"),
+    ],
+)
+def test_unclassified_failure_names_the_side_that_lacks_decisions(
+    base: RowClass, cand: RowClass, side: str
+) -> None:
+    decision = decide([_row(base, cand)])
+    assert decision.failures == (
+        GateFailure(
+            Rule.UNCLASSIFIED,
+            f"must-not-break row has fewer than k valid decisions {side}",
+            "r-7",
+        ),
+    )
+
+
+def test_a_failure_reason_says_the_confirmation_outcome_only_when_there_is_one() -> None:
+    plain = decide([_row(RowClass.STABLE_CORRECT, RowClass.FLIP)]).failures[0]
+    assert plain.reason.endswith("is flip on the candidate")
+    confirmed = decide(
+        [
+            _row(
+                RowClass.STABLE_CORRECT,
+                RowClass.FLIP,
+                confirmation=Confirmation.CONFIRMED_REGRESSION,
+            )
+        ]
+    ).failures[0]
+    assert confirmed.reason.endswith("is flip on the candidate (confirmed-regression)")
+
+
+def test_any_regression_failure_keeps_the_row_id_and_says_why() -> None:
+    row = _row(RowClass.STABLE_CORRECT, RowClass.STABLE_WRONG, mnb=False)
+    assert decide([row]).passed
+    failure = decide([row], GatePolicy(block_on_any_regression=True)).failures[0]
+    assert failure == GateFailure(
+        Rule.REGRESSION,
+        "row was stable-correct on the baseline and is stable-wrong on the candidate "
+        "(gate.block_on_any_regression is on)",
+        "r-7",
+    )
+
+
+def test_protected_changes_fail_unless_allowed_and_keep_their_detail_and_id() -> None:
+    change = ProtectedChange("row-expected", "expected label of r-3 changed", "r-3")
+    decision = decide([], protected_changes=[change])  # allowed defaults to False
+    assert not decision.passed
+    assert decision.failures == (
+        GateFailure(Rule.PROTECTED_CHANGE, "expected label of r-3 changed", "r-3"),
+    )
+    allowed = decide([], protected_changes=[change], protected_changes_allowed=True)
+    assert allowed.passed
+    assert allowed.warnings == ("allowed protected change: expected label of r-3 changed",)
+
+
+def test_a_recorded_failure_stands_even_when_changes_are_allowed() -> None:
+    standing = ProtectedChange(RECORDED_FAILURE_KIND, "recorded failure stands", "rec-1")
+    decision = decide([], protected_changes=[standing], protected_changes_allowed=True)
+    assert decision.failures == (
+        GateFailure(Rule.RECORDED_FAILURE, "recorded failure stands", "rec-1"),
+    )
+
+
+# --- digests: committed baselines depend on these bytes ---------------------------------
+
+
+def test_canonical_json_is_sorted_compact_utf8_and_refuses_nan() -> None:
+    assert canonical_json({"b": 1, "a": ["é", None, 1.5]}) == (
+        b'{"a":["\xc3\xa9",null,1.5],"b":1}'
+    )
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("nan")})
+
+
+def test_the_dataset_digest_is_pinned() -> None:
+    """A change here invalidates every committed baseline: bump the artifact format instead."""
+    rows = [
+        Row("b", {"text": "café", "n": [1, 2]}, "deny", ("x",), True, True, None),
+        Row("a", "plain", "approve", (), False, False, "c1"),
+    ]
+    assert rows[0].content() == {
+        "id": "b",
+        "input": {"text": "café", "n": [1, 2]},
+        "expected": "deny",
+        "tags": ["x"],
+        "must_not_break": True,
+    }
+    assert rows[1].content()["cluster"] == "c1"
+    assert dataset_digest(rows) == (
+        "sha256:2475be4d94c51c3597103ddd9e6b67817291450535997c4371fc207ea9d8baa1"
+    )
+    assert dataset_digest(reversed(rows)) == dataset_digest(rows)
+
+
+# --- stats --------------------------------------------------------------------------------
+
+
+def test_estimator_domain_errors_say_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match=r"^k must be at least 1$"):
+        check_counts(3, 1, 0)
+    with pytest.raises(ValueError, match=r"^need 0 <= c <= n, got c=4, n=3$"):
+        check_counts(3, 4, 2)
+
+
+def test_summaries_normalize_decisions_and_the_label_alike() -> None:
+    row = record("r", expected="Deny")
+    summary = summarize_decisions(row, (" DENY", "deny ", None), 2, STRIP_CASEFOLD)
+    assert (summary.valid, summary.correct, summary.errors) == (2, 2, 1)
+    assert summary.row_class is RowClass.STABLE_CORRECT
+    wrong = summarize_decisions(row, ("approve", "APPROVE"), 2, CASEFOLD)
+    assert (wrong.correct, wrong.row_class) == (0, RowClass.STABLE_WRONG)
+    flip = summarize_decisions(row, ("deny", "deny", "approve"), 3, CASEFOLD)
+    assert flip.row_class is RowClass.FLIP
+    single = summarize_decisions(record("s"), ("deny",), 1, EXACT)
+    assert single.row_class is RowClass.STABLE_CORRECT
+
+
+def test_metrics_count_every_row_and_every_attempt() -> None:
+    rows = [record("a"), record("b"), record("c")]
+    by_row = {
+        "a": attempts("a", ["deny", "deny", "deny"]),
+        "b": attempts("b", ["deny", "deny", "deny"]),
+        "c": attempts("c", ["approve", None, "approve", "approve"]),
+    }
+    metrics = compute_metrics(summarize_run(rows, by_row, 3, EXACT), 3)
+    assert metrics.k == 3
+    assert metrics.classes[RowClass.STABLE_CORRECT] == 2
+    assert metrics.classes[RowClass.STABLE_WRONG] == 1
+    assert (metrics.attempts, metrics.valid, metrics.errors) == (10, 9, 1)
+    assert metrics.pass_k == pytest.approx(2 / 3)
+
+
+def test_summarize_run_reads_the_phases_asked_for_and_rows_without_attempts() -> None:
+    rows = [record("r"), record("none")]
+    by_row = {
+        "r": attempts("r", ["deny"] * 3)
+        + attempts("r", ["approve"], start=4, phase=Phase.CONFIRM)
+    }
+    main_only = summarize_run(rows, by_row, 3, EXACT)
+    assert [s.row_class for s in main_only] == [RowClass.STABLE_CORRECT, RowClass.UNCLASSIFIED]
+    everything = summarize_run(rows, by_row, 3, EXACT, phases=None)
+    assert everything[0].row_class is RowClass.FLIP
+    confirm_only = summarize_run(rows, by_row, 1, EXACT, phases=[Phase.CONFIRM])
+    assert confirm_only[0].row_class is RowClass.STABLE_WRONG
+
+
+# --- shards -------------------------------------------------------------------------------
+
+
+def test_one_shard_of_one_is_the_whole_dataset() -> None:
+    assert Shard(1, 1).count == 1
+    assert set(assign_shards(["a", "b", "c"], 1).values()) == {1}
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "1/0"])
+def test_a_shard_that_does_not_exist_is_a_usage_error_with_the_fix(text: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_shard(text)
+    assert caught.value.where == "--shard"
+    assert caught.value.hint == "use I/N with 1 <= I <= N, e.g. --shard 2/4"
+
+
+def test_text_that_is_not_a_shard_is_a_usage_error_with_the_fix() -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_shard("half")
+    assert caught.value.message == "'half' is not a shard"
+    assert caught.value.where == "--shard"
+    assert caught.value.hint == "write I/N, e.g. --shard 2/4 for the second of four shards"
+
+
+def test_assigning_to_no_shards_is_a_usage_error() -> None:
+    with pytest.raises(UsageError) as caught:
+        assign_shards(["a"], 0)
+    assert caught.value.message == "cannot split rows into 0 shards"
+    assert caught.value.where == "--shard"
+
+
+def test_shard_sizes_count_each_shard_in_order() -> None:
+    assert shard_sizes({"a": 1, "b": 2, "c": 2, "d": 3}, 3) == (1, 2, 1)
