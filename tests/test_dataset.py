@@ -408,7 +408,7 @@ def test_exact_message_for_a_yaml_boolean_label() -> None:
         ),
         (
             "csv",
-            b'id,input,expected\n"r1\nstill r1",1,x\nr2,{oops,x\n',
+            b'id,input,expected\nr1,"one\nstill r1",x\nr2,{oops,x\n',
             "d.csv:4",
             "the input cell is not valid JSON",
         ),
@@ -488,3 +488,39 @@ def test_load_dataset_uses_the_path_as_source(tmp_path: Path) -> None:
     assert info.value.where == f"{path}:2"
     path.write_bytes(jsonl(ROW))
     assert load_dataset(path).source == str(path)
+
+
+@pytest.mark.parametrize("char", ["\x00", "\n", "\r", "\x1b", "\x7f", "\x85"])
+def test_a_control_character_in_an_id_is_refused_at_load(char: str) -> None:
+    rows = jsonl(ROW, {**ROW, "id": f"r{char}2"})
+    error = error_of("jsonl", rows)
+    escaped = json.dumps(f"r{char}2")
+    assert str(error) == (
+        f"d.jsonl:2: 'id' contains the control character U+{ord(char):04X} ({escaped})"
+        " (ids are shown in logs and comments; use letters, digits and punctuation)"
+    )
+    assert "\n" not in str(error) and "\x00" not in str(error)
+
+
+def test_a_control_character_in_a_csv_or_yaml_id_is_refused_too() -> None:
+    csv_error = error_of("csv", b'id,input,expected\nr1,{},deny\n"r\x002",{},deny\n')
+    assert str(csv_error).startswith("d.csv:3: 'id' contains the control character U+0000")
+    yaml_error = error_of("yaml", b'- {id: "r\\x1b[31m", input: {}, expected: deny}\n')
+    assert str(yaml_error).startswith("d.yaml:1: 'id' contains the control character U+001B")
+
+
+def test_passk_run_refuses_a_nul_in_an_id_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from passk_action.cli import main
+
+    (tmp_path / "data.jsonl").write_bytes(jsonl(ROW, {**ROW, "id": "r\x002"}))
+    (tmp_path / "passk.yml").write_text(
+        "dataset: data.jsonl\nagent: {command: [never-run]}\n", encoding="utf-8"
+    )
+    argv = ["run", "--config", str(tmp_path / "passk.yml"), "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "data.jsonl:2: 'id' contains the control character U+0000" in err
+    assert not (tmp_path / "o").exists()

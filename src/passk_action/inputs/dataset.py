@@ -38,6 +38,7 @@ import csv
 import difflib
 import io
 import json
+import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -416,6 +417,16 @@ def _row_id(record: dict[str, Any], where: str) -> str:
         raise DatasetError("the row has no 'id'", where=where, hint="give every row a unique id")
     row_id = record["id"]
     if isinstance(row_id, str) and row_id.strip():
+        control = next((c for c in row_id if unicodedata.category(c) == "Cc"), None)
+        if control is not None:
+            # A NUL or a newline in an id would end up in annotations, logs,
+            # file names and the comment, where it cuts or forges lines.
+            raise DatasetError(
+                f"'id' contains the control character U+{ord(control):04X}"
+                f" ({json.dumps(row_id)[:60]})",
+                where=where,
+                hint="ids are shown in logs and comments; use letters, digits and punctuation",
+            )
         return row_id
     if isinstance(row_id, int) and not isinstance(row_id, bool):
         raise DatasetError(
