@@ -39,6 +39,7 @@ from passk_action.action.workflow import (
     escape_property,
     format_command,
     output_entry,
+    visible,
 )
 from passk_action.core.model import Attempt, EvalSettings, Phase
 from passk_action.errors import GitError, UsageError
@@ -55,6 +56,28 @@ def test_escaping_follows_the_toolkit() -> None:
     line = format_command("error", "r1: lost\n::set-output name=x::y", {"title": "passk, gate"})
     assert line == "::error title=passk%2C gate::r1: lost%0A::set-output name=x::y"
     assert "\n" not in line
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("r1\u202eevil\u202c", "r1<U+202E>evil<U+202C>"),  # bidi override
+        ("r\u20661\u2069", "r<U+2066>1<U+2069>"),  # bidi isolate
+        ("r1\u200b", "r1<U+200B>"),  # zero-width space: not the same id as r1
+        ("a\u200c\u200d\u2060\ufeffb", "a<U+200C><U+200D><U+2060><U+FEFF>b"),
+        ("\x1b[32mPASSED\x1b[0m", "<U+001B>[32mPASSED<U+001B>[0m"),  # a colour in the log
+        ("line\u2028sep", "line<U+2028>sep"),
+        ("café — ok", "café — ok"),
+    ],
+)
+def test_annotations_and_log_lines_show_invisible_characters(raw: str, shown: str) -> None:
+    assert visible(raw) == shown
+    assert format_command("error", f"row {raw} lost", {"title": raw}) == (
+        f"::error title={escape_property(shown)}::row {shown} lost"
+    )
+    out = io.StringIO()
+    Workflow(out, {}).line(f"passk: {raw}\n::error::forged")
+    assert out.getvalue() == f"passk: {shown}<U+000A>::error::forged\n"
 
 
 def test_outputs_use_the_heredoc_form_with_fresh_delimiters(tmp_path: Path) -> None:

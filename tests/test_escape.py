@@ -259,3 +259,13 @@ def test_block_content_is_shown_verbatim(raw: str) -> None:
     assert [t.type for t in tokens] == ["fence"]
     expected = raw.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     assert tokens[0].content == expected + "\n"
+
+
+@pytest.mark.parametrize(
+    "invisible", ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u2066"]
+)
+def test_zero_width_and_format_characters_are_shown_not_hidden(invisible: str) -> None:
+    # "r1" + an invisible character must not pass for row r1 in the comment.
+    assert inline(f"r1{invisible}") == "r1\ufffd"
+    assert code(f"r1{invisible}") == "`r1\ufffd`"
+    assert block(f"err{invisible}or") == "```\nerr\ufffdor\n```"

@@ -11,6 +11,7 @@ accidentally quotes it.
 from __future__ import annotations
 
 import secrets
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,8 +22,34 @@ from ..errors import UsageError
 SUMMARY_LIMIT_BYTES = 1024 * 1024
 """The runner refuses a step's job summary above 1 MiB, counted in bytes (FACTS.md C1)."""
 SUMMARY_TRUNCATED_NOTE = "\n\n… truncated by passk to fit the 1 MiB job summary limit.\n"
+CRLF = "\r\n"
 MAX_ERROR_ANNOTATIONS = 10
 """GitHub shows at most 10 error and 10 warning annotations per step (FACTS.md A3)."""
+
+
+def visible(text: str, keep: str = "") -> str:
+    """``text`` with every invisible or control character written as ``<U+XXXX>``.
+
+    Annotations and log lines show agent- and dataset-controlled text (row
+    ids, decisions, details): a bidi override could reorder what a reviewer
+    reads (Trojan Source, CVE-2021-42574), a zero-width character could make
+    two ids look the same, an ESC could start a terminal colour sequence in
+    the log.  Characters in ``keep`` pass through (the toolkit escapes CR and
+    LF in a command's message).
+    """
+    if text.isprintable() and text.isascii():
+        return text
+    return "".join(
+        f"<U+{ord(c):04X}>"
+        if c not in keep and unicodedata.category(c) in _INVISIBLE_CATEGORIES
+        else c
+        for c in text
+    )
+
+
+# Control, lone surrogate, format (bidi, zero-width, BOM, soft hyphen, tags),
+# line and paragraph separators.
+_INVISIBLE_CATEGORIES = frozenset(("Cc", "Cs", "Cf", "Zl", "Zp"))
 
 
 def escape_data(text: str) -> str:
@@ -37,8 +64,11 @@ def escape_property(text: str) -> str:
 
 def format_command(name: str, message: str, properties: Mapping[str, str] | None = None) -> str:
     """``::name k=v,k=v::message`` with both parts escaped so nothing can inject a command."""
-    props = ",".join(f"{key}={escape_property(value)}" for key, value in (properties or {}).items())
-    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+    props = ",".join(
+        f"{key}={escape_property(visible(value, keep=CRLF))}"
+        for key, value in (properties or {}).items()
+    )
+    return f"::{name}{' ' + props if props else ''}::{escape_data(visible(message, keep=CRLF))}"
 
 
 def output_entry(name: str, value: str, delimiter: str) -> str:
@@ -90,7 +120,8 @@ class Workflow:
     # -- log ------------------------------------------------------------------
 
     def line(self, text: str) -> None:
-        self._out.write(self.scrub(text) + "\n")
+        """One log line: a newline or control character in ``text`` is shown, not obeyed."""
+        self._out.write(self.scrub(visible(text)) + "\n")
         self._out.flush()
 
     def command(self, name: str, message: str, **properties: str) -> None:

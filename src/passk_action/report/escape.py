@@ -27,8 +27,11 @@ invisible character.  Code spans and blocks are shown verbatim by GitHub
 (no mentions or links inside), so there the only change is the one that
 stops ``<!--`` from opening an HTML comment in the raw comment body.
 
-Control characters (NUL and friends) become U+FFFD; bidirectional-override
-characters do too, so a value cannot visually reorder the text around it.
+Control characters (NUL and friends) become U+FFFD; so do invisible format
+characters: bidirectional overrides and isolates, so a value cannot visually
+reorder the text around it, and zero-width characters (U+200B-U+200D, U+2060,
+U+FEFF, ...), so ``r1`` and ``r1`` + ZERO WIDTH SPACE cannot pass for the same
+row.  (An emoji joined with U+200D shows its parts separately.)
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ _BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
 # Cc: control characters (NUL, ESC, ...); Cs: lone surrogates, which cannot
-# even be encoded as UTF-8 when the comment is posted.
-_UNSAFE_CATEGORIES = frozenset(("Cc", "Cs"))
+# even be encoded as UTF-8 when the comment is posted; Cf: invisible format
+# characters (bidi controls, zero-width space/joiners, word joiner, BOM, soft
+# hyphen, tags); Zl/Zp: the line and paragraph separators.
+_UNSAFE_CATEGORIES = frozenset(("Cc", "Cs", "Cf", "Zl", "Zp"))
 
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 
