@@ -517,3 +517,56 @@ def test_pacer_halves_once_per_burst_and_grows_back() -> None:
         pacer.slow_down(now[0])
         now[0] += 0.01
     assert pacer.rate == MIN_RATE
+
+
+def test_a_pending_retry_after_holds_across_resume(endpoint: Endpoint, tmp_path: Path) -> None:
+    """Stopped while waiting out a Retry-After, the resumed run still waits it out."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import yaml
+
+    from passk_action.store.recorder import retry_after_path
+
+    def reply(body: dict[str, Any] | None, n: int) -> Reply:
+        assert body is not None
+        if (body["id"], body["attempt"]) == ("r0", 1) and not refused:
+            refused.append(time.monotonic())
+            return 429, {"Retry-After": "4"}, b"slow down", 0.0
+        return ok()
+
+    refused: list[float] = []
+    endpoint.reply = reply
+    rows = [json.dumps({"id": f"r{i}", "input": {}, "expected": "deny"}) for i in range(2)]
+    (tmp_path / "data.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    config = {
+        "dataset": "data.jsonl",
+        "k": 2,
+        "concurrency": 1,
+        "agent": {"http": {"url": endpoint.url, "timeout_s": 5}},
+        "retry": {"attempts": 2, "backoff_s": 0},
+    }
+    (tmp_path / "passk.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = tmp_path / "run.json"
+    argv = [sys.executable, "-m", "passk_action", "run", "--config", "passk.yml",
+            "--out", str(out), "--quiet"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    first = subprocess.Popen(argv, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not retry_after_path(out).exists():
+        assert time.monotonic() < deadline and first.poll() is None, first.communicate()
+        time.sleep(0.02)
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(20) == 130
+    pending = json.loads(retry_after_path(out).read_text())
+    assert list(pending) == ['["r0", 1, "main", "candidate"]']
+    resumed = subprocess.run([*argv, "--resume"], cwd=tmp_path, env=env, timeout=60,
+                             capture_output=True, text=True)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    retries = [s.at for s in endpoint.seen if json.loads(s.body)["id"] == "r0"
+               and json.loads(s.body)["attempt"] == 1]  # fmt: skip
+    assert len(retries) == 2
+    assert retries[1] - refused[0] >= 3.9
+    assert not retry_after_path(out).exists()

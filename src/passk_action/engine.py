@@ -167,6 +167,10 @@ def record_run(
         ratchet=tuple(sorted(set(ratchet))),
     )
     recorder = RunRecorder.open(out, header, resume=resume, warn=session.warn)
+    if isinstance(agent, HttpAgent):
+        # A Retry-After the endpoint gave before a stop still holds on --resume.
+        pending = recorder.pending_retry_after() if resume else {}
+        agent.carry_retry_after(pending, recorder.save_retry_after)
     recorded = {(a.row_id, a.number) for a in recorder.kept}
     requests = _main_requests(rows, settings.k, info.version, recorded)
     with recorder:

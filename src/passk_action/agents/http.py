@@ -48,7 +48,7 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -263,6 +263,7 @@ class HttpAgent:
         self._retry_at: dict[tuple[str, int, str, str], float] = {}
         self._wake = threading.Event()
         self._generation = 0
+        self._save: Callable[[dict[str, str]], None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -286,6 +287,41 @@ class HttpAgent:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- Retry-After across processes (``--resume``) ------------------------------------
+
+    def carry_retry_after(
+        self,
+        pending: Mapping[str, str],
+        save: Callable[[dict[str, str]], None],
+    ) -> None:
+        """Honour Retry-Afters a stopped run was given, and report new ones to ``save``.
+
+        ``pending`` maps a request key (:func:`retry_key`) to the UTC time
+        (ISO 8601) before which that request must not be sent again;
+        ``save`` is called with the whole pending map whenever it changes, so
+        a run stopped during the wait resumes without hammering the endpoint.
+        """
+        now_wall, now = self._wall_clock(), self._clock()
+        with self._lock:
+            for key, when in pending.items():
+                try:
+                    request_key = _key_from_text(key)
+                    wait = (datetime.fromisoformat(when) - now_wall).total_seconds()
+                except (ValueError, TypeError):
+                    continue  # not ours to trust: a damaged entry is dropped
+                if wait > 0:
+                    self._retry_at[request_key] = now + min(wait, self._max_retry_after_s)
+            self._save = save
+
+    def _pending(self) -> dict[str, str]:
+        """The Retry-Afters still to wait for, as wall-clock times (call with the lock held)."""
+        now_wall, now = self._wall_clock(), self._clock()
+        return {
+            retry_key(*key): (now_wall + timedelta(seconds=at - now)).isoformat()
+            for key, at in self._retry_at.items()
+            if at > now
+        }
 
     @property
     def rate(self) -> float | None:
@@ -314,9 +350,11 @@ class HttpAgent:
         key = self._key(request)
         with self._lock:
             generation = self._generation
-            retry_at = self._retry_at.pop(key, None)
+            retry_at = self._retry_at.get(key)
         if retry_at is not None:
             self._wait_until(retry_at, generation)
+            with self._lock:
+                self._retry_at.pop(key, None)
         with self._lock:
             send_at, _ = self._pacer.reserve()
         self._wait_until(send_at, generation)
@@ -327,6 +365,8 @@ class HttpAgent:
                 self._pacer.slow_down(started)
                 capped = min(retry_after, self._max_retry_after_s)
                 self._retry_at[key] = self._clock() + capped
+                if self._save is not None:
+                    self._save(self._pending())
             elif attempt.valid:
                 self._pacer.speed_up()
             if self._generation != generation:
@@ -451,6 +491,16 @@ class HttpAgent:
 
     def _error(self, request: AttemptRequest, reason: str, detail: str, started: float) -> Attempt:
         return error_attempt(request, reason, detail, self._clock() - started)
+
+
+def retry_key(row_id: str, number: int, phase: str, version: str) -> str:
+    """A request's key in the pending Retry-After map, as text (a JSON array)."""
+    return json.dumps([row_id, number, phase, version], ensure_ascii=False)
+
+
+def _key_from_text(text: str) -> tuple[str, int, str, str]:
+    row_id, number, phase, version = json.loads(text)
+    return str(row_id), int(number), str(phase), str(version)
 
 
 class _BodyTimeout(Exception):

@@ -9,13 +9,27 @@ arrives, so a killed run loses at most the attempt being written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from ..core.model import Attempt, Phase, Run
 from ..errors import ArtifactError
-from .artifact import Journal, journal_path, read_journal, read_run, write_run
+from .artifact import (
+    Journal,
+    journal_path,
+    read_journal,
+    read_run,
+    write_run,
+    write_text_atomic,
+)
+
+
+def retry_after_path(out: Path) -> Path:
+    """Beside the journal: Retry-Afters still pending when the run stopped (HTTP agents)."""
+    return out.with_name(out.name + ".retry-after.json")
 
 
 class RunRecorder:
@@ -28,6 +42,7 @@ class RunRecorder:
         self.kept = kept
         """Attempts recorded before this process started (resume), asked no more."""
         self._journal = journal
+        self._retry_lock = threading.Lock()
 
     @property
     def journal_file(self) -> Path:
@@ -76,12 +91,35 @@ class RunRecorder:
         """Journal one attempt now (fsync'd), so a crash cannot lose it."""
         self._journal.append(attempt)
 
+    @property
+    def retry_after_file(self) -> Path:
+        return retry_after_path(self.out)
+
+    def pending_retry_after(self) -> dict[str, str]:
+        """The Retry-Afters an interrupted run of this artifact was still waiting out."""
+        try:
+            doc = json.loads(self.retry_after_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(doc, dict):
+            return {}
+        return {str(key): str(value) for key, value in doc.items()}
+
+    def save_retry_after(self, pending: Mapping[str, str]) -> None:
+        """Keep the Retry-Afters still to wait out beside the journal (atomic; none: no file)."""
+        with self._retry_lock:
+            if pending:
+                write_text_atomic(self.retry_after_file, json.dumps(dict(pending), indent=1))
+            else:
+                self.retry_after_file.unlink(missing_ok=True)
+
     def finish(self, attempts: Sequence[Attempt]) -> Run:
         """Write the complete run as the artifact and drop the journal; the run written."""
         self.close()
         run = replace(self.header, attempts=tuple(attempts))
         write_run(run, self.out)
         self.journal_file.unlink(missing_ok=True)
+        self.retry_after_file.unlink(missing_ok=True)
         return run
 
     def close(self) -> None:
