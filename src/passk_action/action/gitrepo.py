@@ -172,6 +172,9 @@ class GitRepo:
     def worktree(self, sha: str) -> Iterator[Path]:
         """Commit ``sha`` checked out, detached, in a temporary directory; always removed."""
         parent = Path(tempfile.mkdtemp(prefix="passk-base-"))
+        # mkdtemp makes it private to passk; agents may run as another user
+        # (PASSK_AGENT_USER) and must read the base version's files.
+        parent.chmod(0o755)
         path = parent / "tree"
         self.run(
             ("worktree", "add", "--detach", "--quiet", str(path), sha),
