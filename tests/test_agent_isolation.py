@@ -173,3 +173,18 @@ def test_agent_user_is_validated() -> None:
 def test_root_is_no_agent_user() -> None:
     # Root running as root: "root" is passk's own user, so nothing changes.
     assert agent_user({AGENT_USER_ENV: "root"}) is None
+
+
+def test_the_base_worktree_is_readable_by_the_agent_user(tmp_path: Path) -> None:
+    from passk_action.action.gitrepo import GitRepo
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
+    (tmp_path / "agent.py").write_text("print(1)\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True, env=env)
+    subprocess.run(["git", "-C", str(tmp_path), "commit", "-qm", "c"], check=True, env=env)
+    repo = GitRepo(tmp_path)
+    with repo.worktree("HEAD") as tree:
+        assert tree.parent.stat().st_mode & 0o777 == 0o755
+        assert (tree / "agent.py").stat().st_mode & 0o004
