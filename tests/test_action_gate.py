@@ -291,6 +291,9 @@ def test_first_run_posts_one_comment_and_one_check(checkout: Checkout, fake: Fak
         "lost": "0",
         "result": ".passk/result.json",
         "reused": "false",
+        "report": ".passk/report.md",
+        "comment-url": fake.comments[7][0]["html_url"],
+        "check-url": fake.check_runs[0]["html_url"],
     }
     bodies = fake.comment_bodies(7)
     assert len(bodies) == 1 and bodies[0].startswith(MARKER)
@@ -483,6 +486,33 @@ def test_the_check_run_is_in_progress_then_says_why_with_annotations_on_the_data
     # The comment shows r1's input from the dataset, and what to do next.
     assert "<details><summary>input: {&quot;amount&quot;: 900}</summary>" in body
     assert "**Reproduce locally:** `passk compare --config passk.yml" in body
+    assert fake.violations == []
+
+
+def test_comment_changes_is_quiet_when_green_and_marks_a_fixed_failure_resolved(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    quiet = {"INPUT_COMMENT": "changes"}
+    green = checkout.run(fake, checkout.head(RIGHT), extra_env=quiet)
+    assert green.code == 0
+    assert fake.comments.get(7, []) == []  # never failed: no comment at all
+    assert green.outputs["comment-url"] == "" and green.outputs["check-url"] != ""
+    assert "re-runs are not pinned" not in green.stdout
+    broken = checkout.head(flip_r1())
+    red = checkout.run(fake, broken, extra_env=quiet)
+    assert red.code == 1
+    [comment] = fake.comments[7]
+    assert comment["body"].splitlines()[1].startswith("### ❌ passk: 1 must-not-break row broke")
+    fixed = checkout.run(fake, checkout.head(RIGHT), extra_env=quiet)
+    assert fixed.code == 0
+    assert [c["id"] for c in fake.comments[7]] == [comment["id"]]  # edited, not a new one
+    lines = fake.comment_bodies(7)[0].splitlines()
+    assert lines[1] == "### ✅ passk: passed: 0 gained, 0 lost"
+    assert lines[3] == (
+        f"**Resolved:** the earlier run on `{broken[:12]}` failed; this one passes."
+    )
+    assert fixed.outputs["comment-url"] == comment["html_url"]
+    assert [c["conclusion"] for c in fake.check_runs] == ["success", "failure", "success"]
     assert fake.violations == []
 
 

@@ -45,7 +45,19 @@ INPUT_DEFAULTS = {
     "working-directory": ".",
     "candidate-run": "",
 }
-OUTPUTS = {"passed", "mean-accuracy", "pass-k", "flip-rate", "gained", "lost", "result", "reused"}
+OUTPUTS = {
+    "passed",
+    "mean-accuracy",
+    "pass-k",
+    "flip-rate",
+    "gained",
+    "lost",
+    "result",
+    "reused",
+    "report",
+    "comment-url",
+    "check-url",
+}
 
 
 @cache

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 
-COMMENT_MODES = ("update", "new", "off")
+COMMENT_MODES = ("update", "changes", "new", "off")
 MODES = ("gate", "baseline")
 BASELINE_UPDATES = ("commit", "pull-request")
 DEFAULT_API_URL = "https://api.github.com"

@@ -8,8 +8,8 @@ goes on to exit with the gate's own code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.diff import Confirmation
@@ -24,7 +24,7 @@ from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .event import PullRequest
 from .inputs import ActionInputs
-from .record import RECORD_PREFIX, encode_record, record_for
+from .record import RECORD_PREFIX, encode_record, our_comments, record_for
 from .rerun import Prior
 from .runtime import fraction
 from .workflow import Workflow
@@ -65,6 +65,8 @@ def annotate(workflow: Workflow, result: CompareResult) -> None:
 class Published:
     comment: str
     check: str
+    comment_url: str | None = None
+    check_url: str | None = None
 
 
 def publish(
@@ -130,7 +132,12 @@ def publish(
         workflow.line(f"passk: check run {check_name!r} completed: {check.url or check.id}")
         if check.error:
             workflow.warning(check.error, title="passk")
-    return Published(comment=comment_state, check=check.used)
+    return Published(
+        comment=comment_state,
+        check=check.used,
+        comment_url=outcome.url,
+        check_url=check.url if check.used == "check_run" else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -229,6 +236,10 @@ def publish_gate(
             committed_baseline=committed_baseline,
         )
     )
+    context = comment_context(inputs, pr, where)
+    if prior.record is not None and not prior.record.passed and result.gate.passed:
+        context = replace(context, resolved_from=prior.record.head_sha)
+    mode = comment_mode(inputs.comment, result.gate.passed, prior.comments, inputs.comment_author)
     published: Published | None = None
     if client is not None:
         with workflow.group("passk: publishing"):
@@ -239,18 +250,18 @@ def publish_gate(
                 pr_number=pr.number,
                 head_sha=pr.head_sha,
                 fork=pr.fork,
-                comment_mode=inputs.comment,
+                comment_mode=mode,
                 check_name=inputs.check_name,
                 record=encoded,
                 author=inputs.comment_author,
                 details_url=inputs.details_url(),
-                context=comment_context(inputs, pr, where),
+                context=context,
                 annotations=dataset_annotations(result, where),
                 check_run_id=check_run_id,
             )
     # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)
-    if inputs.comment != "off" and (
+    if mode != "off" and (
         published is None or published.comment in ("failed", "untrusted")
     ):
         if published is None:
@@ -264,8 +275,30 @@ def publish_gate(
         unpinned = UNPINNED.format(why=why)
         warn(unpinned)
         workflow.write_summary(f"\n> ⚠️ {unpinned[0].upper()}{unpinned[1:]}.\n")
-    workflow.set_outputs(gate_outputs(result, RESULT_PATH))
+    if inputs.comment == "changes" and mode == "off":
+        workflow.line("passk: gate passed and no earlier comment to update: no comment (changes)")
+    outputs = gate_outputs(result, RESULT_PATH)
+    outputs["report"] = REPORT_PATH
+    outputs["comment-url"] = (published.comment_url if published else None) or ""
+    outputs["check-url"] = (published.check_url if published else None) or ""
+    workflow.set_outputs(outputs)
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
+
+
+def comment_mode(
+    mode: str, passed: bool, comments: Sequence[Mapping[str, Any]], author: str
+) -> str:
+    """The comment mode this run uses: ``changes`` becomes ``update`` or ``off``.
+
+    ``changes`` comments when the gate fails, and otherwise only edits passk's
+    earlier comment (a failure it now marks resolved, or a pass it refreshes);
+    a pull request that never failed gets no comment at all.
+    """
+    if mode != "changes":
+        return mode
+    if not passed or our_comments(comments, MARKER, author):
+        return "update"
+    return "off"
 
 
 def gate_outputs(result: CompareResult, result_path: str) -> dict[str, str]:
