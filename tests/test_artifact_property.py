@@ -325,3 +325,10 @@ def small_run_attempts() -> tuple[Any, ...]:
     from test_artifact import normalized
 
     return normalized(small_run()).attempts
+
+
+def test_a_duration_finer_than_stored_reads_back_equal_after_a_write() -> None:
+    # Found by Hypothesis: 0.03125 was kept on read but written as 0.0312.
+    doc = mutate(VALID_RUN, ("attempts", 0, "duration_s"), "replace", 0.03125)
+    run = run_or_error(doc)
+    assert run is not None and run.attempts[0].duration_s == 0.0312

@@ -62,6 +62,10 @@ def load_schema(name: str) -> dict[str, Any]:
     return schema
 
 
+DURATION_DIGITS = 4
+"""Attempt durations are stored and read to 0.1 ms."""
+
+
 def schema_error_text(error: jsonschema.ValidationError) -> str:
     """One line naming the JSON path of a schema violation and what is wrong."""
     path = error.json_path.removeprefix("$").removeprefix(".") or "(top level)"
@@ -81,7 +85,7 @@ def attempt_to_json(attempt: Attempt) -> dict[str, Any]:
         out["error"] = attempt.error
     if attempt.detail:
         out["detail"] = attempt.detail
-    out["duration_s"] = round(attempt.duration_s, 4)
+    out["duration_s"] = round(attempt.duration_s, DURATION_DIGITS)
     if attempt.retries:
         out["retries"] = list(attempt.retries)
     return out
@@ -137,7 +141,9 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
         checks=tuple(checks.items()),
         error=error,
         detail=detail,
-        duration_s=float(duration),
+        # Stored to 0.1 ms (attempt_to_json); read the same way so a run reads
+        # back equal to itself after it is written again.
+        duration_s=round(float(duration), DURATION_DIGITS),
         retries=tuple(retries),
     )
 
@@ -694,7 +700,9 @@ def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attemp
     duration = doc.get("duration_s", 0.0)
     if type(duration) is not float or not 0.0 <= duration < math.inf:
         return None  # ints (and a huge one float() cannot take) go the careful way
-    return Attempt(row_id, n, phase_value, decision, pairs, error, detail, duration, ())
+    return Attempt(
+        row_id, n, phase_value, decision, pairs, error, detail, round(duration, DURATION_DIGITS), ()
+    )
 
 
 _ATTEMPT_HEAD = re.compile(r'\{"row":"([^"\\\x00-\x1f]*)","n":([1-9][0-9]{0,17}),')
@@ -732,7 +740,7 @@ class AttemptLines:
         tail = _ATTEMPT_TAIL.match(line, cut) if cut >= 0 else None
         if row_id is None or tail is None:
             return -1
-        duration = float(tail.group(1))
+        duration = round(float(tail.group(1)), DURATION_DIGITS)
         if not 0.0 <= duration < math.inf:
             return -1
         middle = line[head.end() : cut]
