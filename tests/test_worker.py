@@ -293,7 +293,7 @@ def test_a_second_answer_to_an_answered_request_is_discarded(
         assert pid_of(first) == pid_of(second) == pid_of(third)
         assert agent.started == 1 and agent.strays == 1
     err = capsys.readouterr().err
-    assert "answered request_id 1 a second time; the extra answer was discarded" in err
+    assert 'answered request_id "1" a second time; the extra answer was discarded' in err
 
 
 def test_an_answer_for_a_request_never_sent_still_restarts_the_worker(script: Path) -> None:

@@ -430,7 +430,9 @@ class WorkerAgent:
             return False
         self.strays += 1
         self._warn(
-            f"worker {worker.proc.pid} answered request_id {obj.get(REQUEST_ID)!s} a second time;"
+            # json.dumps: the id is the agent's text; no control or bidi character reaches the log.
+            f"worker {worker.proc.pid} answered request_id {json.dumps(obj.get(REQUEST_ID))[:40]}"
+            " a second time;"
             " the extra answer was discarded (answer each request once)"
         )
         return True
