@@ -219,9 +219,10 @@ def test_retry_after_beyond_the_bound_gives_up_without_sleeping(
 def test_attempts_are_bounded(fake: FakeGitHub, clock: FakeClock) -> None:
     client = make_client(fake, clock, max_retry_wait_s=1000.0, max_attempts=3)
     fake.fail_next("pulls/get", 500, times=5)
-    with pytest.raises(GitHubError, match="gave up after 3 attempts: HTTP 500"):
+    with pytest.raises(GitHubError, match="gave up after 3 attempts: HTTP 500") as info:
         client.get_pull(2)
     assert len(fake.requests) == 3
+    assert "server errors" in str(info.value) and "rate" not in str(info.value).lower()
 
 
 @pytest.mark.parametrize("status", [403, 404, 422])
@@ -255,9 +256,12 @@ def test_connection_errors_are_retried_then_reported(clock: FakeClock) -> None:
         clock=clock.time,
         timeout_s=2.0,
     )
-    with pytest.raises(GitHubError, match="gave up after 5 attempts: connection failed"):
+    with pytest.raises(GitHubError, match="gave up after 5 attempts: connection failed") as info:
         client.get_pull(2)
     assert clock.waits == [1.0, 2.0, 4.0, 8.0]
+    # A refused connection is the network or api-url, never rate limiting.
+    assert "rate" not in str(info.value).lower()
+    assert "could not be reached: check api-url" in str(info.value)
 
 
 def test_non_json_answer_is_an_error(fake: FakeGitHub, client: GitHubClient) -> None:

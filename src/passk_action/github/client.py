@@ -326,7 +326,7 @@ class GitHubClient:
                 raise GitHubError(
                     f"gave up after {attempt} attempts: {retry.reason}",
                     where=where,
-                    hint="GitHub is busy or rate-limiting this token; re-run the job later",
+                    hint=_give_up_hint(last_status),
                     status=last_status,
                 ) from cause
             if retry.wait_s is not None:
@@ -458,3 +458,20 @@ def _retry_after_s(value: str | None, now: float) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, moment.timestamp() - now)
+
+
+def _give_up_hint(status: int | None) -> str:
+    """What to do after the retries ran out, by what kept failing.
+
+    A refused connection or a timeout is not rate limiting: it is the
+    network or a wrong api-url, and saying "rate limit" sends people the
+    wrong way.
+    """
+    if status is None:
+        return (
+            "GitHub's API could not be reached: check api-url (GITHUB_API_URL) and the "
+            "runner's network, then re-run the job"
+        )
+    if status >= 500:
+        return "GitHub answered with server errors; re-run the job later"
+    return "GitHub is rate-limiting this token; re-run the job later"
