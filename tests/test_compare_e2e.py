@@ -164,7 +164,9 @@ def test_baseline_that_also_varies_does_not_block(project: Project) -> None:
 
 
 def test_crash_only_must_not_break_row_blocks_as_unclassified(project: Project) -> None:
-    project.write_rows([row("c", mnb=True)])
+    # Another row answers: the agent runs, it only crashes on this row (an agent
+    # that crashes on every row could not run at all, see test_agent_setup.py).
+    project.write_rows([row("c", mnb=True), row("fine")])
     project.write_script({"c": {"baseline": [RIGHT], "candidate": [{"crash": "model overloaded"}]}})
     project.baseline()
     code, result = project.compare()

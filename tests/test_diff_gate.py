@@ -83,6 +83,30 @@ def test_confirmation_outcomes() -> None:
     assert by_id["gone"].candidate_final_class is RowClass.STABLE_CORRECT
 
 
+def test_a_side_whose_confirmation_attempts_all_failed_is_inconclusive_never_right() -> None:
+    rows = [record("crashed"), record("base-crashed"), record("partly")]
+    base = (
+        attempts("crashed", RIGHT)
+        + attempts("crashed", RIGHT, start=4, phase=Phase.CONFIRM)
+        + attempts("base-crashed", RIGHT)
+        + attempts("base-crashed", [None, None, None], start=4, phase=Phase.CONFIRM)
+        + attempts("partly", RIGHT)
+        + attempts("partly", RIGHT, start=4, phase=Phase.CONFIRM)
+    )
+    cand = (
+        attempts("crashed", ["approve", "deny", "deny"])
+        + attempts("crashed", [None, None, None], start=4, phase=Phase.CONFIRM)
+        + attempts("base-crashed", ["approve", "deny", "deny"])
+        + attempts("base-crashed", RIGHT, start=4, phase=Phase.CONFIRM)
+        + attempts("partly", ["approve", "deny", "deny"])
+        + attempts("partly", [None, "deny", None], start=4, phase=Phase.CONFIRM)
+    )
+    by_id = _evaluate(rows, base, cand)[0].by_id()
+    assert by_id["crashed"].confirmation is Confirmation.INCONCLUSIVE
+    assert by_id["base-crashed"].confirmation is Confirmation.INCONCLUSIVE
+    assert by_id["partly"].confirmation is Confirmation.NOT_REPRODUCED
+
+
 def test_confirmation_plan_gives_must_not_break_rows_more_attempts() -> None:
     rows = [record("plain"), record("mnb", mnb=True), record("kept")]
     base = attempts("plain", RIGHT) + attempts("mnb", RIGHT) + attempts("kept", RIGHT)

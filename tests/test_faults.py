@@ -282,9 +282,14 @@ def test_agent_environment_does_not_leak_the_github_token(
 ) -> None:
     """A fault of another kind: an agent that prints its environment into a log."""
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret")
-    project.write([row("env")], {"env": [{"exit": 1, "stderr": "see env"}]})
+    project.write([row("env"), row("ok")], {"env": [{"exit": 1, "stderr": "see env"}]})
+    # It answers on other rows: an agent failing on every row could not run at all.
     (project.root / "agent.py").write_text(
-        "import os, sys\nsys.stderr.write(repr(dict(os.environ)))\nsys.exit(1)\n"
+        "import json, os, sys\n"
+        "if json.load(sys.stdin)['id'] == 'ok':\n"
+        "    print(json.dumps({'decision': 'deny'}))\n"
+        "    sys.exit(0)\n"
+        "sys.stderr.write(repr(dict(os.environ)))\nsys.exit(1)\n"
     )
     code, _, _ = project.run(capsys)
     assert code == 0

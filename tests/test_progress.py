@@ -54,6 +54,7 @@ def test_plain_progress_prints_at_most_every_interval_and_a_final_line() -> None
     progress.finish()
     assert out.getvalue().splitlines() == [
         "baseline: running 10 attempts",
+        "baseline: first error, row r attempt 1: timeout",
         "baseline: 4/10 attempts, 1 error, 1 retried, 20.0/min, ETA 18s",
         "baseline: 8/10 attempts, 1 error, 1 retried, 20.0/min, ETA 6s",
         "baseline: 10/10 attempts, 1 error, 1 retried, in 30s",
@@ -80,7 +81,7 @@ def test_live_progress_rewrites_one_line_and_pads_shorter_text() -> None:
     clock.now += 10
     progress.advance(ok())
     clock.now += 0.1  # within the throttle interval: no redraw
-    progress.advance(failed())
+    progress.advance(ok())
     clock.now += 90
     for _ in range(98):
         progress.advance(ok())
@@ -89,8 +90,61 @@ def test_live_progress_rewrites_one_line_and_pads_shorter_text() -> None:
     assert frames == [
         "baseline: 0/200 attempts, 0 errors, ETA --",
         "baseline: 1/200 attempts, 0 errors, 6.0/min, ETA 33m10s",
-        "baseline: 3/200 attempts, 1 error, 1.8/min, ETA 1h49m" + " " * 2,
-        "baseline: 100/200 attempts, 1 error, in 1m40s" + " " * 8 + "\n",
+        "baseline: 3/200 attempts, 0 errors, 1.8/min, ETA 1h49m" + " " * 1,
+        "baseline: 100/200 attempts, 0 errors, in 1m40s" + " " * 8 + "\n",
+    ]
+
+
+CRASH = Attempt(
+    row_id="r-17",
+    number=2,
+    phase=Phase.MAIN,
+    decision=None,
+    error="exit-status",
+    detail="exited with status 1\nstderr (last 2000 chars): Traceback (most recent call last):\n"
+    '  File "agent.py", line 3, in <module>\n    import openai_missing_module\n'
+    "ModuleNotFoundError: No module named 'openai_missing_module'\n",
+)
+
+
+def test_plain_progress_tells_the_first_error_at_once_with_its_stderr() -> None:
+    clock, out = FakeClock(), io.StringIO()
+    progress = PlainProgress(out, clock, every_s=10.0)
+    progress.start(90, "candidate")
+    progress.advance(CRASH)
+    first = out.getvalue().splitlines()
+    for _ in range(3):
+        progress.advance(CRASH)  # later errors are counted, not told again
+    assert out.getvalue().splitlines() == first == [
+        "candidate: running 90 attempts",
+        "candidate: first error, row r-17 attempt 2: exit-status: exited with status 1",
+        "  stderr (last 4 line(s)):",
+        "  | Traceback (most recent call last):",
+        '  |   File "agent.py", line 3, in <module>',
+        "  |     import openai_missing_module",
+        "  | ModuleNotFoundError: No module named 'openai_missing_module'",
+    ]
+
+
+def test_live_progress_prints_the_first_error_above_the_live_line() -> None:
+    clock, out = FakeClock(), io.StringIO()
+    progress = LiveProgress(out, clock, min_interval_s=0.5)
+    progress.start(10, "candidate")
+    clock.now += 0.1
+    progress.advance(CRASH)
+    progress.finish()
+    lines = out.getvalue().replace("\r", "\n").splitlines()
+    shown = [line.rstrip() for line in lines if line.strip()]
+    assert shown == [
+        "candidate: 0/10 attempts, 0 errors, ETA --",
+        "candidate: first error, row r-17 attempt 2: exit-status: exited with status 1",
+        "  stderr (last 4 line(s)):",
+        "  | Traceback (most recent call last):",
+        '  |   File "agent.py", line 3, in <module>',
+        "  |     import openai_missing_module",
+        "  | ModuleNotFoundError: No module named 'openai_missing_module'",
+        "candidate: 1/10 attempts, 1 error, 10.0/s, ETA 1s",
+        "candidate: 1/10 attempts, 1 error, in 0s",
     ]
 
 

@@ -41,7 +41,7 @@ from .core.model import (
     Version,
 )
 from .core.result import CompareResult, Executions, evaluate
-from .errors import ArtifactError, ConfigError, Interrupted
+from .errors import AgentCouldNotRun, ArtifactError, ConfigError, Interrupted
 from .inputs.config import DEFAULT_CONCURRENCY, AgentConfig, Config
 from .progress import NullProgress, Progress
 from .store.recorder import RunRecorder
@@ -174,15 +174,24 @@ def record_run(
     recorded = {(a.row_id, a.number) for a in recorder.kept}
     requests = _main_requests(rows, settings.k, info.version, recorded)
     with recorder:
-        fresh = run_attempts(
-            requests,
-            agent,
-            concurrency=session.concurrency,
-            retry=session.retry,
-            on_attempt=recorder.append,
-            progress=session.progress,
-            stop=session.stop,
-        )
+        try:
+            fresh = run_attempts(
+                requests,
+                agent,
+                concurrency=session.concurrency,
+                retry=session.retry,
+                on_attempt=recorder.append,
+                progress=session.progress,
+                stop=session.stop,
+                fail_fast=True,
+            )
+        except AgentCouldNotRun:
+            # Crashes of an agent that never ran are nothing to resume from;
+            # a journal kept from an earlier, working run stays.
+            if not recorder.kept:
+                recorder.close()
+                recorder.journal_file.unlink(missing_ok=True)
+            raise
     done = len(recorder.kept) + len(fresh)
     expected_total = len(rows) * settings.k
     if (session.stop is not None and session.stop.is_set()) or done < expected_total:
@@ -314,6 +323,7 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
             retry=session.retry,
             progress=session.progress,
             stop=session.stop,
+            fail_fast=True,
         )
         _raise_if_stopped(session, "baseline top-up")
         notes.append(
@@ -465,6 +475,10 @@ def _confirm(
         for row_id, count in plan.items()
         for i in range(1, count + 1)
     ]
+    # Lost rows may crash by nature (a candidate that crashes on a row loses it);
+    # failing alike in confirmation means "could not run" only for a version that
+    # answered on every one of those rows before.
+    answered = {a.row_id for a in run.attempts if a.valid}
     fresh = run_attempts(
         requests,
         agent,
@@ -472,6 +486,7 @@ def _confirm(
         retry=session.retry,
         progress=session.progress,
         stop=session.stop,
+        fail_fast=all(row_id in answered for row_id in plan),
     )
     _raise_if_stopped(session, f"{version.value} confirmation")
     order = {r.id: i for i, r in enumerate(run.rows)}

@@ -58,6 +58,46 @@ class AgentError(PasskError):
     """The agent cannot be used at all (e.g. its command does not exist)."""
 
 
+class AgentCouldNotRun(AgentError):
+    """One version of the agent could not run at all, so nothing it did can be measured.
+
+    Raised when its ``setup`` commands fail, or when its first attempts all
+    fail the same way (a missing module, a bad API key): going on would only
+    record crashes as if they said something about reliability.  Carries what
+    a report needs to show the cause: ``version`` (``candidate`` or
+    ``baseline``), ``reason`` (one line) and ``stderr_tail`` (the end of the
+    agent's stderr, possibly several lines, possibly empty).
+    """
+
+    def __init__(
+        self,
+        *,
+        version: str,
+        reason: str,
+        stderr_tail: str = "",
+        where: str | None = None,
+        hint: str | None = None,
+        attempts: int = 0,
+    ):
+        self.version = version
+        self.reason = reason
+        self.stderr_tail = stderr_tail
+        self.attempts = attempts
+        last = last_line(stderr_tail)
+        message = f"the {version} agent could not run: {reason}"
+        if last and last not in reason:
+            message += f"; stderr ends: {last}"
+        super().__init__(message, where=where, hint=hint)
+
+
+def last_line(text: str) -> str:
+    """The last non-blank line of ``text``, stripped ('' when there is none)."""
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
 class GitError(PasskError):
     """A git operation the action needs failed (e.g. the base commit is missing)."""
 

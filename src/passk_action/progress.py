@@ -15,7 +15,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TextIO
 
-from .core.model import Attempt
+from .core.model import Attempt, split_error_detail
+
+FIRST_ERROR_STDERR_LINES = 8
+"""How many of the last stderr lines the first error shows on the console."""
+
+
+def first_error_lines(label: str, attempt: Attempt) -> list[str]:
+    """The first failed attempt, told at once: its reason, then the end of its stderr.
+
+    A run that only counts errors ("90/90 attempts, 90 errors") leaves the cause in
+    the JSON; the first failure usually names it (a missing module, a refused key).
+    """
+    reason, tail = split_error_detail(attempt.detail)
+    head = f"{label}: first error, row {attempt.row_id} attempt {attempt.number}: {attempt.error}"
+    lines = [f"{head}: {reason}" if reason else head]
+    stderr = [line.rstrip() for line in tail.splitlines() if line.strip()]
+    if stderr:
+        shown = stderr[-FIRST_ERROR_STDERR_LINES:]
+        lines.append(f"  stderr (last {len(shown)} line(s)):")
+        lines.extend(f"  | {line}" for line in shown)
+    return lines
 
 Clock = Callable[[], float]
 
@@ -53,12 +73,17 @@ class _Tally:
     retried: int = 0
     started_at: float = 0.0
 
-    def add(self, attempt: Attempt) -> None:
+    def add(self, attempt: Attempt) -> list[str]:
+        """Count ``attempt``; the lines to show at once (the run's first error)."""
         self.done += 1
+        first: list[str] = []
         if not attempt.valid:
             self.errors += 1
+            if self.errors == 1:
+                first = first_error_lines(self.label, attempt)
         if attempt.retries:
             self.retried += 1
+        return first
 
     def line(self, now: float, *, final: bool = False) -> str:
         """One status line, e.g. ``baseline: 12/30 attempts, 1 error, 2.4/s, ETA 8s``."""
@@ -118,8 +143,15 @@ class LiveProgress:
         self._draw(self._tally.line(self._tally.started_at))
 
     def advance(self, attempt: Attempt) -> None:
-        self._tally.add(attempt)
+        first = self._tally.add(attempt)
         now = self._clock()
+        if first:
+            # Above the live line, which is redrawn under it.
+            self._draw("")
+            self._stream.write("\r" + "\n".join(first) + "\n")
+            self._width = 0
+            self._draw(self._tally.line(now))
+            return
         if self._last_draw is not None and now - self._last_draw < self._min_interval_s:
             return
         self._draw(self._tally.line(now))
@@ -154,7 +186,8 @@ class PlainProgress:
         self._write(f"{label}: running {total} attempts")
 
     def advance(self, attempt: Attempt) -> None:
-        self._tally.add(attempt)
+        for line in self._tally.add(attempt):
+            self._write(line)
         now = self._clock()
         if now - self._last_line >= self._every_s and self._tally.done < self._tally.total:
             self._last_line = now

@@ -34,7 +34,7 @@ from ..report.markdown import render_run_report
 from ..store.artifact import write_run
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
-from .runtime import Runtime, agent_env, fraction
+from .runtime import Runtime, agent_env, fraction, setup_agent
 from .workflow import Workflow
 
 REMOTE = "origin"
@@ -59,11 +59,9 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     previous = previous_baseline(out)
     commit_sha = runtime.env.get("GITHUB_SHA") or repo.head_sha()
     agent_config = config.require_agent("`mode: baseline`")
-    agent = build_agent(
-        agent_config,
-        agent_env(runtime.env, inputs.token, agent_config),
-        concurrency=config.concurrency,
-    )
+    env = agent_env(runtime.env, inputs.token, agent_config)
+    setup_agent(workflow, agent_config, env, Version.BASELINE)
+    agent = build_agent(agent_config, env, concurrency=config.concurrency)
     staging = out.with_name(out.name + ".recording.json")
     session = Session(
         concurrency=config.concurrency,

@@ -25,7 +25,7 @@ from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .replay import ReplayAgent
 from .rerun import Prior, as_reused, keep_recorded_failure
-from .runtime import Runtime, agent_env
+from .runtime import Runtime, agent_env, setup_agent
 from .trusted import Trusted
 
 CANDIDATE_PATH = ".passk/candidate.json"
@@ -72,15 +72,19 @@ def run_comparison(
         else:
             recorded_candidate = read_run(inputs.candidate_run)
 
-    with contextlib.ExitStack() as stack, workflow.group("passk: running the comparison"):
+    # No group around the comparison: its progress lines, the first error and each
+    # agent's setup group stay visible in the log without unfolding anything.
+    with contextlib.ExitStack() as stack:
         # A cancelled job gets SIGINT/SIGTERM: stop after the attempts in flight.
         stop = stack.enter_context(stop_on_signals())
         token = inputs.token
 
-        def built(spec: AgentConfig) -> Agent:
-            agent = build_agent(
-                spec, agent_env(runtime.env, token, spec), concurrency=config.concurrency
-            )
+        def built(spec: AgentConfig, version: Version) -> Agent:
+            env = agent_env(runtime.env, token, spec)
+            # Built on first use, while the other attempt threads wait: setup runs
+            # once per version, before its first attempt, and only if one is asked.
+            setup_agent(workflow, spec, env, version)
+            agent = build_agent(spec, env, concurrency=config.concurrency)
             close = getattr(agent, "close", None)
             if callable(close):
                 # Registered after any worktree, so persistent agents stop before it goes.
@@ -91,7 +95,11 @@ def run_comparison(
         # ones): no agent to build, so confirmation is skipped and says so.
         head_agent = config.agent
         candidate_agent = (
-            ReplayAgent(head_agent.describe(), replay_candidate or (), lambda: built(head_agent))
+            ReplayAgent(
+                head_agent.describe(),
+                replay_candidate or (),
+                lambda: built(head_agent, Version.CANDIDATE),
+            )
             if head_agent is not None
             else None
         )
@@ -100,10 +108,11 @@ def run_comparison(
         def build_baseline() -> Agent:
             named = base.config.baseline.agent
             if named is not None:
-                return built(named)
+                return built(named, Version.BASELINE)
             assert base_agent is not None
             tree = stack.enter_context(repo.worktree(pr.base_sha))
-            return built(rebase_agent(base_agent, repo.root, tree))
+            # The base commit's agent, and its setup, run in the base commit's checkout.
+            return built(rebase_agent(base_agent, repo.root, tree), Version.BASELINE)
 
         base_agent_config = base.config.baseline.agent or base_agent
         baseline_agent = (

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from ..errors import GitHubError, PasskError, UsageError
+from ..errors import AgentCouldNotRun, GitHubError, PasskError, UsageError
 from ..github.client import GitHubClient
 from ..github.publish import start_check
 from ..report.escape import inline
@@ -16,7 +16,7 @@ from .comparison import run_comparison
 from .event import PullRequest, pull_request_from, read_payload
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
-from .publish import Where, publish_gate
+from .publish import Where, publish_could_not_run, publish_gate
 from .rerun import look_up_record
 from .runtime import Runtime
 from .trusted import trusted_inputs
@@ -79,7 +79,10 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         with workflow.group("passk: trusted inputs from the base commit"):
             trusted = trusted_inputs(repo, inputs, pr, workflow)
         prior = look_up_record(client, repo, inputs, pr, trusted, warn)
-        result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
+        try:
+            result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
+        except AgentCouldNotRun as exc:
+            return publish_could_not_run(exc, inputs, workflow, client, pr, check_run_id=check)
         where = Where(
             dataset=trusted.dataset,
             dataset_path=repo.relative(trusted.config.dataset),

@@ -15,11 +15,11 @@ from typing import Any
 from ..core.diff import Confirmation
 from ..core.model import Dataset, Run
 from ..core.result import CompareResult
-from ..errors import EXIT_GATE_FAILED, EXIT_OK
+from ..errors import EXIT_GATE_FAILED, EXIT_OK, AgentCouldNotRun
 from ..github.client import GitHubClient
 from ..github.publish import MARKER, Annotation, publish_check, upsert_sticky_comment
 from ..report.comment import CommentContext, check_title, render_comment, row_annotations
-from ..report.markdown import render_compare_report
+from ..report.markdown import could_not_run_title, render_compare_report, render_could_not_run
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .event import PullRequest
@@ -313,3 +313,50 @@ def gate_outputs(result: CompareResult, result_path: str) -> dict[str, str]:
         "result": result_path,
         "reused": "true" if result.reused else "false",
     }
+
+
+def publish_could_not_run(
+    error: AgentCouldNotRun,
+    inputs: ActionInputs,
+    workflow: Workflow,
+    client: GitHubClient | None,
+    pr: PullRequest,
+    *,
+    check_run_id: int | None = None,
+) -> int:
+    """A version of the agent could not run: say why everywhere a person looks; exit 2.
+
+    The log gets the error annotation and the end of the agent's stderr, the job
+    summary and the comment the same story, and the check fails with the cause in
+    its title.  No record is written: nothing was measured, so a re-run runs again.
+    """
+    workflow.error(error.one_line(), title=f"passk: the {error.version} agent could not run")
+    for line in error.stderr_tail.strip().splitlines()[-20:]:
+        workflow.line(f"  | {line}")
+    body = render_could_not_run(error, marker=MARKER)
+    workflow.write_summary(render_could_not_run(error))
+    if client is not None:
+        with workflow.group("passk: publishing"):
+            outcome = upsert_sticky_comment(
+                client, pr.number, body, inputs.comment, author=inputs.comment_author
+            )
+            if outcome.action == "failed":
+                workflow.warning(f"no comment posted: {outcome.error}", title="passk")
+            elif outcome.action != "skipped":
+                where = outcome.url or outcome.comment_id
+                workflow.line(f"passk: comment {outcome.action}: {where}")
+            check = publish_check(
+                client,
+                name=inputs.check_name,
+                head_sha=pr.head_sha,
+                passed=False,
+                title=could_not_run_title(error),
+                summary=body.replace(MARKER, "").lstrip("\n"),
+                check_run_id=check_run_id,
+            )
+            if check.used == "failed":
+                workflow.warning(
+                    f"no check run or commit status posted: {check.error}", title="passk"
+                )
+    workflow.set_outputs({"passed": "false", "result": "", "reused": "false"})
+    return error.exit_code

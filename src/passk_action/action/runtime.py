@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from ..agents.setup import run_setup
+from ..core.model import Version
 from ..inputs.config import AgentConfig
 from .workflow import Workflow
 
@@ -42,6 +44,26 @@ def agent_env(env: Mapping[str, str], token: str, agent: AgentConfig) -> dict[st
     if not token:
         return dict(env)
     return {k: v for k, v in env.items() if token not in v or k in agent.pass_env}
+
+
+def setup_agent(
+    workflow: Workflow, agent: AgentConfig, env: Mapping[str, str], version: Version
+) -> None:
+    """Run the agent's ``setup`` in a folded group of the log, then say how long it took.
+
+    A failure raises :class:`~passk_action.errors.AgentCouldNotRun` after the group
+    closes, so the error line is visible without unfolding anything.
+    """
+    if not agent.setup:
+        return
+    count = len(agent.setup)
+    with workflow.group(f"passk: setup of the {version.value} agent ({count} command(s))"):
+        workflow.line(f"in {agent.cwd}")
+        done = run_setup(agent, env, version, workflow.line)
+    workflow.line(
+        f"passk: {version.value} setup done in {done.duration_s:.1f}s "
+        f"({len(done.commands)} command(s))"
+    )
 
 
 def rebase_agent(agent: AgentConfig, old_root: Path, new_root: Path) -> AgentConfig:

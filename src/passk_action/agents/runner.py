@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..core.model import Attempt, Json, Phase, Row, Version
-from ..errors import AgentError, UsageError
+from ..core.model import Attempt, Json, Phase, Row, Version, split_error_detail
+from ..errors import AgentCouldNotRun, AgentError, UsageError
 from ..progress import Progress
 from .identity import AgentUser, identity_env, popen_identity
 from .reaper import REAPER
@@ -657,11 +657,84 @@ def _retry_note(attempt: Attempt) -> str:
 def _run_once(agent: Agent, request: AttemptRequest) -> Attempt:
     try:
         return agent.run(request)
-    except AttemptCancelled:
+    except (AttemptCancelled, AgentCouldNotRun):
+        # A version that cannot run at all (its setup failed) stops the run:
+        # recording that as error attempts would hide the cause behind them.
         raise
     except Exception as exc:
         # An agent implementation's own bug must not lose the other attempts.
         return error_attempt(request, EXCEPTION, exception_detail(exc), 0.0)
+
+
+def failure_signature(attempt: Attempt) -> tuple[str, str] | None:
+    """What makes two failed attempts "the same failure": reason code and reason line.
+
+    None for a decision.  The stderr tail is left out: it often names the row
+    or a time, while the reason line (``exited with status 1``) does not.
+    """
+    if attempt.valid:
+        return None
+    reason, _ = split_error_detail(attempt.detail)
+    return (attempt.error or "", reason)
+
+
+class FirstAttemptsWatch:
+    """Decides whether a version could not run, from its first ``window`` attempts.
+
+    When the first ``window`` attempts to finish all failed with one
+    :func:`failure_signature`, the agent is not being measured, it is not
+    running: :meth:`verdict` then returns the :class:`AgentCouldNotRun` to
+    raise.  One decision (right or wrong) or two different failures settle
+    it the other way for good.
+    """
+
+    def __init__(self, window: int, version: Version | None = None) -> None:
+        self.window = window
+        self.version = version
+        self.settled = window <= 0
+        self._seen: list[Attempt] = []
+
+    def add(self, attempt: Attempt) -> AgentCouldNotRun | None:
+        if self.settled:
+            return None
+        signature = failure_signature(attempt)
+        if signature is None or (self._seen and failure_signature(self._seen[0]) != signature):
+            self.settled = True
+            self._seen.clear()
+            return None
+        self._seen.append(attempt)
+        if len(self._seen) < self.window:
+            return None
+        self.settled = True
+        return could_not_run(self._seen, self.version)
+
+
+def could_not_run(
+    attempts: Sequence[Attempt], version: Version | None = None, *, alike: bool = True
+) -> AgentCouldNotRun:
+    """The error for a version whose ``attempts`` all failed (the first one speaks for all).
+
+    ``alike``: they failed the same way (the first attempts of a run); otherwise
+    they are all the attempts of a finished run, failing in any way.
+    """
+    first = attempts[0]
+    reason, tail = split_error_detail(first.detail)
+    code = first.error or "error"
+    named = version.value if version is not None else "agent"
+    said = f"{code}: {reason or 'no detail'}"
+    return AgentCouldNotRun(
+        version=named,
+        reason=(
+            f"its first {len(attempts)} attempt(s) all failed the same way: {said}"
+            if alike
+            else f"all {len(attempts)} of its attempts failed; the first: {said}"
+        ),
+        stderr_tail=tail,
+        where="baseline.agent" if version is Version.BASELINE else "agent",
+        hint="run the agent command by hand in its working directory; install what it needs "
+        "with agent.setup, or run the action on the job's runner (runner/action.yml)",
+        attempts=len(attempts),
+    )
 
 
 def _label(requests: Sequence[AttemptRequest]) -> str:
@@ -683,6 +756,7 @@ def run_attempts(
     sleep: Callable[[float], None] | None = None,
     rng: random.Random | None = None,
     stop: threading.Event | None = None,
+    fail_fast: bool = False,
 ) -> list[Attempt]:
     """Run ``requests`` with at most ``concurrency`` in flight; return the finished attempts.
 
@@ -699,6 +773,11 @@ def run_attempts(
       returned, so resuming makes it afresh.
     - ``sleep`` waits between retries (injected by tests); by default the
       wait ends early when the run is stopped.
+    - With ``fail_fast``, the first ``min(len(requests), 2 * concurrency)``
+      attempts are watched (:class:`FirstAttemptsWatch`): no attempt beyond
+      them starts until one of them succeeds or two fail differently, and if
+      all fail alike :class:`AgentCouldNotRun` is raised after they are
+      handed to ``on_attempt``.  An agent whose setup failed raises it too.
 
     The result is ordered by the first appearance of each row in ``requests``,
     then by attempt number, whatever order attempts finished in.
@@ -753,6 +832,11 @@ def run_attempts(
     finished: list[Attempt] = []
     pending = deque(requests)
     in_flight: set[Future[Attempt | None]] = set()
+    watch = FirstAttemptsWatch(
+        min(len(requests), 2 * concurrency) if fail_fast else 0,
+        requests[0].version if requests else None,
+    )
+    started = 0
 
     if progress is not None:
         progress.start(len(requests), _label(requests))
@@ -764,7 +848,10 @@ def run_attempts(
                 # worker spawned just as the stop arrived.
                 halt_now()
             while pending and len(in_flight) < concurrency and not halt.is_set():
+                if not watch.settled and started >= watch.window:
+                    break  # wait for the verdict on the first attempts
                 in_flight.add(pool.submit(attempt_with_retries, pending.popleft()))
+                started += 1
             if not in_flight:
                 break  # stopped with nothing left running
             done, _ = wait(in_flight, timeout=_POLL_S, return_when=FIRST_COMPLETED)
@@ -780,6 +867,9 @@ def run_attempts(
                     on_attempt(result)
                 if progress is not None:
                     progress.advance(result)
+                unrunnable = watch.add(result)
+                if unrunnable is not None:
+                    raise unrunnable
     except BaseException:
         halt_now()
         raise

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import FrameType
 
+from ..agents.runner import Agent, could_not_run
+from ..agents.setup import run_setup
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..engine import Session, build_agent, closing, record_run, retry_policy
 from ..errors import ArtifactError, UsageError
@@ -74,6 +76,20 @@ def make_session(config: Config, args: argparse.Namespace, stop: threading.Event
     )
 
 
+def prepare_agent(
+    spec: AgentConfig, version: Version, *, concurrency: int | None = None
+) -> Agent:
+    """Run the agent's ``setup`` (as plain lines on stderr), then build the agent."""
+    if spec.setup:
+
+        def log(line: str) -> None:
+            print(f"passk: setup ({version.value}): {line}", file=sys.stderr, flush=True)
+
+        done = run_setup(spec, os.environ, version, log)
+        log(f"{len(done.commands)} command(s) done in {done.duration_s:.1f}s")
+    return build_agent(spec, os.environ, concurrency=concurrency)
+
+
 def record_agent_run(
     inputs: Inputs,
     rows: Sequence[Row],
@@ -92,7 +108,7 @@ def record_agent_run(
     """
     with stop_on_signals() as stop:
         session = make_session(inputs.config, args, stop)
-        agent = build_agent(agent_config, os.environ, concurrency=session.concurrency)
+        agent = prepare_agent(agent_config, version, concurrency=session.concurrency)
         with closing(agent):
             run, _ = record_run(
                 inputs.dataset,
@@ -104,6 +120,9 @@ def record_agent_run(
                 session,
                 resume=args.resume,
             )
+    if run.attempts and not any(a.valid for a in run.attempts):
+        # Recorded (nothing is lost), but a run without one decision measured nothing.
+        raise could_not_run(run.attempts, version, alike=False)
     return run
 
 

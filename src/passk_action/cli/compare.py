@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
 from ..agents.runner import Agent
 from ..core.model import Version
-from ..engine import CompareInputs, build_agent, close_agent, compare
+from ..engine import CompareInputs, close_agent, compare
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError
 from ..report.markdown import render_compare_report
 from ..store.artifact import read_run
@@ -19,6 +18,7 @@ from .common import (
     add_run_arguments,
     load_inputs,
     make_session,
+    prepare_agent,
     stop_on_signals,
     write_output,
 )
@@ -71,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
         if version not in built:
             spec = config.agent if version is Version.CANDIDATE else config.baseline.agent
             built[version] = (
-                build_agent(spec, os.environ, concurrency=concurrency) if spec else None
+                prepare_agent(spec, version, concurrency=concurrency) if spec else None
             )
         return built[version]
 

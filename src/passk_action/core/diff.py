@@ -31,12 +31,17 @@ class Confirmation(str, Enum):
       loss is not evidence against the candidate.
     - CONFIRMED_REGRESSION: the baseline was right every time and the
       candidate was wrong at least once.
-    - NOT_REPRODUCED: neither happened (the candidate was right every time).
+    - NOT_REPRODUCED: neither happened: both versions answered, and every
+      answer the candidate gave was right.
+    - INCONCLUSIVE: a version gave no valid answer at all (every confirmation
+      attempt of that side crashed, timed out or was unparseable), so
+      nothing was shown either way.
     """
 
     BASELINE_VARIES = "baseline-varies"
     CONFIRMED_REGRESSION = "confirmed-regression"
     NOT_REPRODUCED = "not-reproduced"
+    INCONCLUSIVE = "inconclusive"
 
 
 ABSENT = "(absent)"
@@ -112,8 +117,10 @@ def confirmation_outcome(
     - BASELINE_VARIES: a baseline confirmation answer was wrong;
     - CONFIRMED_REGRESSION: the baseline gave at least one answer, all right,
       and the candidate gave at least one wrong answer;
-    - NOT_REPRODUCED: otherwise.
-    Error attempts are not answers and make no side wrong (or right).
+    - INCONCLUSIVE: the baseline or the candidate gave no valid answer;
+    - NOT_REPRODUCED: otherwise (both answered; the candidate's answers were right).
+    Error attempts are not answers and make no side wrong (or right): a side
+    whose attempts all failed never counts as "right every time".
     """
     if not baseline_confirm and not candidate_confirm:
         return None
@@ -129,6 +136,8 @@ def confirmation_outcome(
         return Confirmation.BASELINE_VARIES
     if baseline_valid and wrong(candidate_confirm):
         return Confirmation.CONFIRMED_REGRESSION
+    if not baseline_valid or not any(a.decision is not None for a in candidate_confirm):
+        return Confirmation.INCONCLUSIVE
     return Confirmation.NOT_REPRODUCED
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -164,6 +165,21 @@ class Attempt:
     @property
     def valid(self) -> bool:
         return self.decision is not None
+
+
+_STDERR_LEAD = re.compile(r"^stderr \(last \d+ chars\): ")
+
+
+def split_error_detail(detail: str | None) -> tuple[str, str]:
+    """An error attempt's detail as (its one-line reason, the stderr tail after it).
+
+    Runners write ``reason`` and, when the agent wrote to stderr, a newline and
+    ``stderr (last N chars): <tail>`` (``agents/runner.py: with_stderr``).
+    """
+    if not detail:
+        return "", ""
+    reason, _, rest = detail.partition("\n")
+    return reason.strip(), _STDERR_LEAD.sub("", rest, count=1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -260,6 +260,10 @@ class AgentConfig:
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     pass_env: tuple[str, ...] = ()
     protocol: str = "process"
+    setup: tuple[str, ...] = ()
+    """Shell commands run once per run, before any attempt (``agents/setup.py``)."""
+    where: str = field(default="agent", compare=False)
+    """The config key this agent came from (``agent`` or ``baseline.agent``), for messages."""
 
     def describe(self) -> str:
         """A human description: the shell-quoted command, or method and URL.
@@ -569,6 +573,8 @@ def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentC
         env=MappingProxyType(dict(doc.get("env", {}))),
         pass_env=tuple(doc.get("pass_env", ())),
         protocol=str(doc.get("protocol", "process")),
+        setup=tuple(doc.get("setup", ())),
+        where=f"{name}: {key}",
     )
 
 

@@ -102,8 +102,10 @@ def _text(element: ET.Element, tag: str, text: str, **attrs: str) -> ET.Element:
 _CONFIRMATION = {
     Confirmation.BASELINE_VARIES: "the baseline also varies (it answered wrong on confirmation)",
     Confirmation.CONFIRMED_REGRESSION: "confirmed regression",
-    Confirmation.NOT_REPRODUCED: "not reproduced (the candidate was right on every "
-    "confirmation attempt)",
+    Confirmation.NOT_REPRODUCED: "not reproduced (every confirmation answer of the "
+    "candidate was right)",
+    Confirmation.INCONCLUSIVE: "inconclusive (a version gave no valid answer on "
+    "confirmation: its attempts failed)",
 }
 
 

@@ -37,6 +37,7 @@ from ..core.uncertainty import (
     pass_curve,
     power_analysis,
 )
+from ..errors import AgentCouldNotRun, last_line
 from .charts import (
     BASELINE_COLOR,
     CANDIDATE_COLOR,
@@ -343,8 +344,10 @@ def run_report_json(run: Run) -> dict[str, Json]:
 
 _CONFIRMATION_TEXT = {
     Confirmation.BASELINE_VARIES: "the baseline also varies: it answered wrong on confirmation",
-    Confirmation.NOT_REPRODUCED: "not reproduced: the candidate was right on every "
-    "confirmation attempt",
+    Confirmation.NOT_REPRODUCED: "not reproduced: every confirmation answer of the "
+    "candidate was right",
+    Confirmation.INCONCLUSIVE: "inconclusive: a version gave no valid answer on "
+    "confirmation (its attempts failed)",
     Confirmation.CONFIRMED_REGRESSION: "confirmed regression",
 }
 
@@ -851,4 +854,40 @@ def render_compare_report(
     section("Notes", [inline(n, REASON_LEN) for n in result.notes])
     executions = _executions_text(result.executions, result.reused)
     lines += ["", "## Executions", "", executions[:1].upper() + executions[1:]]
+    return "\n".join(lines) + "\n"
+
+
+# --- an agent that could not run ----------------------------------------------
+
+
+def could_not_run_title(error: AgentCouldNotRun) -> str:
+    """One line for a check-run title: who could not run, and the line that says why."""
+    cause = last_line(error.stderr_tail) or error.reason
+    text = f"passk: the {error.version} agent could not run — {' '.join(cause.split())}"
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def render_could_not_run(error: AgentCouldNotRun, *, marker: str | None = None) -> str:
+    """The comment and job summary when a version of the agent could not run at all.
+
+    The gate did not decide, and the text says so first; then the reason, the
+    end of the agent's stderr (where a missing module or a refused key shows)
+    and how to fix it.  Nothing claims a measurement that was not made.
+    """
+    lines = [marker] if marker is not None else []
+    lines += [
+        f"## passk: the {error.version} agent could not run",
+        "",
+        f"**The gate did not decide.** passk stopped before measuring the {error.version}: "
+        "no further attempts and no confirmation were run, because its "
+        + ("setup failed." if "setup command" in error.reason else "first attempts all failed."),
+        "",
+        f"**Reason:** {inline(error.reason, 300)}",
+    ]
+    if error.where:
+        lines += ["", f"**Where:** {code(error.where, 120)}"]
+    if error.stderr_tail.strip():
+        lines += ["", "**The end of its stderr:**", "", block(error.stderr_tail, 2000)]
+    if error.hint:
+        lines += ["", f"**Fix:** {inline(error.hint, 300)}"]
     return "\n".join(lines) + "\n"

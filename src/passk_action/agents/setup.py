@@ -1,0 +1,117 @@
+"""An agent's ``setup``: commands run once per run, before its first attempt.
+
+Real agents need their dependencies (``pip install -r requirements.txt``,
+``npm ci``) where they run; in the container action that is the container,
+not the job's runner.  Each command runs through ``/bin/sh -c`` in the
+agent's working directory with the environment the agent itself gets (the
+job's environment minus GitHub's tokens, plus ``agent.env``), its output
+passed line by line to ``log``.  A failing command raises
+:class:`AgentCouldNotRun` naming it with the end of its stderr: the run stops
+before any attempt, so a missing dependency never becomes a wall of error
+attempts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import IO
+
+from ..core.model import Version
+from ..errors import AgentCouldNotRun
+from ..inputs.config import AgentConfig
+from .runner import SECRET_ENV, exit_description
+
+SETUP_STDERR_LINES = 20
+"""How many of a failed command's last stderr lines its error keeps."""
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SetupDone:
+    """What ran: the commands and how long they took in all."""
+
+    commands: tuple[str, ...]
+    duration_s: float
+
+
+def setup_env(parent_env: Mapping[str, str], agent: AgentConfig) -> dict[str, str]:
+    """The agent's environment without the per-attempt ``PASSK_*`` variables."""
+    env = {
+        key: value
+        for key, value in parent_env.items()
+        if key not in SECRET_ENV or key in agent.pass_env
+    }
+    env.update(agent.env)
+    return env
+
+
+def run_setup(
+    agent: AgentConfig,
+    parent_env: Mapping[str, str],
+    version: Version,
+    log: Log,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> SetupDone:
+    """Run ``agent.setup`` in order; raise :class:`AgentCouldNotRun` at the first failure."""
+    started = clock()
+    env = setup_env(parent_env, agent)
+    for index, command in enumerate(agent.setup):
+        where = f"{agent.where}.setup[{index}]"
+        log(f"$ {command}")
+        began = clock()
+        code, tail = _run(command, agent, env, log)
+        if code != 0:
+            raise AgentCouldNotRun(
+                version=version.value,
+                reason=f"setup command `{command}` {exit_description(code)}",
+                stderr_tail=tail,
+                where=where,
+                hint="run the command by hand in the agent's working directory "
+                f"({agent.cwd}) and fix it, or remove it from setup",
+            )
+        log(f"  ({clock() - began:.1f}s)")
+    return SetupDone(agent.setup, clock() - started)
+
+
+def _run(command: str, agent: AgentConfig, env: Mapping[str, str], log: Log) -> tuple[int, str]:
+    """Run one command, logging its output as it comes; its exit code and stderr's end."""
+    if not agent.cwd.is_dir():
+        return 127, f"working directory {str(agent.cwd)!r} does not exist"
+    try:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=agent.cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as exc:
+        return 127, f"cannot start /bin/sh: {exc.strerror or exc}"
+    assert proc.stdout is not None and proc.stderr is not None
+    tail: deque[str] = deque(maxlen=SETUP_STDERR_LINES)
+    lock = threading.Lock()
+
+    def pump(stream: IO[bytes], keep: deque[str] | None) -> None:
+        for raw in stream:
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            with lock:
+                log(f"  {line}")
+                if keep is not None:
+                    keep.append(line)
+
+    reader = threading.Thread(target=pump, args=(proc.stderr, tail), daemon=True)
+    reader.start()
+    pump(proc.stdout, None)
+    reader.join()
+    code = proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    return code, "\n".join(tail)
