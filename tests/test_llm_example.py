@@ -312,20 +312,21 @@ def test_passk_compare_against_the_fake_end_to_end(
     assert server.state.counters.answered == len(attempts)
 
 
-def test_a_missing_api_key_is_a_clear_error_attempt(
-        start: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_api_key_stops_the_run_with_a_clear_error(
+        start: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     server = start()
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     config = write_project(tmp_path, ["q-001"], concurrency=1)
     out = tmp_path / "run.json"
-    assert main(["run", "--config", str(config), "--out", str(out), "--quiet"]) == 0
-    attempts = json.loads(out.read_text())["attempts"]
-    assert len(attempts) == 3
-    for attempt in attempts:
-        assert attempt.get("decision") is None and attempt["error"] == "exception"
-        first_line = attempt["detail"].splitlines()[0]
-        assert "AgentError: OPENAI_API_KEY is not set: export your provider's key" in first_line
+    # Every attempt fails alike: the agent could not run, so passk stops after the
+    # first attempts (exit 2) instead of recording crashes as measurements.
+    assert main(["run", "--config", str(config), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "the candidate agent could not run: its first 2 attempt(s) all failed" in err
+    assert "AgentError: OPENAI_API_KEY is not set: export your provider's key" in err
+    assert not out.exists()
     assert server.state.counters.requests == 0
 
 
