@@ -23,12 +23,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from passk_action.core.gate import GatePolicy
-from passk_action.core.model import Run
+from passk_action.core.model import Attempt, Phase, Run
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.errors import ArtifactError
 from passk_action.report.markdown import render_compare_report, render_run_report, run_report_json
 from passk_action.store.artifact import (
     Journal,
+    attempt_line,
     attempt_to_json,
     compact_json,
     dump_run,
@@ -332,3 +333,24 @@ def test_a_duration_finer_than_stored_reads_back_equal_after_a_write() -> None:
     doc = mutate(VALID_RUN, ("attempts", 0, "duration_s"), "replace", 0.03125)
     run = run_or_error(doc)
     assert run is not None and run.attempts[0].duration_s == 0.0312
+
+
+attempts = st.builds(
+    Attempt,
+    row_id=st.text(min_size=1, max_size=12),
+    number=st.integers(min_value=1, max_value=10**6),
+    phase=st.sampled_from(list(Phase)),
+    decision=st.none() | st.text(max_size=8),
+    checks=st.lists(st.tuples(st.text(max_size=4), st.text(max_size=4)), max_size=2).map(tuple),
+    error=st.none() | st.sampled_from(["crash", "timeout", 'a "quoted"\nerror', "é"]),
+    detail=st.none() | st.text(max_size=8),
+    duration_s=st.floats(min_value=0, max_value=1e9) | st.sampled_from([0.0, 1e-05, 2.00005]),
+    retries=st.lists(st.text(max_size=4), max_size=2).map(tuple),
+)
+
+
+@PROPERTY
+@given(attempts)
+def test_the_fast_attempt_line_is_the_general_one(attempt: Attempt) -> None:
+    """dump_run writes plain attempts by hand: the text must be compact_json's, to the byte."""
+    assert attempt_line(attempt, {}) == compact_json(attempt_to_json(attempt))

@@ -11,7 +11,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from types import FrameType
 
@@ -24,14 +23,8 @@ from ..inputs.config import AgentConfig, Config, load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 from ..store.artifact import write_text_atomic
-
-
-def warn(message: str) -> None:
-    print(f"passk: warning: {message}", file=sys.stderr)
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+from .output import now_iso as now_iso  # re-exported: subcommands import them from here
+from .output import warn as warn
 
 
 @dataclass(frozen=True)

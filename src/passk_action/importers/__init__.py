@@ -50,10 +50,11 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.model import (
     AgentInfo,
@@ -87,13 +88,14 @@ PASSK_CONVENTION = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Trial:
+class Trial(NamedTuple):
     """One graded trial of one task, as a harness recorded it.
 
     ``order`` sorts a task's trials (file index, trial or epoch number,
     position in the file), so attempt numbers follow the harness's order.
-    Exactly one of ``decision`` and ``error`` is set.
+    Exactly one of ``decision`` and ``error`` is set.  A named tuple, not a
+    frozen dataclass: as immutable, and built five times faster, which
+    counts for a file of half a million trials.
     """
 
     task: str
@@ -105,8 +107,10 @@ class Trial:
     duration_s: float = 0.0
     where: str = ""
     """The entry's file and index, for reports (e.g. ``a.json: [4]``)."""
-    key: str | None = None
-    """What names this trial in the harness, e.g. ``task '3' trial 0``.
+    key: str | tuple[str, int] | None = None
+    """What names this trial in the harness, e.g. ``sample '3' epoch 1``.
+
+    A (task id, trial number) pair for tau-bench, read as ``task '3' trial 0``.
 
     Two trials with the same task and key are the same trial seen twice; None
     when the harness gives no such key (a tau2 simulation without ``trial``),
@@ -327,9 +331,10 @@ class _Grouped:
 
 
 def _group(parsed: Sequence[Parsed], concat_runs: bool) -> _Grouped:
+    """Trials by row, duplicates set aside.  The hot loop of a large import."""
     skipped_list: list[Skipped] = []
     duplicates = errored = 0
-    seen: dict[tuple[int, str, str, str], Trial] = {}
+    seen: dict[tuple[int, str, str, str | tuple[str, int]], Trial] = {}
     groups = {t.group for p in parsed for t in p.trials}
     qualify = len(groups) > 1
     by_task: dict[str, list[Trial]] = {}
@@ -339,22 +344,24 @@ def _group(parsed: Sequence[Parsed], concat_runs: bool) -> _Grouped:
         skipped_list.extend(p.skipped)
         scope = file_index if concat_runs else 0
         for trial in p.trials:
-            if trial.key is not None:
-                first = seen.setdefault((scope, trial.group, trial.task, trial.key), trial)
-                if first is not trial:
+            task, key, group = trial.task, trial.key, trial.group
+            if key is not None:
+                name = (scope, group, task, key)
+                first = seen.get(name)
+                if first is not None:
                     duplicates += 1
                     skipped_list.append(Skipped(trial.where, _duplicate_reason(trial, first)))
                     continue
-            row_id = f"{trial.group}/{trial.task}" if qualify else trial.task
+                seen[name] = trial
+            row_id = f"{group}/{task}" if qualify else task
             trials = by_task.get(row_id)
             if trials is None:
                 trials = by_task[row_id] = []
-                inputs[row_id] = (
-                    {"task": trial.group, "id": trial.input} if qualify else trial.input
-                )
-                files_of[row_id] = set()
+                inputs[row_id] = {"task": group, "id": trial.input} if qualify else trial.input
+                files_of[row_id] = {file_index}
+            elif file_index:
+                files_of[row_id].add(file_index)
             trials.append(trial)
-            files_of[row_id].add(file_index)
             if trial.error is not None:
                 errored += 1
     return _Grouped(by_task, inputs, files_of, tuple(skipped_list), duplicates, errored)
@@ -380,7 +387,7 @@ def _assemble(
     by_task: dict[str, list[Trial]] = {}
     left_out = as_failures = 0
     for task, trials in grouped.by_task.items():
-        if harness:
+        if harness and grouped.errored:
             kept_trials = [t for t in trials if t.error is None or t.harness_scores != DROP]
             left_out += len(trials) - len(kept_trials)
             trials = kept_trials
@@ -419,9 +426,8 @@ def _assemble(
     for task in kept:
         row = Row(id=task, input=grouped.inputs[task], expected=EXPECTED)
         rows.append(row)
-        trials = by_task[task]
-        if not _in_order(trials):
-            trials = sorted(trials, key=_order)
+        # Usually in order already: then sorting is one linear pass.
+        trials = sorted(by_task[task], key=_ORDER)
         for number, trial in enumerate(trials, start=1):
             if trial.error is None:
                 attempt = Attempt(
@@ -480,13 +486,7 @@ def _assemble(
     return Imported(run, dataset, report)
 
 
-def _order(trial: Trial) -> tuple[int, ...]:
-    return trial.order
-
-
-def _in_order(trials: list[Trial]) -> bool:
-    """Whether the trials are already in order (the usual case: one linear pass)."""
-    return all(trials[i].order <= trials[i + 1].order for i in range(len(trials) - 1))
+_ORDER = operator.attrgetter("order")
 
 
 def _beside(
@@ -527,11 +527,17 @@ def _duplicate_reason(trial: Trial, first: Trial) -> str:
     numbering their trials alike: worth saying, as one of them is lost.
     """
     where = f" (first at {first.where})" if first.where else ""
-    text = f"duplicate {trial.key}{where}, not imported twice"
+    text = f"duplicate {_key_text(trial.key)}{where}, not imported twice"
     here, there = _outcome(trial), _outcome(first)
     if here != there:
         text += f"; the two disagree ({here} here, {there} there)"
     return text
+
+
+def _key_text(key: str | tuple[str, int] | None) -> str:
+    if isinstance(key, tuple):
+        return f"task {key[0]!r} trial {key[1]}"
+    return str(key)
 
 
 def _outcome(trial: Trial) -> str:

@@ -144,11 +144,30 @@ def _parse_entries(
 ) -> Parsed:
     trials: list[Trial] = []
     skipped: list[Skipped] = []
+    ids: dict[int, str] = {}
     for position, entry in enumerate(entries):
         if names is not None:
             here = names[position]
         else:
             here = f"{where}: {key}[{position}]" if key else f"{where}: [{position}]"
+        fast = None if tau2 else _fast_tau(entry, ids)
+        if fast is not None:
+            # The usual tau-bench record, read without the general checks below.
+            fast_task, fast_trial, fast_decision = fast
+            trials.append(
+                Trial(
+                    fast_task,
+                    fast_task,
+                    (file_index, fast_trial, position),
+                    fast_decision,
+                    None,
+                    None,
+                    0.0,
+                    here,
+                    (fast_task, fast_trial),
+                )
+            )
+            continue
         if not isinstance(entry, dict):
             skipped.append(Skipped(here, "not a JSON object"))
             continue
@@ -164,7 +183,7 @@ def _parse_entries(
             skipped.append(Skipped(here, outcome.reason))
             continue
         decision, error, detail = outcome
-        name = f"task {task!r} trial {trial_number}" if trial_number is not None else None
+        name = (task, trial_number) if trial_number is not None else None
         scores = DROP if error is not None and error.replace("-", "_") in LEFT_OUT_BY_TAU2 else FAIL
         trials.append(
             Trial(
@@ -187,6 +206,34 @@ def _parse_entries(
         convention=CONVENTION_TAU2 if tau2 else CONVENTION_TAU,
     )
 
+
+def _fast_tau(entry: Any, ids: dict[int, str]) -> tuple[str, int, str] | None:
+    """(task id, trial, decision) of a plain tau-bench record, else None.
+
+    Plain: an object with an integer ``task_id`` and ``trial``, a finite
+    float or integer ``reward`` and no ``info.error``.  Anything else goes
+    the general way, with its checks and messages; both ways agree.
+    """
+    if type(entry) is not dict:
+        return None
+    task, trial, reward = entry.get("task_id"), entry.get("trial"), entry.get("reward")
+    if type(task) is not int or type(trial) is not int:
+        return None
+    if type(reward) is float:
+        if reward != reward or reward in (_INF, -_INF):
+            return None
+    elif type(reward) is not int:
+        return None
+    info = entry.get("info")
+    if type(info) is dict and info.get("error"):
+        return None
+    name = ids.get(task)
+    if name is None:
+        name = ids[task] = str(task)
+    return name, trial, PASS if abs(reward - 1.0) <= SUCCESS_TOLERANCE else FAIL
+
+
+_INF = float("inf")
 
 Outcome = tuple[str | None, str | None, str | None] | Skipped
 
