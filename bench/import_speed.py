@@ -85,10 +85,17 @@ def main() -> int:
     parser.add_argument("--traj", type=int, default=2, help="messages per trajectory")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "src",
+        help="the passk sources to time (default: this checkout's), e.g. an older "
+        "commit's from `git archive COMMIT src | tar -x -C DIR`",
+    )
     args = parser.parse_args()
 
     env = dict(os.environ)
-    src = Path(__file__).resolve().parents[1] / "src"
+    src = args.src.resolve()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="passk-import-bench-") as scratch:
         data = Path(scratch) / "results.json"

@@ -34,7 +34,7 @@ from typing import Any
 from .. import __version__
 from ..core.model import Version
 from ..errors import EXIT_OK, UsageError
-from ..importers import ERROR_CONVENTIONS, HARNESS, ImportOptions, dataset_jsonl, headline
+from ..importers import ERROR_CONVENTIONS, HARNESS, ImportOptions, dataset_jsonl
 from ..importers.reader import PARSERS, import_files
 from ..store.artifact import gc_paused, write_run, write_text_atomic
 from .output import now_iso, warn
@@ -146,5 +146,5 @@ def handle(args: argparse.Namespace) -> int:
         write_text_atomic(Path(args.report_json), text)
     print(f"passk: {report.summary()}: {args.out}", file=sys.stdout)
     if report.beside:
-        print(f"passk: {report.convention}: {headline(imported.run)}; {report.beside}")
+        print(f"passk: {report.convention}: {report.headline}; {report.beside}")
     return EXIT_OK

@@ -70,7 +70,7 @@ from ..core.model import (
     Version,
     dataset_digest,
 )
-from ..core.stats import compute_metrics, summarize_run
+from ..core.stats import compute_metrics, pass_hat_k, summarize_run
 from ..errors import ArtifactError, UsageError
 
 PASS = "pass"
@@ -180,8 +180,10 @@ class ImportReport:
     """Errored trials counted as failures (the harness's convention)."""
     errored_left_out: int = 0
     """Errored trials left out (the harness's convention)."""
+    headline: str = ""
+    """Mean accuracy and pass^k as imported, when trials errored (see :func:`headline`)."""
     beside: str = ""
-    """The headline numbers under the other convention, when errors changed them."""
+    """The same numbers under the other convention, when trials errored."""
 
     def summary(self) -> str:
         """The one line the CLI prints.
@@ -242,6 +244,7 @@ class ImportReport:
             "convention": self.convention,
             "scored_as_failures": self.scored_as_failures,
             "errored_left_out": self.errored_left_out,
+            "headline": self.headline,
             "beside": self.beside,
         }
 
@@ -312,8 +315,11 @@ def build_import(
     imported = _assemble(grouped, parsed, source, files, options, now, tool_version)
     other = replace(options, errors=PASSK if options.errors == HARNESS else HARNESS)
     if grouped.errored:
-        beside = _beside(grouped, parsed, source, files, other, now, tool_version)
-        report = replace(imported.report, beside=beside)
+        report = replace(
+            imported.report,
+            headline=_headline(grouped, options),
+            beside=f"with --errors {other.errors}: {_headline(grouped, other)}",
+        )
         imported = Imported(imported.run, imported.dataset, report)
     return imported
 
@@ -489,21 +495,50 @@ def _assemble(
 _ORDER = operator.attrgetter("order")
 
 
-def _beside(
-    grouped: _Grouped,
-    parsed: Sequence[Parsed],
-    source: str,
-    files: Sequence[str],
-    other: ImportOptions,
-    now: Callable[[], str],
-    tool_version: str,
+def _headline(grouped: _Grouped, options: ImportOptions) -> str:
+    """:func:`headline` of the run ``options`` would give, counted from the trials.
+
+    The same rules as :func:`_assemble` (errored trials by convention, tasks
+    with too few trials left out, k the fewest trials) without building the
+    run: half a million attempts cost a second to build and summarise.
+    """
+    harness = options.errors == HARNESS
+    counts: list[tuple[int, int, int]] = []  # (trials, valid, right) per task
+    errors = 0
+    for trials in grouped.by_task.values():
+        valid = right = failed = 0
+        for trial in trials:
+            if trial.error is None:
+                valid += 1
+                right += trial.decision == PASS
+            elif not harness:
+                failed += 1
+            elif trial.harness_scores != DROP:
+                valid += 1
+        if valid + failed:
+            counts.append((valid + failed, valid, right))
+            errors += failed
+    floor = options.k if options.k is not None else MIN_TRIALS
+    kept = [c for c in counts if c[0] >= floor]
+    if not kept:
+        return f"nothing to import (no task has at least {floor} trials)"
+    k = options.k if options.k is not None else min(n for n, _, _ in kept)
+    errors -= sum(n - valid for n, valid, _ in counts if n < floor)
+    valid_total = sum(valid for _, valid, _ in kept)
+    accuracy = sum(right for _, _, right in kept) / valid_total if valid_total else None
+    pass_k = math.fsum(pass_hat_k(valid, right, k) for _, valid, right in kept) / len(kept)
+    return _headline_text(accuracy, k, pass_k, len(kept), errors)
+
+
+def _headline_text(
+    accuracy: float | None, k: int, pass_k: float | None, rows: int, errors: int
 ) -> str:
-    """The headline numbers under the other error convention, in one clause."""
-    try:
-        alternative = _assemble(grouped, parsed, source, files, other, now, tool_version)
-    except ArtifactError as exc:
-        return f"with --errors {other.errors}: nothing to import ({exc.message})"
-    return f"with --errors {other.errors}: {headline(alternative.run)}"
+    accuracy_text = "n/a" if accuracy is None else f"{accuracy:.3f}"
+    pass_text = "n/a" if pass_k is None else f"{pass_k:.3f}"
+    return (
+        f"mean accuracy {accuracy_text}, pass^{k} {pass_text} over {rows} row(s), "
+        f"{errors} error attempt(s)"
+    )
 
 
 def headline(run: Run) -> str:
@@ -512,12 +547,7 @@ def headline(run: Run) -> str:
     metrics = compute_metrics(
         summarize_run(run.rows, run.attempts_by_row(), k, run.settings.scoring), k
     )
-    accuracy = "n/a" if metrics.mean_accuracy is None else f"{metrics.mean_accuracy:.3f}"
-    pass_k = "n/a" if metrics.pass_k is None else f"{metrics.pass_k:.3f}"
-    return (
-        f"mean accuracy {accuracy}, pass^{k} {pass_k} over {metrics.rows} row(s), "
-        f"{metrics.errors} error attempt(s)"
-    )
+    return _headline_text(metrics.mean_accuracy, k, metrics.pass_k, metrics.rows, metrics.errors)
 
 
 def _duplicate_reason(trial: Trial, first: Trial) -> str:
