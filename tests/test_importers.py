@@ -161,6 +161,7 @@ def test_tau_bench_scores_a_raised_trial_as_a_failure_by_default() -> None:
     assert report.beside == (
         "with --errors passk: mean accuracy 0.625, pass^3 0.333 over 3 row(s), 1 error attempt(s)"
     )
+    assert report.headline == headline(imported.run)
 
 
 def test_tau_bench_classes_and_metrics() -> None:
@@ -264,7 +265,11 @@ def test_inspect_leaves_errored_samples_out_and_scores_no_answer_as_incorrect() 
     info = imported.run.imported
     assert info is not None and info.convention == inspect_ai.CONVENTION
     assert dict(info.left_out)["errored trials left out"] == 1
-    assert report.beside.startswith("with --errors passk: ")
+    # The summary counts from the trials; the reference summarises the built runs.
+    assert report.headline == headline(imported.run)
+    passk = do_import("inspect", "inspect_refunds.json", errors="passk")
+    assert report.beside == f"with --errors passk: {headline(passk.run)}"
+    assert passk.report.beside == f"with --errors harness: {headline(imported.run)}"
 
 
 def test_inspect_never_copies_the_target() -> None:
