@@ -111,8 +111,8 @@ def main() -> int:
         for _ in range(args.repeat):  # in turns, so load changes hit both alike
             floors.append(cost(floor_cmd, env))
             imports.append(cost(import_cmd, env))
-    floor_wall, floor_cpu = (statistics.median(x) for x in zip(*floors))
-    wall, cpu = (statistics.median(x) for x in zip(*imports))
+    floor_wall, floor_cpu = (statistics.median(x) for x in zip(*floors, strict=True))
+    wall, cpu = (statistics.median(x) for x in zip(*imports, strict=True))
     print(
         f"{args.records:,} records ({args.records // args.trials:,} tasks x {args.trials} "
         f"trials), {size / 2**20:.0f} MiB, medians of {args.repeat} runs"
