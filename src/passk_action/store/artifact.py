@@ -265,7 +265,7 @@ def attempt_line(attempt: Attempt, strings: dict[str, str]) -> str:
             if encoded is None:
                 encoded = strings[value] = json.dumps(value, ensure_ascii=False)
             text += f',"{name}":{encoded}'
-    return f'{text},"duration_s":{round(duration, 4)!r}}}'
+    return f'{text},"duration_s":{round(duration, DURATION_DIGITS)!r}}}'
 
 
 def dump_document(
