@@ -185,3 +185,44 @@ def test_a_run_report_and_a_screenshot(tmp_path: Path, pages: Pages) -> None:
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 20_000  # a drawn page, not a blank one
     assert set(pages.requests) == {"/run.html"}
+
+
+# Opens the first row the way a click does, then measures what a reader sees at 1280 px.
+MEASURE = """<script>
+document.querySelector("#rows-table tbody details").open = true;
+setTimeout(function () {
+  var extra = document.querySelector("#rows-table tr.attempts-row");
+  var cells = extra ? extra.querySelectorAll("td.checks") : [];
+  var narrow = Array.prototype.map.call(
+    extra ? extra.querySelectorAll("table td") : [], function (td) { return td.offsetWidth; });
+  document.body.setAttribute("data-measured", [
+    extra ? extra.previousElementSibling.getAttribute("data-id") : "none",
+    extra ? extra.querySelectorAll("table").length : 0,
+    cells.length ? cells[0].offsetWidth : 0,
+    Math.min.apply(null, narrow.length ? narrow : [0]),
+    document.getElementById("rows-table").offsetWidth,
+    document.querySelector("main").clientWidth
+  ].join(" "));
+}, 50);
+</script></body>"""
+
+
+def test_an_opened_rows_attempts_are_readable_at_1280px(tmp_path: Path, pages: Pages) -> None:
+    page = render_html_report(failed_scenario()).replace("</body>", MEASURE, 1)
+    pages.pages["/open.html"] = page.encode("utf-8")
+    dom = chromium(
+        tmp_path,
+        "--window-size=1280,900",
+        "--virtual-time-budget=3000",
+        "--dump-dom",
+        pages.url("/open.html"),
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'data-measured="([^"]*)"', dom.stdout)
+    assert found is not None, "the measuring script did not run"
+    row, tables, checks, narrowest, table, main = found.group(1).split()
+    # The first row's baseline and candidate attempts sit in a row of their own under it.
+    assert row == "refund-001" and tables == "2"
+    assert int(checks) >= 150  # "return_window = ok, proof_of_purchase = present" fits
+    assert int(narrowest) >= 20  # no column squeezed to a letter per line
+    assert int(table) <= int(main) - 40  # and the row table still fits the page (padding)

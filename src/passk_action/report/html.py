@@ -129,7 +129,18 @@ figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; }
 #rows-table tr.blocking td:first-child { box-shadow: inset 4px 0 0 var(--bad); }
 #rows-table details summary { cursor: pointer; }
 #rows-table td[data-key="id"] { min-width: 15em; max-width: 40em; overflow-wrap: anywhere; }
-#rows-table details table { margin: 6px 0; font-size: 13px; }
+#rows-table details table { margin: 6px 0; font-size: 13px; overflow-wrap: normal; }
+/* An opened row's attempts get a full-width row of their own (the script moves them
+   there; at 1280 px the id cell squeezed them to one letter per line), and never
+   inherit the id's break-anywhere. */
+#rows-table .attempts table { overflow-wrap: normal; margin: 6px 0; font-size: 13px; }
+#rows-table .attempts th, #rows-table .attempts td:nth-child(-n+2),
+  #rows-table .attempts td:last-child { white-space: nowrap; }
+#rows-table .attempts td:nth-child(3) { min-width: 7em; }
+#rows-table .attempts td.checks { min-width: 12em; }
+#rows-table tr.attempts-row > td { background: #fbfbfc; padding: 4px 16px 12px; }
+#rows-table tr.attempts-row .attempts { display: flex; flex-wrap: wrap; gap: 0 24px; }
+#rows-table tr.attempts-row .attempts > * { flex: 1 1 480px; }
 .cls { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 13px;
   white-space: nowrap; }
 .cls-stable-correct { background: #d1fae5; color: #065f46; }
@@ -165,6 +176,36 @@ _SCRIPT = r"""
     return raw !== "" && !isNaN(num) ? num : raw.toLowerCase();
   }
 
+  // An opened row's attempts move to a row of their own under it, as wide as the table;
+  // closing the row puts them back.  Sorting and filtering carry that row along.
+  var columns = table.tHead.rows[0].cells.length;
+  function place(row) {
+    if (row.attemptsRow) {
+      body.insertBefore(row.attemptsRow, row.nextSibling);
+      row.attemptsRow.hidden = row.hidden;
+    }
+  }
+  body.addEventListener("toggle", function (event) {
+    var details = event.target;
+    var row = details.closest && details.closest("tr");
+    if (!row || row.parentNode !== body || row.classList.contains("attempts-row")) { return; }
+    if (details.open && !row.attemptsRow) {
+      var block = details.querySelector(".attempts");
+      if (!block) { return; }
+      var extra = document.createElement("tr");
+      extra.className = "attempts-row";
+      var cell = extra.insertCell();
+      cell.colSpan = columns;
+      cell.appendChild(block);
+      row.attemptsRow = extra;
+      place(row);
+    } else if (!details.open && row.attemptsRow) {
+      details.appendChild(row.attemptsRow.querySelector(".attempts"));
+      body.removeChild(row.attemptsRow);
+      row.attemptsRow = null;
+    }
+  }, true);
+
   function sortRows(key, dir) {
     state.sort = key; state.dir = dir === "desc" ? "desc" : "asc";
     var sign = state.dir === "desc" ? -1 : 1;
@@ -176,6 +217,7 @@ _SCRIPT = r"""
       return Number(a.getAttribute("data-order")) - Number(b.getAttribute("data-order"));
     });
     rows.forEach(function (row) { body.appendChild(row); });
+    rows.forEach(place);
     table.setAttribute("data-sorted", key ? key + ":" + state.dir : "none");
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
       var button = th.querySelector("button");
@@ -194,6 +236,7 @@ _SCRIPT = r"""
       var tags = (row.getAttribute("data-tags") || "").split(" ");
       var ok = (!q || text.indexOf(q) !== -1) && (tag === "all" || tags.indexOf(tag) !== -1);
       row.hidden = !ok;
+      if (row.attemptsRow) { row.attemptsRow.hidden = !ok; }
       if (ok) { shown += 1; }
     });
     count.textContent = "Showing " + shown + " of " + rows.length + " rows";
@@ -372,9 +415,9 @@ def _attempts_table(
     title: str, attempts: Sequence[Attempt], expected: str, scoring: Scoring
 ) -> str:
     if not attempts:
-        return f"<p><strong>{_e(title)}</strong>: no attempts recorded.</p>"
+        return f"<div><p><strong>{_e(title)}</strong>: no attempts recorded.</p></div>"
     lines = [
-        f"<p><strong>{_e(title)}</strong></p>",
+        f"<div><p><strong>{_e(title)}</strong></p>",
         "<table><thead><tr><th>#</th><th>phase</th><th>decision</th><th>checks</th>"
         '<th class="num">seconds</th></tr></thead><tbody>',
     ]
@@ -393,9 +436,10 @@ def _attempts_table(
             decision += f'<br><span class="muted">retried after: {_e(", ".join(a.retries))}</span>'
         lines.append(
             f"<tr><td>{a.number}</td><td>{_e(a.phase.value)}</td><td>{decision}</td>"
-            f'<td>{_checks_text(a.checks)}</td><td class="num">{a.duration_s:.2f}</td></tr>'
+            f'<td class="checks">{_checks_text(a.checks)}</td>'
+            f'<td class="num">{a.duration_s:.2f}</td></tr>'
         )
-    lines.append("</tbody></table>")
+    lines.append("</tbody></table></div>")
     return "\n".join(lines)
 
 
@@ -524,8 +568,10 @@ def _compare_row(
             details.append(
                 f"<p>checks that flipped on the {side} while the decision held: {names}</p>"
             )
+    details.append('<div class="attempts">')
     details.append(_attempts_table("baseline attempts", base, record.expected, scoring))
     details.append(_attempts_table("candidate attempts", cand, record.expected, scoring))
+    details.append("</div>")
     details.append("</details>")
     search = _search_text(
         row.id,
@@ -708,8 +754,9 @@ def _run_row(
     details = (
         f"<details><summary><code>{_e(record.id)}</code></summary>"
         f"<p>expected <code>{_e(record.expected)}</code></p>"
+        + '<div class="attempts">'
         + _attempts_table("attempts", attempts, record.expected, scoring)
-        + "</details>"
+        + "</div></details>"
     )
     search = _search_text(
         record.id,
