@@ -34,7 +34,14 @@ from passk_action.core.model import (
     Version,
 )
 from passk_action.core.result import CompareResult, Executions, evaluate
-from passk_action.core.uncertainty import Power, analyze, analyze_run, power_analysis
+from passk_action.core.uncertainty import (
+    ErrorBar,
+    PairedComparison,
+    Power,
+    analyze,
+    analyze_run,
+    power_analysis,
+)
 from passk_action.report.comment import (
     CommentContext,
     check_title,
@@ -46,6 +53,8 @@ from passk_action.report.markdown import (
     STATISTICS_TITLE,
     capped,
     counts_text,
+    interval_text,
+    noise_sentence,
     percent,
     points,
     power_text,
@@ -544,20 +553,33 @@ def test_the_failed_scenario_fails_for_the_expected_reasons() -> None:
     )
 
 
+def agresti_coull_t(values: list[float], q: float) -> tuple[float, float]:
+    """By hand: z^2/2 pseudo-rows of 1 and of 0, then centre +- q * SE, clipped to [0, 1]."""
+    z = 1.959964
+    half, total = z * z / 2, len(values) + z * z
+    centre = (sum(values) + half) / total
+    spread = sum((x - centre) ** 2 for x in values) + half * ((1 - centre) ** 2 + centre**2)
+    width = q * spread**0.5 / total
+    return max(0.0, centre - width), min(1.0, centre + width)
+
+
 def test_the_report_states_both_versions_error_bars_computed_by_hand() -> None:
     report = render_compare_report(failed_scenario())
     # Baseline per-row accuracy: 1, 1, 1, 1, 2/3, 1, 0 -> mean 17/21; the sample
     # variance is (5 (4/21)^2 + (3/21)^2 + (17/21)^2) / 6 = 1/7, SE = sqrt(1/49) = 1/7.
     # pass^3: five rows 1, two rows 0 -> 5/7, variance 5/21, SE = sqrt(5/147).
-    base_acc, base_se = 17 / 21, 1 / 7
+    # Intervals: Agresti-Coull with t_{0.975, 6} = 2.446912 (tables) as the multiplier.
+    base_acc = 17 / 21
     base_pk, base_pk_se = 5 / 7, (5 / 147) ** 0.5
+    acc_low, acc_high = agresti_coull_t([1, 1, 1, 1, 2 / 3, 1, 0], 2.4469118511449786)
+    pk_low, pk_high = agresti_coull_t([1, 1, 1, 1, 0, 1, 0], 2.4469118511449786)
     expected = (
-        f"| baseline | {percent(base_acc)} | {percent(base_acc - 1.959964 * base_se)} – 100.0% "
-        f"| 14.3 pts | {percent(base_pk)} | {percent(base_pk - 1.959964 * base_pk_se)} – 100.0% "
+        f"| baseline | {percent(base_acc)} | {percent(acc_low)} – {percent(acc_high)} "
+        f"| 14.3 pts | {percent(base_pk)} | {percent(pk_low)} – {percent(pk_high)} "
         f"| {base_pk_se * 100:.1f} pts | 7 |"
     )
     assert expected == (
-        "| baseline | 81.0% | 53.0% – 100.0% | 14.3 pts | 71.4% | 35.3% – 100.0% | 18.4 pts | 7 |"
+        "| baseline | 81.0% | 37.6% – 100.0% | 14.3 pts | 71.4% | 28.1% – 99.5% | 18.4 pts | 7 |"
     )
     assert expected in report
     # Candidate: 2/3, 2/3, 1 (one valid answer), 2/3, 1, 1, 1/3 -> 16/21 per row,
@@ -567,8 +589,9 @@ def test_the_report_states_both_versions_error_bars_computed_by_hand() -> None:
     # The block sits between the noise sentence and the row counts.
     assert report.index("**Within noise:**") < report.index(f"**{STATISTICS_TITLE}**")
     assert report.index(f"**{STATISTICS_TITLE}**") < report.index("**Rows:** 1 gained")
-    assert "is **31.8 pts** for this paired comparison" in report
-    assert "Advice: add rows: most of the variance is between rows" in report
+    assert "paired comparison detects 80% of the time at the 5% level is **31.8 pts**" in report
+    # Of the paired design too: the differences' variance is all within-row noise.
+    assert "Advice: raise k: most of the variance is answer-to-answer noise" in report
 
 
 def test_the_statistics_table_uses_the_given_analysis_and_names_clusters_and_left_out_rows() -> (
@@ -594,12 +617,12 @@ def test_the_statistics_table_uses_the_given_analysis_and_names_clusters_and_lef
 
 
 def test_power_text_edge_cases() -> None:
-    too_few = Power(1, None, None, None, None, None, None, None, None, None, None)
+    too_few = Power(1, "paired", None, None, None, None, None, None, None, None, None)
     assert power_text(too_few).startswith("Too few rows to estimate the smallest change")
     run = failed_scenario().candidate
     _, summaries = analyze_run(run.rows, run)
-    single = power_text(power_analysis([summaries]))
-    assert "for two independent samples. Twice the rows:" in single
+    single = power_text(power_analysis(summaries))
+    assert "a comparison with an independent run of as many rows detects" in single
     assert "paired" not in single
 
 
@@ -607,7 +630,7 @@ def test_the_html_page_shows_the_statistics_once() -> None:
     page = render_html_report(failed_scenario())
     assert page.count('id="error-bars"') == 1
     assert page.count(STATISTICS_TITLE) == 1
-    assert page.count("for this paired comparison") == 1
+    assert page.count("this paired comparison detects") == 1
     assert page.count("per-row mean can differ slightly") == 1
 
 
@@ -616,11 +639,21 @@ def test_the_comment_keeps_the_intervals_when_lists_are_cut() -> None:
     tight = render_comment(result, marker=MARKER, record=RECORD, limit=8_000)
     assert "Some lists are shortened" in tight
     line = next(x for x in tight.splitlines() if x.startswith("**95% CI**"))
-    # Every row is stable-correct on the baseline (a zero-width interval) and
-    # right 2 times of 3 on the candidate.
+    # Every row is stable-correct on the baseline and right 2 times of 3 on
+    # the candidate: rows that all agree still leave an interval (200 rows,
+    # t_{0.975, 199} = 1.971957), never "100.0% – 100.0%".
+    q = 1.9719565442517533
+    all_right, two_thirds = agresti_coull_t([1.0] * 200, q), agresti_coull_t([2 / 3] * 200, q)
+    none = agresti_coull_t([0.0] * 200, q)
+    assert (round(all_right[0], 3), round(two_thirds[0], 3), round(none[1], 3)) == (
+        0.977,
+        0.654,
+        0.023,
+    )
     assert line == (
-        "**95% CI** (row as the unit): mean accuracy baseline 100.0% – 100.0%, "
-        "candidate 66.7% – 66.7% · pass^k baseline 100.0% – 100.0%, candidate 0.0% – 0.0%."
+        f"**95% CI** (row as the unit): mean accuracy baseline {percent(all_right[0])} – 100.0%, "
+        f"candidate {percent(two_thirds[0])} – {percent(two_thirds[1])} · pass^k baseline "
+        f"{percent(all_right[0])} – 100.0%, candidate 0.0% – {percent(none[1])}."
     )
 
 
@@ -796,7 +829,7 @@ def test_run_report_json() -> None:
     assert analysis["pass_k"]["estimate"] == data["metrics"]["pass_k"]
     assert analysis["mean_accuracy"]["estimate"] == pytest.approx(16 / 21)
     assert analysis["mean_accuracy"]["n"] == 7
-    assert analysis["power"]["rows"] == 7 and analysis["power"]["mde_paired"] is None
+    assert analysis["power"]["rows"] == 7 and analysis["power"]["design"] == "independent"
     assert [p["j"] for p in analysis["curve"]["points"]] == [1, 2, 3]
     assert {c["check"] for c in analysis["checks"]} == {"return_window", "proof_of_purchase"}
 
@@ -812,3 +845,20 @@ def test_an_empty_run_reports_undefined_numbers_as_na() -> None:
     comment = render_comment(result, marker=MARKER, record=RECORD)
     assert "| change | n/a | n/a | n/a |" in comment.splitlines()
     assert comment.splitlines()[1] == "### ✅ passk: passed: 0 gained, 0 lost"
+
+
+def test_an_interval_never_prints_with_equal_ends() -> None:
+    tight = ErrorBar(1.0, 0.0, 0.999962, 1.0, 100_000)
+    assert interval_text(tight) == "99.996% – 100.000%"
+    assert interval_text(ErrorBar(0.5, 0.1, 0.301, 0.7, 20)) == "30.1% – 70.0%"
+    assert interval_text(ErrorBar(0.5, None, None, None, 1)) == "n/a"
+    difference = ErrorBar(0.0, 0.0, -0.00004, 0.00004, 100_000, interval="agresti-min-t")
+    sentence = noise_sentence(PairedComparison(difference, 0, 0, 1.0, "within noise"))
+    assert "95% CI -0.004 to +0.004 pts over 100000 rows" in sentence
+    assert "exact McNemar p = 1." in sentence
+
+
+def test_the_noise_sentence_keeps_a_p_value_on_its_side_of_five_percent() -> None:
+    bar = ErrorBar(0.1, 0.05, 0.01, 0.2, 40, interval="agresti-min-t")
+    for p, text in ((0.049, "p = 0.049."), (0.0504, "p = 0.0504."), (0.0004, "p < 0.001.")):
+        assert f"exact McNemar {text}" in noise_sentence(PairedComparison(bar, 1, 9, p, "better"))

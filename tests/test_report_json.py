@@ -113,10 +113,12 @@ def test_the_json_report_of_a_run_adds_its_analysis(
     assert list(report) == ["metrics", "errors_by_reason", "rows", "analysis"]
     assert report["analysis"]["version"] == "baseline"
     assert report["analysis"]["pass_k"]["estimate"] == report["metrics"]["pass_k"]
+    # Agresti-Coull on the 7 row means with t_{0.975, 6} (see test_render).
     assert report["analysis"]["mean_accuracy"]["ci95"] == [
-        pytest.approx(17 / 21 - 1.959964 / 7),
+        pytest.approx(0.3762932040173911),
         1.0,
     ]
+    assert report["analysis"]["mean_accuracy"]["interval"] == "agresti-coull-t"
     assert attempts_lists(report) == []
 
 

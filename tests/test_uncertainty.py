@@ -23,13 +23,20 @@ from passk_action.core.uncertainty import (
     analyze,
     check_stability,
     clustered_se,
+    difference_interval,
     mcnemar_exact_p,
     mean_error_bar,
+    p_value_text,
     paired_comparison,
+    paired_power,
     pass_at_k,
     pass_curve,
     pass_k_error_bar,
     power_analysis,
+    regularized_beta,
+    share_interval,
+    student_t_cdf,
+    t_975,
 )
 
 EXACT = Scoring()
@@ -92,7 +99,14 @@ def test_row_level_standard_error_by_hand() -> None:
     bar = accuracy_error_bar(rows)
     assert bar.estimate == pytest.approx(0.5)
     assert bar.se == pytest.approx(math.sqrt(1 / 24))
-    assert bar.low == pytest.approx(0.5 - Z_975 * math.sqrt(1 / 24))
+    # Interval: z^2/2 = 1.92073 pseudo-rows of 1 and of 0 -> centre still .5
+    # over 4 + z^2 = 7.84146 rows; residual squares .5 + 2 * 1.92073 * .25;
+    # half-width q * sqrt(that) / 7.84146, q = t_{0.975, 3} = 3.182446305284 (tables).
+    q, z = 3.182446305284263, 1.959964
+    total = 4 + z * z
+    half = q * math.sqrt(0.5 + z * z / 2 * 0.5) / total
+    assert bar.low == pytest.approx(0.5 - half) and bar.high == pytest.approx(0.5 + half)
+    assert round(bar.low, 4) == 0.0095 and round(bar.high, 4) == 0.9905
     assert bar.n == 4 and bar.excluded == 0 and bar.method == "rows"
 
 
@@ -101,7 +115,7 @@ def test_row_level_se_is_not_the_pooled_bernoulli() -> None:
     # sqrt(.5 * .5 / 8) = 0.177; the row-level SE is sqrt(.5 / 2) = 0.5.
     bar = accuracy_error_bar([summary("a", 4, 4), summary("b", 4, 0)])
     assert bar.se == pytest.approx(0.5)
-    assert bar.low == 0.0 and bar.high == 1.0  # clipped to [0, 1]
+    assert bar.low == 0.0 and bar.high == 1.0  # t_{0.975, 1} = 12.7: clipped to [0, 1]
 
 
 def test_rows_without_valid_attempt_are_excluded_and_counted() -> None:
@@ -191,13 +205,29 @@ def test_paired_interval_containing_zero_is_within_noise() -> None:
 
 
 def test_paired_better_and_worse() -> None:
-    # Differences .5, .5, 1, .5: mean .625, s^2 = .0625, SE = .125 -> [.38, .87].
-    base = [summary(r, 2, 0) for r in "abcd"]
+    # Differences .5, .5, 1, .5 and four more of 1: mean .8125, s^2 = .0625
+    # * 7/8... the SE is Miller's sqrt(s^2 / n); the interval keeps off 0.
+    base = [summary(r, 2, 0) for r in "abcdefgh"]
     cand = [summary("a", 2, 1), summary("b", 2, 1), summary("c", 2, 2), summary("d", 2, 1)]
+    cand += [summary(r, 2, 2) for r in "efgh"]
     better = paired_comparison(base, cand)
-    assert better.difference.se == pytest.approx(0.125)
+    diffs = [0.5, 0.5, 1.0, 0.5, 1.0, 1.0, 1.0, 1.0]
+    mean = sum(diffs) / 8
+    var = sum((d - mean) ** 2 for d in diffs) / 7
+    assert better.difference.se == pytest.approx(math.sqrt(var / 8))
+    assert better.difference.low is not None and better.difference.low > 0
     assert better.verdict == BETTER
     assert paired_comparison(cand, base).verdict == WORSE
+
+
+def test_four_rows_all_better_are_not_beyond_noise() -> None:
+    # d = .5, .5, 1, .5: Miller's SE .125, but t_{0.975, 3} = 3.18 and the
+    # Agresti-Min pseudo-rows leave 0 inside: four rows cannot say "better".
+    base = [summary(r, 2, 0) for r in "abcd"]
+    cand = [summary("a", 2, 1), summary("b", 2, 1), summary("c", 2, 2), summary("d", 2, 1)]
+    paired = paired_comparison(base, cand)
+    assert paired.difference.se == pytest.approx(0.125)
+    assert paired.verdict == WITHIN_NOISE
     assert paired_comparison(base[:1], cand[:1]).verdict == TOO_FEW_ROWS
 
 
@@ -260,10 +290,11 @@ def test_power_by_hand() -> None:
     # Two rows per version, 4 attempts each: accuracies 1 and .5.
     # s^2 = (.25^2 + .25^2) / 1 = .125.  MDE = (z + z) * sqrt(2 * .125 / 2).
     rows = [summary("a", 4, 4), summary("b", 4, 2)]
-    power = power_analysis([rows])
+    power = power_analysis(rows)
     factor = Z_975 + Z_80
+    assert power.design == "independent"
     assert power.variance == pytest.approx(0.125)
-    assert power.mde_unpaired == pytest.approx(factor * math.sqrt(0.125))
+    assert power.mde == pytest.approx(factor * math.sqrt(0.125))
     # Within: row a p=1 -> 0; row b p=.5 -> .25 * 4/3 = 1/3, over k=4 -> 1/12.
     # E[sigma^2/k] = (0 + 1/12) / 2 = 1/24; between = .125 - 1/24 = 1/12.
     assert power.within == pytest.approx(1 / 24)
@@ -275,25 +306,51 @@ def test_power_by_hand() -> None:
     assert power.advice is not None and power.advice.startswith("add rows")
     # Doubling rows beats doubling k for the same executions (both terms halve).
     assert power.mde_more_rows < power.mde_more_k
-    assert power.mde_paired is None
 
 
 def test_power_advises_raising_k_when_noise_dominates() -> None:
     # Every row right half the time: all variance is within rows.
     rows = [summary(r, 2, 1) for r in "abcd"] + [summary("e", 2, 2), summary("f", 2, 0)]
-    power = power_analysis([rows])
+    power = power_analysis(rows)
     assert power.within_share is not None and power.within_share > 0.5
     assert power.advice is not None and power.advice.startswith("raise k")
 
 
-def test_power_paired_uses_difference_variance() -> None:
-    power = power_analysis([[summary("a", 2, 2), summary("b", 2, 0)]], [0.5, 0.5, 1.0, 0.5])
-    assert power.mde_paired == pytest.approx((Z_975 + Z_80) * 0.125)
+def test_paired_power_is_one_design_throughout() -> None:
+    # Differences .5, .5, 1, .5 (2 attempts per side): var(d) = .0625, so
+    # MDE = F * sqrt(.0625 / 4) = F * .125.  Noise per row: both sides'
+    # p(1-p)/(k-1): a: base 0/2 -> 0, cand 1/2 -> .25; b the same; c: 0 + 0;
+    # d: .25 -> mean (.25 + .25 + 0 + .25) / 4 = .1875, capped at var(d).
+    base = [summary(r, 2, 0) for r in "abcd"]
+    cand = [summary("a", 2, 1), summary("b", 2, 1), summary("c", 2, 2), summary("d", 2, 1)]
+    power = paired_power(base, cand)
+    factor = Z_975 + Z_80
+    assert power.design == "paired" and power.rows == 4 and power.k == 2
+    assert power.variance == pytest.approx(0.0625)
+    assert power.mde == pytest.approx(factor * 0.125)
+    assert power.within == pytest.approx(0.0625) and power.between == pytest.approx(0.0)
+    # Every what-if is of the same paired design: no factor 2 of two samples.
+    assert power.mde_more_rows == pytest.approx(factor * math.sqrt(0.0625 / 8))
+    assert power.mde_more_k == pytest.approx(factor * math.sqrt(0.0625 / 2 / 4))
+    assert power.mde_k_infinite == pytest.approx(0.0)
+
+
+def test_paired_power_noise_by_hand() -> None:
+    # Base 4/4, 2/4, 4/4; cand 2/4, 2/4, 4/4: d = -.5, 0, 0, var(d) = 1/12.
+    # Noise: row a cand .25/3, row b both .25/3 each -> (1/12 + 1/6 + 0) / 3 = 1/12.
+    base = [summary("a", 4, 4), summary("b", 4, 2), summary("c", 4, 4)]
+    cand = [summary("a", 4, 2), summary("b", 4, 2), summary("c", 4, 4)]
+    power = paired_power(base, cand)
+    assert power.variance == pytest.approx(1 / 12)
+    assert power.within == pytest.approx(1 / 12)
+    assert power.within_share == pytest.approx(1.0)
+    assert power.advice is not None and power.advice.startswith("raise k")
 
 
 def test_power_without_rows() -> None:
-    power = power_analysis([[summary("a", 2, 2)]])
-    assert power.mde_unpaired is None and power.advice is None
+    power = power_analysis([summary("a", 2, 2)])
+    assert power.mde is None and power.advice is None
+    assert paired_power([summary("a", 2, 2)], [summary("a", 2, 1)]).mde is None
 
 
 # ---------------------------------------------------------------------- analyze
@@ -347,3 +404,114 @@ def test_analysis_json_is_plain_json() -> None:
     assert back["paired"]["verdict"] == WITHIN_NOISE
     assert back["power"]["alpha"] == 0.05
     assert set(back) == {"k", "baseline", "candidate", "paired", "power"}
+
+
+# ------------------------------------------------------------ interval details
+
+
+@pytest.mark.parametrize(
+    ("df", "t"),
+    # Student's t_{0.975, df}, from printed tables (e.g. NIST/SEMATECH 1.3.6.7.2).
+    [(1, 12.706204736), (2, 4.302652730), (3, 3.182446305), (9, 2.262157163), (30, 2.042272456)],
+)
+def test_t_quantile_matches_tables(df: int, t: float) -> None:
+    assert t_975(df) == pytest.approx(t, abs=1e-8)
+    assert student_t_cdf(t, df) == pytest.approx(0.975, abs=1e-10)
+    assert student_t_cdf(-t, df) == pytest.approx(0.025, abs=1e-10)
+
+
+def test_t_quantile_against_scipy_when_installed() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 4, 7, 19, 64, 199, 999, 99_999):
+        assert t_975(df) == pytest.approx(float(stats.t.ppf(0.975, df)), abs=1e-9)
+    for x, a, b in ((0.3, 2.0, 5.0), (0.9, 0.5, 0.5), (0.01, 40.0, 0.5), (0.999, 3.0, 200.0)):
+        assert regularized_beta(x, a, b) == pytest.approx(float(stats.beta.cdf(x, a, b)), abs=1e-12)
+
+
+def test_share_interval_with_one_answer_per_row_is_agresti_coull() -> None:
+    # 7 of 10 rows right (0/1 values): p~ = (7 + z^2/2) / (10 + z^2) and
+    # SE = sqrt(p~ (1 - p~) / (10 + z^2)), with t_{0.975, 9} as the multiplier.
+    z, q = 1.959964, 2.262157162798205
+    total = 10 + z * z
+    centre = (7 + z * z / 2) / total
+    half = q * math.sqrt(centre * (1 - centre) / total)
+    low, high = share_interval([1.0] * 7 + [0.0] * 3) or (None, None)
+    assert low == pytest.approx(centre - half) and high == pytest.approx(centre + half)
+
+
+def test_difference_interval_with_binary_pairs_is_agresti_min() -> None:
+    # 20 pairs: 6 right only on the candidate (+1), 2 only on the baseline (-1),
+    # 12 concordant (0).  Agresti-Min: add 1/2 to each cell, n~ = 22;
+    # p12 = 2.5/22, p21 = 6.5/22, diff~ = 4/22, SE^2 = (p12 + p21 - diff~^2) / 22.
+    values = [1.0] * 6 + [-1.0] * 2 + [0.0] * 12
+    p12, p21 = 2.5 / 22, 6.5 / 22
+    diff = p21 - p12
+    half = t_975(19) * math.sqrt((p12 + p21 - diff * diff) / 22)
+    low, high = difference_interval(values) or (None, None)
+    assert low == pytest.approx(diff - half) and high == pytest.approx(diff + half)
+
+
+@pytest.mark.parametrize("n", [2, 10, 65, 1000])
+def test_intervals_never_have_zero_width_and_hold_the_plain_mean(n: int) -> None:
+    for value in (0.0, 1.0, 0.5, 2 / 3):
+        bounds = share_interval([value] * n)
+        assert bounds is not None and bounds[0] < bounds[1]
+        assert bounds[0] <= value <= bounds[1]
+    for value in (0.0, 1.0, -1.0):
+        bounds = difference_interval([value] * n)
+        assert bounds is not None and bounds[0] < bounds[1]
+        assert bounds[0] <= value <= bounds[1]
+    # Every row right: 10 rows leave 65.1%-100%, as the docstring says.
+    assert round((share_interval([1.0] * 10) or (0.0, 0.0))[0], 3) == 0.651
+
+
+def test_clustered_interval_uses_clusters_for_df_and_spread() -> None:
+    # Four clusters of two identical rows behave like four rows (t with 3 df),
+    # not like eight independent ones.
+    values = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.5, 0.5]
+    clusters = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    clustered = mean_error_bar(values, clusters)
+    plain = mean_error_bar(values)
+    assert clustered.method == "clustered" and clustered.clusters == 4
+    assert clustered.low is not None and plain.low is not None
+    assert clustered.high is not None and plain.high is not None
+    assert clustered.high - clustered.low > plain.high - plain.low
+    # By hand: centre (5 + z^2/2) / (8 + z^2); cluster residual sums squared
+    # plus the pseudo-rows'; multiplier t_{0.975, 3}.
+    z = 1.959964
+    total = 8 + z * z
+    centre = (5 + z * z / 2) / total
+    sums = [2 * (1 - centre), -2 * centre, 2 * (1 - centre), 2 * (0.5 - centre)]
+    spread = sum(s * s for s in sums) + z * z / 2 * ((1 - centre) ** 2 + centre**2)
+    half = t_975(3) * math.sqrt(spread) / total
+    assert clustered.low == pytest.approx(centre - half)
+    assert clustered.high == pytest.approx(min(1.0, centre + half))
+
+
+@pytest.mark.parametrize(
+    ("p", "text"),
+    [
+        (0.049, "0.049"),
+        (0.0504, "0.0504"),
+        (0.04996, "0.04996"),
+        (0.050001, "0.050001"),
+        (0.0499999, "0.0499999"),
+        (0.05, "0.05"),
+        (0.021484375, "0.021"),
+        (0.0625, "0.062"),
+        (0.38, "0.38"),
+        (1.0, "1"),
+        (0.001, "0.001"),
+        (0.000999, "< 0.001"),
+        (0.0, "< 0.001"),
+    ],
+)
+def test_p_values_never_round_across_five_percent(p: float, text: str) -> None:
+    assert p_value_text(p) == text
+    if text[0].isdigit() and p != 0.05:
+        assert (float(text) < 0.05) == (p < 0.05) and float(text) != 0.05
+
+
+def test_p_value_outside_zero_one_is_refused() -> None:
+    with pytest.raises(ValueError):
+        p_value_text(1.5)

@@ -50,6 +50,7 @@ from .markdown import (
     ERROR_BAR_NOTE,
     STATISTICS_TITLE,
     curve_series,
+    interval_text,
     noise_sentence,
     percent,
     power_paragraphs,
@@ -322,7 +323,7 @@ def _page(title: str, nav: Sequence[tuple[str, str]], sections: Sequence[str]) -
 def _interval(bar: ErrorBar) -> str:
     if bar.low is None or bar.high is None:
         return '<span class="muted">n/a (fewer than 2 rows)</span>'
-    return f"{percent(bar.low)} – {percent(bar.high)}"
+    return interval_text(bar)
 
 
 def _se(bar: ErrorBar) -> str:

@@ -14,7 +14,7 @@ comment fits GitHub's size limit.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..core.diff import Change, Confirmation, DivergentCheck, RowComparison
@@ -24,6 +24,7 @@ from ..core.result import CompareResult, Executions
 from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
 from ..core.uncertainty import (
     BETTER,
+    PAIRED,
     WITHIN_NOISE,
     WORSE,
     Analysis,
@@ -34,6 +35,7 @@ from ..core.uncertainty import (
     VersionAnalysis,
     analyze,
     analyze_run,
+    p_value_text,
     pass_curve,
     power_analysis,
 )
@@ -336,7 +338,7 @@ def run_report_json(run: Run) -> dict[str, Json]:
             }
             for s in view.summaries
         ],
-        "analysis": run_analysis_json(version, power_analysis([summaries]), run.settings.k),
+        "analysis": run_analysis_json(version, power_analysis(summaries), run.settings.k),
     }
 
 
@@ -522,13 +524,32 @@ def _executions_text(executions: Executions, reused: bool) -> str:
 
 
 def _p_value(p: float) -> str:
-    """Two significant digits, and never "0.000": a tiny p is "< 0.001"."""
-    return "< 0.001" if p < 0.001 else f"= {p:.2g}" if p < 0.01 else f"= {p:.2f}"
+    """``= 0.049`` or ``< 0.001``: :func:`p_value_text` after a relation sign."""
+    text = p_value_text(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
-def _signed_points(value: float) -> str:
-    delta = round(value * 100, 1)
-    return "0.0" if delta == 0 else f"{delta:+.1f}"
+def _signed_points(value: float, decimals: int = 1) -> str:
+    delta = round(value * 100, decimals)
+    return f"{0:.{decimals}f}" if delta == 0 else f"{delta:+.{decimals}f}"
+
+
+def _distinct_ends(low: float, high: float, show: Callable[[float, int], str]) -> tuple[str, str]:
+    """Both ends of an interval with one decimal, more while they would print alike.
+
+    The intervals are never of zero width (``core/uncertainty``), and neither
+    is their text: 99.996%-100% over 100,000 rows shows as "99.996% – 100.000%",
+    not "100.0% – 100.0%".  Stops at 6 decimals (a width below 1e-8 pts).
+    """
+    for decimals in range(1, 7):
+        ends = show(low, decimals), show(high, decimals)
+        if ends[0] != ends[1]:
+            break
+    return ends
+
+
+def _percent_to(value: float, decimals: int) -> str:
+    return f"{value * 100:.{decimals}f}%"
 
 
 def noise_sentence(paired: PairedComparison) -> str:
@@ -550,9 +571,10 @@ def noise_sentence(paired: PairedComparison) -> str:
             f"**Too few rows to tell a change from noise:** {rows} answered on both versions "
             f"(at least 2 are needed for an error bar). {mcnemar}"
         )
+    low, high = _distinct_ends(bar.low, bar.high, _signed_points)
     interval = (
         f"mean per-row difference {_signed_points(bar.estimate)} pts, 95% CI "
-        f"{_signed_points(bar.low)} to {_signed_points(bar.high)} pts over {rows}"
+        f"{low} to {high} pts over {rows}"
     )
     if bar.method == "clustered":
         interval += f" in {_plural(bar.clusters or 0, 'cluster')}"
@@ -572,17 +594,24 @@ STATISTICS_TITLE = "How sure are these numbers?"
 ERROR_BAR_NOTE = (
     'Error bars treat the row as the unit (Miller, "Adding Error Bars to Evals", 2024): '
     "each row's share of right answers weighs the same, so with uneven valid attempts the "
-    "per-row mean can differ slightly from the pooled mean accuracy above. Intervals are "
-    "mean ± 1.96 SE, clipped to 0–100%."
+    "per-row mean can differ slightly from the pooled mean accuracy above. SE is the "
+    "standard error of that mean (clustered when rows carry a cluster). The 95% CI uses "
+    "Student's t on rows (or clusters) and a few pseudo-rows (Agresti–Coull), so a share "
+    "near 0% or 100% still gets an honest width; in simulation it holds the long-run value "
+    "at least 94% of the time from 10 rows up."
 )
 """What every error-bar table says under it (Markdown report and HTML page alike)."""
 
 
 def interval_text(bar: ErrorBar) -> str:
-    """``53.0% – 100.0%``; "n/a" when there were too few rows for an interval."""
+    """``53.0% – 100.0%``; "n/a" when there were too few rows for an interval.
+
+    Never two equal ends: one decimal, more while they would print alike.
+    """
     if bar.low is None or bar.high is None:
         return "n/a"
-    return f"{percent(bar.low)} – {percent(bar.high)}"
+    low, high = _distinct_ends(bar.low, bar.high, _percent_to)
+    return f"{low} – {high}"
 
 
 def se_text(bar: ErrorBar) -> str:
@@ -599,26 +628,35 @@ def power_paragraphs(power: Power) -> tuple[str, ...]:
 
     Markdown, shared by the Markdown report (one paragraph, see
     :func:`power_text`) and the HTML page (one paragraph each); formulas in
-    :class:`~.uncertainty.Power` (alpha 0.05 two-sided, power 0.8).  Nothing
-    in it comes from a user or an agent.
+    :class:`~.uncertainty.Power` (alpha 0.05 two-sided, power 0.8).  Every
+    figure is of one design: the paired comparison of a comparison, two
+    independent runs for a single run.  Nothing in it comes from a user or
+    an agent.
     """
-    if power.mde_unpaired is None:
+    if power.mde is None:
         return (
             "Too few rows to estimate the smallest change this dataset can detect "
             "(at least 2 are needed).",
         )
-    if power.mde_paired is not None:
-        mde = (
-            f"**{_pts(power.mde_paired)}** for this paired comparison "
-            f"({_pts(power.mde_unpaired)} for two independent samples)"
+    if power.design == PAIRED:
+        subject = (
+            f"With {_plural(power.rows, 'row')} answered on both versions, the smallest change "
+            "in mean accuracy this paired comparison"
         )
     else:
-        mde = f"**{_pts(power.mde_unpaired)}** for two independent samples"
+        subject = (
+            f"With {_plural(power.rows, 'row')}, the smallest change in mean accuracy a "
+            "comparison with an independent run of as many rows"
+        )
+    # An estimated between-row variance of 0 is "all of it is noise", not a
+    # promise that any change could be detected.
+    floor = _pts(power.mde_k_infinite)
+    if power.between == 0:
+        floor += " (the measured variance is all noise within rows)"
     text = (
-        f"With {_plural(power.rows, 'row')}, the smallest change in mean accuracy this dataset "
-        f"detects 80% of the time at the 5% level is {mde}. Twice the rows: "
-        f"{_pts(power.mde_more_rows)}; twice the attempts per row: {_pts(power.mde_more_k)}; "
-        f"no answer-to-answer noise at all: {_pts(power.mde_k_infinite)}."
+        f"{subject} detects 80% of the time at the 5% level is **{_pts(power.mde)}**. "
+        f"Twice the rows: {_pts(power.mde_more_rows)}; twice the attempts per row: "
+        f"{_pts(power.mde_more_k)}; no answer-to-answer noise at all: {floor}."
     )
     return (text, f"Advice: {power.advice}.") if power.advice else (text,)
 
