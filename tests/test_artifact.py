@@ -219,6 +219,35 @@ def test_run_from_json_names_the_field_and_index() -> None:
     )
 
 
+def test_a_rows_cluster_is_kept_and_older_rows_without_one_still_read(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    run = small_run()
+    clustered = replace(run, rows=(replace(run.rows[0], cluster="order-77"), run.rows[1]))
+    path = tmp_path / "run.json"
+    write_run(clustered, path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["rows"][0]["cluster"] == "order-77" and "cluster" not in doc["rows"][1]
+    # The streaming reader and the careful one agree.
+    assert read_run(path) == normalized(clustered)
+    assert run_from_json(doc, "run.json").rows == clustered.rows
+    # The golden v1 file predates clusters: its rows read with none.
+    assert all(r.cluster is None for r in read_run(GOLDEN / "valid_v1.json").rows)
+
+
+@pytest.mark.parametrize("bad", ["", 7, ["a"]])
+def test_a_bad_cluster_names_the_row_and_key(bad: object, tmp_path: Path) -> None:
+    doc = json.loads(dump_run(small_run()))
+    doc["rows"][1]["cluster"] = bad
+    with pytest.raises(ArtifactError) as caught:
+        run_from_json(doc, "base.json")
+    assert str(caught.value).startswith("base.json: rows[1]: 'cluster' must be a non-empty string")
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ArtifactError, match="'cluster' must be a non-empty string"):
+        read_run(path)
+
+
 def test_attempt_for_unknown_row_and_duplicate_attempt_are_refused() -> None:
     doc = json.loads(dump_run(small_run()))
     doc["attempts"].append(dict(doc["attempts"][0]))

@@ -306,6 +306,42 @@ def test_report_json_of_a_run(project: Project, capsys: pytest.CaptureFixture[st
     assert {r["id"]: r["class"] for r in report["rows"]} == {"a": "stable-correct", "f": "flip"}
 
 
+def test_clusters_travel_with_the_artifacts_into_every_report(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Four conversations of three turns each: the result alone (no dataset)
+    # must still give the clustered error bars the README promises.
+    rows = []
+    for conversation in range(4):
+        for turn in range(3):
+            r = row(f"c{conversation}-t{turn}")
+            r["cluster"] = f"conversation-{conversation}"
+            rows.append(r)
+    project.write_rows(rows)
+    project.write_script({"c1-t0": [RIGHT, WRONG, RIGHT], "c2-t2": {"candidate": [WRONG] * 3}})
+    project.baseline()
+    baseline = read_run(project.root / ".passk" / "baseline.json")
+    assert {r.cluster for r in baseline.rows} == {f"conversation-{c}" for c in range(4)}
+    code, result = project.compare()
+    assert code == 0
+    assert by_id(result)["c3-t1"]["cluster"] == "conversation-3"
+    assert result["candidate"]["run"]["rows"][0]["cluster"] == "conversation-0"
+    assert "in 4 clusters" in (project.root / "report.md").read_text()
+    capsys.readouterr()
+    assert main(["report", str(project.root / "result.json"), "--format", "json"]) == 0
+    analysis = json.loads(capsys.readouterr().out)["analysis"]
+    for side in ("baseline", "candidate"):
+        assert analysis[side]["mean_accuracy"]["method"] == "clustered"
+        assert analysis[side]["mean_accuracy"]["clusters"] == 4
+    assert analysis["paired"]["difference"]["method"] == "clustered"
+    assert main(["report", str(project.root / "result.json")]) in (0, 1)
+    assert "12 (4 clusters)" in capsys.readouterr().out
+    # A run's own report too.
+    assert main(["report", str(project.root / ".passk" / "baseline.json"), "--format", "json"]) == 0
+    run_analysis = json.loads(capsys.readouterr().out)["analysis"]
+    assert run_analysis["mean_accuracy"]["method"] == "clustered"
+
+
 def test_recorded_candidate_counts_its_executions_and_runs_no_candidate(project: Project) -> None:
     project.write_rows([row("a"), row("b")])
     project.write_script({})

@@ -249,10 +249,13 @@ def test_shard_label_round_trips_and_is_validated(tmp_path: Path) -> None:
 
 
 def write_project(root: Path, n_rows: int = 23) -> str:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": f"row-{i:02d}", "input": {"n": i}, "expected": "deny", "must_not_break": i % 5 == 0}
         for i in range(n_rows)
     ]
+    for i, row in enumerate(rows):
+        if i % 4:  # every fourth row is a cluster of its own
+            row["cluster"] = f"case-{i // 4}"
     (root / "data.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", "utf-8")
     # Rows behave differently per attempt, including errors, so a merge that
     # dropped, duplicated or renumbered attempts would show.
@@ -302,6 +305,10 @@ def test_sharded_run_merged_equals_a_single_machine_run(tmp_path: Path) -> None:
     merged_doc = parse_json_file(merged)
     assert "shard" not in merged_doc
     assert comparable(read_run(merged)) == comparable(read_run(full))
+    # Each row's cluster travels through the shards into the merged run.
+    clusters = {r.id: r.cluster for r in read_run(merged).rows}
+    assert clusters["row-00"] is None and clusters["row-05"] == "case-1"
+    assert sum(c is not None for c in clusters.values()) == 17
 
 
 def test_merge_cli_refuses_a_missing_shard_with_exit_2(

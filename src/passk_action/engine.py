@@ -49,7 +49,8 @@ from .store.recorder import RunRecorder
 
 def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
     return tuple(
-        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags) for r in dataset.rows
+        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags, r.cluster)
+        for r in dataset.rows
     )
 
 
@@ -154,7 +155,8 @@ def record_run(
     session is stopped the journal stays and :class:`Interrupted` is raised.
     """
     records = tuple(
-        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags) for r in rows
+        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags, r.cluster)
+        for r in rows
     )
     header = Run(
         tool_version=__version__,

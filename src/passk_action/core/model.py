@@ -193,13 +193,18 @@ class AgentInfo:
 
 @dataclass(frozen=True, slots=True)
 class RowRecord:
-    """What a run recorded about a row when it ran: enough to gate without the dataset."""
+    """What a run recorded about a row when it ran: enough to gate without the dataset.
+
+    ``cluster`` is the dataset row's cluster (None: a row of its own), kept so
+    a report of the artifact alone can compute clustered error bars.
+    """
 
     id: str
     input_digest: str
     expected: str
     must_not_break: bool
     tags: tuple[str, ...] = ()
+    cluster: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -739,6 +739,8 @@ class Power:
       variance and "add rows" otherwise.
 
     Every figure is None when it cannot be estimated (fewer than 2 rows).
+    Caveat: rows are taken as independent here even when they carry
+    clusters; with clusters the true MDE is larger.
     """
 
     rows: int
@@ -908,6 +910,12 @@ class Analysis:
         }
 
 
+def clusters_of(rows: Iterable[RowRecord]) -> dict[str, str] | None:
+    """Row id -> cluster for the rows that carry one; None when no row does."""
+    found = {r.id: r.cluster for r in rows if r.cluster is not None}
+    return found or None
+
+
 def analyze_run(
     rows: Sequence[RowRecord],
     run: Run,
@@ -916,7 +924,13 @@ def analyze_run(
     k: int | None = None,
     scoring: Scoring | None = None,
 ) -> tuple[VersionAnalysis, list[RowSummary]]:
-    """One version's analysis over ``rows`` (main attempts only) and its row summaries."""
+    """One version's analysis over ``rows`` (main attempts only) and its row summaries.
+
+    ``clusters`` defaults to the rows' own (:func:`clusters_of`), so a report
+    of an artifact alone has the clustered error bars of the dataset.
+    """
+    if clusters is None:
+        clusters = clusters_of(rows)
     k = run.settings.k if k is None else k
     scoring = run.settings.scoring if scoring is None else scoring
     grouped = run.attempts_by_row()
@@ -937,9 +951,12 @@ def analyze(result: CompareResult, clusters: Mapping[str, str] | None = None) ->
     Rows (labels) come from ``result.rows``, the authoritative ones; k and
     scoring from the candidate run (the gate's settings).  Main attempts
     only: confirmation re-runs target lost rows and would bias every mean.
-    ``clusters`` maps row id -> cluster (``Row.cluster`` of the dataset);
-    rows missing from it are clusters of their own.
+    ``clusters`` maps row id -> cluster; it defaults to the clusters the
+    result's rows carry (the dataset's, recorded with them).  Rows missing
+    from it are clusters of their own.
     """
+    if clusters is None:
+        clusters = clusters_of(result.rows)
     k = result.candidate.settings.k
     scoring = result.candidate.settings.scoring
     base, base_summaries = analyze_run(result.rows, result.baseline, clusters, k=k, scoring=scoring)

@@ -158,10 +158,12 @@ def row_to_json(row: RowRecord) -> dict[str, Any]:
     }
     if row.tags:
         out["tags"] = list(row.tags)
+    if row.cluster is not None:
+        out["cluster"] = row.cluster
     return out
 
 
-_ROW_KEYS = frozenset({"id", "input_digest", "expected", "must_not_break", "tags"})
+_ROW_KEYS = frozenset({"id", "input_digest", "expected", "must_not_break", "tags", "cluster"})
 
 
 def row_from_json(doc: Any, where: str) -> RowRecord:
@@ -182,7 +184,15 @@ def row_from_json(doc: Any, where: str) -> RowRecord:
         raise ArtifactError("'must_not_break' must be true or false", where=where)
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise ArtifactError("'tags' must be a list of strings", where=where)
-    return RowRecord(row_id, digest, expected, mnb, tuple(tags))
+    return RowRecord(row_id, digest, expected, mnb, tuple(tags), cluster_from_json(doc, where))
+
+
+def cluster_from_json(doc: Mapping[str, Any], where: str) -> str | None:
+    """A row's optional ``cluster``: a non-empty string, or absent (older artifacts)."""
+    cluster = doc.get("cluster")
+    if cluster is not None and (not isinstance(cluster, str) or not cluster):
+        raise ArtifactError("'cluster' must be a non-empty string", where=where)
+    return cluster
 
 
 # --- whole runs ----------------------------------------------------------------
@@ -691,11 +701,12 @@ def row_fast(doc: Any, interner: Interner) -> RowRecord | None:
         return None
     row_id, digest, expected = doc.get("id"), doc.get("input_digest"), doc.get("expected")
     mnb, tags = doc.get("must_not_break"), doc.get("tags", _ABSENT)
+    cluster = doc.get("cluster")
     if type(row_id) is not str or not row_id or type(expected) is not str or not expected:
         return None
     if type(digest) is not str or len(digest) != 71 or not digest.startswith(_DIGEST_PREFIX):
         return None
-    if type(mnb) is not bool:
+    if type(mnb) is not bool or (cluster is not None and (type(cluster) is not str or not cluster)):
         return None
     if tags is _ABSENT:
         tag_tuple: tuple[str, ...] = ()
@@ -704,7 +715,8 @@ def row_fast(doc: Any, interner: Interner) -> RowRecord | None:
     else:
         return None
     string = interner.string
-    return RowRecord(string(row_id), string(digest), string(expected), mnb, tag_tuple)
+    shared = None if cluster is None else string(cluster)
+    return RowRecord(string(row_id), string(digest), string(expected), mnb, tag_tuple, shared)
 
 
 def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attempt | None:

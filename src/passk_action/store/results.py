@@ -28,6 +28,7 @@ from .artifact import (
     _check_version,
     _comma_follows,
     _decode_at,
+    cluster_from_json,
     compact_json,
     dump_document,
     parse_json_file,
@@ -52,6 +53,7 @@ def comparison_row_to_json(record: RowRecord, row: RowComparison) -> dict[str, A
         "expected": record.expected,
         "must_not_break": row.must_not_break,
         "tags": list(record.tags),
+        **({"cluster": record.cluster} if record.cluster is not None else {}),
         "in_ratchet": row.in_ratchet,
         "baseline_class": row.baseline_class.value,
         "candidate_class": row.candidate_class.value,
@@ -152,7 +154,7 @@ def _record_from_json(row: Any, where: str) -> RowRecord:
         raise ArtifactError("'input_digest' must be a string", where=where)
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise ArtifactError("'tags' must be a list of strings", where=where)
-    return RowRecord(row_id, digest, expected, mnb, tuple(tags))
+    return RowRecord(row_id, digest, expected, mnb, tuple(tags), cluster_from_json(row, where))
 
 
 def result_from_json(doc: Any, where: str) -> AuditedResult:
@@ -264,9 +266,13 @@ def _record_fast(doc: Any, interner: Interner) -> RowRecord | None:
         return None
     if not all(type(t) is str for t in tags):
         return None
+    cluster = doc.get("cluster")
+    if cluster is not None and (type(cluster) is not str or not cluster):
+        return None
     string = interner.string
     tag_tuple = interner.tag_tuple(tags)
-    return RowRecord(string(row_id), string(digest), string(expected), mnb, tag_tuple)
+    shared = None if cluster is None else string(cluster)
+    return RowRecord(string(row_id), string(digest), string(expected), mnb, tag_tuple, shared)
 
 
 _NO_TAGS: list[str] = []
