@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from helpers import attempts, record
@@ -86,6 +88,28 @@ def test_metrics_of_a_small_run() -> None:
     assert metrics.flip_rate == pytest.approx(1 / 3)
     assert metrics.classes[RowClass.UNCLASSIFIED] == 1
     assert metrics.classes[RowClass.STABLE_WRONG] == 1
+
+
+def test_flip_rate_counts_classified_rows_only_as_the_readme_says() -> None:
+    # README: "share of classified rows (k valid decisions) whose decisions do
+    # not all agree ... unclassified rows are left out".  Row c disagrees in
+    # its two valid decisions but crashed once: not a flip, and not in the
+    # denominator either (1 flip of 2 classified rows, not 1 of 3 rows).
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert "| **flip rate** | share of classified rows (k valid decisions)" in readme
+    rows = [record("a"), record("b"), record("c")]
+    by_row = {
+        "a": attempts("a", ["deny"] * 3),
+        "b": attempts("b", ["deny", "approve", "deny"]),
+        "c": attempts("c", ["deny", "approve", None]),
+    }
+    metrics = compute_metrics(summarize_run(rows, by_row, 3, EXACT), 3)
+    assert metrics.classes[RowClass.UNCLASSIFIED] == 1
+    assert metrics.flip_rate == pytest.approx(1 / 2)
+    # Nothing classified: no flip rate at all, not 0%.
+    only_crashes = {"a": attempts("a", [None] * 3)}
+    none = compute_metrics(summarize_run([record("a")], only_crashes, 3, EXACT), 3)
+    assert none.flip_rate is None
 
 
 def test_metrics_of_an_empty_run_are_not_numbers() -> None:

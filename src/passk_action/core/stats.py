@@ -96,8 +96,13 @@ class Metrics:
     - ``pass_k`` = mean over all rows of C(c, k) / C(n, k) (see
       :func:`pass_hat_k`); a row with fewer than k valid attempts counts 0.
       None for an empty run.
-    - ``flip_rate`` = flip rows / classified rows (unclassified rows excluded:
-      too few decisions to say they agree).  None when no row is classified.
+    - ``flip_rate`` = flip rows / classified rows: the share of rows with k
+      valid decisions whose decisions do not all agree, right or wrong.
+      Unclassified rows (fewer than k valid decisions) are left out of both
+      counts, as error attempts are left out of mean accuracy: with too few
+      decisions nobody can say they agree, and counting them as agreeing
+      would let a crashing candidate look steadier.  None when no row is
+      classified.  (README, action.yml and reports use this one definition.)
     """
 
     rows: int
