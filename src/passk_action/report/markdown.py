@@ -597,8 +597,8 @@ ERROR_BAR_NOTE = (
     "per-row mean can differ slightly from the pooled mean accuracy above. SE is the "
     "standard error of that mean (clustered when rows carry a cluster). The 95% CI uses "
     "Student's t on rows (or clusters) and a few pseudo-rows (Agresti–Coull), so a share "
-    "near 0% or 100% still gets an honest width; in simulation it holds the long-run value "
-    "at least 94% of the time from 10 rows up."
+    "near 0% or 100% still gets an honest width; in simulation it held the long-run value "
+    "about 95% of the time or more, never measurably less than 94%, from 10 rows up."
 )
 """What every error-bar table says under it (Markdown report and HTML page alike)."""
 
