@@ -134,7 +134,11 @@ def test_confirmation_outcome_of_one_sided_confirmations() -> None:
     assert confirmation_outcome((), (), "deny", EXACT) is None
     # Only the baseline was asked, and it varied: that is already an answer.
     assert confirmation_outcome(wrong, (), "deny", EXACT) is Confirmation.BASELINE_VARIES
-    assert confirmation_outcome((), wrong, "deny", EXACT) is Confirmation.NOT_REPRODUCED
+    # The baseline gave no answer: the candidate's wrong one neither confirms
+    # nor refutes anything ("not reproduced" would claim it was right).
+    assert confirmation_outcome((), wrong, "deny", EXACT) is Confirmation.INCONCLUSIVE
+    assert confirmation_outcome(right, (), "deny", EXACT) is Confirmation.INCONCLUSIVE
+    assert confirmation_outcome(right, right, "deny", EXACT) is Confirmation.NOT_REPRODUCED
     assert confirmation_outcome(right, wrong, "deny", EXACT) is Confirmation.CONFIRMED_REGRESSION
 
 
