@@ -81,7 +81,14 @@ def make_repo(root: Path, agent: dict[str, Any]) -> Path:
     return repo
 
 
-def run_action(repo: Path, tmp: Path, fake: FakeGitHub, base: str, head: str) -> dict[str, Any]:
+def run_action(
+    repo: Path,
+    tmp: Path,
+    fake: FakeGitHub,
+    base: str,
+    head: str,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     payload = json.loads((SPECS_DIR / "events" / "pull_request.opened.json").read_text())
     pr = payload["pull_request"]
     payload["number"] = pr["number"] = 7
@@ -106,6 +113,7 @@ def run_action(repo: Path, tmp: Path, fake: FakeGitHub, base: str, head: str) ->
         "INPUT_GITHUB-TOKEN": TOKEN,
         "INPUT_CONFIG": "passk.yml",
         "INPUT_MODE": "gate",
+        **(extra_env or {}),
     }
     out, err = io.StringIO(), io.StringIO()
     code = action_main(env, stdout=out, stderr=err, cwd=repo, sleep=lambda s: None)
@@ -167,15 +175,32 @@ def test_a_candidate_missing_its_sdk_stops_at_once_and_says_why_everywhere(
     assert fake.violations == []
 
 
+def test_could_not_run_comments_in_changes_mode_and_completes_the_started_check(
+    tmp_path: Path, fake: FakeGitHub
+) -> None:
+    repo = make_repo(tmp_path, {"command": [sys.executable, "agent.py"]})
+    base = record_baseline(repo)
+    git(repo, "checkout", "-q", "-b", "feature")
+    write_agent(repo, extra="import openai_missing_module")
+    head = commit(repo, "use the SDK")
+    got = run_action(repo, tmp_path, fake, base, head, {"INPUT_COMMENT": "changes"})
+    assert got["code"] == 2, got["log"]
+    [body] = fake.comment_bodies(7)
+    assert body.splitlines()[1].startswith("### ❌ passk: agent could not run: ")
+    assert "because its first attempts all failed" in body and MISSING in body
+    [run] = fake.check_runs
+    assert [status for _, _, status in fake.check_run_history] == ["in_progress", "completed"]
+    assert run["output"]["summary"].startswith("### ❌ passk: agent could not run: ")
+    assert fake.violations == []
+
+
 def test_setup_runs_once_per_version_the_baselines_in_the_base_checkout(
     tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SETUP_LOG", str(tmp_path / "setup.log"))
     # The agent needs a file only its setup makes (as an SDK needs `pip install`).
     setup = 'echo "$PWD $PASSK_VERSION-none" >> "$SETUP_LOG" && echo ok > installed.txt'
-    repo = make_repo(
-        tmp_path, {"command": [sys.executable, "agent.py"], "setup": [setup, "true"]}
-    )
+    repo = make_repo(tmp_path, {"command": [sys.executable, "agent.py"], "setup": [setup, "true"]})
     (repo / "installed.txt").write_text("ok\n")  # for recording the baseline locally
     (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\ninstalled.txt\n")
     write_agent(repo, extra="open('installed.txt').read()")
@@ -251,9 +276,13 @@ def test_passk_run_with_an_agent_that_cannot_import_stops_after_the_first_attemp
     assert len((tmp_path / "asked.jsonl").read_text().splitlines()) == 4
     assert "candidate: first error, row r0 attempt" in err
     assert f"  | {MISSING}" in err
-    assert err.rstrip().splitlines()[-1].startswith(
-        "passk: error: agent: the candidate agent could not run: its first 4 attempt(s) all "
-        "failed the same way: exit-status: exited with status 1; stderr ends: " + MISSING
+    assert (
+        err.rstrip()
+        .splitlines()[-1]
+        .startswith(
+            "passk: error: agent: the candidate agent could not run: its first 4 attempt(s) all "
+            "failed the same way: exit-status: exited with status 1; stderr ends: " + MISSING
+        )
     )
     # Nothing to resume: a new run is not refused over a journal of crashes.
     assert not out.exists() and not list(tmp_path.glob("repo/*.journal.jsonl"))
@@ -356,8 +385,12 @@ def test_fail_fast_stops_after_exactly_the_window_of_first_attempts() -> None:
     seen: list[Attempt] = []
     with pytest.raises(AgentCouldNotRun) as info:
         run_attempts(
-            requests, FunctionAgent(agent), concurrency=3, on_attempt=seen.append,
-            fail_fast=True, retry=_no_retry(),
+            requests,
+            FunctionAgent(agent),
+            concurrency=3,
+            on_attempt=seen.append,
+            fail_fast=True,
+            retry=_no_retry(),
         )
     assert len(calls) == len(seen) == 6  # min(30, 2*3)
     assert info.value.version == "candidate" and info.value.attempts == 6

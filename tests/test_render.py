@@ -483,6 +483,8 @@ def test_comment_golden_agent_could_not_run() -> None:
         marker=MARKER,
         record=RECORD,
         context=PR_CONTEXT,
+        where="passk.yml: agent.setup[0]",
+        setup_failed=True,
     )
     assert_golden("comment_agent_failed.md", text)
 

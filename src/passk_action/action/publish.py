@@ -18,7 +18,13 @@ from ..core.result import CompareResult
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, AgentCouldNotRun
 from ..github.client import GitHubClient
 from ..github.publish import MARKER, Annotation, publish_check, upsert_sticky_comment
-from ..report.comment import CommentContext, check_title, render_comment, row_annotations
+from ..report.comment import (
+    CommentContext,
+    check_title,
+    render_agent_failure_comment,
+    render_comment,
+    row_annotations,
+)
 from ..report.markdown import could_not_run_title, render_compare_report, render_could_not_run
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
@@ -261,9 +267,7 @@ def publish_gate(
             )
     # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)
-    if mode != "off" and (
-        published is None or published.comment in ("failed", "untrusted")
-    ):
+    if mode != "off" and (published is None or published.comment in ("failed", "untrusted")):
         if published is None:
             why = "nothing could be posted to the pull request"
         elif published.comment == "untrusted":
@@ -333,12 +337,23 @@ def publish_could_not_run(
     workflow.error(error.one_line(), title=f"passk: the {error.version} agent could not run")
     for line in error.stderr_tail.strip().splitlines()[-20:]:
         workflow.line(f"  | {line}")
-    body = render_could_not_run(error, marker=MARKER)
+    body = render_agent_failure_comment(
+        version=error.version,
+        reason=error.reason,
+        stderr_tail=error.stderr_tail,
+        hint=error.hint,
+        marker=MARKER,
+        context=comment_context(inputs, pr, None),
+        where=error.where,
+        setup_failed="setup command" in error.reason,
+    )
     workflow.write_summary(render_could_not_run(error))
+    # A failure: `changes` comments too (it only stays quiet on a pass).
+    mode = comment_mode(inputs.comment, False, [], inputs.comment_author)
     if client is not None:
         with workflow.group("passk: publishing"):
             outcome = upsert_sticky_comment(
-                client, pr.number, body, inputs.comment, author=inputs.comment_author
+                client, pr.number, body, mode, author=inputs.comment_author
             )
             if outcome.action == "failed":
                 workflow.warning(f"no comment posted: {outcome.error}", title="passk")
@@ -351,7 +366,7 @@ def publish_could_not_run(
                 head_sha=pr.head_sha,
                 passed=False,
                 title=could_not_run_title(error),
-                summary=body.replace(MARKER, "").lstrip("\n"),
+                summary=without_record(body).replace(MARKER, "", 1).lstrip("\n"),
                 check_run_id=check_run_id,
             )
             if check.used == "failed":

@@ -640,11 +640,15 @@ def render_agent_failure_comment(
     marker: str,
     record: str | None = None,
     context: CommentContext | None = None,
+    where: str | None = None,
+    setup_failed: bool = False,
 ) -> str:
     """The comment when an agent could not run at all: nothing was measured, the gate fails.
 
-    Shows the reason, the end of the agent's stderr and how to reproduce;
-    no numbers, since every attempt would only have recorded the same crash.
+    Shows the reason, where (a config key or file), the end of the agent's
+    stderr, the fix and how to reproduce; no numbers, since every attempt
+    would only have recorded the same crash (``setup_failed``: its
+    ``agent.setup`` failed, else its first attempts all failed alike).
     """
     _hidden_comment(marker, "marker")
     if record is not None:
@@ -654,9 +658,13 @@ def render_agent_failure_comment(
     lines = [
         _heading(f"❌ passk: {inline(agent_failure_title(version, reason), 200)}", ctx),
         "",
-        f"The {who} agent failed before passk could measure anything, so there are no "
-        "numbers: the gate fails until it runs.",
+        f"**The gate did not decide.** passk stopped before measuring the {who}: no further "
+        "attempts and no confirmation were run, because its "
+        + ("setup failed." if setup_failed else "first attempts all failed.")
+        + " There are no numbers, and the check fails until it runs.",
     ]
+    if where:
+        lines += ["", f"**Where:** {code(where, 120)}"]
     if stderr_tail.strip():
         lines += ["", "The end of its stderr:", "", block(stderr_tail, STDERR_LEN)]
     if hint:
