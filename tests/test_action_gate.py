@@ -516,6 +516,17 @@ def test_comment_changes_is_quiet_when_green_and_marks_a_fixed_failure_resolved(
     assert fake.violations == []
 
 
+def test_a_named_step_says_which_step_in_its_comment_heading(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    outcome = checkout.run(fake, checkout.head(RIGHT), extra_env={"INPUT_CHECK-NAME": "refunds"})
+    assert outcome.code == 0
+    [body] = fake.comment_bodies(7)
+    assert body.splitlines()[1] == "### ✅ passk · refunds (passk.yml): passed: 0 gained, 0 lost"
+    assert [run["name"] for run in fake.check_runs] == ["refunds"]
+    assert fake.violations == []
+
+
 def test_forbidden_check_run_falls_back_to_a_commit_status(
     checkout: Checkout, fake: FakeGitHub
 ) -> None:

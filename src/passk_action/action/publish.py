@@ -176,9 +176,26 @@ def dataset_annotations(result: CompareResult, where: Where | None) -> list[Anno
     ]
 
 
+def step_label(inputs: ActionInputs) -> str | None:
+    """How the comment's heading names this passk step, when it is not the only default one.
+
+    ``refunds (services/refunds/passk.yml)``: the check name and the config as
+    the repository names it, so two steps' comments read apart at a glance.
+    """
+    try:
+        folder = inputs.working_directory.relative_to(inputs.workspace).as_posix()
+    except ValueError:
+        folder = "."
+    config = inputs.config if folder == "." else f"{folder}/{inputs.config}"
+    if (inputs.check_name, config) == ("passk", "passk.yml"):
+        return None
+    return f"{inputs.check_name} ({config})"
+
+
 def comment_context(inputs: ActionInputs, pr: PullRequest, where: Where | None) -> CommentContext:
     """What the comment needs besides the result: commits, row inputs, the label, the paths."""
     return CommentContext(
+        step=step_label(inputs),
         head_sha=pr.head_sha,
         base_sha=pr.base_sha,
         config=where.config_path if where else inputs.config,
