@@ -1195,3 +1195,28 @@ def test_a_gitattributes_that_changes_line_endings_is_not_a_baseline_change(
     assert outcome.code == 0, outcome.stdout
     assert "protected change" not in outcome.stdout
     assert fake.violations == []
+
+
+def test_candidate_run_with_no_agent_gates_the_recorded_runs_and_runs_nothing(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    """passk.yml without `agent:` (e.g. imported runs): nothing runs, and the report says so."""
+    from passk_action.cli import main as cli_main
+
+    no_agent = {key: value for key, value in CONFIG.items() if key != "agent"}
+    new_base(checkout, lambda repo: write_config(repo, no_agent), record=False)
+    head = checkout.head(flip_r1())
+    # The candidate was recorded elsewhere (here: by the scripted agent, from a side config).
+    side = checkout.repo / "recorder.yml"
+    side.write_text(json.dumps(CONFIG), encoding="utf-8")
+    recorded = checkout.repo / "candidate-run.json"
+    assert cli_main(["run", "--config", str(side), "--out", str(recorded), "--quiet"]) == 0
+    outcome = checkout.run(fake, head, extra_env={"INPUT_CANDIDATE-RUN": "candidate-run.json"})
+    assert outcome.code == 1
+    assert outcome.asked == []  # no agent was asked anything, not even to confirm
+    result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    assert [f["id"] for f in result["gate"]["failures"]] == ["r1"]
+    assert any(
+        "both runs are recorded and the config names no agent" in note for note in result["notes"]
+    )
+    assert fake.violations == []
