@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import pwd
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -419,3 +421,18 @@ def _no_retry():  # type: ignore[no-untyped-def]
     from passk_action.agents.runner import RetryPolicy
 
     return RetryPolicy(attempts=0)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run setup as another user")
+def test_setup_runs_as_the_agent_user_with_its_private_home(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    loaded = parse_config(
+        "dataset: d\nagent: {command: [a], setup: ['id -u; echo \"$HOME\"']}\n",
+        tmp_path / "passk.yml",
+    )
+    lines: list[str] = []
+    env = {"PATH": "/usr/bin:/bin", "PASSK_AGENT_USER": "nobody", "HOME": "/root"}
+    run_setup(loaded.config.agent, env, Version.CANDIDATE, lines.append)
+    uid, home = lines[1].strip(), lines[2].strip()
+    assert uid == str(pwd.getpwnam("nobody").pw_uid)
+    assert home != "/root" and "passk-agent-" in home

@@ -24,6 +24,7 @@ from typing import IO
 from ..core.model import Version
 from ..errors import AgentCouldNotRun
 from ..inputs.config import AgentConfig
+from .identity import agent_user, identity_env, popen_identity
 from .runner import SECRET_ENV, exit_description
 
 SETUP_STDERR_LINES = 20
@@ -41,13 +42,20 @@ class SetupDone:
 
 
 def setup_env(parent_env: Mapping[str, str], agent: AgentConfig) -> dict[str, str]:
-    """The agent's environment without the per-attempt ``PASSK_*`` variables."""
+    """The agent's environment without the per-attempt ``PASSK_*`` variables.
+
+    With ``PASSK_AGENT_USER`` (the container action) setup runs as that user,
+    with the agent's private ``HOME``: it cannot reach passk's token, and
+    ``pip install`` falls back to a user install there, which the agent,
+    running as the same user with the same ``HOME``, then imports.
+    """
     env = {
         key: value
         for key, value in parent_env.items()
         if key not in SECRET_ENV or key in agent.pass_env
     }
     env.update(agent.env)
+    env.update(identity_env(agent_user(parent_env)))
     return env
 
 
@@ -66,7 +74,7 @@ def run_setup(
         where = f"{agent.where}.setup[{index}]"
         log(f"$ {command}")
         began = clock()
-        code, tail = _run(command, agent, env, log)
+        code, tail = _run(command, agent, env, log, parent_env)
         if code != 0:
             raise AgentCouldNotRun(
                 version=version.value,
@@ -80,10 +88,17 @@ def run_setup(
     return SetupDone(agent.setup, clock() - started)
 
 
-def _run(command: str, agent: AgentConfig, env: Mapping[str, str], log: Log) -> tuple[int, str]:
+def _run(
+    command: str,
+    agent: AgentConfig,
+    env: Mapping[str, str],
+    log: Log,
+    parent_env: Mapping[str, str],
+) -> tuple[int, str]:
     """Run one command, logging its output as it comes; its exit code and stderr's end."""
     if not agent.cwd.is_dir():
         return 127, f"working directory {str(agent.cwd)!r} does not exist"
+    user, group, extra_groups = popen_identity(agent_user(parent_env))
     try:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
@@ -92,6 +107,9 @@ def _run(command: str, agent: AgentConfig, env: Mapping[str, str], log: Log) -> 
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            user=user,
+            group=group,
+            extra_groups=extra_groups,
         )
     except OSError as exc:
         return 127, f"cannot start /bin/sh: {exc.strerror or exc}"
