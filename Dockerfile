@@ -40,8 +40,14 @@ RUN apt-get update \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && git config --system --add safe.directory '*'
+# Dependencies in their own layer, keyed on pyproject.toml alone: a change to
+# src/ rebuilds only the small layer below, not the pip install of the four.
+COPY pyproject.toml /tmp/pyproject.toml
+RUN python -c "import tomllib; deps = tomllib.load(open('/tmp/pyproject.toml', 'rb'))['project']['dependencies']; open('/tmp/requirements.txt', 'w').write(chr(10).join(deps))" \
+ && python -m pip install --no-cache-dir -r /tmp/requirements.txt \
+ && rm /tmp/pyproject.toml /tmp/requirements.txt
 COPY --from=build /dist/ /tmp/dist/
-RUN python -m pip install --no-cache-dir /tmp/dist/*.whl \
+RUN python -m pip install --no-cache-dir --no-deps /tmp/dist/*.whl \
  && rm -rf /tmp/dist \
  && passk --version
 ENTRYPOINT ["passk"]
