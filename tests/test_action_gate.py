@@ -325,7 +325,7 @@ def test_new_head_updates_the_same_comment(checkout: Checkout, fake: FakeGitHub)
     assert decode_record(fake.comments[7][0]["body"]).head_sha == head
     assert [c["conclusion"] for c in fake.check_runs] == ["success", "failure"]
     assert second.outputs["passed"] == "false" and second.outputs["lost"] == "1"
-    # r1 was confirmed on both versions: the base agent ran in a worktree of the base commit.
+    # r1 was confirmed on both versions: the base agent ran in an export of the base commit.
     assert ("r1", 3, "baseline") in second.asked and ("r1", 4, "candidate") in second.asked
     assert "::error title=passk gate::r1: must-not-break row" in second.stdout
     assert git(checkout.repo, "worktree", "list").count("\n") == 0  # the worktree is gone
@@ -1219,4 +1219,77 @@ def test_candidate_run_with_no_agent_gates_the_recorded_runs_and_runs_nothing(
     assert any(
         "both runs are recorded and the config names no agent" in note for note in result["notes"]
     )
+
+
+def _mark_r3_unrecorded(checkout: Checkout, config: dict[str, Any] | None = None) -> None:
+    """Base: r3 becomes must-not-break after the baseline was recorded (not ratchet-locked)."""
+
+    def edit(repo: Path) -> None:
+        edit_rows(lambda rows: rows[2].update(must_not_break=True))(repo)
+        if config is not None:
+            write_config(repo, config)
+
+    new_base(checkout, edit, record=False)
+
+
+FLIP_R3 = {**RIGHT, "r3": {"candidate": ["approve", "deny"], "baseline": ["approve"]}}
+"""The candidate breaks r3; the baseline (run from the base files) stays right."""
+BASELINE_VARIES_R3 = {
+    **RIGHT,
+    "r3": {"candidate": ["approve", "deny"], "baseline": ["approve", "approve", "deny"]},
+}
+"""The same candidate, and a script that makes the baseline's confirmations flip on r3."""
+
+
+def test_baseline_agent_runs_the_base_commits_files_not_the_prs(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    config = dict(CONFIG, baseline={**CONFIG["baseline"], "agent": CONFIG["agent"]})
+    _mark_r3_unrecorded(checkout, config)
+    plain = checkout.run(fake, checkout.head(FLIP_R3))
+    assert plain.code == 1, plain.stdout
+    # The trick: the PR edits the file the baseline agent reads, so the baseline
+    # looks unreliable on r3 and the regression would read as "baseline varies".
+    head = checkout.head(BASELINE_VARIES_R3)
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1, outcome.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [
+        ("r3", "must-not-break")
+    ]
+    assert ("r3", 3, "baseline") in outcome.asked
+    assert fake.violations == []
+
+
+PLANT_HOOK = """\
+import os, subprocess, sys
+hooks = os.path.join(subprocess.check_output(
+    ["git", "rev-parse", "--git-common-dir"], text=True).strip(), "hooks")
+os.makedirs(hooks, exist_ok=True)
+hook = os.path.join(hooks, "post-checkout")
+with open(hook, "w") as f:
+    f.write("#!/bin/sh\\ncp " + os.path.abspath("evil.json") + " script.json\\n")
+os.chmod(hook, 0o755)
+os.execv(sys.executable, [sys.executable, "-m", "passk_action.testing.scripted_agent",
+                          "script.json"])
+"""
+
+
+def test_a_hook_the_candidate_plants_never_runs_on_the_base_side(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    _mark_r3_unrecorded(checkout)
+
+    def trick(repo: Path) -> None:
+        (repo / "plant.py").write_text(PLANT_HOOK, encoding="utf-8")
+        (repo / "evil.json").write_text(json.dumps({"rows": BASELINE_VARIES_R3}), "utf-8")
+        edit_config(lambda c: c["agent"].update(command=[sys.executable, "plant.py"]))(repo)
+
+    head = checkout.head(FLIP_R3, apply=[trick])
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1, outcome.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [
+        ("r3", "must-not-break")
+    ]
     assert fake.violations == []

@@ -487,3 +487,36 @@ def test_git_paths_are_lexical_inside_the_checkout(tmp_path: Path) -> None:
     assert repo.relative(tmp_path / "workspace" / "passk.yml") == "passk.yml"
     with pytest.raises(GitError, match="outside the git repository"):
         repo.relative(tmp_path / "elsewhere.yml")
+
+
+def test_the_base_export_is_the_commits_files_read_only_and_without_hooks(tmp_path: Path) -> None:
+    repo_dir = tmp_path / "repo"
+    run = lambda *a: subprocess.run(  # noqa: E731
+        ["git", "-c", "user.name=t", "-c", "user.email=t@x", *a],
+        cwd=repo_dir,
+        check=True,
+        capture_output=True,
+    )
+    repo_dir.mkdir()
+    run("init", "-q")
+    (repo_dir / ".gitattributes").write_text("* text eol=crlf\n", encoding="utf-8")
+    (repo_dir / "sub").mkdir()
+    (repo_dir / "sub" / "agent.sh").write_text("echo hi\n", encoding="utf-8")
+    (repo_dir / "sub" / "agent.sh").chmod(0o755)
+    (repo_dir / "link").symlink_to("sub/agent.sh")
+    run("add", "-A")
+    run("commit", "-q", "-m", "base")
+    sha = run("rev-parse", "HEAD").stdout.decode().strip()
+    hooks = repo_dir / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "post-checkout").write_text(f"#!/bin/sh\ntouch {tmp_path}/hooked\n")
+    (hooks / "post-checkout").chmod(0o755)
+    repo = GitRepo.discover(repo_dir)
+    with repo.export(sha) as tree:
+        assert not tree.is_relative_to(repo_dir)
+        assert (tree / "sub" / "agent.sh").read_bytes() == b"echo hi\n"  # the blob, no CRLF
+        assert (tree / "sub" / "agent.sh").stat().st_mode & 0o777 == 0o555
+        assert (tree / "link").is_symlink() and str((tree / "link").readlink()) == "sub/agent.sh"
+        assert (tree / "sub").stat().st_mode & 0o222 == 0
+    assert not tree.exists()
+    assert not (tmp_path / "hooked").exists()

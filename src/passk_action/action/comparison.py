@@ -1,16 +1,17 @@
 """Phase 3 of gate mode: run the candidate, top up and confirm the baseline, decide.
 
-The candidate runs from the checkout; the baseline side runs
-``baseline.agent`` from the base config or, without one, the base config's
-agent in a worktree of the base commit.  Attempts recorded for this content
-are replayed first (``rerun.py``), so only what is missing is asked.
+The candidate runs from the checkout.  The baseline side (top-up and
+confirmation) runs ``baseline.agent`` from the base config or, without one,
+the base config's agent, in an export of the base commit's files made before
+any of the pull request's code runs (``GitRepo.export``: no hooks, no
+filters, read-only, outside the checkout), so the pull request cannot change
+what the baseline runs.  Attempts recorded for this content are replayed
+first (``rerun.py``), so only what is missing is asked.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import replace
-from pathlib import Path
 
 from ..agents.runner import Agent
 from ..cli.common import stop_on_signals
@@ -25,19 +26,10 @@ from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .replay import ReplayAgent
 from .rerun import Prior, as_reused, keep_recorded_failure
-from .runtime import Runtime, agent_env, setup_agent
+from .runtime import Runtime, agent_env, rebase_agent, setup_agent
 from .trusted import Trusted
 
 CANDIDATE_PATH = ".passk/candidate.json"
-
-
-def rebase_agent(agent: AgentConfig, old_root: Path, new_root: Path) -> AgentConfig:
-    """The same agent with its working directory moved from ``old_root`` into ``new_root``."""
-    try:
-        rel = agent.cwd.resolve().relative_to(old_root)
-    except ValueError:
-        return agent  # a cwd outside the repository is not part of the commit
-    return replace(agent, cwd=new_root / rel)
 
 
 def run_comparison(
@@ -87,7 +79,7 @@ def run_comparison(
             agent = build_agent(spec, env, concurrency=config.concurrency)
             close = getattr(agent, "close", None)
             if callable(close):
-                # Registered after any worktree, so persistent agents stop before it goes.
+                # Registered after the base export, so persistent agents stop before it goes.
                 stack.callback(close)
             return agent
 
@@ -103,23 +95,17 @@ def run_comparison(
             if head_agent is not None
             else None
         )
-        base_agent = base.config.agent
-
-        def build_baseline() -> Agent:
-            named = base.config.baseline.agent
-            if named is not None:
-                return built(named, Version.BASELINE)
-            assert base_agent is not None
-            tree = stack.enter_context(repo.worktree(pr.base_sha))
-            # The base commit's agent, and its setup, run in the base commit's checkout.
-            return built(rebase_agent(base_agent, repo.root, tree), Version.BASELINE)
-
-        base_agent_config = base.config.baseline.agent or base_agent
-        baseline_agent = (
-            ReplayAgent(base_agent_config.describe(), replay_baseline or (), build_baseline)
-            if base_agent_config is not None
-            else None
-        )
+        base_agent_config = base.config.baseline.agent or base.config.agent
+        baseline_agent: ReplayAgent | None = None
+        if base_agent_config is not None:
+            # Exported now, before the candidate (the PR's code) runs at all.
+            tree = stack.enter_context(repo.export(pr.base_sha))
+            base_spec = rebase_agent(base_agent_config, repo, tree)
+            baseline_agent = ReplayAgent(
+                base_agent_config.describe(),
+                replay_baseline or (),
+                lambda: built(base_spec, Version.BASELINE),
+            )
         agents: dict[Version, Agent] = {
             version: agent
             for version, agent in (

@@ -1,8 +1,9 @@
 """The git operations the action needs, through the ``git`` command.
 
-Files of the pull request's base commit are read with ``git show`` (never
-checked out over the candidate); the base agent runs in a detached
-``git worktree`` that is always removed afterwards.  Every git call gets
+Files of the pull request's base commit are read from git objects (never
+checked out over the candidate); the base agent runs in an export of the
+base commit's files to a temporary directory, always removed afterwards.
+No git call runs a hook (``core.hooksPath=/dev/null``).  Every git call gets
 ``-c safe.directory=*``: in a container action the workspace belongs to
 another user, and git would otherwise refuse to read it.
 """
@@ -65,8 +66,15 @@ class GitRepo:
         out = _git(start, ("rev-parse", "--show-toplevel"), what="find the git repository")
         return cls(Path(out.decode("utf-8").strip()).resolve())
 
-    def run(self, args: Sequence[str], *, what: str, env: Mapping[str, str] | None = None) -> bytes:
-        return _git(self.root, args, what=what, env=env)
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        what: str,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> bytes:
+        return _git(self.root, args, what=what, env=env, stdin=stdin)
 
     def relative(self, path: Path) -> str:
         """``path`` as git names it inside the repository (POSIX, relative to the root).
@@ -169,25 +177,58 @@ class GitRepo:
         return proc.stdout.decode().strip() or None
 
     @contextlib.contextmanager
-    def worktree(self, sha: str) -> Iterator[Path]:
-        """Commit ``sha`` checked out, detached, in a temporary directory; always removed."""
+    def export(self, sha: str) -> Iterator[Path]:
+        """The files of commit ``sha``, written read-only to a temporary directory; removed after.
+
+        Read straight from git objects (``ls-tree`` and ``cat-file``): no
+        checkout, so no hook, filter, ``.gitattributes`` conversion or LFS
+        smudge runs, and nothing in the directory is shared with the checkout.
+        Submodules are left out (their commits are not in this repository).
+        """
         parent = Path(tempfile.mkdtemp(prefix="passk-base-"))
         # mkdtemp makes it private to passk; agents may run as another user
         # (PASSK_AGENT_USER) and must read the base version's files.
         parent.chmod(0o755)
-        path = parent / "tree"
-        self.run(
-            ("worktree", "add", "--detach", "--quiet", str(path), sha),
-            what=f"check out the base commit {sha[:12]} in a worktree",
-        )
+        root = parent / "tree"
         try:
-            yield path
+            root.mkdir()
+            self._write_tree(sha, root)
+            _make_read_only(root)
+            yield root
         finally:
-            with contextlib.suppress(GitError):
-                self.run(("worktree", "remove", "--force", str(path)), what="remove the worktree")
+            _make_writable(parent)
             shutil.rmtree(parent, ignore_errors=True)
-            with contextlib.suppress(GitError):
-                self.run(("worktree", "prune"), what="prune worktrees")
+
+    def _write_tree(self, sha: str, root: Path) -> None:
+        listing = self.run(
+            ("ls-tree", "-r", "-z", "--full-tree", sha),
+            what=f"list the files of the base commit {sha[:12]}",
+        )
+        entries: list[tuple[str, str, str]] = []
+        for item in listing.split(b"\0"):
+            if not item:
+                continue
+            meta, _, name = item.partition(b"\t")
+            mode, kind, oid = meta.decode("ascii").split(" ")
+            if kind == "blob":
+                entries.append((mode, oid, os.fsdecode(name)))
+        if not entries:
+            return
+        batch = "".join(f"{oid}\n" for _, oid, _ in entries).encode("ascii")
+        out = self.run(("cat-file", "--batch"), what="read the base commit's files", stdin=batch)
+        offset = 0
+        for mode, _oid, rel in entries:
+            header_end = out.index(b"\n", offset)
+            size = int(out[offset:header_end].split(b" ")[2])
+            data = out[header_end + 1 : header_end + 1 + size]
+            offset = header_end + 1 + size + 1
+            target = root.joinpath(*PurePosixPath(rel).parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if mode == "120000":
+                target.symlink_to(os.fsdecode(data))
+            else:
+                target.write_bytes(data)
+                target.chmod(0o755 if mode == "100755" else 0o644)
 
     def commit_files(self, paths: Sequence[str], message: str, *, parent: str = "HEAD") -> str:
         """A commit on top of ``parent`` holding the working-tree content of ``paths``.
@@ -234,8 +275,27 @@ def _bot_identity() -> dict[str, str]:
     }
 
 
+def _make_read_only(root: Path) -> None:
+    """Files and folders read-only (an agent that writes its cwd gets EACCES, unless root)."""
+    for path in (*root.rglob("*"), root):
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode & ~0o222)
+
+
+def _make_writable(root: Path) -> None:
+    for path in (root, *root.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            with contextlib.suppress(OSError):
+                path.chmod(0o755)
+
+
 def _git(
-    cwd: Path, args: Sequence[str], *, what: str, env: Mapping[str, str] | None = None
+    cwd: Path,
+    args: Sequence[str],
+    *,
+    what: str,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
 ) -> bytes:
     full_env = None
     if env:
@@ -243,8 +303,11 @@ def _git(
         full_env.update(env)
     try:
         proc = subprocess.run(
-            ["git", "-c", "safe.directory=*", *args],
+            # No hook ever runs from passk's own git calls: hooks are the checkout's
+            # (and so the pull request's agent could have planted one).
+            ["git", "-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", *args],
             cwd=cwd,
+            input=stdin,
             capture_output=True,
             check=False,
             env=full_env,

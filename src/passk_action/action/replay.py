@@ -3,8 +3,8 @@
 A :class:`ReplayAgent` answers every request whose (row, number, phase) was
 recorded with a *decision* from the record, and passes only the rest
 (recorded errors, or attempts never made) to the real agent, which it builds
-on first use: when everything is replayed, no agent process is started and
-no base worktree is checked out.  The engine numbers attempts the same way
+on first use: when everything is replayed, no agent process is started on
+either side.  The engine numbers attempts the same way
 on every run, so the same requests come back and meet their recorded answers.
 """
 

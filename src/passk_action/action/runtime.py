@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from ..agents.setup import run_setup
 from ..core.model import Version
+from ..errors import GitError
 from ..inputs.config import AgentConfig
+from .gitrepo import GitRepo
 from .workflow import Workflow
 
 
@@ -66,13 +68,16 @@ def setup_agent(
     )
 
 
-def rebase_agent(agent: AgentConfig, old_root: Path, new_root: Path) -> AgentConfig:
-    """The same agent with its working directory moved from ``old_root`` into ``new_root``."""
+def rebase_agent(agent: AgentConfig, repo: GitRepo, new_root: Path) -> AgentConfig:
+    """The same agent with its working directory moved from ``repo`` into ``new_root``.
+
+    The cwd is taken as a git path (symlinks in the checkout not followed).
+    """
     try:
-        rel = agent.cwd.resolve().relative_to(old_root)
-    except ValueError:
+        rel = repo.relative(agent.cwd)
+    except GitError:
         return agent  # a cwd outside the repository is not part of the commit
-    return replace(agent, cwd=new_root / rel)
+    return replace(agent, cwd=new_root.joinpath(*PurePosixPath(rel).parts))
 
 
 def fraction(value: float | None) -> str:
