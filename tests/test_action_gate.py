@@ -1293,3 +1293,69 @@ def test_a_hook_the_candidate_plants_never_runs_on_the_base_side(
         ("r3", "must-not-break")
     ]
     assert fake.violations == []
+
+
+def _second_step(repo: Path) -> None:
+    """Step B on the base branch: its own config and baseline, the same rows and settings."""
+    config = dict(
+        CONFIG,
+        agent={**CONFIG["agent"], "command": [*CONFIG["agent"]["command"][:-1], "script-b.json"]},
+        baseline={"artifact": ".passk/baseline-b.json"},
+    )
+    (repo / "passk-b.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    (repo / "script-b.json").write_text(json.dumps({"rows": RIGHT}), encoding="utf-8")
+    (repo / ".gitignore").write_text(
+        ".passk/*\n!.passk/baseline.json\n!.passk/baseline-b.json\n", encoding="utf-8"
+    )
+    assert cli_main(["baseline", "--config", str(repo / "passk-b.yml"), "--quiet"]) == 0
+
+
+def test_two_passk_steps_keep_their_own_comment_record_and_check(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    new_base(checkout, _second_step, record=False)
+    step_b = {"INPUT_CONFIG": "passk-b.yml", "INPUT_CHECK-NAME": "passk / b"}
+    # Step B's agent breaks r1; step A's is fine.
+    head = checkout.head(
+        RIGHT, apply=[lambda r: (r / "script-b.json").write_text(json.dumps({"rows": flip_r1()}))]
+    )
+    alone = checkout.run(None, head, extra_env={**step_b, "INPUT_GITHUB-TOKEN": ""})
+    assert alone.code == 1  # without the trick (no step A before it), B fails
+    a = checkout.run(fake, head)
+    assert a.code == 0, a.stdout
+    b = checkout.run(fake, head, extra_env=step_b)
+    assert b.code == 1, b.stdout
+    assert b.outputs["reused"] == "false" and b.asked  # A's verdicts were not replayed
+    bodies = fake.comment_bodies(7)
+    assert len(bodies) == 2 and bodies[0].startswith(MARKER)
+    assert bodies[1].startswith("<!-- passk:sticky-comment step=") and MARKER not in bodies[1]
+    records = [decode_record(body) for body in bodies]
+    assert records[0].passed and not records[1].passed
+    assert records[0].step != records[1].step
+    assert [(c["name"], c["conclusion"]) for c in fake.check_runs] == [
+        ("passk", "success"),
+        ("passk / b", "failure"),
+    ]
+    # Re-runs replay each step's own record, and touch only its own comment.
+    for env, code in ((None, 0), (step_b, 1)):
+        again = checkout.run(fake, head, extra_env=env)
+        assert again.code == code and again.asked == [] and again.outputs["reused"] == "true"
+    assert [decode_record(body).passed for body in fake.comment_bodies(7)] == [True, False]
+    assert fake.violations == []
+
+
+def test_an_old_record_without_a_step_serves_only_the_default_step(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    from dataclasses import replace
+
+    head = checkout.head(flip_r1())
+    assert checkout.run(fake, head).code == 1
+    comment = fake.comments[7][0]
+    old = encode_record(replace(decode_record(comment["body"]), step=None))
+    start = comment["body"].index("<!-- passk:record")
+    comment["body"] = comment["body"][:start] + old
+    again = checkout.run(fake, head)
+    assert again.asked == [] and again.outputs["reused"] == "true"
+    assert len(fake.comments[7]) == 1
+    assert decode_record(fake.comments[7][0]["body"]).step is not None

@@ -243,6 +243,25 @@ def test_a_record_matches_on_the_tree_and_falls_back_to_the_commit() -> None:
     assert not new.matches(other_sha, digest, EvalSettings(k=3), head_tree="t" * 40)
 
 
+def test_a_record_matches_only_its_own_step_and_candidate_agent() -> None:
+    settings = EvalSettings(k=2)
+    record = replace(_record(_attempts(2)), step="a" * 12)
+    digest, sha = record.dataset_digest, record.head_sha
+    assert decode_record(encode_record(record)) == record
+    assert record.matches(sha, digest, settings, head_tree=None, step="a" * 12)
+    assert not record.matches(sha, digest, settings, head_tree=None, step="b" * 12)
+    # A record from before steps were keyed serves the default step only.
+    old = replace(record, step=None)
+    assert old.matches(sha, digest, settings, head_tree=None, step="b" * 12, default_step=True)
+    assert not old.matches(sha, digest, settings, head_tree=None, step="b" * 12, default_step=False)
+    # Same step, content, dataset and settings, another candidate agent: not its record.
+    mine = {"step": "a" * 12, "candidate_agent": record.candidate_agent}
+    assert record.matches(sha, digest, settings, head_tree=None, **mine)
+    assert not record.matches(
+        sha, digest, settings, head_tree=None, step="a" * 12, candidate_agent="python3 other.py"
+    )
+
+
 def test_the_tree_of_a_commit_ignores_its_message_and_parents(tmp_path: Path) -> None:
     def git(*args: str) -> str:
         return subprocess.run(

@@ -17,7 +17,7 @@ from ..core.model import Dataset, Run
 from ..core.result import CompareResult
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, AgentCouldNotRun
 from ..github.client import GitHubClient
-from ..github.publish import MARKER, Annotation, publish_check, upsert_sticky_comment
+from ..github.publish import Annotation, publish_check, upsert_sticky_comment
 from ..report.comment import (
     CommentContext,
     check_title,
@@ -32,7 +32,7 @@ from .event import PullRequest
 from .inputs import ActionInputs
 from .record import RECORD_PREFIX, encode_record, our_comments, record_for
 from .rerun import Prior
-from .runtime import fraction
+from .runtime import LEGACY_MARKER, fraction, step_key
 from .workflow import Workflow
 
 FORK_COMMENT_NOTICE = (
@@ -91,13 +91,19 @@ def publish(
     context: CommentContext | None = None,
     annotations: Sequence[Annotation] = (),
     check_run_id: int | None = None,
+    marker: str = LEGACY_MARKER,
 ) -> Published:
-    """Post the sticky comment and the check; report refusals as warnings, never raise."""
+    """Post the sticky comment and the check; report refusals as warnings, never raise.
+
+    ``marker`` is the step's (``StepKey.marker``): each passk step edits only its own comment.
+    """
     body = render_comment(
-        result, marker=MARKER, record=record, details_url=details_url, context=context
+        result, marker=marker, record=record, details_url=details_url, context=context
     )
     comment_state = "skipped"
-    outcome = upsert_sticky_comment(client, pr_number, body, comment_mode, author=author)
+    outcome = upsert_sticky_comment(
+        client, pr_number, body, comment_mode, marker=marker, author=author
+    )
     if outcome.action == "failed":
         comment_state = "failed"
         if fork and outcome.status == 403:
@@ -257,12 +263,19 @@ def publish_gate(
             head_tree=prior.head_tree,
             base_sha=pr.base_sha,
             committed_baseline=committed_baseline,
+            step=step_key(inputs).id,
         )
     )
     context = comment_context(inputs, pr, where)
     if prior.record is not None and not prior.record.passed and result.gate.passed:
         context = replace(context, resolved_from=prior.record.head_sha)
-    mode = comment_mode(inputs.comment, result.gate.passed, prior.comments, inputs.comment_author)
+    mode = comment_mode(
+        inputs.comment,
+        result.gate.passed,
+        prior.comments,
+        inputs.comment_author,
+        step_key(inputs).marker,
+    )
     published: Published | None = None
     if client is not None:
         with workflow.group("passk: publishing"):
@@ -281,6 +294,7 @@ def publish_gate(
                 context=context,
                 annotations=dataset_annotations(result, where),
                 check_run_id=check_run_id,
+                marker=step_key(inputs).marker,
             )
     # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)
@@ -307,7 +321,11 @@ def publish_gate(
 
 
 def comment_mode(
-    mode: str, passed: bool, comments: Sequence[Mapping[str, Any]], author: str
+    mode: str,
+    passed: bool,
+    comments: Sequence[Mapping[str, Any]],
+    author: str,
+    marker: str = LEGACY_MARKER,
 ) -> str:
     """The comment mode this run uses: ``changes`` becomes ``update`` or ``off``.
 
@@ -317,7 +335,7 @@ def comment_mode(
     """
     if mode != "changes":
         return mode
-    if not passed or our_comments(comments, MARKER, author):
+    if not passed or our_comments(comments, marker, author):
         return "update"
     return "off"
 
@@ -354,12 +372,13 @@ def publish_could_not_run(
     workflow.error(error.one_line(), title=f"passk: the {error.version} agent could not run")
     for line in error.stderr_tail.strip().splitlines()[-20:]:
         workflow.line(f"  | {line}")
+    marker = step_key(inputs).marker
     body = render_agent_failure_comment(
         version=error.version,
         reason=error.reason,
         stderr_tail=error.stderr_tail,
         hint=error.hint,
-        marker=MARKER,
+        marker=marker,
         context=comment_context(inputs, pr, None),
         where=error.where,
         setup_failed="setup command" in error.reason,
@@ -370,7 +389,7 @@ def publish_could_not_run(
     if client is not None:
         with workflow.group("passk: publishing"):
             outcome = upsert_sticky_comment(
-                client, pr.number, body, mode, author=inputs.comment_author
+                client, pr.number, body, mode, marker=marker, author=inputs.comment_author
             )
             if outcome.action == "failed":
                 workflow.warning(f"no comment posted: {outcome.error}", title="passk")
@@ -383,7 +402,7 @@ def publish_could_not_run(
                 head_sha=pr.head_sha,
                 passed=False,
                 title=could_not_run_title(error),
-                summary=without_record(body).replace(MARKER, "", 1).lstrip("\n"),
+                summary=without_record(body).replace(marker, "", 1).lstrip("\n"),
                 check_run_id=check_run_id,
             )
             if check.used == "failed":

@@ -65,6 +65,8 @@ class GateRecord:
     """The baseline's top-up and confirmation attempts (not those of the committed artifact)."""
     head_tree: str | None = None
     """The head commit's tree hash; None in records written before it was kept."""
+    step: str | None = None
+    """The id of the passk step that wrote it (``StepKey.id``); None in older records."""
 
     def matches(
         self,
@@ -73,18 +75,29 @@ class GateRecord:
         settings: EvalSettings,
         *,
         head_tree: str | None,
+        step: str | None = None,
+        default_step: bool = True,
+        candidate_agent: str | None = None,
     ) -> bool:
-        """Whether this record gated the same content on the same dataset and settings.
+        """Whether this record gated the same content on the same dataset and settings,
+        for the same step and the same candidate agent.
 
         Same content means the same tree when both sides know it, else the
         same commit (a commit names exactly one tree, so that is never looser).
+        A record without a step (written before steps were keyed) counts
+        only for the default step; ``candidate_agent`` None skips that check
+        (a gate of a recorded run that names no agent).
         """
         if self.head_tree is not None and head_tree is not None:
             same_content = self.head_tree == head_tree
         else:
             same_content = self.head_sha == head_sha
+        same_step = self.step == step if self.step is not None else default_step
+        same_agent = candidate_agent is None or self.candidate_agent == candidate_agent
         return (
             same_content
+            and same_step
+            and same_agent
             and self.dataset_digest == dataset_digest
             and dict(self.settings) == settings.to_json()
         )
@@ -122,6 +135,8 @@ def _document(record: GateRecord, with_attempts: bool) -> dict[str, Any]:
     }
     if record.head_tree is not None:
         doc["head_tree"] = record.head_tree
+    if record.step is not None:
+        doc["step"] = record.step
     if with_attempts and record.candidate_attempts is not None:
         doc["candidate_attempts"] = [attempt_to_json(a) for a in record.candidate_attempts]
         doc["baseline_attempts"] = [attempt_to_json(a) for a in record.baseline_attempts or ()]
@@ -149,6 +164,7 @@ def record_for(
     base_sha: str,
     committed_baseline: Run,
     head_tree: str | None = None,
+    step: str | None = None,
 ) -> GateRecord:
     """The record of one gate decision; ``head_tree`` None when git could not name it."""
     candidate = result.candidate
@@ -164,6 +180,7 @@ def record_for(
         candidate_attempts=candidate.attempts,
         baseline_attempts=baseline_extras(result.baseline, committed_baseline),
         head_tree=head_tree,
+        step=step,
     )
 
 
@@ -221,6 +238,7 @@ def _from_document(doc: Any) -> GateRecord:
             raise RecordError("the record's attempts do not match its digest (edited?)")
     # Optional: records written before the tree was kept have none.
     head_tree = _field(doc, "head_tree", str) if "head_tree" in doc else None
+    step = _field(doc, "step", str) if "step" in doc else None
     return GateRecord(
         head_sha=_field(doc, "head_sha", str),
         base_sha=_field(doc, "base_sha", str),
@@ -233,6 +251,7 @@ def _from_document(doc: Any) -> GateRecord:
         candidate_attempts=candidate,
         baseline_attempts=baseline,
         head_tree=head_tree,
+        step=step,
     )
 
 

@@ -16,13 +16,12 @@ from ..core.model import Attempt, Phase
 from ..core.result import CompareResult, Executions
 from ..errors import GitError, GitHubError
 from ..github.client import GitHubClient
-from ..github.publish import MARKER
 from .event import PullRequest
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .record import GateRecord, find_record
 from .replay import ReplayAgent
-from .runtime import short_sha
+from .runtime import short_sha, step_key
 from .trusted import Trusted
 
 RECORDED_FAILURE = (
@@ -71,14 +70,21 @@ def look_up_record(
                 hint="passk reads its record of earlier runs from the pull request's comments "
                 "before it runs anything; nothing was run or posted",
             ) from exc
-    record, record_warnings = find_record(comments, MARKER, inputs.comment_author)
+    key = step_key(inputs)
+    record, record_warnings = find_record(comments, key.marker, inputs.comment_author)
     for message in record_warnings:
         warn(message)
     # The files the agent actually runs: the checkout (the merge commit under the
     # default `pull_request` checkout), so a moved base branch is measured anew.
     head_tree = _tree(repo, "HEAD", warn)
     matching = record is not None and record.matches(
-        pr.head_sha, trusted.dataset.digest, trusted.config.settings, head_tree=head_tree
+        pr.head_sha,
+        trusted.dataset.digest,
+        trusted.config.settings,
+        head_tree=head_tree,
+        step=key.id,
+        default_step=key.is_default,
+        candidate_agent=trusted.config.agent.describe() if trusted.config.agent else None,
     )
     replay_candidate = record.candidate_attempts if matching and record else None
     replay_baseline = (

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -11,8 +14,10 @@ from typing import TextIO
 from ..agents.setup import run_setup
 from ..core.model import Version
 from ..errors import GitError
+from ..github.publish import MARKER
 from ..inputs.config import AgentConfig
 from .gitrepo import GitRepo
+from .inputs import ActionInputs
 from .workflow import Workflow
 
 
@@ -30,6 +35,60 @@ class Runtime:
     cwd: Path
     sleep: Callable[[float], None] = time.sleep
     now: Callable[[], str] = now_iso
+
+
+LEGACY_MARKER = MARKER
+"""The marker of passk's comment before steps were keyed; still the default step's."""
+
+
+@dataclass(frozen=True)
+class StepKey:
+    """Which passk step of a workflow this is: its comment, record and check are its own.
+
+    Two passk steps in one job (two configs, or one config from two folders)
+    must never read or overwrite each other's comment or record.  The key is
+    the config path and working directory (as the workspace names them) and
+    the check name.
+    """
+
+    config: str
+    working_directory: str
+    check_name: str
+
+    @property
+    def is_default(self) -> bool:
+        return (self.config, self.working_directory, self.check_name) == (
+            "passk.yml",
+            ".",
+            "passk",
+        )
+
+    @property
+    def id(self) -> str:
+        """12 hex digits naming the step in its marker and record."""
+        doc = [self.config, self.working_directory, self.check_name]
+        return hashlib.sha256(json.dumps(doc).encode("utf-8")).hexdigest()[:12]
+
+    @property
+    def marker(self) -> str:
+        """The first line of this step's comment (the default step keeps the old marker)."""
+        if self.is_default:
+            return LEGACY_MARKER
+        return f"<!-- passk:sticky-comment step={self.id} -->"
+
+
+def step_key(inputs: ActionInputs) -> StepKey:
+    """The key of the step ``inputs`` describe (see :class:`StepKey`)."""
+    working = inputs.working_directory
+    try:
+        rel_wd = PurePosixPath(*working.relative_to(inputs.workspace).parts)
+    except ValueError:
+        rel_wd = PurePosixPath(working.as_posix())
+    return StepKey(
+        config=PurePosixPath(os.path.normpath(PurePosixPath(inputs.config))).as_posix(),
+        working_directory=str(rel_wd) if rel_wd.parts else ".",
+        check_name=inputs.check_name,
+    )
 
 
 def raw_token(env: Mapping[str, str]) -> str:
