@@ -433,15 +433,47 @@ def test_an_old_record_without_a_tree_still_pins_its_own_commit(
     assert fake.violations == []
 
 
-def test_rerun_asks_only_the_attempts_that_errored(checkout: Checkout, fake: FakeGitHub) -> None:
-    # r3 crashes on attempt 1: unclassified on the candidate, lost, and confirmed.
-    head = checkout.head({**RIGHT, "r3": [{"crash": "model overloaded"}, "approve"]})
+def test_a_rerun_replays_errored_attempts_as_errors(checkout: Checkout, fake: FakeGitHub) -> None:
+    # r1 (must-not-break) crashes from attempt 2 on: unclassified, so the gate fails.
+    head = checkout.head({**RIGHT, "r1": ["approve", {"crash": "model overloaded"}]})
     first = checkout.run(fake, head)
-    assert ("r3", 3, "baseline") in first.asked and ("r3", 3, "candidate") in first.asked
+    assert first.code == 1
+    failures = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))["gate"]
+    # The agent would now answer (same files: the script is not committed), but a
+    # re-run asks it nothing: the error stays an error and the gate stays failed.
+    write_script(checkout.repo, RIGHT)
     again = checkout.run(fake, head)
-    assert again.asked == [("r3", 1, "candidate")]
-    assert again.code == first.code
-    assert again.outputs["reused"] == "true"
+    assert again.asked == []
+    assert again.code == 1 and again.outputs["reused"] == "true"
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    assert result["gate"]["failures"] == failures["failures"]
+    assert "passk: 0 agent execution(s) now" in again.stdout
+    assert fake.violations == []
+
+
+def test_the_remeasure_label_measures_the_same_content_again(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    head = checkout.head({**RIGHT, "r1": ["approve", {"crash": "model overloaded"}]})
+    assert checkout.run(fake, head).code == 1
+    write_script(checkout.repo, RIGHT)
+    # A maintainer asks for a new measurement with the base config's label.
+    remeasured = checkout.run(fake, head, labels=("passk:remeasure",))
+    assert remeasured.code == 0, remeasured.stdout
+    assert remeasured.asked == all_candidate_attempts()
+    assert remeasured.outputs["reused"] == "false"
+    body = fake.comments[7][0]["body"]
+    assert "re-measured on request: the label 'passk:remeasure' is on the pull request" in body
+    assert fake.check_runs[-1]["output"]["title"].startswith("re-measured on request · ")
+    assert len(fake.comments[7]) == 1
+    # Without the label, re-runs replay the new measurement.
+    again = checkout.run(fake, head)
+    assert again.code == 0 and again.asked == [] and again.outputs["reused"] == "true"
+    # The label's name is the base config's: the pull request cannot rename it.
+    edit = edit_config(lambda c: c["gate"].update(remeasure_label="bug"))
+    renamed = checkout.head(None, apply=[edit])
+    assert checkout.run(fake, renamed).code == 0
+    assert checkout.run(fake, renamed, labels=("bug",)).asked == []
     assert fake.violations == []
 
 
@@ -1359,3 +1391,25 @@ def test_an_old_record_without_a_step_serves_only_the_default_step(
     assert again.asked == [] and again.outputs["reused"] == "true"
     assert len(fake.comments[7]) == 1
     assert decode_record(fake.comments[7][0]["body"]).step is not None
+
+
+def test_a_record_too_large_for_one_comment_is_kept_in_part_comments(
+    checkout: Checkout, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from passk_action.action import record as record_module
+
+    # The same split as for thousands of rows, at this test's scale.
+    monkeypatch.setattr(record_module, "ATTEMPTS_LIMIT", 600)
+    monkeypatch.setattr(record_module, "PART_SIZE", 400)
+    head = checkout.head({**RIGHT, "r1": ["approve", {"crash": "model overloaded"}]})
+    first = checkout.run(fake, head)
+    assert first.code == 1
+    bodies = fake.comment_bodies(7)
+    parts = [b for b in bodies if b.startswith("<!-- passk:record-parts step=")]
+    assert len(parts) >= 2 and len(bodies) == len(parts) + 1
+    assert decode_record(bodies[-1]).candidate_attempts is None  # the sticky one, split
+    write_script(checkout.repo, RIGHT)
+    again = checkout.run(fake, head)
+    assert again.code == 1 and again.asked == [] and again.outputs["reused"] == "true"
+    assert fake.comment_bodies(7) == [*parts, fake.comment_bodies(7)[-1]]  # edited in place
+    assert fake.violations == []

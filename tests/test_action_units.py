@@ -539,3 +539,57 @@ def test_the_base_export_is_the_commits_files_read_only_and_without_hooks(tmp_pa
         assert (tree / "sub").stat().st_mode & 0o222 == 0
     assert not tree.exists()
     assert not (tmp_path / "hooked").exists()
+
+
+def test_a_record_of_2000_rows_by_k_5_is_kept_across_part_comments() -> None:
+    from fakegithub import FakeGitHub
+    from passk_action.action.publish import post_record_parts
+    from passk_action.action.record import ATTEMPTS_LIMIT, split_record
+    from passk_action.github.client import GitHubClient
+
+    token = "ghs_partsTestToken0123456789abcdef"
+    attempts = tuple(
+        Attempt(
+            f"refund-{row:05d}",
+            n,
+            Phase.MAIN,
+            None if (row * n) % 97 == 0 else ("approve" if (row + n) % 4 else "deny"),
+            error="timeout" if (row * n) % 97 == 0 else None,
+            checks=(("receipt", str(row % 5)), ("return_window", "ok" if row % 3 else "late")),
+            duration_s=round(0.3 + (row * 7919 + n * 104729) % 9000 / 1000, 3),
+        )
+        for row in range(2000)
+        for n in range(1, 6)
+    )
+    record = replace(
+        _record(attempts[:2]),
+        candidate_attempts=attempts,
+        attempts_digest=attempts_digest(attempts),
+        baseline_attempts=attempts[:40],
+        step="a" * 12,
+    )
+    main, parts = split_record(record)
+    assert len(main) <= ATTEMPTS_LIMIT and len(parts) >= 2
+    marker = "<!-- passk:record-parts step=aaaaaaaaaaaa -->"
+    with FakeGitHub(token=token) as fake:
+        client = GitHubClient(api_url=fake.url, token=token, repository=fake.repository)
+        post_record_parts(client, 7, parts, marker, "github-actions[bot]")
+        client.create_issue_comment(7, f"{MARKER}\nthe report\n{main}")
+        assert all(len(body) <= 65536 for body in fake.comment_bodies(7))
+        found, warnings = find_record(client.list_issue_comments(7), MARKER, "github-actions[bot]")
+        assert warnings == [] and found is not None
+        assert found.candidate_attempts == attempts and found.baseline_attempts == attempts[:40]
+        # A smaller record later: the parts are edited in place and the rest deleted.
+        post_record_parts(client, 7, parts[:1], marker, "github-actions[bot]")
+        assert len(fake.comments[7]) == 2
+        # A missing part: the verdict stands, the attempts are not replayed.
+        comments = client.list_issue_comments(7)
+        lost, warnings = find_record(comments, MARKER, "github-actions[bot]")
+        assert lost is not None and lost.candidate_attempts is None and not lost.passed
+        assert "part comment(s) are missing" in warnings[0]
+        # Parts by someone else are not ours.
+        for part in parts:
+            fake.add_comment(7, f"{marker}\n{part}", login="mallory")
+        forged, _ = find_record(client.list_issue_comments(7), MARKER, "github-actions[bot]")
+        assert forged is not None and forged.candidate_attempts is None
+        assert fake.violations == []

@@ -12,8 +12,9 @@ first (``rerun.py``), so only what is missing is asked.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
-from ..agents.runner import Agent
+from ..agents.runner import Agent, RetryPolicy
 from ..cli.common import stop_on_signals
 from ..core.model import Version
 from ..core.result import CompareResult
@@ -30,6 +31,10 @@ from .runtime import Runtime, agent_env, rebase_agent, setup_agent
 from .trusted import Trusted
 
 CANDIDATE_PATH = ".passk/candidate.json"
+REMEASURED = (
+    "re-measured on request: the label {label!r} is on the pull request, so the agent was "
+    "asked again instead of replaying the recorded verdicts"
+)
 
 
 def run_comparison(
@@ -116,7 +121,9 @@ def run_comparison(
         }
         session = Session(
             concurrency=config.concurrency,
-            retry=retry_policy(config),
+            # Replayed attempts were retried when they were made; retrying a replayed
+            # error would only replay it again (and stamp it with retry notes).
+            retry=RetryPolicy(attempts=0) if replay_candidate else retry_policy(config),
             now=runtime.now,
             progress=make_progress(runtime.stderr, False, False),
             stop=stop,
@@ -152,6 +159,10 @@ def run_comparison(
     stands = prior.matching and record is not None and record.candidate_attempts is None
     if stands and record is not None and not record.passed:
         result = keep_recorded_failure(result)
+    if prior.remeasured is not None:
+        result = replace(
+            result, notes=(*result.notes, REMEASURED.format(label=prior.remeasured))
+        )
     ran = result.executions
     workflow.line(
         f"passk: {ran.total} agent execution(s) now (candidate {ran.candidate}, baseline top-up "

@@ -15,7 +15,7 @@ from typing import Any
 from ..core.diff import Confirmation
 from ..core.model import Dataset, Run
 from ..core.result import CompareResult
-from ..errors import EXIT_GATE_FAILED, EXIT_OK, AgentCouldNotRun
+from ..errors import EXIT_GATE_FAILED, EXIT_OK, AgentCouldNotRun, GitHubError
 from ..github.client import GitHubClient
 from ..github.publish import Annotation, publish_check, upsert_sticky_comment
 from ..report.comment import (
@@ -30,7 +30,7 @@ from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .event import PullRequest
 from .inputs import ActionInputs
-from .record import RECORD_PREFIX, encode_record, our_comments, record_for
+from .record import RECORD_PREFIX, login_of, our_comments, record_for, split_record
 from .rerun import Prior
 from .runtime import LEGACY_MARKER, fraction, step_key
 from .workflow import Workflow
@@ -39,6 +39,7 @@ FORK_COMMENT_NOTICE = (
     "read-only token (pull request from a fork): no comment posted; "
     "the report is in the job summary"
 )
+REMEASURED_TITLE = "re-measured on request · "
 FORK_CHECK_NOTICE = (
     "read-only token (pull request from a fork): no check run or commit status posted; "
     "this job's own status carries the gate"
@@ -67,6 +68,36 @@ def annotate(workflow: Workflow, result: CompareResult) -> None:
         workflow.warning(warning, title="passk")
 
 
+PART_NOTE = (
+    "<sub>passk keeps part {i} of {n} of its record of this pull request's verdicts here, "
+    "so that re-running the job replays them; please leave this comment alone.</sub>"
+)
+
+
+def post_record_parts(
+    client: GitHubClient, pr_number: int, parts: Sequence[str], marker: str, author: str
+) -> None:
+    """Make passk's part comments for this step hold ``parts``: edit, add, delete the rest."""
+    comments = client.list_issue_comments(pr_number)
+    existing = sorted(
+        (
+            c
+            for c in comments
+            if str(c.get("body") or "").startswith(marker) and login_of(c) == author
+        ),
+        key=lambda c: int(c.get("id") or 0),
+    )
+    for i, part in enumerate(parts):
+        body = f"{marker}\n{PART_NOTE.format(i=i + 1, n=len(parts))}\n{part}"
+        if i < len(existing):
+            if existing[i].get("body") != body:
+                client.update_issue_comment(int(existing[i]["id"]), body)
+        else:
+            client.create_issue_comment(pr_number, body)
+    for stale in existing[len(parts) :]:
+        client.delete_issue_comment(int(stale["id"]))
+
+
 @dataclass(frozen=True)
 class Published:
     comment: str
@@ -92,6 +123,9 @@ def publish(
     annotations: Sequence[Annotation] = (),
     check_run_id: int | None = None,
     marker: str = LEGACY_MARKER,
+    remeasured: bool = False,
+    parts: tuple[str, ...] = (),
+    parts_marker: str | None = None,
 ) -> Published:
     """Post the sticky comment and the check; report refusals as warnings, never raise.
 
@@ -101,6 +135,16 @@ def publish(
         result, marker=marker, record=record, details_url=details_url, context=context
     )
     comment_state = "skipped"
+    if parts_marker is not None and comment_mode != "off":
+        # The parts go first: the sticky comment's record names them.
+        try:
+            post_record_parts(client, pr_number, parts, parts_marker, author)
+        except GitHubError as exc:
+            workflow.warning(
+                f"the record's attempts could not be posted ({exc.one_line()}): a re-run "
+                "keeps a recorded failure but measures a pass again",
+                title="passk",
+            )
     outcome = upsert_sticky_comment(
         client, pr_number, body, comment_mode, marker=marker, author=author
     )
@@ -125,7 +169,7 @@ def publish(
         name=check_name,
         head_sha=head_sha,
         passed=result.gate.passed,
-        title=check_title(result),
+        title=((REMEASURED_TITLE if remeasured else "") + check_title(result))[:200],
         summary=without_record(body),
         annotations=annotations,
         check_run_id=check_run_id,
@@ -256,7 +300,7 @@ def publish_gate(
         annotate(workflow, result)
     workflow.write_summary(report)
 
-    encoded = encode_record(
+    encoded, parts = split_record(
         record_for(
             result,
             head_sha=pr.head_sha,
@@ -295,6 +339,9 @@ def publish_gate(
                 annotations=dataset_annotations(result, where),
                 check_run_id=check_run_id,
                 marker=step_key(inputs).marker,
+                remeasured=prior.remeasured is not None,
+                parts=parts,
+                parts_marker=step_key(inputs).parts_marker,
             )
     # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)
@@ -385,7 +432,7 @@ def publish_could_not_run(
     )
     workflow.write_summary(render_could_not_run(error))
     # A failure: `changes` comments too (it only stays quiet on a pass).
-    mode = comment_mode(inputs.comment, False, [], inputs.comment_author)
+    mode = comment_mode(inputs.comment, False, [], inputs.comment_author, marker)
     if client is not None:
         with workflow.group("passk: publishing"):
             outcome = upsert_sticky_comment(

@@ -28,7 +28,7 @@ import json
 import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.model import Attempt, EvalSettings, Phase, Run, canonical_json, sha256_hex
@@ -67,6 +67,10 @@ class GateRecord:
     """The head commit's tree hash; None in records written before it was kept."""
     step: str | None = None
     """The id of the passk step that wrote it (``StepKey.id``); None in older records."""
+    parts: int = 0
+    """How many part comments hold the full record (0: this comment holds all of it)."""
+    parts_sha256: str | None = None
+    """sha256 of the full record's payload, which the parts hold in order."""
 
     def matches(
         self,
@@ -137,6 +141,9 @@ def _document(record: GateRecord, with_attempts: bool) -> dict[str, Any]:
         doc["head_tree"] = record.head_tree
     if record.step is not None:
         doc["step"] = record.step
+    if not with_attempts and record.parts:
+        doc["parts"] = record.parts
+        doc["parts_sha256"] = record.parts_sha256
     if with_attempts and record.candidate_attempts is not None:
         doc["candidate_attempts"] = [attempt_to_json(a) for a in record.candidate_attempts]
         doc["baseline_attempts"] = [attempt_to_json(a) for a in record.baseline_attempts or ()]
@@ -155,6 +162,71 @@ def encode_record(record: GateRecord, limit: int = ATTEMPTS_LIMIT) -> str:
     if len(text) <= limit or record.candidate_attempts is None:
         return text
     return _encode(_document(record, with_attempts=False))
+
+
+PART_SIZE = 60000
+"""Characters of the record's payload per part comment (GitHub takes 65,536 per comment)."""
+_PART = re.compile(r"<!-- passk:record-part ([0-9a-f]{16}) (\d+)/(\d+) ([A-Za-z0-9+/=]*) -->")
+
+
+def split_record(
+    record: GateRecord, limit: int | None = None, part_size: int | None = None
+) -> tuple[str, tuple[str, ...]]:
+    """The record for the sticky comment, and the part comments that carry the rest.
+
+    When the whole record fits in ``limit`` it is one hidden comment and there
+    are no parts.  Otherwise the sticky comment keeps the record without its
+    attempts, naming how many parts hold the full one and its sha256; each part
+    is ``<!-- passk:record-part <sha256[:16]> i/n <payload slice> -->``.  So a
+    re-run of a large dataset replays its attempts too instead of asking again.
+    """
+    limit = ATTEMPTS_LIMIT if limit is None else limit
+    part_size = PART_SIZE if part_size is None else part_size
+    full = _encode(_document(record, with_attempts=True))
+    if len(full) <= limit or record.candidate_attempts is None:
+        return full, ()
+    payload = full[len(RECORD_PREFIX) : -len(RECORD_SUFFIX)]
+    digest = sha256_hex(payload.encode("ascii")).removeprefix("sha256:")
+    chunks = [payload[i : i + part_size] for i in range(0, len(payload), part_size)]
+    n = len(chunks)
+    head = _encode(
+        _document(
+            replace(record, parts=n, parts_sha256=digest),
+            with_attempts=False,
+        )
+    )
+    parts = tuple(
+        f"<!-- passk:record-part {digest[:16]} {i}/{n} {chunk} -->"
+        for i, chunk in enumerate(chunks, start=1)
+    )
+    return head, parts
+
+
+def join_parts(
+    record: GateRecord, comments: Sequence[Mapping[str, Any]], author: str
+) -> GateRecord:
+    """The full record from its part comments by ``author``; :class:`RecordError` if incomplete."""
+    if not record.parts or record.parts_sha256 is None:
+        return record
+    found: dict[int, str] = {}
+    for comment in comments:
+        if login_of(comment) != author:
+            continue
+        for prefix, index, count, chunk in _PART.findall(str(comment.get("body") or "")):
+            if prefix == record.parts_sha256[:16] and int(count) == record.parts:
+                found[int(index)] = chunk
+    missing = [i for i in range(1, record.parts + 1) if i not in found]
+    if missing:
+        raise RecordError(
+            f"{len(missing)} of the record's {record.parts} part comment(s) are missing"
+        )
+    payload = "".join(found[i] for i in range(1, record.parts + 1))
+    if sha256_hex(payload.encode("ascii")).removeprefix("sha256:") != record.parts_sha256:
+        raise RecordError("the record's part comments do not match its sha256 (edited?)")
+    full = decode_record(RECORD_PREFIX + payload + RECORD_SUFFIX)
+    if full.attempts_digest != record.attempts_digest or full.head_sha != record.head_sha:
+        raise RecordError("the record's part comments belong to another record")
+    return replace(full, parts=record.parts, parts_sha256=record.parts_sha256)
 
 
 def record_for(
@@ -239,6 +311,8 @@ def _from_document(doc: Any) -> GateRecord:
     # Optional: records written before the tree was kept have none.
     head_tree = _field(doc, "head_tree", str) if "head_tree" in doc else None
     step = _field(doc, "step", str) if "step" in doc else None
+    parts = _field(doc, "parts", int) if "parts" in doc else 0
+    parts_sha256 = _field(doc, "parts_sha256", str) if "parts" in doc else None
     return GateRecord(
         head_sha=_field(doc, "head_sha", str),
         base_sha=_field(doc, "base_sha", str),
@@ -252,6 +326,8 @@ def _from_document(doc: Any) -> GateRecord:
         baseline_attempts=baseline,
         head_tree=head_tree,
         step=step,
+        parts=parts,
+        parts_sha256=parts_sha256,
     )
 
 
@@ -296,10 +372,19 @@ def find_record(
         return None, warnings
     newest = mine[-1]
     try:
-        return decode_record(str(newest.get("body") or "")), warnings
+        record = decode_record(str(newest.get("body") or ""))
     except RecordError as exc:
         warnings.append(f"ignored the record in passk's comment {_id(newest)}: {exc.message}")
         return None, warnings
+    try:
+        return join_parts(record, comments, author), warnings
+    except RecordError as exc:
+        # The verdict stands (a failure stays failed); only the attempts are lost.
+        warnings.append(
+            f"the attempts of the record in passk's comment {_id(newest)} cannot be read: "
+            f"{exc.message}"
+        )
+        return record, warnings
 
 
 def phase_key(attempt: Attempt) -> tuple[str, int, Phase]:

@@ -1,9 +1,10 @@
 """Replaying recorded attempts: a re-run of the same commit asks the agent nothing new.
 
 A :class:`ReplayAgent` answers every request whose (row, number, phase) was
-recorded with a *decision* from the record, and passes only the rest
-(recorded errors, or attempts never made) to the real agent, which it builds
-on first use: when everything is replayed, no agent process is started on
+recorded with the recorded attempt, decision or error alike (an error is
+what that attempt was; asking again would let a re-run turn an unclassified
+row into a classified one), and passes only attempts never made to the real
+agent, which it builds on first use: when everything is replayed, no agent process is started on
 either side.  The engine numbers attempts the same way
 on every run, so the same requests come back and meet their recorded answers.
 """
@@ -28,7 +29,7 @@ class ReplayAgent:
         build: Callable[[], Agent],
     ) -> None:
         self.description = description
-        self._recorded = {(a.row_id, a.number, a.phase): a for a in recorded if a.valid}
+        self._recorded = {(a.row_id, a.number, a.phase): a for a in recorded}
         self._build = build
         self._agent: Agent | None = None
         self._lock = threading.Lock()

@@ -40,6 +40,8 @@ class Prior:
     matching: bool
     replay_candidate: tuple[Attempt, ...] | None
     replay_baseline: tuple[Attempt, ...] | None
+    remeasured: str | None = None
+    """The base config's remeasure label, when the pull request carries it: no replay."""
 
 
 def look_up_record(
@@ -86,13 +88,23 @@ def look_up_record(
         default_step=key.is_default,
         candidate_agent=trusted.config.agent.describe() if trusted.config.agent else None,
     )
+    remeasure_label = trusted.sides.base.config.gate.remeasure_label
+    remeasured = remeasure_label if remeasure_label in pr.labels else None
+    if remeasured is not None and matching:
+        warn(
+            f"the label {remeasured!r} asks to measure again: the verdicts recorded for this "
+            "content are not replayed (remove the label so later re-runs replay the new ones)"
+        )
+        matching = False
     replay_candidate = record.candidate_attempts if matching and record else None
     replay_baseline = (
         record.baseline_attempts
         if matching and record is not None and record.base_sha == pr.base_sha
         else None
     )
-    return Prior(comments, record, head_tree, matching, replay_candidate, replay_baseline)
+    return Prior(
+        comments, record, head_tree, matching, replay_candidate, replay_baseline, remeasured
+    )
 
 
 def _tree(repo: GitRepo, sha: str, warn: Callable[[str], None]) -> str | None:
@@ -131,8 +143,8 @@ def as_reused(
     )
     note = (
         f"verdicts reused from passk's record for {source}: {replayed} "
-        "recorded attempt(s) replayed"
-        + (f", {asked} errored or missing attempt(s) asked again" if asked else ", no agent run")
+        "recorded attempt(s) replayed, errors included"
+        + (f", {asked} missing attempt(s) asked" if asked else ", no agent run")
     )
     return replace(result, reused=True, executions=executions, notes=(*result.notes, note))
 

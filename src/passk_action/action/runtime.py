@@ -76,6 +76,11 @@ class StepKey:
             return LEGACY_MARKER
         return f"<!-- passk:sticky-comment step={self.id} -->"
 
+    @property
+    def parts_marker(self) -> str:
+        """The first line of the comments holding this step's record when it is too large."""
+        return f"<!-- passk:record-parts step={self.id} -->"
+
 
 def step_key(inputs: ActionInputs) -> StepKey:
     """The key of the step ``inputs`` describe (see :class:`StepKey`)."""

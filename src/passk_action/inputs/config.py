@@ -50,6 +50,7 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_HTTP_TIMEOUT_S = 30.0
 DEFAULT_ARTIFACT = ".passk/baseline.json"
 DEFAULT_ALLOW_LABEL = "passk-allow-baseline-change"
+DEFAULT_REMEASURE_LABEL = "passk:remeasure"
 
 
 # --------------------------------------------------------------------------- YAML
@@ -291,6 +292,8 @@ class ConfirmConfig:
 class GateConfig:
     block_on_any_regression: bool = False
     allow_label: str = DEFAULT_ALLOW_LABEL
+    remeasure_label: str = DEFAULT_REMEASURE_LABEL
+    """PR label that makes a re-run measure again instead of replaying the record."""
 
 
 @dataclass(frozen=True)
@@ -529,6 +532,7 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
         gate=GateConfig(
             block_on_any_regression=bool(gate_doc.get("block_on_any_regression", False)),
             allow_label=str(gate_doc.get("allow_label", DEFAULT_ALLOW_LABEL)),
+            remeasure_label=str(gate_doc.get("remeasure_label", DEFAULT_REMEASURE_LABEL)),
         ),
         retry=retry,
     )
