@@ -175,7 +175,7 @@ def test_root_is_no_agent_user() -> None:
     assert agent_user({AGENT_USER_ENV: "root"}) is None
 
 
-def test_the_base_worktree_is_readable_by_the_agent_user(tmp_path: Path) -> None:
+def test_the_base_export_is_readable_by_the_agent_user(tmp_path: Path) -> None:
     from passk_action.action.gitrepo import GitRepo
 
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -185,6 +185,6 @@ def test_the_base_worktree_is_readable_by_the_agent_user(tmp_path: Path) -> None
     subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True, env=env)
     subprocess.run(["git", "-C", str(tmp_path), "commit", "-qm", "c"], check=True, env=env)
     repo = GitRepo(tmp_path)
-    with repo.worktree("HEAD") as tree:
+    with repo.export("HEAD") as tree:
         assert tree.parent.stat().st_mode & 0o777 == 0o755
         assert (tree / "agent.py").stat().st_mode & 0o004
