@@ -433,9 +433,14 @@ def test_an_old_record_without_a_tree_still_pins_its_own_commit(
     assert fake.violations == []
 
 
+CRASH = {"crash": "model overloaded"}
+CRASHING_R1 = {**RIGHT, "r1": [CRASH, CRASH, "approve", CRASH]}
+"""One valid answer in r1's four attempts (main and confirmation): too few to classify."""
+
+
 def test_a_rerun_replays_errored_attempts_as_errors(checkout: Checkout, fake: FakeGitHub) -> None:
-    # r1 (must-not-break) crashes from attempt 2 on: unclassified, so the gate fails.
-    head = checkout.head({**RIGHT, "r1": ["approve", {"crash": "model overloaded"}]})
+    # r1 (must-not-break) answers once in four attempts: unclassified, so the gate fails.
+    head = checkout.head(CRASHING_R1)
     first = checkout.run(fake, head)
     assert first.code == 1
     failures = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))["gate"]
@@ -454,7 +459,7 @@ def test_a_rerun_replays_errored_attempts_as_errors(checkout: Checkout, fake: Fa
 def test_the_remeasure_label_measures_the_same_content_again(
     checkout: Checkout, fake: FakeGitHub
 ) -> None:
-    head = checkout.head({**RIGHT, "r1": ["approve", {"crash": "model overloaded"}]})
+    head = checkout.head(CRASHING_R1)
     assert checkout.run(fake, head).code == 1
     write_script(checkout.repo, RIGHT)
     # A maintainer asks for a new measurement with the base config's label.
@@ -1401,7 +1406,7 @@ def test_a_record_too_large_for_one_comment_is_kept_in_part_comments(
     # The same split as for thousands of rows, at this test's scale.
     monkeypatch.setattr(record_module, "ATTEMPTS_LIMIT", 600)
     monkeypatch.setattr(record_module, "PART_SIZE", 400)
-    head = checkout.head({**RIGHT, "r1": ["approve", {"crash": "model overloaded"}]})
+    head = checkout.head(CRASHING_R1)
     first = checkout.run(fake, head)
     assert first.code == 1
     bodies = fake.comment_bodies(7)
