@@ -251,6 +251,17 @@ class CompareInputs:
     protected_changes_allowed: bool = False
     resume: bool = False
     candidate_commit: str | None = None
+    candidate_dirty: bool = False
+    """The candidate runs from a working tree with uncommitted changes (labelled so)."""
+    remeasure: str | None = None
+    """Why the committed baseline is stale; set, the baseline is measured anew (k per row)."""
+    baseline_commit: str | None = None
+    """The commit the baseline side runs at (the base), recorded on a re-measured baseline."""
+    baseline_fingerprint: tuple[tuple[str, str], ...] | None = None
+    stale_warning: str | None = None
+    """A stale baseline used anyway (``baseline.when_stale: warn``), or one only behind."""
+    confirm_hint: str = "set baseline.agent, or run `passk compare --base main`"
+    """How to get confirmation when no baseline agent is available."""
 
 
 def _check_settings(run: Run, settings: EvalSettings, where: str, name: str) -> None:
@@ -283,9 +294,17 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
     baseline_where = str(config.baseline.artifact)
     _check_settings(inputs.baseline, settings, baseline_where, "baseline")
 
+    warnings: list[str] = []
+    if inputs.stale_warning is not None:
+        warnings.append(inputs.stale_warning)
+    committed = inputs.baseline
+    remeasured = 0
+    if inputs.remeasure is not None:
+        committed = _remeasure(inputs, rows, session, warnings)
+        remeasured = len(committed.attempts)
     # 1. Reuse baseline attempts for rows whose input is unchanged; top up the rest.
-    baseline_rows = {r.id: r for r in inputs.baseline.rows}
-    by_row = inputs.baseline.attempts_by_row()
+    baseline_rows = {r.id: r for r in committed.rows}
+    by_row = committed.attempts_by_row()
     reused: list[Attempt] = []
     topup_rows: list[Row] = []
     relabeled: list[str] = []
@@ -332,11 +351,11 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
             f"the baseline was run on {len(topup_rows)} new or changed row(s) first "
             f"({len(topup_attempts)} executions): {_ids([r.id for r in topup_rows])}"
         )
-    elif inputs.baseline.dataset_digest == dataset.digest:
+    elif remeasured == 0 and inputs.baseline.dataset_digest == dataset.digest:
         notes.append("the baseline artifact matches the dataset: no baseline run was needed")
 
     baseline = replace(
-        inputs.baseline,
+        committed,
         dataset_digest=dataset.digest,
         rows=rows,
         attempts=tuple(reused) + tuple(topup_attempts),
@@ -372,7 +391,12 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
                 hint="pass a recorded run (--candidate RUN, e.g. from `passk import`), "
                 "or add `agent:`",
             )
-        info = AgentInfo(Version.CANDIDATE, agent.description, inputs.candidate_commit)
+        info = AgentInfo(
+            Version.CANDIDATE,
+            agent.description,
+            inputs.candidate_commit,
+            dirty=inputs.candidate_dirty,
+        )
         candidate, candidate_runs = record_run(
             dataset,
             dataset.rows,
@@ -416,9 +440,10 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
                 "attempts only"
             )
         elif baseline_agent is None or candidate_agent is None:
-            notes.append(
+            warnings.append(
                 f"confirmation skipped for {len(plan)} lost row(s): no baseline agent is "
-                "available (set baseline.agent); the gate used the main attempts only"
+                f"available, so the gate used the main attempts only; to confirm, "
+                f"{inputs.confirm_hint}"
             )
         else:
             baseline, confirm_counts[Version.BASELINE] = _confirm(
@@ -440,7 +465,7 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
     confirm_total = sum(confirm_counts.values())
     executions = Executions(
         candidate=candidate_runs,
-        baseline_topup=len(topup_attempts),
+        baseline_topup=remeasured + len(topup_attempts),
         confirm_baseline=confirm_counts[Version.BASELINE],
         confirm_candidate=confirm_counts[Version.CANDIDATE],
         naive=2 * len(rows) * settings.k + confirm_total,
@@ -456,9 +481,59 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
         protected_changes=inputs.protected_changes,
         protected_changes_allowed=inputs.protected_changes_allowed,
         notes=tuple(notes),
+        warnings=tuple(warnings),
         executions=executions,
         created_at=session.now(),
         tool_version=__version__,
+    )
+
+
+def _remeasure(
+    inputs: CompareInputs, rows: tuple[RowRecord, ...], session: Session, warnings: list[str]
+) -> Run:
+    """The baseline measured anew on every row (k attempts each) by the baseline agent.
+
+    Used when the committed baseline is stale: the base commit's agent is not
+    the one it measured.  Only its attempts are replaced; the ratchet stays
+    the committed artifact's (the caller passes it as ``ratchet_source``).
+    """
+    config, dataset = inputs.config, inputs.dataset
+    k = config.settings.k
+    agent = inputs.agents(Version.BASELINE)
+    if agent is None:
+        raise ConfigError(
+            f"{inputs.remeasure}, and no baseline agent is available to measure it again",
+            where=f"{config.path}: baseline.when_stale",
+            hint="record the baseline again at the base commit (`passk baseline`), "
+            "or set baseline.when_stale: warn",
+        )
+    fresh = run_attempts(
+        _main_requests(dataset.rows, k, Version.BASELINE, set()),
+        agent,
+        concurrency=session.concurrency,
+        retry=session.retry,
+        progress=session.progress,
+        stop=session.stop,
+    )
+    _raise_if_stopped(session, "baseline re-measurement")
+    at = f" at {inputs.baseline_commit[:7]}" if inputs.baseline_commit else ""
+    warnings.append(
+        f"{inputs.remeasure}, so it was measured anew{at} ({len(fresh)} executions: "
+        f"k = {k} × {len(dataset.rows)} rows); the ratchet is still the committed one"
+    )
+    order = {r.id: i for i, r in enumerate(dataset.rows)}
+    fresh.sort(key=lambda a: (order[a.row_id], a.number))
+    return replace(
+        inputs.baseline,
+        dataset_digest=dataset.digest,
+        rows=rows,
+        attempts=tuple(fresh),
+        agent=AgentInfo(
+            Version.BASELINE,
+            agent.description,
+            inputs.baseline_commit,
+            fingerprint=inputs.baseline_fingerprint,
+        ),
     )
 
 

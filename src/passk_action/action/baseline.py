@@ -32,6 +32,7 @@ from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 from ..report.markdown import render_run_report
 from ..store.artifact import write_run
+from .basecommit import commit_identity
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .runtime import Runtime, agent_env, fraction, setup_agent
@@ -78,7 +79,13 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                 dataset.rows,
                 config.settings,
                 agent,
-                AgentInfo(Version.BASELINE, agent.description, commit_sha),
+                AgentInfo(
+                    Version.BASELINE,
+                    agent.description,
+                    commit_sha,
+                    # What the agent ran, so a later gate can tell when this goes stale.
+                    fingerprint=commit_identity(repo, "HEAD", config).fingerprint,
+                ),
                 staging,
                 session,
             )

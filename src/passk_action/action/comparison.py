@@ -22,12 +22,13 @@ from ..engine import CompareInputs, Session, build_agent, compare, retry_policy
 from ..inputs.config import AgentConfig
 from ..progress import make_progress
 from ..store.artifact import read_run
+from .basecommit import assess, base_checkout, baseline_agent_config, plan_for
 from .event import PullRequest
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .replay import ReplayAgent
 from .rerun import Prior, as_reused, keep_recorded_failure
-from .runtime import Runtime, agent_env, rebase_agent, setup_agent
+from .runtime import Runtime, agent_env, setup_agent
 from .trusted import Trusted
 
 CANDIDATE_PATH = ".passk/candidate.json"
@@ -100,12 +101,13 @@ def run_comparison(
             if head_agent is not None
             else None
         )
-        base_agent_config = base.config.baseline.agent or base.config.agent
+        base_agent_config = baseline_agent_config(base.config)
         baseline_agent: ReplayAgent | None = None
         if base_agent_config is not None:
             # Exported now, before the candidate (the PR's code) runs at all.
-            tree = stack.enter_context(repo.export(pr.base_sha))
-            base_spec = rebase_agent(base_agent_config, repo, tree)
+            base_spec = stack.enter_context(
+                base_checkout(repo, pr.base_sha, base_agent_config)
+            )
             baseline_agent = ReplayAgent(
                 base_agent_config.describe(),
                 replay_baseline or (),
@@ -119,6 +121,8 @@ def run_comparison(
             )
             if agent is not None
         }
+        # A committed baseline the base commit's agent no longer matches is stale.
+        stale = plan_for(assess(repo, baseline_run, pr.base_sha, base.config), base.config, warn)
         session = Session(
             concurrency=config.concurrency,
             # Replayed attempts were retried when they were made; retrying a replayed
@@ -141,6 +145,11 @@ def run_comparison(
                 protected_changes=trusted.changes,
                 protected_changes_allowed=trusted.allowed,
                 candidate_commit=pr.head_sha,
+                remeasure=stale.remeasure,
+                stale_warning=stale.warning,
+                baseline_commit=pr.base_sha,
+                baseline_fingerprint=stale.fingerprint,
+                confirm_hint="give the base branch's passk.yml an `agent:`",
             ),
             session,
         )

@@ -162,6 +162,75 @@ class GitRepo:
         )
         return out.decode().strip()
 
+    def resolve(self, ref: str) -> str:
+        """The full sha of the commit ``ref`` names (a branch, tag or sha)."""
+        proc = subprocess.run(
+            ["git", "-c", "safe.directory=*", "rev-parse", "--verify", "--quiet",
+             "--end-of-options", f"{ref}^{{commit}}"],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise GitError(
+                f"{ref!r} names no commit in this repository",
+                where=str(self.root),
+                hint="name a branch, tag or commit, e.g. --base main (fetch it first if remote)",
+            )
+        return proc.stdout.decode().strip()
+
+    def fingerprint(self, treeish: str, paths: Sequence[str]) -> tuple[tuple[str, str], ...]:
+        """Git path -> object id (a tree for a folder) of each of ``paths`` at ``treeish``.
+
+        Equal ids are identical content, so the fingerprint changes exactly
+        when a file under one of the paths does.  A path not in the tree
+        maps to ``"missing"``.
+        """
+        out: dict[str, str] = {}
+        for path in paths:
+            if path in ("", "."):
+                out["."] = self.tree_sha(treeish)
+                continue
+            entry = self.entry(treeish, path)
+            out[path] = entry.oid if entry is not None else "missing"
+        return tuple(sorted(out.items()))
+
+    def working_tree(self, paths: Sequence[str]) -> str:
+        """The tree id of HEAD with the working tree's content of ``paths`` (untracked
+        files included, ignored ones not), built on a private index."""
+        with tempfile.TemporaryDirectory(prefix="passk-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            self.run(("read-tree", "HEAD"), what="read HEAD's tree", env=env)
+            present = [p for p in paths if p not in ("", ".") and (self.root / p).exists()]
+            whole = any(p in ("", ".") for p in paths)
+            if whole or present:
+                self.run(
+                    ("add", "--all", "--", *(["."] if whole else present)),
+                    what="read the working tree",
+                    env=env,
+                )
+            return self.run(("write-tree",), what="write a tree", env=env).decode().strip()
+
+    def is_dirty(self) -> bool:
+        """True when tracked files have uncommitted changes (staged or not)."""
+        out = self.run(
+            ("status", "--porcelain", "--untracked-files=no"), what="read the working tree status"
+        )
+        return bool(out.strip())
+
+    def commits_between(self, old: str, new: str) -> int:
+        """How many commits ``new`` has that ``old`` has not."""
+        out = self.run(("rev-list", "--count", f"{old}..{new}"), what="count commits")
+        return int(out.decode().strip() or 0)
+
+    def changed_files(self, old: str, new: str) -> list[str]:
+        """Git paths that differ between commits ``old`` and ``new``."""
+        out = self.run(
+            ("diff", "--name-only", "-z", "--no-renames", old, new, "--"),
+            what=f"list the files changed since {old[:12]}",
+        )
+        return [os.fsdecode(p) for p in out.split(b"\0") if p]
+
     def head_sha(self) -> str:
         return self.run(("rev-parse", "HEAD"), what="read HEAD").decode().strip()
 

@@ -5,7 +5,9 @@ the committed baseline, dropping or relabeling a must-not-break row, removing
 its mark, swapping its input for another (the baseline would be topped up
 on the new input and the gate would check an easier row under the same id),
 lowering k or the confirmation attempts, switching off
-``block_on_any_regression`` or changing how answers are normalized.  This
+``block_on_any_regression``, changing how answers are normalized, or
+changing how a stale baseline is detected and handled
+(``agent.fingerprint``, ``baseline.when_stale``).  This
 module compares the base commit's snapshot with the head's and lists every
 such edit.  Pure: snapshots in, changes out.
 """
@@ -30,6 +32,7 @@ CONFIRM_LOWERED = "confirm-attempts-lowered"
 REGRESSION_BLOCK_OFF = "block-on-any-regression-off"
 SCORING_CHANGED = "scoring-normalize-changed"
 FILE_TYPE_CHANGED = "protected-file-type-changed"
+STALE_POLICY_CHANGED = "baseline-staleness-changed"
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,22 @@ def protected_changes(
                 f"to {list(hc.scoring.normalize)}",
             )
         )
+    if bc.baseline.when_stale != hc.baseline.when_stale:
+        changes.append(
+            ProtectedChange(
+                STALE_POLICY_CHANGED,
+                f"baseline.when_stale changes from {bc.baseline.when_stale} "
+                f"to {hc.baseline.when_stale}",
+            )
+        )
+    old_paths, new_paths = _fingerprint_paths(bc), _fingerprint_paths(hc)
+    if old_paths != new_paths:
+        changes.append(
+            ProtectedChange(
+                STALE_POLICY_CHANGED,
+                f"agent.fingerprint changes from {old_paths} to {new_paths}",
+            )
+        )
     base_tags = set(bc.must_not_break_tags)
     for tag in sorted(base_tags - set(hc.must_not_break_tags)):
         changes.append(
@@ -151,3 +170,15 @@ def protected_changes(
                 )
             )
     return tuple(changes)
+
+
+def _fingerprint_paths(config: Config) -> list[str]:
+    """The fingerprint paths, relative to the config (what the base uses to judge staleness)."""
+    named = config.baseline.agent.fingerprint if config.baseline.agent is not None else ()
+    if not named and config.agent is not None:
+        named = config.agent.fingerprint
+    root = config.path.parent
+    return sorted(
+        path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+        for path in named
+    )

@@ -23,7 +23,9 @@ def add_parser(commands: Any) -> None:
         "--resume", action="store_true", help="continue an interrupted baseline run"
     )
     parser.add_argument(
-        "--commit", default=None, help="the git commit being recorded (for the record)"
+        "--commit",
+        default=None,
+        help="the git commit being recorded (default: HEAD of the config's repository)",
     )
     parser.add_argument(
         "--agent",
@@ -73,6 +75,15 @@ def handle(args: argparse.Namespace) -> int:
     # Record to a side file first: the committed baseline is replaced only
     # once the new run is complete and its ratchet computed.
     staging = out.with_name(out.name + ".recording.json")
+    # Imported here: the action package imports the CLI's helpers.
+    from ..action.basecommit import working_tree_identity
+
+    identity = working_tree_identity(config.path.parent, config)
+    if identity.dirty:
+        warn(
+            "the working tree has uncommitted changes: the baseline records them "
+            "(commit the agent's files first so the baseline matches a commit)"
+        )
     run = record_agent_run(
         inputs,
         dataset.rows,
@@ -80,7 +91,9 @@ def handle(args: argparse.Namespace) -> int:
         args,
         staging,
         version=Version.BASELINE,
-        commit=args.commit,
+        commit=args.commit or identity.commit,
+        dirty=identity.dirty if args.commit is None else False,
+        fingerprint=identity.fingerprint,
     )
     ratchet, left = carried_ratchet(previous, run, dataset)
     for row_id in left:

@@ -92,6 +92,8 @@ def record_agent_run(
     *,
     version: Version,
     commit: str | None = None,
+    dirty: bool = False,
+    fingerprint: tuple[tuple[str, str], ...] | None = None,
 ) -> Run:
     """Record ``agent_config`` on ``rows`` to ``out``, stoppable by SIGINT/SIGTERM.
 
@@ -108,7 +110,9 @@ def record_agent_run(
                 rows,
                 inputs.config.settings,
                 agent,
-                AgentInfo(version, agent.description, commit),
+                AgentInfo(
+                    version, agent.description, commit, dirty=dirty, fingerprint=fingerprint
+                ),
                 out,
                 session,
                 resume=args.resume,

@@ -57,7 +57,21 @@ def handle(args: argparse.Namespace) -> int:
         agent_config = config.require_agent("`passk run`")
     shard = parse_shard(args.shard) if args.shard is not None else None
     rows = inputs.dataset.rows if shard is None else shard_rows(inputs.dataset.rows, shard)
-    run = record_agent_run(inputs, rows, agent_config, args, Path(args.out), version=version)
+    # Imported here: the action package imports the CLI's helpers.
+    from ..action.basecommit import working_tree_identity
+
+    identity = working_tree_identity(inputs.config.path.parent, inputs.config)
+    run = record_agent_run(
+        inputs,
+        rows,
+        agent_config,
+        args,
+        Path(args.out),
+        version=version,
+        commit=identity.commit,
+        dirty=identity.dirty,
+        fingerprint=identity.fingerprint,
+    )
     if shard is not None:
         # Label the artifact so `passk merge` can tell a missing or doubled shard.
         write_run(run, Path(args.out), shard)

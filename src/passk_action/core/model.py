@@ -189,6 +189,20 @@ class AgentInfo:
     version: Version
     description: str
     commit: str | None = None
+    dirty: bool = False
+    """True when the working tree had uncommitted changes to tracked files."""
+    fingerprint: tuple[tuple[str, str], ...] | None = None
+    """Git path -> object id of each path the config names as what the agent runs.
+
+    None when the config names none (or passk could not read git).  A path
+    missing from the tree maps to ``"missing"``.
+    """
+
+    def label(self) -> str:
+        """``abc1234`` or ``abc1234 (+ uncommitted changes)``; empty without a commit."""
+        if not self.commit:
+            return "uncommitted changes" if self.dirty else ""
+        return self.commit[:7] + (" (+ uncommitted changes)" if self.dirty else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,8 @@ class CompareResult:
     notes: tuple[str, ...] = ()
     """Plain facts the report must state (top-ups, relabeled rows, reuse, ratchet exits)."""
     executions: Executions = field(default_factory=Executions)
+    warnings: tuple[str, ...] = ()
+    """What a reader must see first: a stale baseline, a confirmation that was skipped."""
     reused: bool = False
     """True when the verdicts were reused from an earlier run on the same head commit."""
     created_at: str = ""

@@ -265,6 +265,8 @@ class AgentConfig:
     """Shell commands run once per run, before any attempt (``agents/setup.py``)."""
     where: str = field(default="agent", compare=False)
     """The config key this agent came from (``agent`` or ``baseline.agent``), for messages."""
+    fingerprint: tuple[Path, ...] = ()
+    """What the agent runs (folders or files): a baseline is stale when their git trees change."""
 
     def describe(self) -> str:
         """A human description: the shell-quoted command, or method and URL.
@@ -280,6 +282,8 @@ class AgentConfig:
 class BaselineConfig:
     artifact: Path
     agent: AgentConfig | None = None
+    when_stale: str = "remeasure"
+    """remeasure | warn | fail: what a baseline whose agent fingerprint changed gets."""
 
 
 @dataclass(frozen=True)
@@ -523,6 +527,7 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
                 if baseline_agent is not None
                 else None
             ),
+            when_stale=str(baseline_doc.get("when_stale", "remeasure")),
         ),
         confirm=ConfirmConfig(
             attempts=int(confirm_doc.get("attempts", 3)),
@@ -579,6 +584,7 @@ def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentC
         protocol=str(doc.get("protocol", "process")),
         setup=tuple(doc.get("setup", ())),
         where=f"{name}: {key}",
+        fingerprint=tuple(base / p for p in doc.get("fingerprint", ())),
     )
 
 

@@ -543,7 +543,7 @@ def _body(
             ]
             more, _ = _list_details("More blocking reasons", shown, max(budget.items, 3))
             lines += more
-    for warning in gate.warnings:
+    for warning in (*result.warnings, *gate.warnings):
         lines += ["", f"⚠️ {inline(warning, REASON_LEN)}"]
     lines += ["", *numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)]
     blocking = {f.id for f in gate.failures if f.id is not None}

@@ -131,6 +131,8 @@ def _agent_text(agent: AgentInfo) -> str:
     text = inline(agent.description, 120) if agent.description else "*(no description)*"
     if agent.commit:
         text += f" at {code(agent.commit[:12], 12)}"
+    if agent.dirty:
+        text += " (+ uncommitted changes)"
     return text
 
 
@@ -836,6 +838,8 @@ def render_compare_report(
     cmp = result.comparison
     stats = analysis if analysis is not None else analyze(result)
     lines = [f"# {verdict_line(result, s)}", "", *_header_facts(result), ""]
+    for warning in result.warnings:
+        lines += [f"> ⚠️ {inline(warning, REASON_LEN)}", ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=True)
     lines += ["", noise_sentence(stats.paired)]
     if statistics:

@@ -211,6 +211,13 @@ def header_to_json(run: Run) -> dict[str, Any]:
             "version": run.agent.version.value,
             "description": run.agent.description,
             "commit": run.agent.commit,
+            # Optional, written only when known, so older readers and goldens hold.
+            **({"dirty": True} if run.agent.dirty else {}),
+            **(
+                {"fingerprint": dict(run.agent.fingerprint)}
+                if run.agent.fingerprint is not None
+                else {}
+            ),
         },
         "ratchet": list(run.ratchet),
         **({"imported": run.imported.to_json()} if run.imported is not None else {}),
@@ -414,7 +421,15 @@ def _assemble_run(
         tool_version=doc["tool_version"],
         dataset_digest=doc["dataset_digest"],
         settings=_settings_from_json(doc["settings"]),
-        agent=AgentInfo(Version(agent["version"]), agent["description"], agent.get("commit")),
+        agent=AgentInfo(
+            Version(agent["version"]),
+            agent["description"],
+            agent.get("commit"),
+            dirty=bool(agent.get("dirty", False)),
+            fingerprint=(
+                tuple(sorted(agent["fingerprint"].items())) if "fingerprint" in agent else None
+            ),
+        ),
         created_at=doc["created_at"],
         rows=rows,
         attempts=attempts,

@@ -96,6 +96,8 @@ def result_to_json(result: CompareResult) -> dict[str, Any]:
         "lost": list(comparison.lost),
         "rows": [comparison_row_to_json(records[r.id], r) for r in comparison.rows],
         "notes": list(result.notes),
+        # Optional (older result files have none), written only when there are some.
+        **({"warnings": list(result.warnings)} if result.warnings else {}),
         "executions": result.executions.to_json(),
         "reused": result.reused,
     }
@@ -225,6 +227,7 @@ def _assemble_result(
         protected_changes=protected,
         protected_changes_allowed=doc["protected_changes_allowed"],
         notes=tuple(doc["notes"]),
+        warnings=tuple(doc.get("warnings", ())),
         executions=executions,
         reused=doc["reused"],
         created_at=doc["created_at"],

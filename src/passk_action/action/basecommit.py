@@ -1,0 +1,166 @@
+"""What the base commit says about the baseline side: its agent, its checkout, its freshness.
+
+Shared by the action's gate mode and ``passk compare --base REF``, so a
+laptop runs the baseline side exactly as the pull request's job does: the
+base commit's config names the agent, which runs from a checkout of that
+commit; the committed baseline is checked against what the base commit's
+agent runs (``agent.fingerprint``) before it is trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.model import Run
+from ..errors import ArtifactError, GitError
+from ..inputs.config import AgentConfig, Config
+from .gitrepo import GitRepo
+from .runtime import rebase_agent
+
+FILES_SHOWN = 5
+
+
+def baseline_agent_config(config: Config) -> AgentConfig | None:
+    """The agent the baseline side runs: ``baseline.agent``, else ``agent``."""
+    return config.baseline.agent or config.agent
+
+
+@contextlib.contextmanager
+def base_checkout(repo: GitRepo, sha: str, agent: AgentConfig) -> Iterator[AgentConfig]:
+    """``agent`` moved into a read-only export of commit ``sha`` (``GitRepo.export``: no
+    hooks, no filters, nothing shared with the checkout), removed afterwards."""
+    with repo.export(sha) as tree:
+        yield rebase_agent(agent, repo, tree)
+
+
+def fingerprint_paths(repo: GitRepo, config: Config) -> tuple[str, ...]:
+    """The git paths ``agent.fingerprint`` names (``baseline.agent``'s when it names some)."""
+    named = config.baseline.agent.fingerprint if config.baseline.agent is not None else ()
+    if not named and config.agent is not None:
+        named = config.agent.fingerprint
+    return tuple(sorted({repo.relative(path) for path in named}))
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a run records about the code it measured."""
+
+    commit: str | None = None
+    dirty: bool = False
+    fingerprint: tuple[tuple[str, str], ...] | None = None
+
+
+def working_tree_identity(start: Path, config: Config) -> Identity:
+    """HEAD, whether tracked files changed, and the fingerprint of the working tree's files.
+
+    Outside a git repository (or without git) nothing can be told: all unknown.
+    """
+    try:
+        repo = GitRepo.discover(start)
+        paths = fingerprint_paths(repo, config)
+        commit = repo.head_sha()
+        fingerprint = repo.fingerprint(repo.working_tree(paths), paths) if paths else None
+        return Identity(commit=commit, dirty=repo.is_dirty(), fingerprint=fingerprint)
+    except GitError:
+        return Identity()
+
+
+def commit_identity(repo: GitRepo, sha: str, config: Config) -> Identity:
+    """Commit ``sha`` and the fingerprint of its files (a checkout of exactly that commit)."""
+    paths = fingerprint_paths(repo, config)
+    return Identity(commit=sha, fingerprint=repo.fingerprint(sha, paths) if paths else None)
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """How the committed baseline relates to the base commit.
+
+    ``stale`` when the fingerprint differs (the base's agent is not the one
+    measured); ``message`` says why, or, without fingerprint paths, how far
+    behind the base the baseline was measured (never stale then).
+    """
+
+    stale: bool
+    message: str | None
+    fingerprint: tuple[tuple[str, str], ...] | None = None
+    """The base commit's fingerprint (None without fingerprint paths)."""
+
+
+def assess(repo: GitRepo, run: Run, base_sha: str, config: Config) -> Freshness:
+    """Compare the committed baseline ``run`` with the base commit ``base_sha``."""
+    paths = fingerprint_paths(repo, config)
+    measured = run.agent.commit
+    at = f" (measured at {measured[:7]})" if measured else ""
+    base = base_sha[:7]
+    if paths:
+        current = repo.fingerprint(base_sha, paths)
+        recorded = run.agent.fingerprint
+        if recorded == current:
+            return Freshness(False, None, current)
+        if recorded is None:
+            why = f"records no fingerprint of {', '.join(paths)}"
+        else:
+            before, now = dict(recorded), dict(current)
+            changed = sorted(p for p in set(before) | set(now) if before.get(p) != now.get(p))
+            why = f"was measured on other files: {', '.join(changed)} changed"
+        return Freshness(
+            True, f"the committed baseline{at} is stale: it {why} at the base {base}", current
+        )
+    if not measured:
+        return Freshness(False, None)
+    if not repo.has_commit(measured):
+        return Freshness(
+            False,
+            f"the baseline was measured at {measured[:7]}, which is not in this checkout, so "
+            "passk cannot tell what changed since (fetch with `fetch-depth: 0`)",
+        )
+    behind = repo.commits_between(measured, base_sha)
+    artifact = repo.relative(config.baseline.artifact)
+    files = [f for f in repo.changed_files(measured, base_sha) if f != artifact]
+    if behind == 0 or not files:
+        return Freshness(False, None)
+    shown = ", ".join(files[:FILES_SHOWN])
+    if len(files) > FILES_SHOWN:
+        shown += f" and {len(files) - FILES_SHOWN} more"
+    return Freshness(
+        False,
+        f"the baseline was measured at {measured[:7]}, {behind} commit(s) behind the base "
+        f"{base}; files changed since: {shown} (name what the agent runs under "
+        "agent.fingerprint to re-measure it when those change)",
+    )
+
+
+@dataclass(frozen=True)
+class StalePlan:
+    """What the comparison does about the committed baseline's freshness."""
+
+    remeasure: str | None = None
+    warning: str | None = None
+    fingerprint: tuple[tuple[str, str], ...] | None = None
+
+
+def plan_for(freshness: Freshness, config: Config, warn: Callable[[str], None]) -> StalePlan:
+    """``baseline.when_stale`` applied: re-measure, warn, or fail (exit 2)."""
+    message = freshness.message
+    if message is None:
+        return StalePlan(fingerprint=freshness.fingerprint)
+    if not freshness.stale:
+        warn(message)
+        return StalePlan(warning=message, fingerprint=freshness.fingerprint)
+    policy = config.baseline.when_stale
+    if policy == "fail":
+        raise ArtifactError(
+            message,
+            where=f"{config.path}: baseline.when_stale",
+            hint="record the baseline again at the base commit (`passk baseline`, or the "
+            "action's `mode: baseline` on the default branch), or set when_stale: remeasure",
+        )
+    if policy == "warn":
+        text = f"{message}; it was used anyway (baseline.when_stale: warn)"
+        warn(text)
+        return StalePlan(warning=text, fingerprint=freshness.fingerprint)
+    warn(f"{message}; measuring the baseline anew at the base commit")
+    return StalePlan(remeasure=message, fingerprint=freshness.fingerprint)
