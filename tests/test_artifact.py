@@ -24,6 +24,7 @@ from passk_action.core.model import (
     RowRecord,
     Run,
     Scoring,
+    Usage,
     Version,
     canonical_json,
     sha256_hex,
@@ -98,6 +99,26 @@ def small_run() -> Run:
     )
 
 
+def small_run_v2() -> Run:
+    """:func:`small_run` with what version 2 added: usage (reported, priced, extra) and warnings."""
+    from dataclasses import replace
+
+    run = small_run()
+    attempts = list(run.attempts)
+    attempts[0] = replace(
+        attempts[0],
+        usage=Usage(812, 64, 0.00125, "gpt-4o-mini", extra=(("cached_input_tokens", 512.0),)),
+    )
+    attempts[1] = replace(attempts[1], usage=Usage(790, 71, 0.0001611, "gpt-4o-mini", priced=True))
+    attempts[2] = replace(
+        attempts[2],
+        usage=Usage(cost_usd=0.002),
+        warnings=('"usage.input_tokens" must be a whole number >= 0, got "many"; ignored',),
+    )
+    attempts[5] = replace(attempts[5], usage=Usage(output_tokens=0))
+    return replace(run, attempts=tuple(attempts))
+
+
 def normalized(run: Run) -> Run:
     """What a run looks like after a trip through JSON: durations rounded to 0.1 ms."""
     from dataclasses import replace
@@ -111,9 +132,9 @@ def normalized(run: Run) -> Run:
 # ------------------------------------------------------------------ golden files
 
 
-def test_valid_v1_artifact_is_exactly_what_dump_run_writes() -> None:
-    golden = GOLDEN / "valid_v1.json"
-    text = dump_run(small_run())
+def test_valid_v2_artifact_is_exactly_what_dump_run_writes() -> None:
+    golden = GOLDEN / "valid_v2.json"
+    text = dump_run(small_run_v2())
     if UPDATE:
         golden.write_text(text, encoding="utf-8")
     assert golden.read_text(encoding="utf-8") == text
@@ -123,8 +144,46 @@ def test_valid_v1_artifact_is_exactly_what_dump_run_writes() -> None:
     assert sum(1 for line in lines if line.startswith('    {"row":')) == 7
 
 
-def test_valid_v1_golden_reads_back_to_the_run() -> None:
-    assert read_run(GOLDEN / "valid_v1.json") == normalized(small_run())
+def test_valid_v2_golden_reads_back_to_the_run() -> None:
+    assert read_run(GOLDEN / "valid_v2.json") == normalized(small_run_v2())
+
+
+def test_old_v1_golden_still_reads_with_no_usage() -> None:
+    """Version 1 (before usage) is read as it is, through both reader paths."""
+    path = GOLDEN / "valid_v1.json"
+    assert json.loads(path.read_text())["schema_version"] == 1
+    run = read_run(path)
+    assert run == normalized(small_run())
+    assert all(a.usage is None and not a.warnings for a in run.attempts)
+    assert run_from_json(json.loads(path.read_text()), str(path)) == run
+
+
+def test_v2_round_trip_through_the_whole_document_path_matches_the_streaming_one() -> None:
+    path = GOLDEN / "valid_v2.json"
+    assert run_from_json(json.loads(path.read_text()), str(path)) == read_run(path)
+
+
+@pytest.mark.parametrize(
+    ("usage", "message"),
+    [
+        ({"input_tokens": -1}, "'usage.input_tokens' must be an integer >= 0"),
+        ({"input_tokens": 1.5}, "'usage.input_tokens' must be an integer >= 0"),
+        ({"cost_usd": "1"}, "'usage.cost_usd' must be a finite number >= 0"),
+        ({"model": ""}, "'usage.model' must be a non-empty string"),
+        ({"cached": True}, "'usage.cached' must be a finite number >= 0"),
+        ([], "'usage' must be an object"),
+    ],
+)
+def test_a_damaged_usage_is_refused_with_its_key(
+    tmp_path: Path, usage: object, message: str
+) -> None:
+    doc = json.loads((GOLDEN / "valid_v2.json").read_text())
+    doc["attempts"][0]["usage"] = usage
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ArtifactError) as caught:
+        read_run(path)
+    assert message in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -141,8 +200,8 @@ def test_valid_v1_golden_reads_back_to_the_run() -> None:
             "(record the run again, e.g. with `passk baseline`)",
         ),
         (
-            "newer_v2.json",
-            "newer_v2.json: schema_version 2 is newer than this passk reads (1) (upgrade passk)",
+            "newer_v3.json",
+            "newer_v3.json: schema_version 3 is newer than this passk reads (2) (upgrade passk)",
         ),
     ],
 )
@@ -153,7 +212,7 @@ def test_refused_golden_artifacts_say_why(name: str, message: str) -> None:
     assert str(caught.value) == f"{GOLDEN}/{message}"
 
 
-@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v2.json"])
+@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v3.json"])
 def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -168,7 +227,7 @@ def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
 def test_golden_refusals_differ_from_the_valid_file_only_where_they_claim() -> None:
     """Guards the goldens themselves: each is the valid file with one deliberate fault."""
     valid = json.loads((GOLDEN / "valid_v1.json").read_text())
-    for name, version in (("old_v0.json", 0), ("newer_v2.json", 2)):
+    for name, version in (("old_v0.json", 0), ("newer_v3.json", 3)):
         doc = json.loads((GOLDEN / name).read_text())
         assert doc["schema_version"] == version
         assert {k: v for k, v in doc.items() if k != "schema_version"} == {

@@ -39,7 +39,7 @@ from passk_action.store.artifact import (
     run_from_json,
 )
 from passk_action.store.results import AuditedResult, dump_result, result_from_json, result_to_json
-from test_artifact import small_run
+from test_artifact import small_run_v2 as small_run
 
 PROPERTY = settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from passk_action.agents.runner import (
     SECRET_ENV,
+    Answer,
     AttemptRequest,
     BadOutput,
     FunctionAgent,
@@ -289,7 +290,7 @@ def test_parse_output_rejects(stdout: bytes, fragment: str) -> None:
 
 
 def test_parse_output_accepts_null_checks_and_surrounding_whitespace() -> None:
-    assert parse_output(b'\n {"decision": " deny ", "checks": null}\r\n') == (" deny ", ())
+    assert parse_output(b'\n {"decision": " deny ", "checks": null}\r\n') == Answer(" deny ")
 
 
 @given(
@@ -301,7 +302,7 @@ def test_parse_output_accepts_null_checks_and_surrounding_whitespace() -> None:
 )
 def test_parse_output_keeps_check_order(checks: dict[str, Json]) -> None:
     stdout = json.dumps({"decision": "d", "checks": checks}).encode()
-    _, parsed = parse_output(stdout)
+    parsed = parse_output(stdout).checks
     assert [name for name, _ in parsed] == list(checks)
     for (_, text), value in zip(parsed, checks.values(), strict=True):
         assert text == (value if isinstance(value, str) else json.dumps(value))

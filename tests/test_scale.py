@@ -49,7 +49,7 @@ from passk_action.store.results import (
     read_run_or_result,
     result_from_json,
 )
-from test_artifact import small_run
+from test_artifact import small_run_v2 as small_run
 from test_artifact_property import json_values, make_result, mutated
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,6 +116,10 @@ def test_lines_the_text_fast_path_must_not_take_still_read_equal(tmp_path: Path)
         '{"a":"x\\"duration_s\\":1.0}"},"detail":"\\n","duration_s":1e-3}',
         '{"row":"refund-002","n":9,"phase":"confirm","error":"timeout","detail":"",'
         '"duration_s":0.0,"retries":["a"]}',
+        '{"row":"refund-002","n":10,"phase":"main","decision":"deny","usage":{"input_tokens":5},'
+        '"duration_s":0.5}',
+        '{"row":"refund-002","n":11,"phase":"main","decision":"deny","duration_s":0.5,'
+        '"usage":{"duration_s":3.0}}',
     ]
     doc["attempts"] = []
     text = dump_document(doc, line_lists=("rows",)).replace(
@@ -129,6 +133,10 @@ def test_lines_the_text_fast_path_must_not_take_still_read_equal(tmp_path: Path)
     assert fast.attempts[0].row_id == "refund-001" and fast.attempts[0].duration_s == 2.0
     assert fast.attempts[1].row_id == "refund-002"  # json keeps the last of a repeated key
     assert fast.attempts[2].checks == (("a", 'x"duration_s":1.0}'),)
+    # A usage before duration_s, or a counter named like an attempt key, is kept.
+    assert fast.attempts[4].usage is not None and fast.attempts[4].usage.input_tokens == 5
+    assert fast.attempts[5].usage is not None
+    assert fast.attempts[5].usage.extra == (("duration_s", 3.0),)
 
 
 def test_repeated_strings_and_check_lists_are_shared(tmp_path: Path) -> None:

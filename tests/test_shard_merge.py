@@ -260,7 +260,12 @@ def write_project(root: Path, n_rows: int = 23) -> str:
     # Rows behave differently per attempt, including errors, so a merge that
     # dropped, duplicated or renumbered attempts would show.
     script_rows: dict[str, Any] = {
-        f"row-{i:02d}": ["deny", "approve" if i % 3 else "deny", {"exit": 3}] for i in range(n_rows)
+        f"row-{i:02d}": [
+            {"decision": "deny", "usage": {"input_tokens": 100 + i, "output_tokens": 7}},
+            "approve" if i % 3 else "deny",
+            {"exit": 3},
+        ]
+        for i in range(n_rows)
     }
     (root / "script.json").write_text(json.dumps({"default": "deny", "rows": script_rows}))
     agent = [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"]
@@ -270,6 +275,7 @@ def write_project(root: Path, n_rows: int = 23) -> str:
         "concurrency": 8,
         "agent": {"command": agent, "timeout_s": 30},
         "retry": {"attempts": 0, "backoff_s": 0},
+        "pricing": {"input_per_mtok": 1.0, "output_per_mtok": 4.0},
     }
     (root / "passk.yml").write_text(yaml.safe_dump(config), "utf-8")
     return str(root / "passk.yml")
@@ -309,6 +315,11 @@ def test_sharded_run_merged_equals_a_single_machine_run(tmp_path: Path) -> None:
     clusters = {r.id: r.cluster for r in read_run(merged).rows}
     assert clusters["row-00"] is None and clusters["row-05"] == "case-1"
     assert sum(c is not None for c in clusters.values()) == 17
+    # Usage, priced when recorded, travels through shards and the merge.
+    first = [a for a in read_run(merged).attempts if a.number == 1]
+    assert len(first) == 23
+    assert all(a.usage is not None and a.usage.priced for a in first)
+    assert first[0].usage is not None and first[0].usage.cost_usd == (100 * 1 + 7 * 4) / 1e6
 
 
 def test_merge_cli_refuses_a_missing_shard_with_exit_2(

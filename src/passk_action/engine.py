@@ -26,8 +26,9 @@ from .agents.runner import (
 )
 from .agents.worker import WorkerAgent
 from .core.classify import classify_attempts
+from .core.cost import Pricing, priced_attempt, priced_run
 from .core.diff import confirmation_plan
-from .core.gate import GatePolicy, ProtectedChange
+from .core.gate import ProtectedChange
 from .core.model import (
     AgentInfo,
     Attempt,
@@ -122,6 +123,8 @@ class Session:
     progress: Progress = field(default_factory=NullProgress)
     stop: threading.Event | None = None
     warn: Callable[[str], None] = lambda message: None
+    pricing: Pricing = field(default_factory=Pricing)
+    """Prices for attempts that report tokens but no cost (the config's ``pricing``)."""
 
 
 def _main_requests(
@@ -175,6 +178,11 @@ def record_run(
         agent.carry_retry_after(pending, recorder.save_retry_after)
     recorded = {(a.row_id, a.number) for a in recorder.kept}
     requests = _main_requests(rows, settings.k, info.version, recorded)
+    pricing = session.pricing
+
+    def journal(attempt: Attempt) -> None:
+        recorder.append(priced_attempt(attempt, pricing))
+
     with recorder:
         try:
             fresh = run_attempts(
@@ -182,7 +190,7 @@ def record_run(
                 agent,
                 concurrency=session.concurrency,
                 retry=session.retry,
-                on_attempt=recorder.append,
+                on_attempt=journal,
                 progress=session.progress,
                 stop=session.stop,
                 fail_fast=True,
@@ -194,6 +202,7 @@ def record_run(
                 recorder.close()
                 recorder.journal_file.unlink(missing_ok=True)
             raise
+    fresh = [priced_attempt(a, pricing) for a in fresh]
     done = len(recorder.kept) + len(fresh)
     expected_total = len(rows) * settings.k
     if (session.stop is not None and session.stop.is_set()) or done < expected_total:
@@ -415,7 +424,7 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
         notes.append(
             f"{len(left)} row(s) left the ratchet because they left the dataset: {_ids(left)}"
         )
-    policy = GatePolicy(block_on_any_regression=config.gate.block_on_any_regression)
+    policy = config.gate.policy
 
     # 3. Compare on main attempts, then confirm every lost row on both versions.
     comparison, _ = evaluate(rows, baseline, candidate, ratchet=ratchet, policy=policy)
@@ -453,6 +462,9 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
                 candidate, plan, dataset_rows, candidate_agent, Version.CANDIDATE, session
             )
 
+    # Both runs priced alike with this config's prices (see priced_usage).
+    baseline = priced_run(baseline, config.pricing)
+    candidate = priced_run(candidate, config.pricing)
     comparison, gate = evaluate(
         rows,
         baseline,

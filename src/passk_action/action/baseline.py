@@ -70,6 +70,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         now=runtime.now,
         progress=make_progress(runtime.stderr, False, False),
         warn=lambda message: workflow.warning(message, title="passk"),
+        pricing=config.pricing,
     )
     with workflow.group("passk: recording the baseline"), stop_on_signals() as stop:
         session = replace(session, stop=stop)

@@ -132,6 +132,7 @@ def run_comparison(
             progress=make_progress(runtime.stderr, False, False),
             stop=stop,
             warn=warn,
+            pricing=config.pricing,
         )
         result = compare(
             CompareInputs(

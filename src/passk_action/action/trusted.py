@@ -141,13 +141,18 @@ def authoritative_dataset(base: Snapshot, head: Snapshot, allowed: bool) -> Data
 
 
 def effective_config(base: Config, head: Config) -> Config:
-    """The head's agent and rows, with every setting that protects the gate from the base."""
+    """The head's agent and rows, with every setting that protects the gate from the base.
+
+    The prices come from the base too: a pull request cannot make its
+    candidate look cheaper by editing them (both runs are priced alike).
+    """
     return replace(
         head,
         k=base.k,
         scoring=base.scoring,
         confirm=base.confirm,
         gate=base.gate,
+        pricing=base.pricing,
         must_not_break_tags=base.must_not_break_tags,
         baseline=base.baseline,
     )

@@ -48,6 +48,7 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import requests
@@ -441,16 +442,20 @@ class HttpAgent:
                 started,
             ), None
         try:
-            decision, checks = parse_output(content)
+            answer = parse_output(content)
         except BadOutput as exc:
             message = (
                 str(exc).replace("stdout", "the response body").replace("; send logs to stderr", "")
             )
             return self._error(request, BAD_OUTPUT, mask(message), started), None
         # An endpoint that echoes the key into its answer must not get it stored.
-        decision = mask(decision)
-        checks = tuple((mask(name), mask(value)) for name, value in checks)
-        return decided_attempt(request, decision, checks, self._clock() - started), None
+        answer = replace(
+            answer,
+            decision=mask(answer.decision),
+            checks=tuple((mask(name), mask(value)) for name, value in answer.checks),
+            warnings=tuple(mask(w) for w in answer.warnings),
+        )
+        return decided_attempt(request, answer, self._clock() - started), None
 
     def _read_body(self, response: requests.Response, deadline: float) -> tuple[bytes, bool]:
         """The body up to the cap (True when cut), by the attempt's deadline.

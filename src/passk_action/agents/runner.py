@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..core.model import Attempt, Json, Phase, Row, Version, split_error_detail
+from ..core.model import Attempt, Json, Phase, Row, Usage, Version, split_error_detail
 from ..errors import AgentCouldNotRun, AgentError, UsageError
 from ..progress import Progress
 from .identity import AgentUser, identity_env, popen_identity
@@ -240,11 +240,23 @@ def loads_answer(text: str) -> Any:
         raise BadOutput(f"the answer cannot be stored: {' '.join(str(exc).split())[:120]}") from exc
 
 
-def parse_output_object(obj: object) -> tuple[str, tuple[tuple[str, str], ...]]:
+@dataclass(frozen=True)
+class Answer:
+    """A valid answer: the decision, its checks, what it spent, and what was ignored."""
+
+    decision: str
+    checks: tuple[tuple[str, str], ...] = ()
+    usage: Usage | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def parse_output_object(obj: object) -> Answer:
     """Validate a decoded answer; return its decision and checks in reported order.
 
     Check values that are not strings are kept as their compact JSON text
-    (``true`` -> ``"true"``) so every check compares as a string.
+    (``true`` -> ``"true"``) so every check compares as a string.  A
+    malformed ``usage`` never costs the decision: what is wrong with it
+    becomes a warning on the attempt (see :func:`parse_usage`).
     """
     if not isinstance(obj, dict):
         kind = "an array" if isinstance(obj, list) else f"a {type(obj).__name__}"
@@ -266,10 +278,94 @@ def parse_output_object(obj: object) -> tuple[str, tuple[tuple[str, str], ...]]:
         (_storable(str(name), "a check name"), _check_value(str(name), value))
         for name, value in raw_checks.items()
     )
-    return decision, checks
+    usage, warnings = parse_usage(obj.get("usage"))
+    return Answer(decision, checks, usage, warnings)
 
 
-def parse_output(stdout: bytes) -> tuple[str, tuple[tuple[str, str], ...]]:
+USAGE_TOKENS = ("input_tokens", "output_tokens")
+MAX_USAGE_COUNTERS = 32
+"""Extra counters kept per attempt; more are dropped with a warning."""
+
+
+def _count(value: object) -> int | None:
+    """A token count: a whole number >= 0 (``12.0`` is 12; ``true`` is not a count)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value) if 0 <= value < 2**63 else None
+
+
+def _amount(value: object) -> float | None:
+    """A finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return number if 0 <= number < float("inf") else None
+
+
+def parse_usage(raw: object) -> tuple[Usage | None, tuple[str, ...]]:
+    """The answer's optional ``usage`` object, and a warning for each part ignored.
+
+    Keys: ``input_tokens`` and ``output_tokens`` (whole numbers >= 0),
+    ``cost_usd`` (a number >= 0), ``model`` (a non-empty string); any other
+    key with a number >= 0 is kept as an extra counter.  A value of the wrong
+    type is dropped with a warning naming the key; the rest is kept.
+    """
+    if raw is None:
+        return None, ()
+    if not isinstance(raw, dict):
+        return None, (f'"usage" must be a JSON object, got {_preview(raw)}; ignored',)
+    warnings: list[str] = []
+    counts: dict[str, int | None] = dict.fromkeys(USAGE_TOKENS)
+    cost: float | None = None
+    model: str | None = None
+    extra: list[tuple[str, float]] = []
+    dropped = 0
+    for key, value in raw.items():
+        if value is None:
+            continue
+        if key in counts:
+            counts[key] = _count(value)
+            ok = counts[key] is not None
+            want = "a whole number >= 0"
+        elif key == "cost_usd":
+            cost = _amount(value)
+            ok, want = cost is not None, "a number >= 0"
+        elif key == "model":
+            ok = isinstance(value, str) and bool(value.strip()) and value == storable_text(value)
+            model = value.strip() if ok else None
+            want = "a non-empty string of valid Unicode"
+        else:
+            amount = _amount(value)
+            ok, want = amount is not None, "a number >= 0"
+            if amount is not None and len(extra) < MAX_USAGE_COUNTERS:
+                extra.append((storable_text(str(key)), amount))
+            elif amount is not None:
+                dropped += 1
+        if not ok:
+            warnings.append(
+                f'"usage.{storable_text(str(key))[:40]}" must be {want}, '
+                f"got {_preview(value)[:40]}; ignored"
+            )
+    if dropped:
+        warnings.append(f'"usage" has {dropped} counters over {MAX_USAGE_COUNTERS}; ignored')
+    usage = Usage(
+        input_tokens=counts["input_tokens"],
+        output_tokens=counts["output_tokens"],
+        cost_usd=cost,
+        model=model,
+        extra=tuple(extra),
+    )
+    if usage == Usage():
+        return None, tuple(warnings)
+    return usage, tuple(warnings)
+
+
+def parse_output(stdout: bytes) -> Answer:
     """Parse a process agent's whole stdout (see :func:`parse_output_object`)."""
     try:
         text = stdout.decode("utf-8")
@@ -323,20 +419,17 @@ def error_attempt(request: AttemptRequest, reason: str, detail: str, duration_s:
     )
 
 
-def decided_attempt(
-    request: AttemptRequest,
-    decision: str,
-    checks: tuple[tuple[str, str], ...],
-    duration_s: float,
-) -> Attempt:
+def decided_attempt(request: AttemptRequest, answer: Answer, duration_s: float) -> Attempt:
     """An attempt whose answer passed :func:`parse_output_object`."""
     return Attempt(
         row_id=request.row.id,
         number=request.number,
         phase=request.phase,
-        decision=decision,
-        checks=checks,
+        decision=answer.decision,
+        checks=answer.checks,
         duration_s=duration_s,
+        usage=answer.usage,
+        warnings=answer.warnings,
     )
 
 
@@ -602,10 +695,10 @@ class ProcessAgent:
             reason = exit_description(returncode)
             return error_attempt(request, EXIT_STATUS, with_stderr(reason, tail), duration)
         try:
-            decision, checks = parse_output(bytes(captured.stdout))
+            answer = parse_output(bytes(captured.stdout))
         except BadOutput as exc:
             return error_attempt(request, BAD_OUTPUT, with_stderr(str(exc), tail), duration)
-        return decided_attempt(request, decision, checks, duration)
+        return decided_attempt(request, answer, duration)
 
 
 class FunctionAgent:
@@ -635,12 +728,10 @@ class FunctionAgent:
             return error_attempt(request, EXCEPTION, exception_detail(exc), self._clock() - started)
         duration = self._clock() - started
         try:
-            decision, checks = parse_output_object(
-                dict(answer) if isinstance(answer, Mapping) else answer
-            )
+            parsed = parse_output_object(dict(answer) if isinstance(answer, Mapping) else answer)
         except BadOutput as exc:
             return error_attempt(request, BAD_OUTPUT, str(exc), duration)
-        return decided_attempt(request, decision, checks, duration)
+        return decided_attempt(request, parsed, duration)
 
 
 # --------------------------------------------------------------------------

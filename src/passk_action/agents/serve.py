@@ -48,8 +48,41 @@ def _answer_object(answer: Any) -> dict[str, Any]:
     if isinstance(answer, str):
         return {"decision": answer}
     if isinstance(answer, Mapping):
-        return dict(answer)
+        out = dict(answer)
+        if "usage" in out:
+            out["usage"] = _usage_object(out["usage"])
+        return out
     return {"decision": answer}
+
+
+_SDK_USAGE_NAMES = (
+    ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("prompt_tokens", "input_tokens"),  # the openai SDK's names
+    ("completion_tokens", "output_tokens"),
+)
+
+
+def _usage_object(usage: Any) -> Any:
+    """The answer's ``usage`` in a form that survives JSON; passk validates the rest.
+
+    An SDK's usage object (openai's ``prompt_tokens``/``completion_tokens``,
+    anthropic's ``input_tokens``/``output_tokens``) becomes the protocol's
+    keys.  A value JSON cannot carry (NaN, an object) becomes its text, which
+    passk records as a warning on the attempt: the decision is never lost.
+    """
+    if usage is not None and not isinstance(usage, Mapping):
+        found = {
+            key: getattr(usage, name)
+            for name, key in _SDK_USAGE_NAMES
+            if isinstance(getattr(usage, name, None), int)
+        }
+        usage = found or str(usage)
+    try:
+        json.dumps(usage, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return f"not JSON ({exc}): {str(usage)[:80]}"
+    return usage
 
 
 def _set_attempt_env(request: Mapping[str, Any]) -> None:
@@ -85,7 +118,7 @@ def serve(
 
     ``fn`` receives the request object (``id``, ``input``, ``attempt``,
     ``version``) and returns the answer object (``decision``, optional
-    ``checks``) or a bare decision string.
+    ``checks`` and ``usage``) or a bare decision string.
     """
     env = env if env is not None else os.environ
     worker = env.get(PROTOCOL_ENV) == WORKER

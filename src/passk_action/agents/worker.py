@@ -484,13 +484,11 @@ class WorkerAgent:
             detail = with_stderr(reason, worker.stderr_since(mark))
             return self._error(request, EXCEPTION, detail, started), True
         try:
-            decision, checks = parse_output_object(
-                {k: v for k, v in obj.items() if k != REQUEST_ID}
-            )
+            answer = parse_output_object({k: v for k, v in obj.items() if k != REQUEST_ID})
         except BadOutput as exc:
             detail = with_stderr(str(exc), worker.stderr_since(mark))
             return self._error(request, BAD_OUTPUT, detail, started), True
-        return decided_attempt(request, decision, checks, self._clock() - started), True
+        return decided_attempt(request, answer, self._clock() - started), True
 
     def _death(self, worker: _Worker) -> str:
         try:

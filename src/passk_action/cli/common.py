@@ -66,6 +66,7 @@ def make_session(config: Config, args: argparse.Namespace, stop: threading.Event
         progress=make_progress(sys.stderr, sys.stderr.isatty(), args.quiet),
         stop=stop,
         warn=warn,
+        pricing=config.pricing,
     )
 
 

@@ -11,12 +11,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from .cost import SpendComparison
 from .diff import Confirmation, RowComparison
 from .model import RowClass
 
 
 class Rule(str, Enum):
-    """Why a gate failed; the first four are about rows, the last two about the PR."""
+    """Why a gate failed: four are about rows, two about the PR, two about what it spends."""
 
     UNCLASSIFIED = "unclassified"
     MUST_NOT_BREAK = "must-not-break"
@@ -24,6 +25,8 @@ class Rule(str, Enum):
     REGRESSION = "regression"
     PROTECTED_CHANGE = "protected-change"
     RECORDED_FAILURE = "recorded-failure"
+    COST = "cost"
+    LATENCY = "latency"
 
 
 RECORDED_FAILURE_KIND = "recorded-failure"
@@ -63,7 +66,28 @@ class ProtectedChange:
 
 @dataclass(frozen=True, slots=True)
 class GatePolicy:
+    """The config's ``gate`` rules (read from the base commit in CI).
+
+    ``max_cost_increase`` and ``max_latency_p95_increase`` are relative
+    limits (0.25 = 25% more) on the candidate's cost per decision and p95
+    latency per attempt; None (the default) leaves them unchecked.
+    """
+
     block_on_any_regression: bool = False
+    max_cost_increase: float | None = None
+    max_latency_p95_increase: float | None = None
+
+    @property
+    def limits_spend(self) -> bool:
+        return self.max_cost_increase is not None or self.max_latency_p95_increase is not None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"block_on_any_regression": self.block_on_any_regression}
+        if self.max_cost_increase is not None:
+            out["max_cost_increase"] = self.max_cost_increase
+        if self.max_latency_p95_increase is not None:
+            out["max_latency_p95_increase"] = self.max_latency_p95_increase
+        return out
 
 
 @dataclass(frozen=True)
@@ -135,11 +159,14 @@ def decide(
     *,
     protected_changes: Iterable[ProtectedChange] = (),
     protected_changes_allowed: bool = False,
+    spend: SpendComparison | None = None,
 ) -> GateDecision:
-    """Fail on any row rule broken, or on an unallowed protected change.
+    """Fail on any row rule broken, an unallowed protected change, or a spend limit passed.
 
     A better pass^k or accuracy elsewhere never overrides a failure: the
-    headline numbers are not inputs to the gate at all.
+    headline numbers are not inputs to the gate at all.  The spend limits
+    (``spend`` is needed when the policy sets one) add their own failures
+    beside the row failures; neither hides the other.
     """
     failures: list[GateFailure] = []
     warnings: list[str] = []
@@ -154,4 +181,69 @@ def decide(
         failure = _row_failure(row, policy)
         if failure is not None:
             failures.append(failure)
+    if policy.limits_spend:
+        if spend is None:
+            raise ValueError("a gate with spend limits needs the spend comparison")
+        _spend_rules(spend, policy, failures, warnings)
     return GateDecision(passed=not failures, failures=tuple(failures), warnings=tuple(warnings))
+
+
+# A relative change within this of the limit counts as at the limit (float noise).
+_LIMIT_SLACK = 1e-9
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:+.0f}%"
+
+
+def _spend_rules(
+    spend: SpendComparison,
+    policy: GatePolicy,
+    failures: list[GateFailure],
+    warnings: list[str],
+) -> None:
+    """The cost and latency limits: each a failure with its own reason."""
+    base, cand = spend.baseline, spend.candidate
+    limit = policy.max_cost_increase
+    if limit is not None:
+        missing = cand.decisions - cand.cost_decisions
+        increase = spend.cost_increase
+        if base.cost_per_decision is None or base.cost_per_decision <= 0:
+            warnings.append(
+                "gate.max_cost_increase was not checked: the baseline reports no cost "
+                "(have the agent report usage, or set pricing, and record the baseline again)"
+            )
+        elif missing > 0:
+            failures.append(
+                GateFailure(
+                    Rule.COST,
+                    f"{missing} of {cand.decisions} candidate decisions report no cost, so "
+                    "gate.max_cost_increase cannot be checked (report usage with every answer)",
+                )
+            )
+        elif increase is not None and increase > limit + _LIMIT_SLACK:
+            failures.append(
+                GateFailure(
+                    Rule.COST,
+                    f"cost per decision {_percent(increase)} (${base.cost_per_decision:.6g} -> "
+                    f"${cand.cost_per_decision:.6g}), over gate.max_cost_increase "
+                    f"{_percent(limit)}",
+                )
+            )
+    limit = policy.max_latency_p95_increase
+    if limit is not None:
+        increase = spend.latency_p95_increase
+        if increase is None:
+            warnings.append(
+                "gate.max_latency_p95_increase was not checked: the baseline has no "
+                "latency above 0 s"
+            )
+        elif increase > limit + _LIMIT_SLACK:
+            failures.append(
+                GateFailure(
+                    Rule.LATENCY,
+                    f"p95 latency per attempt {_percent(increase)} ({base.latency_p95:.3g} s -> "
+                    f"{cand.latency_p95:.3g} s), over gate.max_latency_p95_increase "
+                    f"{_percent(limit)}",
+                )
+            )

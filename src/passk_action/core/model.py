@@ -142,6 +142,32 @@ class EvalSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """What one attempt spent, as the agent (or an imported log) reported it.
+
+    Every field is optional: an agent may report tokens only, a cost only, or
+    both.  ``priced`` marks a ``cost_usd`` that passk computed from the
+    config's ``pricing`` because the agent reported tokens but no cost.
+    ``extra`` keeps any other numeric counters the agent reported (e.g.
+    ``cached_input_tokens``), by name, in reported order.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+    priced: bool = False
+    extra: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def tokens(self) -> int | None:
+        """Input plus output tokens; None when the agent reported neither."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+
+@dataclass(frozen=True, slots=True)
 class Attempt:
     """One recorded execution of the agent on one row.
 
@@ -149,7 +175,9 @@ class Attempt:
     (crash, timeout, unparseable output) is never a decision.  ``checks`` are
     the agent's intermediate checks in the order it reported them.
     ``retries`` keeps the reasons of earlier errored tries of this same
-    attempt, so retrying never loses what happened.
+    attempt, so retrying never loses what happened.  ``usage`` is what the
+    attempt spent, when reported; ``warnings`` note what passk ignored in an
+    otherwise valid answer (a malformed ``usage``), never a lost decision.
     """
 
     row_id: str
@@ -161,6 +189,8 @@ class Attempt:
     detail: str | None = None
     duration_s: float = 0.0
     retries: tuple[str, ...] = ()
+    usage: Usage | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def valid(self) -> bool:

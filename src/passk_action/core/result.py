@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .cost import compare_spend
 from .diff import Comparison, compare_runs
 from .gate import GateDecision, GatePolicy, ProtectedChange, decide
 from .model import RowRecord, Run
@@ -97,5 +98,6 @@ def evaluate(
         policy,
         protected_changes=protected_changes,
         protected_changes_allowed=protected_changes_allowed,
+        spend=compare_spend(baseline, candidate) if policy.limits_spend else None,
     )
     return comparison, gate

@@ -67,6 +67,7 @@ from ..core.model import (
     Row,
     RowRecord,
     Run,
+    Usage,
     Version,
     dataset_digest,
 )
@@ -86,6 +87,34 @@ PASSK_CONVENTION = (
     "passk's convention: a trial that errored is an error attempt, never a decision "
     "(a task with fewer than k decisions is unclassified)"
 )
+
+
+def harness_usage(
+    input_tokens: object = None,
+    output_tokens: object = None,
+    cost_usd: object = None,
+    model: object = None,
+) -> Usage | None:
+    """A trial's usage from what a harness logged; a value of the wrong kind is left out.
+
+    The same rules as an agent's ``usage``: token counts are whole numbers
+    >= 0, a cost a number >= 0, a model a non-empty name.  None when
+    nothing usable was logged.
+    """
+    name = model.strip() if isinstance(model, str) and model.strip() else None
+    usage = Usage(_count(input_tokens), _count(output_tokens), _amount(cost_usd), name)
+    return None if usage == Usage() else usage
+
+
+def _amount(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value < math.inf else None
+
+
+def _count(value: object) -> int | None:
+    amount = _amount(value)
+    return int(amount) if amount is not None and amount.is_integer() else None
 
 
 class Trial(NamedTuple):
@@ -120,6 +149,8 @@ class Trial(NamedTuple):
     """The harness task ``task`` is an id within (an Inspect eval's task), if any."""
     harness_scores: str = FAIL
     """For an errored trial: how its harness scores it, FAIL or DROP."""
+    usage: Usage | None = None
+    """Tokens and cost the harness logged for the trial (see :func:`harness_usage`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,6 +478,8 @@ def _assemble(
                 attempt = Attempt(
                     task, number, main, None, (), trial.error, trial.detail, trial.duration_s
                 )
+            if trial.usage is not None:
+                attempt = replace(attempt, usage=trial.usage)
             attempts.append(attempt)
     digest = dataset_digest(rows)
     descriptions = sorted({p.description for p in parsed if p.description})

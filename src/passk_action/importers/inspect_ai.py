@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.model import Usage
 from ..errors import ArtifactError
 from . import (
     DROP,
@@ -57,6 +58,7 @@ from . import (
     Skipped,
     Trial,
     first_line,
+    harness_usage,
     integer,
     number,
     task_id,
@@ -121,6 +123,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         order = (file_index, epoch, position)
         key = f"sample {sample_id!r} epoch {epoch}"
         duration = max(number(sample.get("total_time")) or 0.0, 0.0)
+        usage = _usage(sample.get("model_usage"))
         error = sample.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else error
@@ -136,6 +139,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                     where=here,
                     key=key,
                     group=group,
+                    usage=usage,
                     harness_scores=DROP,
                 )
             )
@@ -161,6 +165,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                     where=here,
                     key=key,
                     group=group,
+                    usage=usage,
                 )
             )
             continue
@@ -183,6 +188,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                 where=here,
                 key=key,
                 group=group,
+                usage=usage,
             )
         )
     return Parsed(tuple(trials), tuple(skipped), _description(spec), notes, convention=CONVENTION)
@@ -256,3 +262,27 @@ def _description(spec: Any) -> str:
     parts = [spec.get("model"), spec.get("task")]
     text = [p for p in parts if isinstance(p, str) and p]
     return " on ".join(text)
+
+
+def _usage(model_usage: Any) -> Usage | None:
+    """A sample's ``model_usage`` (tokens, and ``total_cost`` where Inspect logs it) summed.
+
+    The model is named when the sample used one (``openai/gpt-4o-mini`` is
+    priced as ``gpt-4o-mini``); a grader model's tokens count too: they
+    were spent on this sample.
+    """
+    if not isinstance(model_usage, dict) or not model_usage:
+        return None
+    totals: dict[str, float] = {}
+    for usage in model_usage.values():
+        if not isinstance(usage, dict):
+            continue
+        for key in ("input_tokens", "output_tokens", "total_cost"):
+            value = usage.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+    models = [str(name) for name in model_usage]
+    model = models[0].rpartition("/")[2] if len(models) == 1 else None
+    return harness_usage(
+        totals.get("input_tokens"), totals.get("output_tokens"), totals.get("total_cost"), model
+    )

@@ -46,9 +46,20 @@ import hashlib
 import math
 from typing import Any
 
-from ..core.model import Json, canonical_json
+from ..core.model import Json, Usage, canonical_json
 from ..errors import ArtifactError, UsageError
-from . import FAIL, PASS, ImportOptions, Parsed, Skipped, Trial, first_line, integer, number
+from . import (
+    FAIL,
+    PASS,
+    ImportOptions,
+    Parsed,
+    Skipped,
+    Trial,
+    first_line,
+    harness_usage,
+    integer,
+    number,
+)
 
 NAME = "promptfoo"
 EXPECTED = (
@@ -132,10 +143,22 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
             row_input["description"] = description
         order = (file_index, test_idx, position)
         duration = max((number(result.get("latencyMs")) or 0.0) / 1000, 0.0)
+        usage = _usage(result)
         if result.get("failureReason") == ERROR_REASON:
             detail = first_line(result.get("error"))
             trials.append(
-                Trial(row_id, row_input, order, None, ERROR, detail, duration, where=here, key=name)
+                Trial(
+                    row_id,
+                    row_input,
+                    order,
+                    None,
+                    ERROR,
+                    detail,
+                    duration,
+                    where=here,
+                    key=name,
+                    usage=usage,
+                )
             )
             continue
         decision = _decision(result)
@@ -143,7 +166,16 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
             skipped.append(Skipped(here, "no boolean 'success' or 'gradingResult.pass'"))
             continue
         trials.append(
-            Trial(row_id, row_input, order, decision, duration_s=duration, where=here, key=name)
+            Trial(
+                row_id,
+                row_input,
+                order,
+                decision,
+                duration_s=duration,
+                where=here,
+                key=name,
+                usage=usage,
+            )
         )
     return Parsed(
         tuple(trials),
@@ -275,3 +307,26 @@ def _description(usable: list[tuple[int, dict[str, Any], int]], chosen: int | No
         elif isinstance(provider, str) and provider:
             return provider
     return ""
+
+
+def _usage(result: dict[str, Any]) -> Usage | None:
+    """``tokenUsage`` (prompt, completion) and ``cost`` of a result; the model from its provider.
+
+    promptfoo keeps the tokens on the result or on its ``response``; the
+    provider id is ``<provider>:<model>`` (``openai:gpt-4o-mini``).
+    """
+    response = result.get("response")
+    tokens = result.get("tokenUsage")
+    if not isinstance(tokens, dict) and isinstance(response, dict):
+        tokens = response.get("tokenUsage")
+    tokens = tokens if isinstance(tokens, dict) else {}
+    provider = result.get("provider")
+    provider_id = provider.get("id") if isinstance(provider, dict) else provider
+    model = provider_id.partition(":")[2] or provider_id if isinstance(provider_id, str) else None
+    cost = result.get("cost")
+    if cost is None and isinstance(response, dict):
+        cost = response.get("cost")
+    usage = harness_usage(tokens.get("prompt"), tokens.get("completion"), cost, model)
+    if usage is not None and usage.tokens is None and usage.cost_usd is None:
+        return None  # a provider name alone says nothing about what was spent
+    return usage

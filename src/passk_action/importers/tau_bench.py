@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.model import Usage
 from ..errors import ArtifactError
 from . import (
     DROP,
@@ -58,6 +59,7 @@ from . import (
     Skipped,
     Trial,
     first_line,
+    harness_usage,
     integer,
     number,
     task_id,
@@ -197,6 +199,7 @@ def _parse_entries(
                 where=here,
                 key=name,
                 harness_scores=scores,
+                usage=_usage(entry, tau2=tau2),
             )
         )
     return Parsed(
@@ -278,3 +281,30 @@ def _description(info: Any) -> str:
     domain = env.get("domain_name") if isinstance(env, dict) else None
     parts = [p for p in (llm, domain) if isinstance(p, str) and p]
     return " on ".join(parts)
+
+
+def _usage(entry: dict[str, Any], *, tau2: bool) -> Usage | None:
+    """What the agent spent on a trial, where the harness logs it.
+
+    tau2: the simulation's ``agent_cost`` and the ``usage`` (``prompt_tokens``,
+    ``completion_tokens``) of its assistant messages.  tau-bench: a
+    ``total_cost`` in ``info`` when the run kept one; its ``user_cost`` is the
+    simulated user's, not the agent's, and is left out.
+    """
+    if not tau2:
+        info = entry.get("info")
+        return harness_usage(cost_usd=info.get("total_cost")) if isinstance(info, dict) else None
+    prompt = completion = None
+    messages = entry.get("messages")
+    for message in messages if isinstance(messages, list) else ():
+        usage = message.get("usage") if isinstance(message, dict) else None
+        if not isinstance(usage, dict) or message.get("role") != "assistant":
+            continue
+        for key, value in (("prompt_tokens", usage.get("prompt_tokens")),
+                           ("completion_tokens", usage.get("completion_tokens"))):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                if key == "prompt_tokens":
+                    prompt = (prompt or 0) + value
+                else:
+                    completion = (completion or 0) + value
+    return harness_usage(prompt, completion, entry.get("agent_cost"))

@@ -32,6 +32,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from ..core.cost import Price, Pricing
+from ..core.gate import GatePolicy
 from ..core.model import EvalSettings, Scoring
 from ..errors import ConfigError, PasskError
 from .schema_errors import (
@@ -298,6 +300,16 @@ class GateConfig:
     allow_label: str = DEFAULT_ALLOW_LABEL
     remeasure_label: str = DEFAULT_REMEASURE_LABEL
     """PR label that makes a re-run measure again instead of replaying the record."""
+    max_cost_increase: float | None = None
+    max_latency_p95_increase: float | None = None
+
+    @property
+    def policy(self) -> GatePolicy:
+        return GatePolicy(
+            block_on_any_regression=self.block_on_any_regression,
+            max_cost_increase=self.max_cost_increase,
+            max_latency_p95_increase=self.max_latency_p95_increase,
+        )
 
 
 @dataclass(frozen=True)
@@ -323,6 +335,7 @@ class Config:
     must_not_break_tags: tuple[str, ...]
     gate: GateConfig
     retry: RetryConfig
+    pricing: Pricing = field(default_factory=Pricing)
 
     @property
     def settings(self) -> EvalSettings:
@@ -538,9 +551,27 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
             block_on_any_regression=bool(gate_doc.get("block_on_any_regression", False)),
             allow_label=str(gate_doc.get("allow_label", DEFAULT_ALLOW_LABEL)),
             remeasure_label=str(gate_doc.get("remeasure_label", DEFAULT_REMEASURE_LABEL)),
+            max_cost_increase=_optional_float(gate_doc.get("max_cost_increase")),
+            max_latency_p95_increase=_optional_float(gate_doc.get("max_latency_p95_increase")),
         ),
         retry=retry,
+        pricing=_pricing(doc.get("pricing", {})),
     )
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _price(doc: Mapping[str, Any]) -> Price:
+    return Price(float(doc["input_per_mtok"]), float(doc["output_per_mtok"]))
+
+
+def _pricing(doc: Mapping[str, Any]) -> Pricing:
+    """The schema-valid ``pricing`` section: one default price and prices by model."""
+    default = _price(doc) if "input_per_mtok" in doc else None
+    models = tuple((name, _price(price)) for name, price in doc.get("models", {}).items())
+    return Pricing(default=default, models=models)
 
 
 def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentConfig:

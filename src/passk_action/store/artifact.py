@@ -41,6 +41,7 @@ from ..core.model import (
     RowRecord,
     Run,
     Scoring,
+    Usage,
     Version,
 )
 from ..core.shard import Shard
@@ -49,7 +50,10 @@ from ..errors import ArtifactError, UsageError
 if TYPE_CHECKING:
     import jsonschema
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The version passk writes.  2 added an attempt's ``usage`` and ``warnings``."""
+OLDEST_READ_VERSION = 1
+"""Version 1 files read as they are: no attempt in them has a usage."""
 RUN_KIND = "passk-run"
 _DIGEST_PREFIX = "sha256:"
 _T = TypeVar("_T")
@@ -87,13 +91,84 @@ def attempt_to_json(attempt: Attempt) -> dict[str, Any]:
     if attempt.detail:
         out["detail"] = attempt.detail
     out["duration_s"] = round(attempt.duration_s, DURATION_DIGITS)
+    # After duration_s: the usage differs in every attempt, so it stays out of
+    # the "middle" the streaming reader learns once (see AttemptLines).
+    if attempt.usage is not None:
+        out["usage"] = usage_to_json(attempt.usage)
+    if attempt.warnings:
+        out["warnings"] = list(attempt.warnings)
     if attempt.retries:
         out["retries"] = list(attempt.retries)
     return out
 
 
+_USAGE_NAMED = ("input_tokens", "output_tokens", "cost_usd", "model", "priced")
+
+
+def usage_to_json(usage: Usage) -> dict[str, Any]:
+    """The known keys first, then the extra counters by name."""
+    out: dict[str, Any] = {}
+    for key in ("input_tokens", "output_tokens", "cost_usd", "model"):
+        value = getattr(usage, key)
+        if value is not None:
+            out[key] = value
+    if usage.priced:
+        out["priced"] = True
+    for name, value in usage.extra:
+        if name not in out and name != "priced":
+            out[name] = int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+    return out
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_amount(value: Any) -> bool:
+    return type(value) in (int, float) and 0 <= value < math.inf
+
+
+def usage_from_json(doc: Any, where: str) -> Usage:
+    """Validate a recorded ``usage`` object (the schema's ``usage``) and build it."""
+    if not isinstance(doc, dict):
+        raise ArtifactError("'usage' must be an object", where=where)
+    for key in ("input_tokens", "output_tokens"):
+        if key in doc and not _is_count(doc[key]):
+            raise ArtifactError(f"'usage.{key}' must be an integer >= 0", where=where)
+    if "model" in doc and (not isinstance(doc["model"], str) or not doc["model"]):
+        raise ArtifactError("'usage.model' must be a non-empty string", where=where)
+    if "priced" in doc and not isinstance(doc["priced"], bool):
+        raise ArtifactError("'usage.priced' must be true or false", where=where)
+    for key, value in doc.items():
+        if key not in ("input_tokens", "output_tokens", "model", "priced") and not _is_amount(
+            value
+        ):
+            raise ArtifactError(f"'usage.{key}' must be a finite number >= 0", where=where)
+    cost = doc.get("cost_usd")
+    return Usage(
+        input_tokens=doc.get("input_tokens"),
+        output_tokens=doc.get("output_tokens"),
+        cost_usd=None if cost is None else float(cost),
+        model=doc.get("model"),
+        priced=doc.get("priced", False),
+        extra=tuple((k, float(v)) for k, v in doc.items() if k not in _USAGE_NAMED),
+    )
+
+
 _ATTEMPT_KEYS = frozenset(
-    {"row", "n", "phase", "decision", "checks", "error", "detail", "duration_s", "retries"}
+    {
+        "row",
+        "n",
+        "phase",
+        "decision",
+        "checks",
+        "error",
+        "detail",
+        "duration_s",
+        "retries",
+        "usage",
+        "warnings",
+    }
 )
 _PHASES = {p.value: p for p in Phase}
 
@@ -134,6 +209,10 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
     retries = doc.get("retries", [])
     if not isinstance(retries, list) or not all(isinstance(r, str) for r in retries):
         raise ArtifactError("'retries' must be a list of strings", where=where)
+    warnings = doc.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise ArtifactError("'warnings' must be a list of strings", where=where)
+    usage = doc.get("usage")
     return Attempt(
         row_id=row,
         number=n,
@@ -146,6 +225,8 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
         # back equal to itself after it is written again.
         duration_s=round(float(duration), DURATION_DIGITS),
         retries=tuple(retries),
+        usage=None if usage is None else usage_from_json(usage, where),
+        warnings=tuple(warnings),
     )
 
 
@@ -332,9 +413,9 @@ def _check_version(doc: Any, where: str, kind: str) -> None:
             where=where,
             hint="upgrade passk",
         )
-    if version < SCHEMA_VERSION:
+    if version < OLDEST_READ_VERSION:
         raise ArtifactError(
-            f"schema_version {version} is older than this passk reads ({SCHEMA_VERSION})",
+            f"schema_version {version} is older than this passk reads ({OLDEST_READ_VERSION})",
             where=where,
             hint="record the run again, e.g. with `passk baseline`",
         )
@@ -739,7 +820,7 @@ def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attemp
 
     Runs a million times for a large artifact, hence the plain type checks.
     """
-    if type(doc) is not dict or not doc.keys() <= _ATTEMPT_KEYS or "retries" in doc:
+    if type(doc) is not dict or not doc.keys() <= _FAST_ATTEMPT_KEYS:
         return None
     row, n, phase = doc.get("row"), doc.get("n"), doc.get("phase")
     if type(row) is not str or type(n) is not int or n < 1 or type(phase) is not str:
@@ -782,17 +863,24 @@ def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attemp
     duration = doc.get("duration_s", 0.0)
     if type(duration) is not float or not 0.0 <= duration < math.inf:
         return None  # ints (and a huge one float() cannot take) go the careful way
-    return Attempt(
-        row_id, n, phase_value, decision, pairs, error, detail, round(duration, DURATION_DIGITS), ()
-    )
+    duration = round(duration, DURATION_DIGITS)
+    raw_usage = doc.get("usage")
+    if raw_usage is None:
+        return Attempt(row_id, n, phase_value, decision, pairs, error, detail, duration, ())
+    try:
+        usage = usage_from_json(raw_usage, "")
+    except ArtifactError:
+        return None
+    return Attempt(row_id, n, phase_value, decision, pairs, error, detail, duration, (), usage)
 
 
+_FAST_ATTEMPT_KEYS = _ATTEMPT_KEYS - {"retries", "warnings"}
 _ATTEMPT_HEAD = re.compile(r'\{"row":"([^"\\\x00-\x1f]*)","n":([1-9][0-9]{0,17}),')
 _ATTEMPT_TAIL = re.compile(
     r'"duration_s":(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+))\}'
 )
 _DURATION = '"duration_s":'
-_OWN_KEYS = frozenset({"row", "n", "duration_s"})
+_OWN_KEYS = frozenset({"row", "n", "duration_s", "usage"})
 _MIDDLES_KEPT = 10_000
 
 

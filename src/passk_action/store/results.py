@@ -80,7 +80,7 @@ def result_to_json(result: CompareResult) -> dict[str, Any]:
         "dataset_digest": result.candidate.dataset_digest,
         "settings": result.candidate.settings.to_json(),
         "gate": result.gate.to_json(),
-        "policy": {"block_on_any_regression": result.policy.block_on_any_regression},
+        "policy": result.policy.to_json(),
         "ratchet": sorted(result.ratchet),
         "protected_changes": [c.to_json() for c in result.protected_changes],
         "protected_changes_allowed": result.protected_changes_allowed,
@@ -190,7 +190,12 @@ def _assemble_result(
             )
     if len({r.id for r in records}) != len(records):
         raise ArtifactError("a row appears twice in 'rows'", where=where)
-    policy = GatePolicy(block_on_any_regression=doc["policy"]["block_on_any_regression"])
+    policy_doc = doc["policy"]
+    policy = GatePolicy(
+        block_on_any_regression=policy_doc["block_on_any_regression"],
+        max_cost_increase=policy_doc.get("max_cost_increase"),
+        max_latency_p95_increase=policy_doc.get("max_latency_p95_increase"),
+    )
     protected = tuple(
         ProtectedChange(c["kind"], c["detail"], c["id"]) for c in doc["protected_changes"]
     )

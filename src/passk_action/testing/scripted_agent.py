@@ -26,7 +26,8 @@ the LAST element once n runs past the list, so confirmation attempts continue
 the row's behaviour.  An outcome is one of:
 
 - ``"deny"``: shorthand for ``{"decision": "deny"}``;
-- ``{"decision": "deny", "checks": {"return_window": "ok"}}``: a normal answer;
+- ``{"decision": "deny", "checks": {"return_window": "ok"}}``: a normal answer,
+  optionally with ``"usage": {"input_tokens": 812, ...}`` sent as it is;
 - ``{"crash": "message"}``: raise an exception (traceback on stderr, exit 1);
 - ``{"exit": 3, "stderr": "text"}``: write ``stderr`` (optional), exit 3;
 - ``{"sleep": 2.5, "then": <outcome>}``: wait, then play ``then``;
@@ -67,6 +68,8 @@ class ScriptedCrash(RuntimeError):
 class Answer:
     decision: str
     checks: tuple[tuple[str, str], ...] = ()
+    usage: Any = None
+    """Sent as the answer's ``usage`` exactly as scripted (a malformed one too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +125,8 @@ def parse_outcome(value: Any, where: str) -> Outcome:
         raise _fail(where, f"an outcome needs exactly one of decision, crash, exit, sleep, "
                     f"stdout, hang; got keys {sorted(value)}", "keep one kind per outcome")
     kind = kinds[0]
-    allowed = {"decision": {"checks"}, "exit": {"stderr"}, "sleep": {"then"}}.get(kind, set())
+    extras = {"decision": {"checks", "usage"}, "exit": {"stderr"}, "sleep": {"then"}}
+    allowed = extras.get(kind, set())
     extra = sorted(set(value) - {kind} - allowed)
     if extra:
         raise _fail(where, f"unknown key(s) {extra} in a {kind!r} outcome",
@@ -136,7 +140,7 @@ def parse_outcome(value: Any, where: str) -> Outcome:
         if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
             raise _fail(where, "checks must be an object of string values",
                         'write e.g. {"return_window": "ok"}')
-        return Answer(raw, tuple(checks.items()))
+        return Answer(raw, tuple(checks.items()), value.get("usage"))
     if kind == "crash":
         return Crash(str(raw))
     if kind == "exit":
@@ -265,6 +269,8 @@ def play(outcome: Outcome, stdout: IO[bytes], stderr: IO[bytes]) -> int:
         answer: dict[str, Any] = {"decision": outcome.decision}
         if outcome.checks:
             answer["checks"] = dict(outcome.checks)
+        if outcome.usage is not None:
+            answer["usage"] = outcome.usage
         stdout.write((json.dumps(answer, ensure_ascii=False) + "\n").encode("utf-8"))
         return 0
     if isinstance(outcome, Crash):

@@ -1,0 +1,315 @@
+"""What a version costs and how long it takes, beside how reliable it is.
+
+Pure: prices token counts, summarizes a run's latency, tokens, cost and
+errors, and compares two runs row by row.  Only main attempts (the k per
+row) enter the per-decision figures and the latency, so both versions are
+measured on the same footing; a run's total cost counts every attempt,
+confirmations included, because they were paid for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .model import Attempt, Phase, Run, Usage
+
+MTOK = 1_000_000
+
+
+# ------------------------------------------------------------------- pricing
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """US dollars per million input and output tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float:
+        """(input x input price + output x output price) / 10^6; a missing count is 0."""
+        return (
+            (input_tokens or 0) * self.input_per_mtok + (output_tokens or 0) * self.output_per_mtok
+        ) / MTOK
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """The config's ``pricing``: one price, and optionally one per model name.
+
+    A model reported by the agent takes the price of the longest configured
+    name it equals or starts with (``gpt-4o-mini-2024-07-18`` takes
+    ``gpt-4o-mini``); any other attempt takes ``default``.
+    """
+
+    default: Price | None = None
+    models: tuple[tuple[str, Price], ...] = ()
+
+    def price_for(self, model: str | None) -> Price | None:
+        if model is not None:
+            matches = [(name, p) for name, p in self.models if model.startswith(name)]
+            if matches:
+                return max(matches, key=lambda pair: len(pair[0]))[1]
+        return self.default
+
+    def __bool__(self) -> bool:
+        return self.default is not None or bool(self.models)
+
+
+def priced_usage(usage: Usage, pricing: Pricing) -> Usage:
+    """``usage`` with a cost computed from ``pricing`` when the agent reported none.
+
+    A cost the agent reported is kept as it is.  A cost passk computed
+    earlier (``priced``) is computed again with ``pricing``, so two runs
+    compared are priced alike even when the prices changed in between.
+    Without tokens, or without a price for the model, nothing changes.
+    """
+    if usage.cost_usd is not None and not usage.priced:
+        return usage
+    if usage.input_tokens is None and usage.output_tokens is None:
+        return usage
+    price = pricing.price_for(usage.model)
+    if price is None:
+        return usage
+    return replace(usage, cost_usd=price.cost(usage.input_tokens, usage.output_tokens), priced=True)
+
+
+def priced_attempt(attempt: Attempt, pricing: Pricing) -> Attempt:
+    if attempt.usage is None or not pricing:
+        return attempt
+    usage = priced_usage(attempt.usage, pricing)
+    return attempt if usage is attempt.usage else replace(attempt, usage=usage)
+
+
+def priced_run(run: Run, pricing: Pricing) -> Run:
+    """``run`` with every attempt priced (see :func:`priced_usage`); ``run`` if none changed."""
+    if not pricing:
+        return run
+    attempts = tuple(priced_attempt(a, pricing) for a in run.attempts)
+    if all(new is old for new, old in zip(attempts, run.attempts, strict=True)):
+        return run
+    return replace(run, attempts=attempts)
+
+
+# --------------------------------------------------------------- statistics
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q`` quantile (0 <= q <= 1) by linear interpolation between order statistics.
+
+    Formula (Hyndman and Fan 1996, definition 7; numpy's default, and
+    ``statistics.quantiles(method="inclusive")``): with x_(1) <= ... <= x_(n)
+    sorted and h = (n - 1) q, Q = x_(floor h + 1) + (h - floor h)
+    (x_(floor h + 2) - x_(floor h + 1)).  p50 is the median.
+
+    Edge cases: no values -> None; one value -> that value; q = 0 and q = 1
+    give the minimum and maximum.
+    """
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q must be within [0, 1], got {q}")
+    if not values:
+        return None
+    ordered = sorted(values)
+    h = (len(ordered) - 1) * q
+    low = math.floor(h)
+    if low + 1 >= len(ordered):
+        return float(ordered[-1])
+    return ordered[low] + (h - low) * (ordered[low + 1] - ordered[low])
+
+
+_T_975_SMALL = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912)
+"""t_{0.975, df} for df = 1..6 to six decimals (standard tables, e.g. NIST/SEMATECH 1.3.6.7.2)."""
+
+
+def t_975(df: int) -> float:
+    """The Student t quantile t_{0.975, df} for a two-sided 95% interval.
+
+    df = 1..6 from the table (where the expansion below is off by up to
+    4e-3); df >= 7 by the Cornish-Fisher expansion in 1/df around
+    z = 1.959964 (Abramowitz and Stegun 26.7.5), within 1e-4 of the tables
+    and exact in the limit.  Edge case: df < 1 raises ValueError.
+    """
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if df <= len(_T_975_SMALL):
+        return _T_975_SMALL[df - 1]
+    z = 1.959963984540054
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
+    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
+
+
+@dataclass(frozen=True, slots=True)
+class PairedChange:
+    """The mean over rows of (candidate - baseline), with its 95% interval.
+
+    ``rows`` is how many rows have a value on both versions; ``low`` and
+    ``high`` are None with fewer than two.
+    """
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    rows: int
+
+
+def paired_change(pairs: Sequence[tuple[float, float]]) -> PairedChange:
+    """Paired t interval for the mean difference of (baseline, candidate) per-row values.
+
+    Formula (Student 1908; e.g. Wasserman, All of Statistics, 10.4): with
+    d_i = candidate_i - baseline_i over n rows, d-bar +- t_{0.975, n-1}
+    s_d / sqrt(n), s_d the sample standard deviation (n - 1).  Pairing by
+    row removes the spread between rows (long inputs cost more on both
+    versions) from the interval.
+
+    Edge cases: no pairs -> all None; one pair -> the estimate only; all
+    differences equal -> an interval of zero width at the estimate.
+    """
+    n = len(pairs)
+    if n == 0:
+        return PairedChange(None, None, None, 0)
+    diffs = [c - b for b, c in pairs]
+    mean = math.fsum(diffs) / n
+    if n < 2:
+        return PairedChange(mean, None, None, n)
+    var = math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)
+    half = t_975(n - 1) * math.sqrt(var / n)
+    return PairedChange(mean, mean - half, mean + half, n)
+
+
+def relative_change(baseline: float | None, candidate: float | None) -> float | None:
+    """candidate / baseline - 1; None when either is missing or the baseline is 0."""
+    if baseline is None or candidate is None or baseline <= 0:
+        return None
+    return candidate / baseline - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """Latency, tokens, cost and errors of one run.
+
+    Per-decision figures divide the sum over main attempts (errors too:
+    they were paid for) by the main attempts that made a decision.
+    ``cost_attempts`` and ``token_attempts`` count the main attempts that
+    reported a cost or tokens; a figure is None when none did.
+    """
+
+    attempts: int
+    decisions: int
+    latency_p50: float | None
+    latency_p95: float | None
+    tokens_per_decision: float | None
+    cost_per_decision: float | None
+    total_cost: float | None
+    """Every attempt's cost, confirmations included."""
+    token_attempts: int
+    cost_attempts: int
+    cost_decisions: int
+    """Main attempts that made a decision and carry a cost."""
+    priced: bool
+    """Some cost was computed from the config's pricing."""
+
+    @property
+    def errors(self) -> int:
+        return self.attempts - self.decisions
+
+    @property
+    def error_rate(self) -> float | None:
+        """Error attempts / main attempts; None for no attempts."""
+        return self.errors / self.attempts if self.attempts else None
+
+    @property
+    def reports_usage(self) -> bool:
+        return self.token_attempts > 0 or self.cost_attempts > 0
+
+
+def _main(attempts: Iterable[Attempt]) -> list[Attempt]:
+    return [a for a in attempts if a.phase is Phase.MAIN]
+
+
+def summarize_spend(run: Run) -> Spend:
+    """The :class:`Spend` of ``run``; latency p50/p95 by :func:`percentile` over main attempts."""
+    main = _main(run.attempts)
+    decisions = sum(1 for a in main if a.valid)
+    durations = [a.duration_s for a in main]
+    tokens = [t for a in main if a.usage is not None and (t := a.usage.tokens) is not None]
+    costs = [c for a in main if a.usage is not None and (c := a.usage.cost_usd) is not None]
+    every_cost = [
+        c for a in run.attempts if a.usage is not None and (c := a.usage.cost_usd) is not None
+    ]
+    return Spend(
+        attempts=len(main),
+        decisions=decisions,
+        latency_p50=percentile(durations, 0.5),
+        latency_p95=percentile(durations, 0.95),
+        tokens_per_decision=sum(tokens) / decisions if tokens and decisions else None,
+        cost_per_decision=math.fsum(costs) / decisions if costs and decisions else None,
+        total_cost=math.fsum(every_cost) if every_cost else None,
+        token_attempts=len(tokens),
+        cost_attempts=len(costs),
+        cost_decisions=sum(
+            1 for a in main if a.valid and a.usage is not None and a.usage.cost_usd is not None
+        ),
+        priced=any(a.usage is not None and a.usage.priced for a in run.attempts),
+    )
+
+
+def _row_means(
+    by_row: Mapping[str, Sequence[Attempt]], value: str
+) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for row_id, attempts in by_row.items():
+        if value == "cost":
+            got = [
+                a.usage.cost_usd
+                for a in _main(attempts)
+                if a.usage is not None and a.usage.cost_usd is not None
+            ]
+        else:
+            got = [a.duration_s for a in _main(attempts)]
+        if got:
+            out[row_id] = math.fsum(got) / len(got)
+    return out
+
+
+def _pairs(baseline: Run, candidate: Run, value: str) -> list[tuple[float, float]]:
+    base = _row_means(baseline.attempts_by_row(), value)
+    cand = _row_means(candidate.attempts_by_row(), value)
+    return [(base[r.id], cand[r.id]) for r in candidate.rows if r.id in base and r.id in cand]
+
+
+@dataclass(frozen=True, slots=True)
+class SpendComparison:
+    """Both versions' :class:`Spend` and the paired changes per row.
+
+    ``cost`` and ``latency`` are paired intervals for the change in a row's
+    mean cost (US dollars) and mean latency (seconds) per main attempt.
+    """
+
+    baseline: Spend
+    candidate: Spend
+    cost: PairedChange
+    latency: PairedChange
+
+    @property
+    def cost_increase(self) -> float | None:
+        """Relative change of the cost per decision (0.25 = 25% more)."""
+        return relative_change(self.baseline.cost_per_decision, self.candidate.cost_per_decision)
+
+    @property
+    def latency_p95_increase(self) -> float | None:
+        """Relative change of the p95 latency per attempt."""
+        return relative_change(self.baseline.latency_p95, self.candidate.latency_p95)
+
+
+def compare_spend(baseline: Run, candidate: Run) -> SpendComparison:
+    return SpendComparison(
+        baseline=summarize_spend(baseline),
+        candidate=summarize_spend(candidate),
+        cost=paired_change(_pairs(baseline, candidate, "cost")),
+        latency=paired_change(_pairs(baseline, candidate, "latency")),
+    )
