@@ -197,7 +197,7 @@ def test_unknown_keys_warn_with_the_closest_known_key() -> None:
     assert loaded.warnings == (
         "passk.yml: kk: unknown key, ignored (did you mean `k`?)",
         "passk.yml: zzz_unrelated: unknown key, ignored (known keys here: dataset, k,"
-        " concurrency, scoring, agent, baseline, confirm, must_not_break, gate, retry)",
+        " concurrency, scoring, agent, baseline, confirm, must_not_break, gate, pricing, retry)",
         "passk.yml: agent.timout_s: unknown key, ignored (did you mean `timeout_s`?)",
         "passk.yml: gate.block_on_any_regresion: unknown key, ignored"
         " (did you mean `block_on_any_regression`?)",
