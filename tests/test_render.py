@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from passk_action.core.model import (
     Phase,
     RowRecord,
     Run,
+    Usage,
     Version,
 )
 from passk_action.core.result import CompareResult, Executions, evaluate
@@ -83,12 +84,23 @@ def row(row_id: str, expected: str, *, mnb: bool = False) -> RowRecord:
     )
 
 
+Spender = Callable[[str, int], tuple[Usage | None, float]]
+"""What an attempt of (row, number) spent and how long it took."""
+
+
 class Attempts:
     """Numbered attempts for one version: main ones first, then confirmations."""
 
-    def __init__(self) -> None:
+    def __init__(self, spender: Spender | None = None) -> None:
         self.attempts: list[Attempt] = []
         self._numbers: dict[str, int] = {}
+        self._spender = spender
+
+    def _spend(self, attempt: Attempt) -> Attempt:
+        if self._spender is None:
+            return attempt
+        usage, duration = self._spender(attempt.row_id, attempt.number)
+        return replace(attempt, usage=usage, duration_s=duration)
 
     def _next(self, row_id: str) -> int:
         self._numbers[row_id] = self._numbers.get(row_id, 0) + 1
@@ -105,16 +117,15 @@ class Attempts:
     ) -> Attempts:
         for _ in range(times):
             self.attempts.append(
-                Attempt(row_id, self._next(row_id), phase, decision, tuple(checks))
+                self._spend(Attempt(row_id, self._next(row_id), phase, decision, tuple(checks)))
             )
         return self
 
     def error(
         self, row_id: str, reason: str, detail: str, *, phase: Phase = Phase.MAIN
     ) -> Attempts:
-        self.attempts.append(
-            Attempt(row_id, self._next(row_id), phase, None, (), error=reason, detail=detail)
-        )
+        attempt = Attempt(row_id, self._next(row_id), phase, None, (), error=reason, detail=detail)
+        self.attempts.append(replace(self._spend(attempt), usage=None))
         return self
 
 
@@ -187,6 +198,28 @@ TIMEOUT_DETAIL = (
 )
 
 
+def _row_number(row_id: str) -> int:
+    return int(row_id.rsplit("-", 1)[1])
+
+
+def baseline_spend(row_id: str, number: int) -> tuple[Usage | None, float]:
+    """Reported tokens and cost; latency 0.6-1.3 s."""
+    i = _row_number(row_id)
+    tokens_in = 700 + 40 * i + 5 * number
+    return Usage(tokens_in, 60, round(tokens_in * 0.15e-6 + 60 * 0.6e-6, 9), "gpt-4o-mini"), (
+        0.6 + 0.1 * i + 0.02 * number
+    )
+
+
+def candidate_spend(row_id: str, number: int) -> tuple[Usage | None, float]:
+    """A longer prompt: about 45% more cost; latency 0.9-2.0 s."""
+    i = _row_number(row_id)
+    tokens_in = 1100 + 40 * i + 5 * number
+    return Usage(tokens_in, 75, round(tokens_in * 0.15e-6 + 75 * 0.6e-6, 9), "gpt-4o-mini"), (
+        0.9 + 0.15 * i + 0.03 * number
+    )
+
+
 def failed_scenario() -> CompareResult:
     """Every kind of row the report distinguishes, and a failed gate."""
     rows = [
@@ -199,7 +232,7 @@ def failed_scenario() -> CompareResult:
         row("refund-007", "approve"),  # stable-wrong -> flip; a check flips on the baseline
     ]
     base = (
-        Attempts()
+        Attempts(baseline_spend)
         .ok("refund-001", "approve", OK, times=3)
         .ok("refund-001", "approve", OK, phase=Phase.CONFIRM, times=6)
         .ok("refund-002", "deny", times=3)
@@ -217,7 +250,7 @@ def failed_scenario() -> CompareResult:
         .ok("refund-007", "deny", [("return_window", "ok")])
     )
     cand = (
-        Attempts()
+        Attempts(candidate_spend)
         .ok("refund-001", "approve", OK, times=2)
         .ok("refund-001", "deny", EXPIRED)
         .ok("refund-001", "approve", OK, phase=Phase.CONFIRM, times=3)

@@ -29,6 +29,7 @@ REPORT_KEYS = [
     "notes",
     "executions",
     "analysis",
+    "spend",
 ]
 
 
@@ -110,7 +111,10 @@ def test_the_json_report_of_a_run_adds_its_analysis(
     path = tmp_path / "run.json"
     write_run(failed_scenario().baseline, path)
     report, _ = report_of(path, capsys)
-    assert list(report) == ["metrics", "errors_by_reason", "rows", "analysis"]
+    assert list(report) == ["metrics", "errors_by_reason", "rows", "analysis", "spend"]
+    # the baseline of the failed scenario reports tokens and cost on every decision
+    assert report["spend"]["decisions_with_cost"] == report["spend"]["decisions"] == 21
+    assert report["spend"]["cost_per_decision_usd"] > 0
     assert report["analysis"]["version"] == "baseline"
     assert report["analysis"]["pass_k"]["estimate"] == report["metrics"]["pass_k"]
     # Agresti-Coull on the 7 row means with t_{0.975, 6} (see test_render).

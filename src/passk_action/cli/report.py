@@ -13,11 +13,12 @@ one holds every attempt: gigabytes at scale, and ``passk gate`` reads it)::
      "gained": [ids], "lost": [ids],
      "rows": [one comparison row per dataset row, as in the result file, no attempts],
      "notes": [...], "executions": {...}, "analysis": {error bars, paired comparison,
-     pass^j curves, check stability, power}}
+     pass^j curves, check stability, power}, "spend": {latency, tokens, cost, errors
+     per version, and the paired changes}}
 
 The gate is the one recomputed from the recorded attempts, never the one the
 file claims.  ``--format json`` of a run is ``{"metrics", "errors_by_reason",
-"rows", "analysis"}`` (``analysis``: that run's error bars, pass^j curve,
+"rows", "analysis", "spend"}`` (``analysis``: that run's error bars, pass^j curve,
 check stability and power).
 """
 
@@ -28,6 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.cost import compare_spend
 from ..core.result import CompareResult
 from ..core.uncertainty import Analysis, analyze
 from ..errors import EXIT_OK
@@ -91,6 +93,7 @@ def result_report_json(result: CompareResult, analysis: Analysis | None = None) 
         "notes": list(result.notes),
         "executions": result.executions.to_json(),
         "analysis": stats.to_json(),
+        "spend": compare_spend(result.baseline, result.candidate).to_json(),
     }
 
 

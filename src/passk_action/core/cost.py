@@ -156,6 +156,9 @@ class PairedChange:
     high: float | None
     rows: int
 
+    def to_json(self) -> dict[str, object]:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "rows": self.rows}
+
 
 def paired_change(pairs: Sequence[tuple[float, float]]) -> PairedChange:
     """Paired t interval for the mean difference of (baseline, candidate) per-row values.
@@ -225,6 +228,20 @@ class Spend:
     @property
     def reports_usage(self) -> bool:
         return self.token_attempts > 0 or self.cost_attempts > 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "attempts": self.attempts,
+            "decisions": self.decisions,
+            "error_rate": self.error_rate,
+            "latency_p50_s": self.latency_p50,
+            "latency_p95_s": self.latency_p95,
+            "tokens_per_decision": self.tokens_per_decision,
+            "cost_per_decision_usd": self.cost_per_decision,
+            "total_cost_usd": self.total_cost,
+            "decisions_with_cost": self.cost_decisions,
+            "priced": self.priced,
+        }
 
 
 def _main(attempts: Iterable[Attempt]) -> list[Attempt]:
@@ -304,6 +321,17 @@ class SpendComparison:
     def latency_p95_increase(self) -> float | None:
         """Relative change of the p95 latency per attempt."""
         return relative_change(self.baseline.latency_p95, self.candidate.latency_p95)
+
+    def to_json(self) -> dict[str, object]:
+        """Both versions and the change (``passk report --format json``)."""
+        return {
+            "baseline": self.baseline.to_json(),
+            "candidate": self.candidate.to_json(),
+            "cost_increase": self.cost_increase,
+            "latency_p95_increase": self.latency_p95_increase,
+            "mean_cost_change_per_attempt_usd": self.cost.to_json(),
+            "mean_latency_change_per_attempt_s": self.latency.to_json(),
+        }
 
 
 def compare_spend(baseline: Run, candidate: Run) -> SpendComparison:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.classify import is_correct
+from ..core.cost import compare_spend
 from ..core.diff import Change, Confirmation, RowComparison
 from ..core.gate import GateFailure, Rule
 from ..core.model import Attempt, Json, Phase, Scoring
@@ -51,6 +52,7 @@ from .markdown import (
     power_text,
     ranked_counts,
 )
+from .spend import cost_line
 
 ID_LEN = 80
 INPUT_PREVIEW_LEN = 100
@@ -507,6 +509,7 @@ def _body(
     stats: Analysis,
     context: CommentContext,
     budget: _Budget,
+    spend: str | None = None,
 ) -> list[str]:
     gate = result.gate
     cmp = result.comparison
@@ -546,6 +549,8 @@ def _body(
     for warning in (*result.warnings, *gate.warnings):
         lines += ["", f"⚠️ {inline(warning, REASON_LEN)}"]
     lines += ["", *numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)]
+    if spend is not None:
+        lines += ["", spend]
     blocking = {f.id for f in gate.failures if f.id is not None}
     other_lost = [r for r in s.lost if r.id not in blocking]
     lines += [
@@ -622,9 +627,10 @@ def render_comment(
         ctx = CommentContext(**{**ctx.__dict__, "details_url": url})
     s = _sections(result)
     stats = analysis if analysis is not None else analyze(result)
+    spend = cost_line(compare_spend(result.baseline, result.candidate))
     text = ""
     for budget in _BUDGETS:
-        lines = _body(result, s, stats, ctx, budget)
+        lines = _body(result, s, stats, ctx, budget, spend)
         text = "\n".join([marker, *lines, "", record])
         if len(text) <= limit:
             break

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from ..core.cost import compare_spend, summarize_spend
 from ..core.diff import Change, Confirmation, DivergentCheck, RowComparison
 from ..core.gate import GateDecision, GateFailure, Rule
 from ..core.model import AgentInfo, Attempt, Json, Phase, RowClass, Run
@@ -49,6 +50,7 @@ from .charts import (
     transition_counts,
 )
 from .escape import block, code, inline
+from .spend import cost_line, run_spend_lines, spend_lines
 
 ID_LEN = 80
 VALUE_LEN = 40
@@ -265,6 +267,7 @@ def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
         "**Errors by reason:** "
         + (counts_text(view.errors_by_reason.items()) if view.errors_by_reason else "none"),
     ]
+    lines += run_spend_lines(summarize_spend(run))
 
     lines += _imported_lines(run, view.summaries)
 
@@ -341,6 +344,7 @@ def run_report_json(run: Run) -> dict[str, Json]:
             for s in view.summaries
         ],
         "analysis": run_analysis_json(version, power_analysis(summaries), run.settings.k),
+        "spend": summarize_spend(run).to_json(),
     }
 
 
@@ -837,10 +841,14 @@ def render_compare_report(
     gate = result.gate
     cmp = result.comparison
     stats = analysis if analysis is not None else analyze(result)
+    spend = compare_spend(result.baseline, result.candidate)
     lines = [f"# {verdict_line(result, s)}", "", *_header_facts(result), ""]
     for warning in result.warnings:
         lines += [f"> ⚠️ {inline(warning, REASON_LEN)}", ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics, counts=True)
+    summary = cost_line(spend)
+    if summary is not None:
+        lines += ["", summary]
     lines += ["", noise_sentence(stats.paired)]
     if statistics:
         lines += _statistics_lines([stats.baseline, stats.candidate], stats.power)
@@ -851,6 +859,7 @@ def render_compare_report(
     ]
     if charts:
         lines += _curve_lines(stats) + _transition_lines(cmp.rows)
+    lines += spend_lines(spend)
     lines += [
         "",
         "## Gate: " + ("✅ passed" if gate.passed else f"❌ failed, {_failure_summary(gate)}"),
