@@ -203,3 +203,14 @@ def test_the_story_does_not_depend_on_the_default_seed(seed: int) -> None:
     v1_accuracy, _ = evaluate("v1", "baseline", seed)
     v2_accuracy, _ = evaluate("v2", "candidate", seed)
     assert v2_accuracy > v1_accuracy
+
+
+def test_the_agent_reports_synthetic_usage_and_the_new_prompt_costs_more() -> None:
+    """The demo's cost line needs usage: tokens on every answer, v2's prompt the longer."""
+    for row in ROWS[:10]:
+        request = {"id": row["id"], "input": row["input"], "attempt": 1, "version": "candidate"}
+        v1, v2 = decide(request, "v1", 0)["usage"], decide(request, "v2", 0)["usage"]
+        for usage in (v1, v2):
+            assert set(usage) == {"input_tokens", "output_tokens", "model"}
+            assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+        assert v2["input_tokens"] > v1["input_tokens"]

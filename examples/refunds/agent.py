@@ -31,8 +31,15 @@ Two prompts, ``--policy v1`` (production) and ``--policy v2`` (candidate):
 Accuracy goes up, reliability on must-not-break rows goes down: what passk
 exists to catch.
 
+Usage: each answer reports synthetic token counts the way an LLM agent reports
+its API's usage, so the demo shows cost beside reliability.  Input tokens are
+the prompt (v2's is longer: it spells out the new rules) plus the request at
+about 4 characters a token; output tokens are a short reasoning per check, a
+seeded draw like the checks.  passk prices them from ``pricing`` in passk.yml.
+
 Protocol: one JSON request on stdin ``{"id", "input", "attempt", "version"}``,
-one JSON answer on stdout ``{"decision", "checks"}``; exit 2 on a bad request.
+one JSON answer on stdout ``{"decision", "checks", "usage"}``; exit 2 on a bad
+request.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ import sys
 from typing import Any
 
 HIGH_AMOUNT_USD = 500
+PROMPT_TOKENS = {"v1": 410, "v2": 655}
+"""Synthetic prompt sizes: v2's prompt adds the partial-proof and high-value rules."""
+MODEL = "refund-sim-1"
 GRACE_DAYS = 2
 POLICIES = ("v1", "v2")
 
@@ -133,7 +143,20 @@ def decide(request: dict[str, Any], policy: str, seed: int) -> dict[str, Any]:
     if facts.get("account_flags"):
         checks["account_risk"] = "flagged"
         decision = "escalate"
-    return {"decision": decision, "checks": checks}
+    return {"decision": decision, "checks": checks, "usage": usage(request, policy, seed, checks)}
+
+
+def usage(
+    request: dict[str, Any], policy: str, seed: int, checks: dict[str, str]
+) -> dict[str, Any]:
+    """Synthetic token counts for one answer (see the module docstring)."""
+    request_tokens = len(json.dumps(request["input"])) // 4
+    reasoning = sum(18 + int(22 * draw(seed, request, f"tokens:{name}")) for name in checks)
+    return {
+        "input_tokens": PROMPT_TOKENS[policy] + request_tokens,
+        "output_tokens": 12 + reasoning,
+        "model": MODEL,
+    }
 
 
 def _rules(checks: dict[str, str], high: bool, policy: str) -> str:
