@@ -57,6 +57,8 @@ OUTPUTS = {
     "report",
     "comment-url",
     "check-url",
+    "cost-per-decision",
+    "latency-p95",
 }
 
 

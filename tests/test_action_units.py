@@ -30,7 +30,7 @@ from passk_action.action.record import (
     encode_record,
     find_record,
 )
-from passk_action.action.trusted import authoritative_dataset
+from passk_action.action.trusted import authoritative_dataset, effective_config
 from passk_action.action.workflow import (
     SUMMARY_LIMIT_BYTES,
     Workflow,
@@ -445,6 +445,49 @@ def _rows(**edits: dict[str, Any]) -> list[dict[str, Any]]:
 def test_each_protected_edit_is_found(head: Snapshot, kind: str, row: str | None) -> None:
     [change] = protected_changes(snapshot(), head)
     assert (change.kind, change.id) == (kind, row)
+
+
+LIMITED = BASE_CONFIG.replace(
+    "gate: {block_on_any_regression: true}",
+    "gate: {block_on_any_regression: true, max_cost_increase: 0.25, "
+    "max_latency_p95_increase: 0.5}",
+)
+
+
+@pytest.mark.parametrize(
+    ("head", "detail"),
+    [
+        (
+            LIMITED.replace(", max_cost_increase: 0.25", ""),
+            "gate.max_cost_increase 0.25 is removed",
+        ),
+        (
+            LIMITED.replace("max_cost_increase: 0.25", "max_cost_increase: 3"),
+            "gate.max_cost_increase 0.25 is raised to 3",
+        ),
+        (
+            LIMITED.replace(", max_latency_p95_increase: 0.5", ""),
+            "gate.max_latency_p95_increase 0.5 is removed",
+        ),
+    ],
+)
+def test_loosening_a_spend_limit_is_a_protected_change(head: str, detail: str) -> None:
+    [change] = protected_changes(snapshot(LIMITED), snapshot(head))
+    assert (change.kind, change.detail) == (protect.SPEND_LIMIT_LOOSENED, detail)
+    tighter = LIMITED.replace("0.25", "0.1").replace("0.5}", "0.2}")
+    assert protected_changes(snapshot(LIMITED), snapshot(tighter)) == ()
+    assert protected_changes(snapshot(), snapshot(LIMITED)) == ()  # adding one is fine
+
+
+def test_the_gate_limits_and_prices_come_from_the_base() -> None:
+    base = parse_config(LIMITED + "pricing: {input_per_mtok: 1, output_per_mtok: 2}\n",
+                        Path("/repo/passk.yml")).config  # fmt: skip
+    head = parse_config(BASE_CONFIG + "pricing: {input_per_mtok: 0, output_per_mtok: 0}\n",
+                        Path("/repo/passk.yml")).config  # fmt: skip
+    effective = effective_config(base, head)
+    assert effective.gate.policy.max_cost_increase == 0.25
+    assert effective.gate.policy.max_latency_p95_increase == 0.5
+    assert effective.pricing == base.pricing
 
 
 def test_strengthening_edits_are_not_protected_changes() -> None:

@@ -429,3 +429,32 @@ def test_a_new_run_never_discards_an_interrupted_one(
     err = capsys.readouterr().err
     assert "an interrupted run with 1 recorded attempt(s) is here" in err and "--resume" in err
     assert len(read_journal(journal_path(out)).attempts) == 1  # nothing was lost
+
+
+def test_a_reliable_but_pricier_candidate_fails_max_cost_increase_end_to_end(
+    project: Project,
+) -> None:
+    """Tokens only from the agent, priced by the config; +50% tokens over a 25% limit."""
+    project.write_rows([row("r1", mnb=True), row("r2")])
+
+    def answer(tokens: int) -> dict[str, Any]:
+        return {"decision": RIGHT, "usage": {"input_tokens": tokens, "output_tokens": 10}}
+
+    project.write_script(
+        {r: {"baseline": [answer(1000)], "candidate": [answer(1500)]} for r in ("r1", "r2")}
+    )
+    project.write_config(
+        gate={"max_cost_increase": 0.25},
+        pricing={"input_per_mtok": 1.0, "output_per_mtok": 4.0},
+    )
+    project.baseline()
+    code, result = project.compare()
+    assert code == 1
+    assert result["candidate"]["metrics"]["pass_k"] == 1.0 and result["lost"] == []
+    assert [f["rule"] for f in result["gate"]["failures"]] == ["cost"]
+    assert result["gate"]["failures"][0]["reason"].startswith("cost per decision +48%")
+    assert result["policy"]["max_cost_increase"] == 0.25
+    # passk gate recomputes the same failure from the recorded attempts alone.
+    assert main(["gate", str(project.root / "result.json")]) == 1
+    report = (project.root / "report.md").read_text()
+    assert "**Cost & latency:** $0.00104 → $0.00154 per decision (+48%" in report

@@ -5,7 +5,8 @@ the committed baseline, dropping or relabeling a must-not-break row, removing
 its mark, swapping its input for another (the baseline would be topped up
 on the new input and the gate would check an easier row under the same id),
 lowering k or the confirmation attempts, switching off
-``block_on_any_regression``, changing how answers are normalized, or
+``block_on_any_regression``, raising or removing ``max_cost_increase`` or
+``max_latency_p95_increase``, changing how answers are normalized, or
 changing how a stale baseline is detected and handled
 (``agent.fingerprint``, ``baseline.when_stale``).  This
 module compares the base commit's snapshot with the head's and lists every
@@ -33,6 +34,7 @@ REGRESSION_BLOCK_OFF = "block-on-any-regression-off"
 SCORING_CHANGED = "scoring-normalize-changed"
 FILE_TYPE_CHANGED = "protected-file-type-changed"
 STALE_POLICY_CHANGED = "baseline-staleness-changed"
+SPEND_LIMIT_LOOSENED = "spend-limit-loosened"
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,19 @@ def protected_changes(
         changes.append(
             ProtectedChange(REGRESSION_BLOCK_OFF, "gate.block_on_any_regression is turned off")
         )
+    for key, old_limit, new_limit in (
+        ("gate.max_cost_increase", bc.gate.max_cost_increase, hc.gate.max_cost_increase),
+        (
+            "gate.max_latency_p95_increase",
+            bc.gate.max_latency_p95_increase,
+            hc.gate.max_latency_p95_increase,
+        ),
+    ):
+        if old_limit is not None and (new_limit is None or new_limit > old_limit):
+            what = "removed" if new_limit is None else f"raised to {new_limit:g}"
+            changes.append(
+                ProtectedChange(SPEND_LIMIT_LOOSENED, f"{key} {old_limit:g} is {what}")
+            )
     if bc.scoring.normalize != hc.scoring.normalize:
         changes.append(
             ProtectedChange(

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..core.cost import summarize_spend
 from ..core.diff import Confirmation
 from ..core.model import Dataset, Run
 from ..core.result import CompareResult
@@ -387,8 +388,14 @@ def comment_mode(
     return "off"
 
 
+def _number(value: float | None) -> str:
+    """A plain decimal number for a workflow expression; empty when unknown."""
+    return "" if value is None else f"{value:.6g}"
+
+
 def gate_outputs(result: CompareResult, result_path: str) -> dict[str, str]:
     metrics = result.comparison.candidate_metrics
+    spend = summarize_spend(result.candidate)
     return {
         "passed": "true" if result.gate.passed else "false",
         "mean-accuracy": fraction(metrics.mean_accuracy),
@@ -398,6 +405,8 @@ def gate_outputs(result: CompareResult, result_path: str) -> dict[str, str]:
         "lost": str(len(result.comparison.lost)),
         "result": result_path,
         "reused": "true" if result.reused else "false",
+        "cost-per-decision": _number(spend.cost_per_decision),
+        "latency-p95": _number(spend.latency_p95),
     }
 
 
