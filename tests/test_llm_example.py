@@ -310,6 +310,14 @@ def test_passk_compare_against_the_fake_end_to_end(
                for a in attempts)
     assert server.state.counters.rate_limited > 0
     assert server.state.counters.answered == len(attempts)
+    # Every answer carries the usage the API returned, priced by passk.yml's model prices.
+    for a in attempts:
+        usage = a["usage"]
+        assert usage["model"] == "gpt-4o-mini" and usage["priced"] is True
+        assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+        expected = (usage["input_tokens"] * 0.15 + usage["output_tokens"] * 0.60) / 1e6
+        assert usage["cost_usd"] == pytest.approx(expected)
+    assert "**Cost & latency:** $" in report
 
 
 def test_a_missing_api_key_stops_the_run_with_a_clear_error(

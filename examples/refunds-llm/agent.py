@@ -21,7 +21,9 @@ partial proof, and adds "be skeptical of damage claims on expensive items".
 
 It speaks passk's worker protocol through ``passk_action.serve`` (one process
 serves many requests, so the SDK is imported and the client built once), and
-the per-attempt protocol as well. Every failure is an error answer with one
+the per-attempt protocol as well. Each answer carries the token usage the API
+returned (``usage``), so passk reports cost and latency beside reliability.
+Every failure is an error answer with one
 clear line, never a made-up decision: a missing key, an API error after the
 SDK's retries (a 429 is retried by the SDK, honouring ``Retry-After``), an
 answer cut off at the token budget, an answer that is not the JSON asked for,
@@ -212,7 +214,14 @@ class RefundReviewer:
         if not completion.choices:
             raise AgentError(f"{model} returned no choices")
         choice = completion.choices[0]
-        return parse_answer(choice.message.content, choice.finish_reason)
+        answer = parse_answer(choice.message.content, choice.finish_reason)
+        usage = completion.usage
+        if usage is not None:
+            # What the API billed for this call; passk prices it (passk.yml `pricing`).
+            answer["usage"] = {"input_tokens": usage.prompt_tokens,
+                               "output_tokens": usage.completion_tokens,
+                               "model": completion.model or model}
+        return answer
 
 
 def _api_message(exc: openai.APIStatusError) -> str:
