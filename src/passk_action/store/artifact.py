@@ -128,8 +128,24 @@ def _is_amount(value: Any) -> bool:
     return type(value) in (int, float) and 0 <= value < math.inf
 
 
+_USAGE_PLAIN = frozenset(_USAGE_NAMED)
+
+
 def usage_from_json(doc: Any, where: str) -> Usage:
     """Validate a recorded ``usage`` object (the schema's ``usage``) and build it."""
+    if type(doc) is dict and doc.keys() <= _USAGE_PLAIN:
+        # The usual usage, no extra counters: plain type checks (read per attempt).
+        tokens_in, tokens_out = doc.get("input_tokens"), doc.get("output_tokens")
+        cost, model, priced = doc.get("cost_usd"), doc.get("model"), doc.get("priced", False)
+        if (
+            (tokens_in is None or (type(tokens_in) is int and tokens_in >= 0))
+            and (tokens_out is None or (type(tokens_out) is int and tokens_out >= 0))
+            and (cost is None or (type(cost) in (int, float) and 0 <= cost < math.inf))
+            and (model is None or (type(model) is str and model))
+            and type(priced) is bool
+        ):
+            cost = None if cost is None else float(cost)
+            return Usage(tokens_in, tokens_out, cost, model, priced)
     if not isinstance(doc, dict):
         raise ArtifactError("'usage' must be an object", where=where)
     for key in ("input_tokens", "output_tokens"):
@@ -879,6 +895,9 @@ _ATTEMPT_HEAD = re.compile(r'\{"row":"([^"\\\x00-\x1f]*)","n":([1-9][0-9]{0,17})
 _ATTEMPT_TAIL = re.compile(
     r'"duration_s":(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+))\}'
 )
+_ATTEMPT_USAGE = re.compile(
+    r'"duration_s":(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)),"usage":'
+)
 _DURATION = '"duration_s":'
 _OWN_KEYS = frozenset({"row", "n", "duration_s", "usage"})
 _MIDDLES_KEPT = 10_000
@@ -887,11 +906,13 @@ _MIDDLES_KEPT = 10_000
 class AttemptLines:
     """Attempts read straight from the text of their lines, skipping the JSON decoder.
 
-    :func:`attempt_to_json` writes ``{"row":R,"n":N,<middle>"duration_s":D}``.
-    Only R, N and D differ from attempt to attempt; the middle (phase,
+    :func:`attempt_to_json` writes ``{"row":R,"n":N,<middle>"duration_s":D}``,
+    or ``...,"duration_s":D,"usage":U}`` when the attempt reported a usage.
+    Only R, N, D and U differ from attempt to attempt; the middle (phase,
     decision, checks, error) takes a handful of distinct values in a run.  A
     line is taken when R is a plain string (no escape), N a positive integer,
-    D a JSON float and the middle, decoded on its own as an object, is a valid
+    D a JSON float, U (decoded on its own) a valid usage object that ends the
+    line, and the middle, decoded on its own as an object, is a valid
     attempt's remaining fields: JSON's grammar then makes the line decode to
     exactly those fields.  Each distinct middle is validated once, by
     :func:`attempt_fast`; every other line is declined, to be decoded.
@@ -907,12 +928,22 @@ class AttemptLines:
             return -1
         row_id = self.ids.get(head.group(1))
         cut = line.rfind(_DURATION, head.end())
-        tail = _ATTEMPT_TAIL.match(line, cut) if cut >= 0 else None
-        if row_id is None or tail is None:
+        if row_id is None or cut < 0:
             return -1
-        duration = round(float(tail.group(1)), DURATION_DIGITS)
+        usage: Usage | None = None
+        tail = _ATTEMPT_TAIL.match(line, cut)
+        if tail is not None:
+            duration, end = float(tail.group(1)), tail.end()
+        else:
+            with_usage = _ATTEMPT_USAGE.match(line, cut)
+            if with_usage is None:
+                return -1
+            duration, usage, end = float(with_usage.group(1)), *self._usage(line, with_usage.end())
+            if usage is None:
+                return -1
         if not 0.0 <= duration < math.inf:
             return -1
+        duration = round(duration, DURATION_DIGITS)
         middle = line[head.end() : cut]
         model = self.middles.get(middle)
         if model is None:
@@ -921,9 +952,23 @@ class AttemptLines:
                 return -1
         self.out.append(
             Attempt(row_id, int(head.group(2)), model.phase, model.decision, model.checks,
-                    model.error, model.detail, duration, ())
+                    model.error, model.detail, duration, (), usage)
         )  # fmt: skip
-        return tail.end()
+        return end
+
+    @staticmethod
+    def _usage(line: str, start: int) -> tuple[Usage | None, int]:
+        """The usage object at ``start`` and where the attempt ends; None to decline."""
+        try:
+            doc, end = _raw_decode(line, start)
+        except (ValueError, RecursionError):
+            return None, -1
+        if type(doc) is not dict or not line.startswith("}", end):
+            return None, -1
+        try:
+            return usage_from_json(doc, ""), end + 1
+        except ArtifactError:
+            return None, -1
 
     def _learn(self, middle: str) -> Attempt | None:
         """Validate a middle never seen before; remember it if it is an attempt's fields."""
