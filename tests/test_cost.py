@@ -255,3 +255,12 @@ def test_max_latency_p95_increase() -> None:
     both = GatePolicy(max_cost_increase=0.1, max_latency_p95_increase=0.5)
     _, two = _gate(0.001, 0.002, both, base_s=1.0, cand_s=2.0, mnb_broken=True)
     assert [f.rule for f in two.failures] == [Rule.MUST_NOT_BREAK, Rule.COST, Rule.LATENCY]
+
+
+def test_decisions_without_a_cost_do_not_pass_for_free_ones() -> None:
+    rows = [record("a")]
+    some = [*spent("a", ["deny"], 0.003, 1.0), *attempts("a", ["deny", "deny"], start=2)]
+    spend = summarize_spend(run_of(rows, some))
+    assert spend.cost_per_decision == pytest.approx(0.003)  # the mean over the one, not 0.001
+    assert (spend.cost_decisions, spend.decisions) == (1, 3)
+    assert spend.tokens_per_decision == pytest.approx(110)

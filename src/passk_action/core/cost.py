@@ -196,9 +196,11 @@ class Spend:
     """Latency, tokens, cost and errors of one run.
 
     Per-decision figures divide the sum over main attempts (errors too:
-    they were paid for) by the main attempts that made a decision.
-    ``cost_attempts`` and ``token_attempts`` count the main attempts that
-    reported a cost or tokens; a figure is None when none did.
+    they were paid for) by the main attempts that made a decision; when only
+    some decisions report a value, they are the mean over those (see
+    :func:`_per_decision`).  ``cost_attempts`` and ``token_attempts`` count
+    the main attempts that reported a cost or tokens; a figure is None when
+    no decision did.
     """
 
     attempts: int
@@ -248,6 +250,28 @@ def _main(attempts: Iterable[Attempt]) -> list[Attempt]:
     return [a for a in attempts if a.phase is Phase.MAIN]
 
 
+def _per_decision(main: Sequence[Attempt], decisions: int, value: str) -> tuple[float | None, int]:
+    """The sum over main attempts per decision, and how many decisions carry the value.
+
+    When every decision carries it: the sum over all main attempts (errors
+    too, they were paid for) / decisions.  When only some do: the mean over
+    those decisions, so missing values do not pass for free ones.
+    """
+
+    def of(attempt: Attempt) -> float | None:
+        usage = attempt.usage
+        if usage is None:
+            return None
+        return usage.cost_usd if value == "cost" else usage.tokens
+
+    decided = [v for a in main if a.valid and (v := of(a)) is not None]
+    if not decided:
+        return None, 0
+    if len(decided) == decisions:
+        return math.fsum(v for a in main if (v := of(a)) is not None) / decisions, decisions
+    return math.fsum(decided) / len(decided), len(decided)
+
+
 def summarize_spend(run: Run) -> Spend:
     """The :class:`Spend` of ``run``; latency p50/p95 by :func:`percentile` over main attempts."""
     main = _main(run.attempts)
@@ -258,19 +282,19 @@ def summarize_spend(run: Run) -> Spend:
     every_cost = [
         c for a in run.attempts if a.usage is not None and (c := a.usage.cost_usd) is not None
     ]
+    tokens_per_decision, _ = _per_decision(main, decisions, "tokens")
+    cost_per_decision, cost_decisions = _per_decision(main, decisions, "cost")
     return Spend(
         attempts=len(main),
         decisions=decisions,
         latency_p50=percentile(durations, 0.5),
         latency_p95=percentile(durations, 0.95),
-        tokens_per_decision=sum(tokens) / decisions if tokens and decisions else None,
-        cost_per_decision=math.fsum(costs) / decisions if costs and decisions else None,
+        tokens_per_decision=tokens_per_decision,
+        cost_per_decision=cost_per_decision,
         total_cost=math.fsum(every_cost) if every_cost else None,
         token_attempts=len(tokens),
         cost_attempts=len(costs),
-        cost_decisions=sum(
-            1 for a in main if a.valid and a.usage is not None and a.usage.cost_usd is not None
-        ),
+        cost_decisions=cost_decisions,
         priced=any(a.usage is not None and a.usage.priced for a in run.attempts),
     )
 

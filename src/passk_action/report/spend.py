@@ -124,7 +124,10 @@ def _coverage(name: str, spend: Spend) -> str | None:
     missing = spend.decisions - spend.cost_decisions
     if spend.cost_attempts == 0 or missing == 0:
         return None
-    return f"{name}: {missing} of {spend.decisions} decisions report no cost."
+    return (
+        f"{name}: {missing} of {spend.decisions} decisions report no cost; its cost per "
+        f"decision is the mean over the {spend.cost_decisions} that do."
+    )
 
 
 def _change_row(spend: SpendComparison) -> str:
