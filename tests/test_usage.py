@@ -153,6 +153,17 @@ def test_parse_usage(raw: Any, usage: Usage | None, warnings: tuple[str, ...]) -
     assert parse_usage(raw) == (usage, warnings)
 
 
+def test_values_json_allows_but_passk_cannot_store_are_warnings() -> None:
+    usage, warnings = parse_usage(
+        {"input_tokens": 10**400, "model": "gpt\ud800", "c\ud800": 1, "output_tokens": 2}
+    )
+    assert usage == Usage(output_tokens=2, extra=(("c\\ud800", 1.0),))
+    assert warnings[0].startswith('"usage.input_tokens" must be a whole number >= 0, got 1000')
+    assert warnings[1].startswith('"usage.model" must be a non-empty string of valid Unicode')
+    for text in warnings:
+        text.encode("utf-8")  # storable in the journal
+
+
 def test_too_many_counters_keep_the_first_ones_and_say_so() -> None:
     usage, warnings = parse_usage({f"c{i}": i for i in range(40)})
     assert usage is not None and len(usage.extra) == 32 and usage.extra[0] == ("c0", 0.0)
