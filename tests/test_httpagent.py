@@ -470,6 +470,21 @@ def test_a_secret_echoed_in_an_answer_is_masked_in_the_decision_and_checks(
     assert attempt.checks == (("auth", "Bearer ***"), ("***", "x"))
 
 
+def test_a_secret_echoed_in_the_usage_is_masked_in_its_model_and_warnings(
+    endpoint: Endpoint,
+) -> None:
+    key = "sk-live-0123456789"
+    usage = {"model": f"m-{key}", "input_tokens": f"bad {key}", "output_tokens": 3}
+    body = json.dumps({"decision": "deny", "usage": usage}).encode()
+    endpoint.reply = lambda body_, n: (200, {}, body, 0.0)
+    agent = make_agent(endpoint.url, env={"KEY": key}, headers=(("Authorization", "${KEY}"),))
+    attempt = agent.run(req())
+    agent.close()
+    assert attempt.decision == "deny" and attempt.usage is not None
+    assert attempt.usage.model == "m-***" and attempt.usage.output_tokens == 3
+    assert key not in json.dumps(attempt_to_json(attempt))
+
+
 def test_a_secret_inside_a_longer_token_is_not_a_whole_token() -> None:
     mask = masker(["abcdefgh12"])
     assert mask("key=abcdefgh12; x abcdefgh12.") == "key=***; x ***."

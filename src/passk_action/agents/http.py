@@ -454,6 +454,11 @@ class HttpAgent:
             decision=mask(answer.decision),
             checks=tuple((mask(name), mask(value)) for name, value in answer.checks),
             warnings=tuple(mask(w) for w in answer.warnings),
+            usage=(
+                replace(answer.usage, model=mask(answer.usage.model))
+                if answer.usage is not None and answer.usage.model is not None
+                else answer.usage
+            ),
         )
         return decided_attempt(request, answer, self._clock() - started), None
 
