@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from passk_action.core.gate import GatePolicy
-from passk_action.core.model import Attempt, Phase, Run
+from passk_action.core.model import Attempt, Phase, Run, Usage
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.errors import ArtifactError
 from passk_action.report.markdown import render_compare_report, render_run_report, run_report_json
@@ -346,6 +346,9 @@ attempts = st.builds(
     detail=st.none() | st.text(max_size=8),
     duration_s=st.floats(min_value=0, max_value=1e9) | st.sampled_from([0.0, 1e-05, 2.00005]),
     retries=st.lists(st.text(max_size=4), max_size=2).map(tuple),
+    usage=st.none()
+    | st.builds(Usage, st.none() | st.integers(0, 10**6), st.none() | st.integers(0, 99)),
+    warnings=st.lists(st.text(max_size=4), max_size=1).map(tuple),
 )
 
 

@@ -361,13 +361,20 @@ _PHASE_TEXT = {phase: json.dumps(phase.value) for phase in Phase}
 def attempt_line(attempt: Attempt, strings: dict[str, str]) -> str:
     """``compact_json(attempt_to_json(attempt))``, built by hand when the attempt is plain.
 
-    Plain: no checks, retries or detail, and a finite duration.  ``strings``
+    Plain: no checks, retries, detail, usage or warnings, and a finite duration.  ``strings``
     caches the JSON text of row ids and decisions, which repeat k times and
     more.  Anything else takes the general way; a test holds both to the
     same text.
     """
     duration = attempt.duration_s
-    if attempt.checks or attempt.retries or attempt.detail or not math.isfinite(duration):
+    if (
+        attempt.checks
+        or attempt.retries
+        or attempt.detail
+        or attempt.usage is not None
+        or attempt.warnings
+        or not math.isfinite(duration)
+    ):
         return compact_json(attempt_to_json(attempt))
     row = strings.get(attempt.row_id)
     if row is None:
