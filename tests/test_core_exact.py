@@ -8,6 +8,8 @@ command and the scores.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from helpers import attempts, record, run_of
@@ -37,12 +39,14 @@ from passk_action.core.model import (
     Phase,
     Row,
     RowClass,
+    Run,
     Scoring,
     Version,
     canonical_json,
     dataset_digest,
+    split_error_detail,
 )
-from passk_action.core.result import evaluate
+from passk_action.core.result import CompareResult, evaluate
 from passk_action.core.shard import Shard, assign_shards, parse_shard, shard_sizes
 from passk_action.core.stats import (
     check_counts,
@@ -50,7 +54,23 @@ from passk_action.core.stats import (
     summarize_decisions,
     summarize_run,
 )
+from passk_action.core.uncertainty import (
+    BETTER,
+    INTERVAL_DIFFERENCE,
+    INTERVAL_SHARE,
+    TOO_FEW_ROWS,
+    WITHIN_NOISE,
+    WORSE,
+    ErrorBar,
+    analyze,
+    analyze_run,
+    mean_error_bar,
+    p_value_text,
+    regularized_beta,
+    verdict_of,
+)
 from passk_action.errors import UsageError
+from test_render import failed_scenario
 
 CASEFOLD = Scoring(normalize=("casefold",))
 STRIP_CASEFOLD = Scoring(normalize=("strip", "casefold"))
@@ -494,3 +514,118 @@ def test_assigning_to_no_shards_is_a_usage_error() -> None:
 
 def test_shard_sizes_count_each_shard_in_order() -> None:
     assert shard_sizes({"a": 1, "b": 2, "c": 2, "d": 3}, 3) == (1, 2, 1)
+
+
+# --- uncertainty --------------------------------------------------------------------------
+
+
+def test_split_error_detail_separates_the_reason_from_the_stderr_tail() -> None:
+    assert split_error_detail(None) == ("", "")
+    assert split_error_detail("") == ("", "")
+    assert split_error_detail(" timed out \n") == ("timed out", "")
+    detail = "exited with status 1\nstderr (last 2000 chars): line one\nline two\n"
+    assert split_error_detail(detail) == ("exited with status 1", "line one\nline two\n")
+    # Only the lead of the tail is taken off, never a later line that looks like it.
+    again = "boom\nstderr (last 9 chars): stderr (last 9 chars): x"
+    assert split_error_detail(again) == ("boom", "stderr (last 9 chars): x")
+
+
+def test_an_error_bar_of_nothing_counts_what_it_left_out() -> None:
+    empty = mean_error_bar([], excluded=2)
+    assert (empty.estimate, empty.se, empty.low, empty.high) == (None, None, None, None)
+    assert (empty.n, empty.excluded) == (0, 2)
+    one = mean_error_bar([0.5], ["c1"], excluded=1)
+    assert (one.estimate, one.se, one.low, one.high) == (0.5, None, None, None)
+    assert (one.n, one.excluded, one.method, one.clusters) == (1, 1, "clustered", 1)
+    assert one.interval == INTERVAL_SHARE
+    assert mean_error_bar([0.5], difference=True).interval == INTERVAL_DIFFERENCE
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.0, 0.2, WITHIN_NOISE),
+        (-0.2, 0.0, WITHIN_NOISE),
+        (0.01, 0.2, BETTER),
+        (-0.2, -0.01, WORSE),
+        (None, 0.2, TOO_FEW_ROWS),
+        (0.1, None, TOO_FEW_ROWS),
+    ],
+)
+def test_a_verdict_needs_the_whole_interval_on_one_side_of_zero(
+    low: float | None, high: float | None, verdict: str
+) -> None:
+    bar = ErrorBar(0.1, 0.05, low, high, 10, interval=INTERVAL_DIFFERENCE)
+    assert verdict_of(bar) == verdict
+
+
+def test_p_values_outside_zero_to_one_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"^a p-value is in \[0, 1\], got 1.5$"):
+        p_value_text(1.5)
+    assert p_value_text(0.05) == "0.05"
+    assert p_value_text(0.0500001) == "0.0500001"
+
+
+def test_regularized_beta_at_and_beyond_its_ends() -> None:
+    assert regularized_beta(0.0, 2.0, 3.0) == 0.0
+    assert regularized_beta(-0.5, 2.0, 3.0) == 0.0
+    assert regularized_beta(1.0, 2.0, 3.0) == 1.0
+    assert regularized_beta(1.5, 2.0, 3.0) == 1.0
+    # I_x(1, 1) = x, and I_x(a, b) = 1 - I_{1-x}(b, a) on both sides of the switch point.
+    assert regularized_beta(0.3, 1.0, 1.0) == pytest.approx(0.3, abs=1e-14)
+    for x in (0.2, 0.5, 0.75, 0.9):
+        assert regularized_beta(x, 2.5, 4.0) == pytest.approx(
+            1 - regularized_beta(1 - x, 4.0, 2.5), abs=1e-13
+        )
+    # I_x(2, 1) = x^2; I_x(1, 3) = 1 - (1 - x)^3, exactly at the continued fraction's switch.
+    assert regularized_beta(0.4, 2.0, 1.0) == pytest.approx(0.16, abs=1e-14)
+    assert regularized_beta(0.4, 1.0, 3.0) == pytest.approx(1 - 0.6**3, abs=1e-14)
+
+
+def _clustered(result: CompareResult) -> CompareResult:
+    rows = tuple(replace(r, cluster=f"c{i // 2}") for i, r in enumerate(result.rows))
+    return replace(
+        result,
+        rows=rows,
+        baseline=replace(result.baseline, rows=rows),
+        candidate=replace(result.candidate, rows=rows),
+    )
+
+
+def test_analysis_uses_the_clusters_the_rows_carry_everywhere() -> None:
+    result = _clustered(failed_scenario())
+    analysis = analyze(result)
+    for bar in (
+        analysis.baseline.accuracy,
+        analysis.baseline.pass_k,
+        analysis.candidate.accuracy,
+        analysis.candidate.pass_k,
+        analysis.paired.difference,
+    ):
+        assert bar.method == "clustered"
+        assert bar.clusters is not None and bar.clusters >= 2
+    plain = analyze(failed_scenario())
+    assert plain.candidate.pass_k.method == "rows"
+    assert plain.candidate.pass_k.se != analysis.candidate.pass_k.se
+    single = analyze_run(result.rows, result.candidate)[0]
+    assert single.pass_k.method == "clustered" and single.accuracy.method == "clustered"
+
+
+def _shouted(run: Run) -> Run:
+    attempts_ = tuple(
+        replace(a, decision=a.decision.upper()) if a.decision is not None else a
+        for a in run.attempts
+    )
+    return replace(run, attempts=attempts_, settings=replace(run.settings, scoring=CASEFOLD))
+
+
+def test_analysis_scores_with_the_runs_normalization() -> None:
+    plain = analyze(failed_scenario())
+    base = failed_scenario()
+    shouted = replace(base, baseline=_shouted(base.baseline), candidate=_shouted(base.candidate))
+    analysis = analyze(shouted)
+    assert analysis.baseline.accuracy == plain.baseline.accuracy
+    assert analysis.candidate.pass_k == plain.candidate.pass_k
+    assert analysis.paired.difference == plain.paired.difference
+    single, _ = analyze_run(shouted.rows, shouted.candidate)
+    assert single.accuracy == plain.candidate.accuracy
