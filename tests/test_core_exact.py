@@ -8,6 +8,7 @@ command and the scores.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -49,6 +50,7 @@ from passk_action.core.model import (
 from passk_action.core.result import CompareResult, evaluate
 from passk_action.core.shard import Shard, assign_shards, parse_shard, shard_sizes
 from passk_action.core.stats import (
+    RowSummary,
     check_counts,
     compute_metrics,
     summarize_decisions,
@@ -62,10 +64,17 @@ from passk_action.core.uncertainty import (
     WITHIN_NOISE,
     WORSE,
     ErrorBar,
+    PassCurve,
     analyze,
     analyze_run,
+    clustered_se,
+    mcnemar_exact_p,
     mean_error_bar,
     p_value_text,
+    paired_comparison,
+    paired_power,
+    pass_curve,
+    power_analysis,
     regularized_beta,
     verdict_of,
 )
@@ -629,3 +638,67 @@ def test_analysis_scores_with_the_runs_normalization() -> None:
     assert analysis.paired.difference == plain.paired.difference
     single, _ = analyze_run(shouted.rows, shouted.candidate)
     assert single.accuracy == plain.candidate.accuracy
+
+
+def test_mcnemar_exact_p_against_the_binomial_tail() -> None:
+    def exact(b: int, c: int) -> float:
+        total = b + c
+        tail = sum(math.comb(total, i) for i in range(min(b, c) + 1)) / 2**total
+        return min(1.0, 2 * tail)
+
+    assert mcnemar_exact_p(0, 0) == 1.0
+    assert mcnemar_exact_p(1, 0) == 1.0
+    assert mcnemar_exact_p(5, 0) == exact(5, 0) == 0.0625
+    for b, c in [(3, 7), (7, 3), (2, 12), (10, 10), (0, 9)]:
+        assert mcnemar_exact_p(b, c) == pytest.approx(exact(b, c), rel=1e-12)
+    for b, c in [(-1, 2), (2, -1)]:
+        with pytest.raises(ValueError, match=r"^counts must be >= 0$"):
+            mcnemar_exact_p(b, c)
+
+
+@pytest.mark.parametrize(
+    ("p", "text"),
+    [(0.049, "0.049"), (0.0504, "0.0504"), (0.0496, "0.0496"), (0.051, "0.051"), (0.21484, "0.21")],
+)
+def test_p_values_never_round_onto_or_across_alpha(p: float, text: str) -> None:
+    assert p_value_text(p) == text
+
+
+def _summary(row_id: str, valid: int, correct: int) -> RowSummary:
+    cls = RowClass.STABLE_CORRECT if valid and correct == valid else RowClass.STABLE_WRONG
+    if valid < 2:
+        cls = RowClass.UNCLASSIFIED
+    return RowSummary(row_id, cls, valid, correct, 3 - valid, ())
+
+
+def test_paired_comparison_skips_every_row_missing_a_side_and_counts_them() -> None:
+    base = [_summary("a", 3, 3), _summary("b", 0, 0), _summary("c", 3, 1), _summary("d", 0, 0)]
+    cand = [_summary("a", 3, 1), _summary("b", 3, 3), _summary("c", 3, 3), _summary("d", 3, 0)]
+    paired = paired_comparison(base, cand)
+    assert paired.difference.excluded == 2
+    assert paired.difference.n == 2
+    assert paired.difference.estimate == pytest.approx(((1 / 3 - 1) + (1 - 1 / 3)) / 2)
+
+
+def test_power_reads_every_usable_row_and_says_its_design_when_it_cannot_estimate() -> None:
+    rows = [_summary("a", 0, 0), _summary("b", 3, 3), _summary("c", 3, 1), _summary("d", 3, 2)]
+    power = power_analysis(rows)
+    assert (power.rows, power.design) == (3, "independent")
+    lone = power_analysis([_summary("b", 3, 3)])
+    assert (lone.rows, lone.design, lone.variance) == (1, "independent", None)
+    paired = paired_power(rows, [_summary("a", 3, 3), *rows[1:]])
+    assert (paired.rows, paired.design) == (3, "paired")
+
+
+def test_clustered_se_edges() -> None:
+    with pytest.raises(ValueError, match=r"^values and clusters must have the same length$"):
+        clustered_se([0.1, 0.2], ["a"])
+    assert clustered_se([0.0, 1.0], ["a", "b"]) is not None  # two rows, two clusters
+    assert clustered_se([0.0, 1.0], ["a", "a"]) is None  # one cluster
+    # A cluster named "0" is not the unclustered row 0: three clusters, not two.
+    assert mean_error_bar([0.2, 0.8, 0.5], ["0", None, "x"]).clusters == 3
+
+
+def test_a_pass_curve_of_no_rows_is_empty() -> None:
+    assert pass_curve([]) == PassCurve(0, ())
+    assert pass_curve([(3, 2)]).rows == 1
