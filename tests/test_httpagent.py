@@ -504,11 +504,16 @@ def test_one_429_slows_the_rate_without_stopping_the_pool(endpoint: Endpoint) ->
         assert agent.rate is not None and agent.rate >= 1.0
     assert all(a.valid for a in done)
     first = endpoint.seen[0].at
-    during = [s for s in endpoint.seen[1:] if s.at - first < 1.9]
-    assert len(during) >= 5, "the other requests waited out the Retry-After"
     refused = json.loads(endpoint.seen[0].body)["id"]
     retried = [s for s in endpoint.seen[1:] if json.loads(s.body)["id"] == refused]
     assert len(retried) == 1 and retried[0].at - first >= 1.95
+    # Past the first wave of 8, the pool kept sending while the refused request
+    # waited (at the halved rate, at least one a second; counts, not speed, so a
+    # loaded machine cannot fail it): holding the pool would send none.
+    later_wave = [s for s in endpoint.seen[8:] if json.loads(s.body)["id"] != refused]
+    assert any(s.at < retried[0].at - 0.5 for s in later_wave), (
+        "the other requests waited out the Retry-After"
+    )
 
 
 def test_pacer_halves_once_per_burst_and_grows_back() -> None:
