@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from ..agents.setup import run_setup
+from ..cli.output import now_iso
 from ..core.model import Version
 from ..errors import GitError
 from ..github.publish import MARKER
@@ -19,10 +20,6 @@ from ..inputs.config import AgentConfig
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .workflow import Workflow
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass(frozen=True)
