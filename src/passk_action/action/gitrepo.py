@@ -197,19 +197,60 @@ class GitRepo:
 
     def working_tree(self, paths: Sequence[str]) -> str:
         """The tree id of HEAD with the working tree's content of ``paths`` (untracked
-        files included, ignored ones not), built on a private index."""
+        files included, ignored ones not, deleted ones gone), built on a private index,
+        so it is what a commit of those paths would hold."""
+        whole = any(p in ("", ".") for p in paths)
+        named = [p for p in paths if p not in ("", ".")]
+        # A path reached through a symlinked folder is not in any commit: git stores the link.
+        present = [
+            p for p in named if os.path.lexists(self.root / p) and not self._beyond_link(p)
+        ]
+        ignored = self._ignored_untracked(present)
         with tempfile.TemporaryDirectory(prefix="passk-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             self.run(("read-tree", "HEAD"), what="read HEAD's tree", env=env)
-            present = [p for p in paths if p not in ("", ".") and (self.root / p).exists()]
-            whole = any(p in ("", ".") for p in paths)
-            if whole or present:
+            gone = [p for p in named if p not in present or p in ignored]
+            if gone and not whole:
                 self.run(
-                    ("add", "--all", "--", *(["."] if whole else present)),
+                    ("--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch",
+                     "--", *gone),
                     what="read the working tree",
                     env=env,
                 )
+            added = ["."] if whole else [p for p in present if p not in ignored]
+            # A file left is tracked or not ignored, so --force adds only one the real
+            # index tracks; a folder's ignored files stay out.
+            files = [
+                p for p in added if (self.root / p).is_symlink() or not (self.root / p).is_dir()
+            ]
+            folders = [p for p in added if p not in files]
+            for force, group in ((("--force",), files), ((), folders)):
+                if group:
+                    self.run(
+                        ("--literal-pathspecs", "add", "--all", *force, "--", *group),
+                        what="read the working tree",
+                        env=env,
+                    )
             return self.run(("write-tree",), what="write a tree", env=env).decode().strip()
+
+    def _beyond_link(self, path: str) -> bool:
+        parents = PurePosixPath(path).parents
+        return any((self.root / parent).is_symlink() for parent in parents if str(parent) != ".")
+
+    def _ignored_untracked(self, paths: Sequence[str]) -> set[str]:
+        """Those of ``paths`` git ignores and does not track: a commit would leave them out."""
+        if not paths:
+            return set()
+        out = self.run(
+            ("--literal-pathspecs", "ls-files", "-z", "--others", "--ignored",
+             "--exclude-standard", "--directory", "--", *paths),
+            what="list ignored files",
+        )
+        listed = {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p}
+        # An ignored folder is listed once, as itself, for the paths inside it.
+        return {
+            p for p in paths if any(p == i or p.startswith(i + "/") for i in listed)
+        }
 
     def is_dirty(self) -> bool:
         """True when tracked files have uncommitted changes (staged or not)."""
