@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset, Row, Run, dataset_digest
@@ -33,36 +34,81 @@ class Sides:
     base_run_where: str
 
 
+HEAD_COMMIT = "HEAD"
+"""The head in the action: the checked-out commit (the pull request's merge commit)."""
+
+
+@dataclass(frozen=True)
+class BaseCommit:
+    """The commit whose files protect the gate, and how messages name it.
+
+    ``ref`` is the name a developer gave (``passk compare --base main``);
+    the action has none and says "the pull request's base commit".
+    """
+
+    sha: str
+    ref: str | None = None
+
+    @property
+    def at(self) -> str:
+        """``@abc1234``, or ``@abc1234 (main)``: appended to a git path in a ``where``."""
+        return f"@{short_sha(self.sha)}" + (f" ({self.ref})" if self.ref else "")
+
+    @property
+    def owner(self) -> str:
+        return "the pull request's base commit" if self.ref is None else f"the base {self.ref}"
+
+    @property
+    def label(self) -> str:
+        if self.ref is None:
+            return f"the base commit {short_sha(self.sha)}"
+        return f"the base {self.ref} ({short_sha(self.sha)})"
+
+
+HeadTree = Callable[[GitRepo, Sequence[str]], str]
+"""Given the protected git paths, the tree-ish whose entries stand for the head's copies."""
+
+
+def head_commit(repo: GitRepo, paths: Sequence[str]) -> str:
+    """The action's head: what the checked-out commit holds (a ``.gitattributes`` that
+    rewrites line endings in the checkout does not make its files an edit)."""
+    return HEAD_COMMIT
+
+
+def working_tree(repo: GitRepo, paths: Sequence[str]) -> str:
+    """A laptop's head: HEAD with the working tree's copies of ``paths``, uncommitted
+    changes included, cleaned by git as ``git add`` would (what the developer would push)."""
+    return repo.working_tree(paths)
+
+
 def load_sides(
-    repo: GitRepo, inputs: ActionInputs, pr: PullRequest, warn: Callable[[str], None]
+    repo: GitRepo,
+    config_path: Path,
+    base: BaseCommit,
+    warn: Callable[[str], None],
+    *,
+    head_tree: HeadTree = head_commit,
 ) -> Sides:
     """Read the head from the checkout and the base from git objects of the base commit.
 
     Protected files are named by their git paths, never by following the
     checkout's symlinks, and the head's baseline artifact is compared as the
-    head commit's blob (so a ``.gitattributes`` that rewrites line endings in the
-    checkout is not an edit); a change of a protected file's type or mode is listed.
+    blob of ``head_tree`` (the head commit in the action, so a ``.gitattributes``
+    that rewrites line endings in the checkout is not an edit); a change of a
+    protected file's type or mode is listed.
     """
-    config_path = inputs.config_path
     loaded = load_config(config_path)
     for message in loaded.warnings:
         warn(message)
     head_config = loaded.config
     head_dataset = load_dataset(head_config.dataset, head_config.must_not_break_tags)
-    head_artifact_rel = repo.relative(head_config.baseline.artifact)
-    head_artifact = repo.entry("HEAD", head_artifact_rel)
-    head_baseline = (
-        repo.show("HEAD", head_artifact_rel)
-        if head_artifact is not None and head_artifact.mode in REGULAR_MODES
-        else None
-    )
 
-    at = f"@{short_sha(pr.base_sha)}"
+    at = base.at
     config_rel = repo.relative(config_path)
-    base_bytes = repo.show(pr.base_sha, config_rel)
+    base_bytes = repo.show(base.sha, config_rel)
     if base_bytes is None:
         raise ConfigError(
-            f"the pull request's base commit has no {config_rel}",
+            f"{base.owner} has no {config_rel}",
             where=f"{config_rel}{at}",
             hint="merge the passk config and a recorded baseline into the base branch first; "
             "the gate trusts only the base's config",
@@ -72,12 +118,12 @@ def load_sides(
         base_config = parse_config_bytes(base_bytes, config_path).config
     except ConfigError as exc:
         raise ConfigError(
-            f"in the base commit {short_sha(pr.base_sha)}: {exc.message}",
+            f"in {base.label}: {exc.message}",
             where=exc.where,
             hint="the gate reads its settings from the base branch; fix the config there first",
         ) from exc
     dataset_rel = repo.relative(base_config.dataset)
-    dataset_bytes = repo.show(pr.base_sha, dataset_rel)
+    dataset_bytes = repo.show(base.sha, dataset_rel)
     if dataset_bytes is None:
         raise DatasetError(
             "the base commit's config names a dataset that is not in the base commit",
@@ -91,21 +137,30 @@ def load_sides(
         base_config.must_not_break_tags,
     )
     artifact_rel = repo.relative(base_config.baseline.artifact)
-    base_baseline = repo.show(pr.base_sha, artifact_rel)
+    base_baseline = repo.show(base.sha, artifact_rel)
     if base_baseline is None:
         raise ArtifactError(
-            "the pull request's base commit has no baseline artifact",
+            f"{base.owner} has no baseline artifact",
             where=f"{artifact_rel}{at}",
             hint="record one: run the action with `mode: baseline` on the default branch, "
             "or run `passk baseline` and commit the artifact",
         )
+    head_artifact_rel = repo.relative(head_config.baseline.artifact)
+    protected = (config_rel, dataset_rel, artifact_rel)
+    head = head_tree(repo, tuple(dict.fromkeys((*protected, head_artifact_rel))))
+    head_artifact = repo.entry(head, head_artifact_rel)
+    head_baseline = (
+        repo.show(head, head_artifact_rel)
+        if head_artifact is not None and head_artifact.mode in REGULAR_MODES
+        else None
+    )
     base_files: dict[str, str] = {}
     head_files: dict[str, str] = {}
-    for rel in (config_rel, dataset_rel, artifact_rel):
-        base_entry = repo.entry(pr.base_sha, rel)
+    for rel in protected:
+        base_entry = repo.entry(base.sha, rel)
         if base_entry is not None:
             base_files[rel] = base_entry.kind
-        head_entry = repo.entry("HEAD", rel)
+        head_entry = repo.entry(head, rel)
         if head_entry is not None:
             head_files[rel] = head_entry.kind
         elif os.path.lexists(repo.root / rel):
@@ -170,42 +225,67 @@ class Trusted:
     dataset: Dataset
 
 
-def trusted_inputs(
-    repo: GitRepo, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
+def trust_base(
+    repo: GitRepo,
+    config_path: Path,
+    base: BaseCommit,
+    labels: Collection[str],
+    warn: Callable[[str], None],
+    *,
+    head_tree: HeadTree = head_commit,
 ) -> Trusted:
-    """Read both sides, list the protected changes, and build what the gate runs on."""
+    """Read both sides, list the protected changes, and build what the gate runs on.
 
-    def warn(message: str) -> None:
-        workflow.warning(message, title="passk")
-
-    sides = load_sides(repo, inputs, pr, warn)
-    base, head = sides.base, sides.head
+    ``labels`` are the pull request's: the base config's ``gate.allow_label``
+    among them allows the protected changes.  Shared by the action and
+    ``passk compare --base``, so both gate the same rows by the same rules.
+    """
+    sides = load_sides(repo, config_path, base, warn, head_tree=head_tree)
+    base_side, head_side = sides.base, sides.head
     try:
-        baseline_run = run_from_json(json.loads(base.baseline or b""), sides.base_run_where)
+        baseline_run = run_from_json(json.loads(base_side.baseline or b""), sides.base_run_where)
     except ValueError as exc:
         raise ArtifactError(
             f"the base commit's baseline artifact is not JSON: {exc}",
             where=sides.base_run_where,
             hint="record it again with `passk baseline` on the base branch",
         ) from exc
-    changes = protected_changes(base, head, ratchet=baseline_run.ratchet)
-    allow_label = base.config.gate.allow_label
-    allowed = bool(changes) and allow_label in pr.labels
-    workflow.line(
-        f"passk: PR #{pr.number} base {short_sha(pr.base_sha)} head {short_sha(pr.head_sha)}"
-        f"{' (from a fork)' if pr.fork else ''}"
-    )
-    for change in changes:
-        workflow.line(
-            f"passk: protected change: {change.detail}"
-            + (f" ({change.id})" if change.id else "")
-            + (f" — allowed by the label {allow_label!r}" if allowed else "")
-        )
+    changes = protected_changes(base_side, head_side, ratchet=baseline_run.ratchet)
+    allowed = bool(changes) and base_side.config.gate.allow_label in labels
     return Trusted(
         sides=sides,
         baseline_run=baseline_run,
         changes=changes,
         allowed=allowed,
-        config=effective_config(base.config, head.config),
-        dataset=authoritative_dataset(base, head, allowed),
+        config=effective_config(base_side.config, head_side.config),
+        dataset=authoritative_dataset(base_side, head_side, allowed),
     )
+
+
+def protected_change_lines(trusted: Trusted) -> list[str]:
+    """One log line per protected change, saying when the label allowed it."""
+    label = trusted.sides.base.config.gate.allow_label
+    return [
+        f"passk: protected change: {change.detail}"
+        + (f" ({change.id})" if change.id else "")
+        + (f" — allowed by the label {label!r}" if trusted.allowed else "")
+        for change in trusted.changes
+    ]
+
+
+def trusted_inputs(
+    repo: GitRepo, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
+) -> Trusted:
+    """The gate's inputs for the pull request, with its protected changes logged."""
+
+    def warn(message: str) -> None:
+        workflow.warning(message, title="passk")
+
+    trusted = trust_base(repo, inputs.config_path, BaseCommit(pr.base_sha), pr.labels, warn)
+    workflow.line(
+        f"passk: PR #{pr.number} base {short_sha(pr.base_sha)} head {short_sha(pr.head_sha)}"
+        f"{' (from a fork)' if pr.fork else ''}"
+    )
+    for line in protected_change_lines(trusted):
+        workflow.line(line)
+    return trusted
