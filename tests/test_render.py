@@ -425,6 +425,7 @@ def test_compare_report_golden(name: str) -> None:
 PR_CONTEXT = CommentContext(
     head_sha="0123abcdef9988776655443322110000ffffeeee",
     base_sha="9f8e7d6c5b4a39281706f5e4d3c2b1a098765432",
+    base_ref="main",
     config="passk.yml",
     inputs={
         "refund-001": {

@@ -249,6 +249,7 @@ def comment_context(inputs: ActionInputs, pr: PullRequest, where: Where | None) 
         step=step_label(inputs),
         head_sha=pr.head_sha,
         base_sha=pr.base_sha,
+        base_ref=pr.base_ref or None,
         config=where.config_path if where else inputs.config,
         inputs={r.id: r.input for r in where.dataset.rows} if where else {},
         allow_label=where.allow_label if where else None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +76,8 @@ class CommentContext:
     """Names this passk step when a workflow has several (config and check name)."""
     head_sha: str | None = None
     base_sha: str | None = None
+    base_ref: str | None = None
+    """The branch the pull request merges into: "Reproduce locally" passes it to ``--base``."""
     config: str = "passk.yml"
     """The config path a reader passes to ``passk compare --config``."""
     inputs: Mapping[str, Json] = field(default_factory=dict)
@@ -418,7 +421,9 @@ def _compared_line(result: CompareResult, context: CommentContext) -> str:
 
 def _what_next(result: CompareResult, context: CommentContext) -> list[str]:
     result_path = context.result_path or "result.json"
-    compare = f"passk compare --config {context.config} --json {result_path}"
+    # With --base, a laptop gates as this pull request does (same base, same rules).
+    base = f" --base {shlex.quote(context.base_ref)}" if context.base_ref else ""
+    compare = f"passk compare --config {context.config}{base} --json {result_path}"
     report = f"passk report {result_path} --format html --out report.html"
     items = [
         _compared_line(result, context),
