@@ -137,12 +137,15 @@ class Checkout:
         labels: tuple[str, ...] = (),
         fork: bool = False,
         name: str = "pull_request.opened.json",
+        base_ref: str | None = None,
     ) -> Path:
         payload = json.loads((EVENTS / name).read_text(encoding="utf-8"))
         pr = payload["pull_request"]
         payload["number"] = pr["number"] = 7
         pr["head"]["sha"] = head_sha
         pr["base"]["sha"] = self.base_sha
+        if base_ref is not None:
+            pr["base"]["ref"] = base_ref
         template = pr["labels"][0] if pr["labels"] else {"id": 1, "name": "x"}
         pr["labels"] = [dict(template, name=label) for label in labels]
         if fork:
@@ -161,6 +164,7 @@ class Checkout:
         extra_env: dict[str, str] | None = None,
         event_name: str = "pull_request",
         sleep: Callable[[float], None] | None = None,
+        base_ref: str | None = None,
     ) -> Outcome:
         self.runs += 1
         n = self.runs
@@ -172,7 +176,9 @@ class Checkout:
             "HOME": str(self.tmp),
             "GITHUB_ACTIONS": "true",
             "GITHUB_EVENT_NAME": event_name,
-            "GITHUB_EVENT_PATH": str(self.event(head_sha, labels=labels, fork=fork)),
+            "GITHUB_EVENT_PATH": str(
+                self.event(head_sha, labels=labels, fork=fork, base_ref=base_ref)
+            ),
             "GITHUB_API_URL": fake.url if fake is not None else "http://127.0.0.1:9",
             "GITHUB_SERVER_URL": "https://github.com",
             "GITHUB_REPOSITORY": REPO,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from ..agents.runner import Agent
 from ..core.model import Run, Version
 from ..engine import CompareInputs, close_agent, compare
-from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, ConfigError
-from ..inputs.config import AgentConfig, Config, parse_config_bytes
+from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, UsageError
+from ..inputs.config import AgentConfig
 from ..report.markdown import render_compare_report
-from ..store.artifact import read_run, run_from_json
+from ..store.artifact import read_run
 from ..store.results import write_result
 from .common import (
     add_config_argument,
@@ -31,6 +31,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..action.basecommit import StalePlan
+    from ..action.trusted import Trusted
 
 
 def add_parser(commands: Any) -> None:
@@ -39,7 +40,9 @@ def add_parser(commands: Any) -> None:
     )
     add_config_argument(parser)
     parser.add_argument(
-        "--baseline", default=None, help="baseline artifact (default: baseline.artifact)"
+        "--baseline",
+        default=None,
+        help="baseline artifact (default: baseline.artifact; not with --base, which uses REF's)",
     )
     parser.add_argument(
         "--candidate", default=None, help="a recorded candidate run instead of running `agent`"
@@ -60,8 +63,20 @@ def add_parser(commands: Any) -> None:
         "--base",
         default=None,
         metavar="REF",
-        help="gate as the pull request into REF would (e.g. main): REF's config, baseline "
-        "artifact and ratchet; its agent runs the baseline side from a clean checkout of REF",
+        help="gate as a pull request into REF (e.g. main) would, with the same code as the "
+        "action: the head is this working tree, uncommitted changes included (what you are "
+        "about to push); REF supplies the settings, the must-not-break marks and expected "
+        "labels, the baseline artifact and ratchet, and the agent that runs the baseline side "
+        "from a clean checkout of REF; edits to those are protected changes and fail the gate",
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        dest="labels",
+        metavar="NAME",
+        help="with --base: a label the pull request carries (repeatable); REF's "
+        "gate.allow_label allows the protected changes, as on GitHub",
     )
     add_run_arguments(parser)
     parser.set_defaults(handler=handle)
@@ -71,24 +86,31 @@ def handle(args: argparse.Namespace) -> int:
     # Imported here: the action package imports the CLI's helpers.
     from ..action.basecommit import working_tree_identity
 
-    inputs = load_inputs(args.config)
-    config = inputs.config
+    if args.base is not None and args.baseline:
+        raise UsageError(
+            "--baseline cannot be used with --base",
+            where="--baseline",
+            hint="--base gates against REF's committed baseline, as the pull request does; "
+            "drop --baseline, or drop --base to gate against that file",
+        )
+    if args.labels and args.base is None:
+        raise UsageError(
+            "--label needs --base",
+            where="--label",
+            hint="labels allow protected changes, which exist only against a base: add --base REF",
+        )
     candidate = read_run(Path(args.candidate)) if args.candidate else None
-    identity = working_tree_identity(config.path.parent, config)
-    concurrency = args.concurrency if args.concurrency is not None else config.concurrency
-    candidate_out = (
-        Path(args.candidate_out)
-        if args.candidate_out
-        else config.path.parent / ".passk" / "candidate.json"
-    )
     built: dict[Version, Agent | None] = {}
     with contextlib.ExitStack() as stack:
         if args.base is not None:
-            side = stack.enter_context(base_side(args, config))
-            config, baseline = side.config, side.baseline
+            side = stack.enter_context(base_side(args))
+            trusted = side.trusted
+            config, dataset, baseline = trusted.config, trusted.dataset, trusted.baseline_run
             specs = {Version.CANDIDATE: config.agent, Version.BASELINE: side.agent}
             extra: dict[str, Any] = {
                 "ratchet_source": baseline,
+                "protected_changes": trusted.changes,
+                "protected_changes_allowed": trusted.allowed,
                 "remeasure": side.plan.remeasure,
                 "stale_warning": side.plan.warning,
                 "baseline_commit": side.sha,
@@ -96,9 +118,18 @@ def handle(args: argparse.Namespace) -> int:
                 "confirm_hint": f"give the base config an `agent:` ({args.base} has none)",
             }
         else:
+            inputs = load_inputs(args.config)
+            config, dataset = inputs.config, inputs.dataset
             baseline = _committed_baseline(args, config.baseline.artifact)
             specs = {Version.CANDIDATE: config.agent, Version.BASELINE: config.baseline.agent}
             extra = {}
+        identity = working_tree_identity(config.path.parent, config)
+        concurrency = args.concurrency if args.concurrency is not None else config.concurrency
+        candidate_out = (
+            Path(args.candidate_out)
+            if args.candidate_out
+            else config.path.parent / ".passk" / "candidate.json"
+        )
 
         def agents(version: Version) -> Agent | None:
             """Built on first use: a compare that reuses everything starts no agent."""
@@ -117,7 +148,7 @@ def handle(args: argparse.Namespace) -> int:
             result = compare(
                 CompareInputs(
                     config=config,
-                    dataset=inputs.dataset,
+                    dataset=dataset,
                     baseline=baseline,
                     candidate=candidate,
                     candidate_out=candidate_out,
@@ -154,62 +185,39 @@ class BaseSide:
     """The baseline side as a pull request into REF sees it."""
 
     sha: str
-    config: Config
-    """The working tree's agent and rows with every setting that protects the gate from REF."""
-    baseline: Run
+    trusted: Trusted
+    """The action's trusted inputs: the working tree as the head, REF as the base."""
     agent: AgentConfig | None
     """REF's baseline agent, moved into the checkout of REF."""
     plan: StalePlan
 
 
 @contextlib.contextmanager
-def base_side(args: argparse.Namespace, head: Config) -> Iterator[BaseSide]:
-    """REF's config, committed baseline (or ``--baseline``) and agent in a checkout of REF."""
+def base_side(args: argparse.Namespace) -> Iterator[BaseSide]:
+    """What the action's gate mode reads from the base commit, read from REF.
+
+    The same functions as the action (``trust_base``): REF's config settings,
+    marks, labels and committed baseline, and the protected changes this
+    working tree makes to them, listed on stderr as the action logs them.
+    """
     from ..action.basecommit import assess, base_checkout, baseline_agent_config, plan_for
     from ..action.gitrepo import GitRepo
-    from ..action.trusted import effective_config
+    from ..action.trusted import BaseCommit, protected_change_lines, trust_base, working_tree
 
-    repo = GitRepo.discover(head.path.parent)
+    config_path = Path(args.config)
+    repo = GitRepo.discover(config_path.absolute().parent)
     sha = repo.resolve(args.base)
-    at = f"@{sha[:7]} ({args.base})"
-    config_rel = repo.relative(head.path)
-    text = repo.show(sha, config_rel)
-    if text is None:
-        raise ConfigError(
-            f"{args.base} has no {config_rel}",
-            where=f"{config_rel}{at}",
-            hint="commit the passk config to the base branch first, or drop --base",
-        )
-    try:
-        base = parse_config_bytes(text, head.path).config
-    except ConfigError as exc:
-        raise ConfigError(
-            f"in {args.base}: {exc.message}", where=exc.where, hint=exc.hint
-        ) from exc
-    if args.baseline:
-        baseline = _committed_baseline(args, base.baseline.artifact)
-    else:
-        artifact_rel = repo.relative(base.baseline.artifact)
-        blob = repo.show(sha, artifact_rel)
-        if blob is None:
-            raise ArtifactError(
-                f"{args.base} has no baseline artifact",
-                where=f"{artifact_rel}{at}",
-                hint="record one with `passk baseline` on that branch and commit it",
-            )
-        try:
-            baseline = run_from_json(json.loads(blob), f"{artifact_rel}{at}")
-        except ValueError as exc:
-            raise ArtifactError(
-                f"the baseline artifact is not JSON: {exc}",
-                where=f"{artifact_rel}{at}",
-                hint="record it again with `passk baseline` on that branch",
-            ) from exc
-    plan = plan_for(assess(repo, baseline, sha, base), base, warn)
+    trusted = trust_base(
+        repo, config_path, BaseCommit(sha, args.base), args.labels, warn, head_tree=working_tree
+    )
+    for line in protected_change_lines(trusted):
+        print(line, file=sys.stderr)
+    base = trusted.sides.base.config
+    plan = plan_for(assess(repo, trusted.baseline_run, sha, base), base, warn)
     spec = baseline_agent_config(base)
     if spec is None:
-        yield BaseSide(sha, effective_config(base, head), baseline, None, plan)
+        yield BaseSide(sha, trusted, None, plan)
         return
     # The checkout is made before any agent runs and removed after the last.
     with base_checkout(repo, sha, spec) as moved:
-        yield BaseSide(sha, effective_config(base, head), baseline, moved, plan)
+        yield BaseSide(sha, trusted, moved, plan)
