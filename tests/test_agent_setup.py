@@ -219,11 +219,15 @@ def test_setup_runs_once_per_version_the_baselines_in_the_base_checkout(
     assert got["outputs"]["lost"] == "1"
     cwds = [line.split()[0] for line in got["setup"]]
     assert len(cwds) == 2  # once per version, not per attempt
-    assert cwds[0] == str(repo)  # the candidate: the pull request's checkout
-    assert cwds[1] != str(repo)  # the baseline: a checkout of the base commit
+    # The baseline's first, in a checkout of the base commit, before any of the
+    # pull request's code runs; then the candidate's, in the pull request's checkout.
+    assert cwds[0] != str(repo) and cwds[1] == str(repo)
     assert "-none" in got["setup"][0]  # setup is not an attempt: no PASSK_VERSION
-    assert "::group::passk: setup of the candidate agent (2 command(s))" in got["log"]
-    assert "::group::passk: setup of the baseline agent (2 command(s))" in got["log"]
+    groups = [
+        got["log"].index(f"::group::passk: setup of the {version} agent (2 command(s))")
+        for version in ("baseline", "candidate")
+    ]
+    assert groups == sorted(groups)
     assert "passk: candidate setup done in" in got["log"]
     assert any(v == "baseline" for _, _, v in got["asked"])  # confirmation ran
     assert "**confirmed** on re-run" in fake.comment_bodies(7)[0]

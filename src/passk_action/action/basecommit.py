@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core.model import Run
 from ..errors import ArtifactError, GitError
 from ..inputs.config import AgentConfig, Config
+from .basesetup import BaseCheckout
 from .gitrepo import GitRepo
 from .runtime import rebase_agent
 
@@ -29,11 +30,15 @@ def baseline_agent_config(config: Config) -> AgentConfig | None:
 
 
 @contextlib.contextmanager
-def base_checkout(repo: GitRepo, sha: str, agent: AgentConfig) -> Iterator[AgentConfig]:
+def base_checkout(repo: GitRepo, sha: str, agent: AgentConfig) -> Iterator[BaseCheckout]:
     """``agent`` moved into a read-only export of commit ``sha`` (``GitRepo.export``: no
-    hooks, no filters, nothing shared with the checkout), removed afterwards."""
+    hooks, no filters, nothing shared with the checkout), removed afterwards.
+
+    Its setup is not run yet: :meth:`BaseCheckout.prepare` does, before the
+    candidate is built (``basesetup.py`` says why).
+    """
     with repo.export(sha) as tree:
-        yield rebase_agent(agent, repo, tree)
+        yield BaseCheckout(tree, rebase_agent(agent, repo, tree))
 
 
 def fingerprint_paths(repo: GitRepo, config: Config) -> tuple[str, ...]:

@@ -5,8 +5,10 @@ confirmation) runs ``baseline.agent`` from the base config or, without one,
 the base config's agent, in an export of the base commit's files made before
 any of the pull request's code runs (``GitRepo.export``: no hooks, no
 filters, read-only, outside the checkout), so the pull request cannot change
-what the baseline runs.  Attempts recorded for this content are replayed
-first (``rerun.py``), so only what is missing is asked.
+what the baseline runs.  The baseline's setup runs in that export before the
+candidate is built, then the export is locked (``basesetup.py``).  Attempts
+recorded for this content are replayed first (``rerun.py``), so only what is
+missing is asked.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..inputs.config import AgentConfig
 from ..progress import make_progress
 from ..store.artifact import read_run
 from .basecommit import assess, base_checkout, baseline_agent_config, plan_for
+from .basesetup import BaseCheckout
 from .event import PullRequest
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
@@ -77,11 +80,21 @@ def run_comparison(
         stop = stack.enter_context(stop_on_signals())
         token = inputs.token
 
+        base_export: BaseCheckout | None = None
+
+        def base_setup(spec: AgentConfig) -> None:
+            setup_agent(workflow, spec, agent_env(runtime.env, token, spec), Version.BASELINE)
+
         def built(spec: AgentConfig, version: Version) -> Agent:
             env = agent_env(runtime.env, token, spec)
             # Built on first use, while the other attempt threads wait: setup runs
             # once per version, before its first attempt, and only if one is asked.
-            setup_agent(workflow, spec, env, version)
+            # The baseline's comes first whichever side is built first: before any of
+            # the pull request's code runs, it may still write its export (basesetup.py).
+            if base_export is not None:
+                base_export.prepare(base_setup, runtime.env)
+            if version is Version.CANDIDATE:
+                setup_agent(workflow, spec, env, version)
             agent = build_agent(spec, env, concurrency=config.concurrency)
             close = getattr(agent, "close", None)
             if callable(close):
@@ -105,9 +118,10 @@ def run_comparison(
         baseline_agent: ReplayAgent | None = None
         if base_agent_config is not None:
             # Exported now, before the candidate (the PR's code) runs at all.
-            base_spec = stack.enter_context(
+            base_export = stack.enter_context(
                 base_checkout(repo, pr.base_sha, base_agent_config)
             )
+            base_spec = base_export.agent
             baseline_agent = ReplayAgent(
                 base_agent_config.describe(),
                 replay_baseline or (),

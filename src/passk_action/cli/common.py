@@ -70,10 +70,8 @@ def make_session(config: Config, args: argparse.Namespace, stop: threading.Event
     )
 
 
-def prepare_agent(
-    spec: AgentConfig, version: Version, *, concurrency: int | None = None
-) -> Agent:
-    """Run the agent's ``setup`` (as plain lines on stderr), then build the agent."""
+def agent_setup(spec: AgentConfig, version: Version) -> None:
+    """Run the agent's ``setup`` (as plain lines on stderr); nothing without one."""
     if spec.setup:
 
         def log(line: str) -> None:
@@ -81,6 +79,13 @@ def prepare_agent(
 
         done = run_setup(spec, os.environ, version, log)
         log(f"{len(done.commands)} command(s) done in {done.duration_s:.1f}s")
+
+
+def prepare_agent(
+    spec: AgentConfig, version: Version, *, concurrency: int | None = None
+) -> Agent:
+    """Run the agent's ``setup`` (as plain lines on stderr), then build the agent."""
+    agent_setup(spec, version)
     return build_agent(spec, os.environ, concurrency=concurrency)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents.runner import Agent
 from ..core.model import Run, Version
-from ..engine import CompareInputs, close_agent, compare
+from ..engine import CompareInputs, build_agent, close_agent, compare
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, UsageError
-from ..inputs.config import AgentConfig
 from ..report.markdown import render_compare_report
 from ..store.artifact import read_run
 from ..store.results import write_result
 from .common import (
     add_config_argument,
     add_run_arguments,
+    agent_setup,
     load_inputs,
     make_session,
     prepare_agent,
@@ -31,6 +32,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..action.basecommit import StalePlan
+    from ..action.basesetup import BaseCheckout
     from ..action.trusted import Trusted
 
 
@@ -101,12 +103,17 @@ def handle(args: argparse.Namespace) -> int:
         )
     candidate = read_run(Path(args.candidate)) if args.candidate else None
     built: dict[Version, Agent | None] = {}
+    checkout: BaseCheckout | None = None
     with contextlib.ExitStack() as stack:
         if args.base is not None:
             side = stack.enter_context(base_side(args))
             trusted = side.trusted
             config, dataset, baseline = trusted.config, trusted.dataset, trusted.baseline_run
-            specs = {Version.CANDIDATE: config.agent, Version.BASELINE: side.agent}
+            checkout = side.checkout
+            specs = {
+                Version.CANDIDATE: config.agent,
+                Version.BASELINE: checkout.agent if checkout is not None else None,
+            }
             extra: dict[str, Any] = {
                 "ratchet_source": baseline,
                 "protected_changes": trusted.changes,
@@ -135,9 +142,16 @@ def handle(args: argparse.Namespace) -> int:
             """Built on first use: a compare that reuses everything starts no agent."""
             if version not in built:
                 spec = specs[version]
-                built[version] = (
-                    prepare_agent(spec, version, concurrency=concurrency) if spec else None
-                )
+                if spec is not None and checkout is not None:
+                    # REF's setup first, in its checkout, before the working tree's
+                    # code runs (action/basesetup.py); then that checkout is locked.
+                    checkout.prepare(lambda s: agent_setup(s, Version.BASELINE), os.environ)
+                if spec is None:
+                    built[version] = None
+                elif checkout is not None and version is Version.BASELINE:
+                    built[version] = build_agent(spec, os.environ, concurrency=concurrency)
+                else:
+                    built[version] = prepare_agent(spec, version, concurrency=concurrency)
                 agent = built[version]
                 if agent is not None:
                     # Closed before the base checkout goes.
@@ -187,8 +201,8 @@ class BaseSide:
     sha: str
     trusted: Trusted
     """The action's trusted inputs: the working tree as the head, REF as the base."""
-    agent: AgentConfig | None
-    """REF's baseline agent, moved into the checkout of REF."""
+    checkout: BaseCheckout | None
+    """REF's baseline agent, moved into the checkout of REF (None: REF names none)."""
     plan: StalePlan
 
 
@@ -219,5 +233,5 @@ def base_side(args: argparse.Namespace) -> Iterator[BaseSide]:
         yield BaseSide(sha, trusted, None, plan)
         return
     # The checkout is made before any agent runs and removed after the last.
-    with base_checkout(repo, sha, spec) as moved:
-        yield BaseSide(sha, trusted, moved, plan)
+    with base_checkout(repo, sha, spec) as checkout:
+        yield BaseSide(sha, trusted, checkout, plan)
