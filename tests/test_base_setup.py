@@ -1,0 +1,283 @@
+"""The baseline's ``setup`` runs in the base commit's export, before any of the PR's code.
+
+Real setups write into the agent's folder (``npm ci``, ``uv sync``, a venv):
+here the base agent's setup makes ``build/stamp`` and the agent refuses to
+answer without it.  Each test runs two ways: as passk's own user, and (root
+only, as in the container action) with agents as ``PASSK_AGENT_USER=nobody``,
+where the export must be the setup's to write while it runs and nobody's to
+change afterwards.  The attack: the pull request's agent, running as that
+same user, tries to rewrite what the baseline's setup made and the base files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakegithub import FakeGitHub
+from passk_action.action.basesetup import hand_over, lock
+from passk_action.agents.identity import agent_user
+from passk_action.cli import main as cli_main
+from test_action_gate import commit, git
+from test_agent_isolation import system_python
+from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
+
+SETUP = 'mkdir -p build && echo ok > build/stamp && echo "$PWD" >> "$SETUP_LOG"'
+NEEDS_STAMP = (
+    "stamp = open(os.path.join('build', 'stamp')).read().strip()\n"
+    "assert stamp == 'ok', stamp"
+)
+
+# The pull request's agent (the candidate), run as the agent user: once, it goes
+# for the baseline's export (the first folder the setup log names is the
+# baseline's: its setup runs first) and tries every way to change it.
+ATTACK = r"""
+import errno, glob
+def attack():
+    marker = os.environ["ATTACK_LOG"]
+    if os.path.exists(marker):
+        return
+    tree = open(os.environ["SETUP_LOG"]).readline().strip()
+    found = {}
+    def attempt(name, action):
+        try:
+            action()
+            found[name] = "done"
+        except OSError as exc:
+            found[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+    stamp = os.path.join(tree, "build", "stamp")
+    answers = os.path.join(tree, "answers.json")
+    for path in (stamp, answers, os.path.join(tree, "agent.py")):
+        rel = os.path.relpath(path, tree)
+        attempt(f"write {rel}", lambda: open(path, "a").write("x"))
+        attempt(f"chmod {rel}", lambda: os.chmod(path, 0o666))
+        attempt(f"unlink {rel}", lambda: os.unlink(path))
+        attempt(f"rename {rel}", lambda: os.rename(path, path + ".old"))
+    for folder in (os.path.join(tree, "build"), tree):
+        rel = os.path.relpath(folder, tree)
+        attempt(f"create in {rel}", lambda: open(os.path.join(folder, "planted"), "w"))
+        attempt(f"chmod {rel}", lambda: os.chmod(folder, 0o777))
+    found["stamp owner"] = os.stat(stamp).st_uid
+    found["stamp mode"] = oct(os.stat(stamp).st_mode & 0o7777)
+    with open(marker, "w") as handle:
+        json.dump(found, handle)
+attack()
+"""
+
+
+@pytest.fixture(params=["same-user", "agent-user"])
+def agent_user_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Nothing, or ``PASSK_AGENT_USER=nobody`` (root only, like the container action)."""
+    if request.param == "same-user":
+        return {}
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        pytest.skip("agents run as another user only when passk is root (the container action)")
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody on this machine")
+    return {"PASSK_AGENT_USER": "nobody"}
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A folder the agent user can reach (pytest's tmp_path is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="passk-base-setup-test-"))
+    path.chmod(0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub(token=TOKEN, repository=REPO) as server:
+        yield server
+
+
+def project(shared: Path, agent_env: dict[str, str]) -> tuple[Path, str, str]:
+    """Base: an agent whose setup makes build/stamp; head: it loses must-not-break r0.
+
+    Returns the checkout (on the head) and the base and head commits.
+    """
+    python = system_python() if agent_env else sys.executable
+    repo = make_repo(shared, {"command": [python, "agent.py"], "setup": [SETUP]})
+    (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\nbuild/\n")
+    write_agent(repo, extra=NEEDS_STAMP)
+    # Recorded locally (as passk's user, setup included), then committed without build/.
+    os.environ["SETUP_LOG"] = str(shared / "setup.log")
+    try:
+        assert cli_main(["baseline", "--config", str(repo / "passk.yml"), "--quiet"]) == 0
+    finally:
+        del os.environ["SETUP_LOG"]
+    base = commit(repo, "passk: config, dataset, agent and baseline")
+    shutil.rmtree(repo / "build")
+    (shared / "setup.log").unlink()
+    git(repo, "checkout", "-q", "-b", "feature")
+    write_agent(repo, extra=NEEDS_STAMP, answers={"r0": "approve"})
+    head = commit(repo, "candidate: approve r0")
+    # The candidate's setup writes its own build/ in the checkout, as the agent user.
+    repo.chmod(0o777)
+    return repo, base, head
+
+
+def setup_cwds(shared: Path) -> list[str]:
+    path = shared / "setup.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
+    shared: Path, fake: FakeGitHub, agent_user_env: dict[str, str]
+) -> None:
+    repo, base, head = project(shared, agent_user_env)
+    got = run_action(repo, shared, fake, base, head, agent_user_env)
+
+    assert got["code"] == 1, got["log"]
+    assert got["outputs"]["lost"] == "1"
+    # The baseline's setup ran first, in the export; then the candidate's.
+    cwds = setup_cwds(shared)
+    assert len(cwds) == 2 and cwds[1] == str(repo), cwds
+    assert "/passk-base-" in cwds[0]
+    # Confirmation asked the base agent, which read what its setup made.
+    baseline = [(row, n) for row, n, version in got["asked"] if version == "baseline"]
+    assert ("r0", 3) in baseline
+    assert "**confirmed** on re-run" in fake.comment_bodies(7)[0]
+    assert "could not run" not in got["log"]
+    assert not Path(cwds[0]).exists()  # the export is gone after the run
+    assert fake.violations == []
+
+
+def test_a_rerun_replays_without_any_agent_call_or_setup(
+    shared: Path, fake: FakeGitHub, agent_user_env: dict[str, str]
+) -> None:
+    repo, base, head = project(shared, agent_user_env)
+    first = run_action(repo, shared, fake, base, head, agent_user_env)
+    assert first["code"] == 1, first["log"]
+    assert len(setup_cwds(shared)) == 2
+    (shared / "asked.jsonl").unlink()
+
+    again = run_action(repo, shared, fake, base, head, agent_user_env)
+    assert again["code"] == 1, again["log"]
+    assert again["asked"] == []  # zero agent calls
+    assert len(setup_cwds(shared)) == 2  # and no setup ran on either side
+    assert "setup of the" not in again["log"]
+    assert "passk: 0 agent execution(s) now" in again["log"]
+
+
+def test_the_candidate_cannot_change_what_the_baselines_setup_made(
+    shared: Path, fake: FakeGitHub, agent_user_env: dict[str, str]
+) -> None:
+    if not agent_user_env:
+        pytest.skip(
+            "as one user there is no boundary: passk's own user may change its own files "
+            "(see docs/threat-model in the README)"
+        )
+    repo, base, head = project(shared, agent_user_env)
+    # The attack is the pull request's code; the answers it gives are the same
+    # as without it (it loses r0), so the gate must fail the same way.
+    write_agent(repo, extra=NEEDS_STAMP + "\n" + ATTACK, answers={"r0": "approve"})
+    head = commit(repo, "candidate: approve r0, and go for the baseline's files")
+    attack_log = shared / "attack.json"
+    env = {**agent_user_env, "ATTACK_LOG": str(attack_log)}
+    got = run_action(repo, shared, fake, base, head, env)
+
+    found: dict[str, Any] = json.loads(attack_log.read_text())
+    refused = {name: how for name, how in found.items() if not name.startswith("stamp ")}
+    assert len(refused) == 16
+    assert set(refused.values()) <= {"EACCES", "EPERM"}, refused
+    assert found["stamp owner"] == 0 and found["stamp mode"] == "0o444"
+    # The baseline answered as its own files say: the regression is confirmed.
+    assert got["code"] == 1, got["log"]
+    baseline = [(row, n) for row, n, version in got["asked"] if version == "baseline"]
+    assert ("r0", 3) in baseline
+    body = fake.comment_bodies(7)[0]
+    assert "**confirmed** on re-run" in body and "baseline varies" not in body
+
+
+def test_compare_base_runs_refs_setup_in_its_checkout(
+    shared: Path, agent_user_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, _base, _head = project(shared, agent_user_env)
+    for key, value in agent_user_env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SETUP_LOG", str(shared / "setup.log"))
+    monkeypatch.setenv("AGENT_LOG", str(shared / "asked.jsonl"))
+    out = shared / "result.json"
+    code = cli_main(
+        ["compare", "--config", str(repo / "passk.yml"), "--base", "main", "--json", str(out),
+         "--markdown", str(shared / "report.md"), "--quiet"]
+    )  # fmt: skip
+    assert code == 1
+    cwds = setup_cwds(shared)
+    assert len(cwds) == 2 and "/passk-base-" in cwds[0] and cwds[1] == str(repo), cwds
+    asked = [json.loads(line) for line in (shared / "asked.jsonl").read_text().splitlines()]
+    assert ["r0", 3, "baseline"] in asked
+    result = json.loads(out.read_text())
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r0", "must-not-break")]
+
+
+# --- the export's hand-over and lock, on their own ------------------------------------
+
+
+def test_lock_strips_write_and_set_id_bits_and_never_follows_a_symlink(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "bin").mkdir(parents=True)
+    program = tree / "bin" / "tool"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o6755)
+    private = tree / "secret.txt"
+    private.write_text("made by setup")
+    private.chmod(0o600)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the export's")
+    outside.chmod(0o644)
+    (tree / "link").symlink_to(outside)
+    (tree / "dirlink").symlink_to(tmp_path)
+
+    lock(tree, as_root=os.geteuid() == 0)
+    assert stat.S_IMODE(program.stat().st_mode) == 0o555
+    assert stat.S_IMODE(private.stat().st_mode) == 0o444
+    assert stat.S_IMODE((tree / "bin").stat().st_mode) == 0o555
+    assert stat.S_IMODE(tree.stat().st_mode) == 0o555
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o644  # not through the link
+    assert stat.S_IMODE(tmp_path.stat().st_mode) & 0o200
+
+    hand_over(tree, None)
+    assert stat.S_IMODE(private.stat().st_mode) == 0o644
+    assert stat.S_IMODE(tree.stat().st_mode) == 0o755
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o644
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give files to another user")
+def test_hand_over_gives_the_tree_to_the_agent_user_and_lock_takes_it_back(
+    tmp_path: Path,
+) -> None:
+    user = agent_user({"PASSK_AGENT_USER": "nobody"})
+    assert user is not None
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.txt").write_text("a")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("root's")
+    (tree / "link").symlink_to(outside)
+    hand_over(tree, user)
+    assert tree.stat().st_uid == user.uid and (tree / "a.txt").stat().st_uid == user.uid
+    assert outside.stat().st_uid == 0  # never through the link
+    made = tree / "made-by-setup"
+    made.write_text("x")
+    os.chown(made, user.uid, user.gid)
+    lock(tree, as_root=True)
+    for path in (tree, tree / "a.txt", made):
+        assert path.stat().st_uid == 0 and not path.stat().st_mode & 0o222
+    assert (tree / "link").lstat().st_uid == 0
