@@ -32,10 +32,14 @@ from test_action_gate import commit, git
 from test_agent_isolation import system_python
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 
-SETUP = 'mkdir -p build && echo ok > build/stamp && echo "$PWD" >> "$SETUP_LOG"'
+# Writes its folder (as `npm ci`, a venv) and its HOME (as `pip install --user`).
+SETUP = (
+    'mkdir -p build && echo ok > build/stamp && echo ok > "$HOME/installed" '
+    '&& echo "$PWD $HOME" >> "$SETUP_LOG"'
+)
 NEEDS_STAMP = (
-    "stamp = open(os.path.join('build', 'stamp')).read().strip()\n"
-    "assert stamp == 'ok', stamp"
+    "for made in (os.path.join('build', 'stamp'), os.path.join(os.environ['HOME'], 'installed')):\n"
+    "    assert open(made).read().strip() == 'ok', made"
 )
 
 # The pull request's agent (the candidate), run as the agent user: once, it goes
@@ -47,7 +51,7 @@ def attack():
     marker = os.environ["ATTACK_LOG"]
     if os.path.exists(marker):
         return
-    tree = open(os.environ["SETUP_LOG"]).readline().strip()
+    tree, home = open(os.environ["SETUP_LOG"]).readline().split()
     found = {}
     def attempt(name, action):
         try:
@@ -57,14 +61,15 @@ def attack():
             found[name] = errno.errorcode.get(exc.errno, str(exc.errno))
     stamp = os.path.join(tree, "build", "stamp")
     answers = os.path.join(tree, "answers.json")
-    for path in (stamp, answers, os.path.join(tree, "agent.py")):
-        rel = os.path.relpath(path, tree)
+    installed = os.path.join(home, "installed")
+    for path in (stamp, answers, os.path.join(tree, "agent.py"), installed):
+        rel = os.path.relpath(path, os.path.dirname(tree))
         attempt(f"write {rel}", lambda: open(path, "a").write("x"))
         attempt(f"chmod {rel}", lambda: os.chmod(path, 0o666))
         attempt(f"unlink {rel}", lambda: os.unlink(path))
         attempt(f"rename {rel}", lambda: os.rename(path, path + ".old"))
-    for folder in (os.path.join(tree, "build"), tree):
-        rel = os.path.relpath(folder, tree)
+    for folder in (os.path.join(tree, "build"), tree, home):
+        rel = os.path.relpath(folder, os.path.dirname(tree))
         attempt(f"create in {rel}", lambda: open(os.path.join(folder, "planted"), "w"))
         attempt(f"chmod {rel}", lambda: os.chmod(folder, 0o777))
     found["stamp owner"] = os.stat(stamp).st_uid
@@ -134,7 +139,11 @@ def project(shared: Path, agent_env: dict[str, str]) -> tuple[Path, str, str]:
 
 def setup_cwds(shared: Path) -> list[str]:
     path = shared / "setup.log"
-    return path.read_text().splitlines() if path.exists() else []
+    return [line.split()[0] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def setup_homes(shared: Path) -> list[str]:
+    return [line.split()[1] for line in (shared / "setup.log").read_text().splitlines()]
 
 
 def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
@@ -149,6 +158,10 @@ def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     cwds = setup_cwds(shared)
     assert len(cwds) == 2 and cwds[1] == str(repo), cwds
     assert "/passk-base-" in cwds[0]
+    homes = setup_homes(shared)
+    if agent_user_env:
+        # The agent user's HOME is the candidate's too: the baseline's is its own.
+        assert homes[0] == str(Path(cwds[0]).parent / "home") and homes[1] != homes[0]
     # Confirmation asked the base agent, which read what its setup made.
     baseline = [(row, n) for row, n, version in got["asked"] if version == "baseline"]
     assert ("r0", 3) in baseline
@@ -194,7 +207,7 @@ def test_the_candidate_cannot_change_what_the_baselines_setup_made(
 
     found: dict[str, Any] = json.loads(attack_log.read_text())
     refused = {name: how for name, how in found.items() if not name.startswith("stamp ")}
-    assert len(refused) == 16
+    assert len(refused) == 22  # 4 files x 4 ways, 3 folders x 2
     assert set(refused.values()) <= {"EACCES", "EPERM"}, refused
     assert found["stamp owner"] == 0 and found["stamp mode"] == "0o444"
     # The baseline answered as its own files say: the regression is confirmed.

@@ -10,10 +10,11 @@ agent runs (``agent.fingerprint``) before it is trusted.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..agents.identity import agent_user
 from ..core.model import Run
 from ..errors import ArtifactError, GitError
 from ..inputs.config import AgentConfig, Config
@@ -30,15 +31,26 @@ def baseline_agent_config(config: Config) -> AgentConfig | None:
 
 
 @contextlib.contextmanager
-def base_checkout(repo: GitRepo, sha: str, agent: AgentConfig) -> Iterator[BaseCheckout]:
+def base_checkout(
+    repo: GitRepo, sha: str, agent: AgentConfig, env: Mapping[str, str]
+) -> Iterator[BaseCheckout]:
     """``agent`` moved into a read-only export of commit ``sha`` (``GitRepo.export``: no
     hooks, no filters, nothing shared with the checkout), removed afterwards.
 
     Its setup is not run yet: :meth:`BaseCheckout.prepare` does, before the
-    candidate is built (``basesetup.py`` says why).
+    candidate is built (``basesetup.py`` says why).  With an agent user
+    (``PASSK_AGENT_USER`` in ``env``), an agent with a setup gets a ``HOME`` of
+    its own beside the export, locked with it, since that user's home is the
+    candidate's too.
     """
     with repo.export(sha) as tree:
-        yield BaseCheckout(tree, rebase_agent(agent, repo, tree))
+        moved = rebase_agent(agent, repo, tree)
+        home = None
+        if agent.setup and agent_user(env) is not None:
+            home = tree.parent / "home"
+            home.mkdir(mode=0o755)
+            moved = replace(moved, env={"HOME": str(home), **moved.env})
+        yield BaseCheckout(tree, moved, home)
 
 
 def fingerprint_paths(repo: GitRepo, config: Config) -> tuple[str, ...]:

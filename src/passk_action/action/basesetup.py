@@ -25,6 +25,15 @@ Two ways were weighed:
   reach for good.  Set-user-ID and set-group-ID bits go too: a file the agent
   user made must never become a root-owned set-user-ID program.
 
+Setups also write outside their folder: ``pip install`` as the agent user
+falls back to a user install under ``HOME``, and that user's private home
+is the candidate's too (same user), so the candidate's own setup would
+install its versions over the baseline's, or its agent rewrite them.  So
+with an agent user, a baseline agent that has a setup gets a ``HOME`` of its
+own beside the export (``agent.env``; setup and attempts both see it),
+handed over and locked with the export.  Its attempts keep the shared,
+writable ``TMPDIR``; its ``HOME`` is read-only to them, as its folder is.
+
 The cost: the baseline's setup runs whenever the candidate runs, even when
 the baseline agent is then never asked (no lost row, no new row to top up),
 because that cannot be known before the candidate has answered.  It does not
@@ -65,6 +74,8 @@ class BaseCheckout:
 
     tree: Path
     agent: AgentConfig
+    home: Path | None = None
+    """The baseline's own ``HOME`` (in ``agent.env``), handed over and locked with ``tree``."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _done: bool = field(default=False, repr=False)
     _error: BaseException | None = field(default=None, repr=False)
@@ -84,8 +95,12 @@ class BaseCheckout:
             self._done = True
             if not self.agent.setup:
                 return
+            user = agent_user(env)
             try:
-                with writable(self.tree, agent_user(env)):
+                with contextlib.ExitStack() as stack:
+                    for folder in (self.tree, self.home):
+                        if folder is not None:
+                            stack.enter_context(writable(folder, user))
                     run_setup(self.agent)
             except BaseException as exc:
                 self._error = exc

@@ -119,7 +119,7 @@ def run_comparison(
         if base_agent_config is not None:
             # Exported now, before the candidate (the PR's code) runs at all.
             base_export = stack.enter_context(
-                base_checkout(repo, pr.base_sha, base_agent_config)
+                base_checkout(repo, pr.base_sha, base_agent_config, runtime.env)
             )
             base_spec = base_export.agent
             baseline_agent = ReplayAgent(

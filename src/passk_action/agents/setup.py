@@ -54,8 +54,10 @@ def setup_env(parent_env: Mapping[str, str], agent: AgentConfig) -> dict[str, st
         for key, value in parent_env.items()
         if key not in SECRET_ENV or key in agent.pass_env
     }
-    env.update(agent.env)
     env.update(identity_env(agent_user(parent_env)))
+    # The config's env wins, as it does for the agent's attempts: a HOME it names
+    # (the baseline's own, basesetup.py) is where setup installs and the agent looks.
+    env.update(agent.env)
     return env
 
 

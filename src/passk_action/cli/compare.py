@@ -233,5 +233,5 @@ def base_side(args: argparse.Namespace) -> Iterator[BaseSide]:
         yield BaseSide(sha, trusted, None, plan)
         return
     # The checkout is made before any agent runs and removed after the last.
-    with base_checkout(repo, sha, spec) as checkout:
+    with base_checkout(repo, sha, spec, os.environ) as checkout:
         yield BaseSide(sha, trusted, checkout, plan)
