@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fakegithub import FakeGitHub
 from passk_action.action.basesetup import hand_over, lock
@@ -294,3 +295,29 @@ def test_hand_over_gives_the_tree_to_the_agent_user_and_lock_takes_it_back(
     for path in (tree, tree / "a.txt", made):
         assert path.stat().st_uid == 0 and not path.stat().st_mode & 0o222
     assert (tree / "link").lstat().st_uid == 0
+
+
+def test_a_failing_baseline_setup_stops_before_any_of_the_prs_code_runs(
+    shared: Path, fake: FakeGitHub
+) -> None:
+    failing = "echo 'npm ERR! missing: left-pad@1.3.0' >&2; exit 3"
+    repo = make_repo(shared, {"command": [sys.executable, "agent.py"], "setup": [failing]})
+    # The baseline artifact is recorded by hand: recording would run the failing setup.
+    repo_config = repo / "passk.yml"
+    text = repo_config.read_text()
+    config = yaml.safe_load(text)
+    config["agent"]["setup"] = ["true"]
+    repo_config.write_text(yaml.safe_dump(config))
+    assert cli_main(["baseline", "--config", str(repo_config), "--quiet"]) == 0
+    repo_config.write_text(text)
+    base = commit(repo, "passk: baseline")
+    git(repo, "checkout", "-q", "-b", "feature")
+    write_agent(repo, answers={"r0": "approve"})
+    head = commit(repo, "candidate")
+    got = run_action(repo, shared, fake, base, head)
+
+    assert got["code"] == 2, got["log"]
+    assert got["asked"] == []  # no candidate attempt: its code never ran
+    assert "setup of the candidate agent" not in got["log"]
+    assert "the baseline agent could not run: setup command" in got["log"]
+    assert "npm ERR! missing: left-pad@1.3.0" in fake.comment_bodies(7)[0]
