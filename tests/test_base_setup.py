@@ -168,6 +168,7 @@ def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     assert ("r0", 3) in baseline
     assert "**confirmed** on re-run" in fake.comment_bodies(7)[0]
     assert "could not run" not in got["log"]
+    assert f"in {cwds[0]} (the base commit's files; set up before any of the pull" in got["log"]
     assert not Path(cwds[0]).exists()  # the export is gone after the run
     assert fake.violations == []
 
@@ -220,9 +221,13 @@ def test_the_candidate_cannot_change_what_the_baselines_setup_made(
 
 
 def test_compare_base_runs_refs_setup_in_its_checkout(
-    shared: Path, agent_user_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    shared: Path,
+    agent_user_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo, _base, _head = project(shared, agent_user_env)
+    capsys.readouterr()  # what recording the baseline said
     for key, value in agent_user_env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("SETUP_LOG", str(shared / "setup.log"))
@@ -237,6 +242,9 @@ def test_compare_base_runs_refs_setup_in_its_checkout(
     assert len(cwds) == 2 and "/passk-base-" in cwds[0] and cwds[1] == str(repo), cwds
     asked = [json.loads(line) for line in (shared / "asked.jsonl").read_text().splitlines()]
     assert ["r0", 3, "baseline"] in asked
+    err = capsys.readouterr().err
+    assert f"passk: setup (baseline): in {cwds[0]} (a checkout of REF; set up before" in err
+    assert err.index("setup (baseline)") < err.index("setup (candidate)")
     result = json.loads(out.read_text())
     assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r0", "must-not-break")]
 

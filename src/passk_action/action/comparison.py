@@ -35,6 +35,10 @@ from .runtime import Runtime, agent_env, setup_agent
 from .trusted import Trusted
 
 CANDIDATE_PATH = ".passk/candidate.json"
+BASE_SETUP_WHERE = (
+    "the base commit's files; set up before any of the pull request's code runs, even if "
+    "no row then needs the baseline, and read-only after"
+)
 REMEASURED = (
     "re-measured on request: the label {label!r} is on the pull request, so the agent was "
     "asked again instead of replaying the recorded verdicts"
@@ -83,7 +87,8 @@ def run_comparison(
         base_export: BaseCheckout | None = None
 
         def base_setup(spec: AgentConfig) -> None:
-            setup_agent(workflow, spec, agent_env(runtime.env, token, spec), Version.BASELINE)
+            env = agent_env(runtime.env, token, spec)
+            setup_agent(workflow, spec, env, Version.BASELINE, where=BASE_SETUP_WHERE)
 
         def built(spec: AgentConfig, version: Version) -> Agent:
             env = agent_env(runtime.env, token, spec)

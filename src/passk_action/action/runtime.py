@@ -110,10 +110,16 @@ def agent_env(env: Mapping[str, str], token: str, agent: AgentConfig) -> dict[st
 
 
 def setup_agent(
-    workflow: Workflow, agent: AgentConfig, env: Mapping[str, str], version: Version
+    workflow: Workflow,
+    agent: AgentConfig,
+    env: Mapping[str, str],
+    version: Version,
+    *,
+    where: str | None = None,
 ) -> None:
     """Run the agent's ``setup`` in a folded group of the log, then say how long it took.
 
+    ``where`` says what the working directory is, when it is not the checkout.
     A failure raises :class:`~passk_action.errors.AgentCouldNotRun` after the group
     closes, so the error line is visible without unfolding anything.
     """
@@ -121,7 +127,7 @@ def setup_agent(
         return
     count = len(agent.setup)
     with workflow.group(f"passk: setup of the {version.value} agent ({count} command(s))"):
-        workflow.line(f"in {agent.cwd}")
+        workflow.line(f"in {agent.cwd}" + (f" ({where})" if where else ""))
         done = run_setup(agent, env, version, workflow.line)
     workflow.line(
         f"passk: {version.value} setup done in {done.duration_s:.1f}s "

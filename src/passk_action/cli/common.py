@@ -70,13 +70,18 @@ def make_session(config: Config, args: argparse.Namespace, stop: threading.Event
     )
 
 
-def agent_setup(spec: AgentConfig, version: Version) -> None:
-    """Run the agent's ``setup`` (as plain lines on stderr); nothing without one."""
+def agent_setup(spec: AgentConfig, version: Version, *, where: str | None = None) -> None:
+    """Run the agent's ``setup`` (as plain lines on stderr); nothing without one.
+
+    ``where`` says what the working directory is, when it is not the checkout.
+    """
     if spec.setup:
 
         def log(line: str) -> None:
             print(f"passk: setup ({version.value}): {line}", file=sys.stderr, flush=True)
 
+        if where:
+            log(f"in {spec.cwd} ({where})")
         done = run_setup(spec, os.environ, version, log)
         log(f"{len(done.commands)} command(s) done in {done.duration_s:.1f}s")
 

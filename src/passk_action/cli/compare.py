@@ -36,6 +36,12 @@ if TYPE_CHECKING:
     from ..action.trusted import Trusted
 
 
+REF_SETUP_WHERE = (
+    "a checkout of REF; set up before the working tree's agent runs, even if no row then "
+    "needs the baseline, and read-only after"
+)
+
+
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "compare", help="compare the candidate with the baseline and decide the gate"
@@ -145,7 +151,10 @@ def handle(args: argparse.Namespace) -> int:
                 if spec is not None and checkout is not None:
                     # REF's setup first, in its checkout, before the working tree's
                     # code runs (action/basesetup.py); then that checkout is locked.
-                    checkout.prepare(lambda s: agent_setup(s, Version.BASELINE), os.environ)
+                    checkout.prepare(
+                        lambda s: agent_setup(s, Version.BASELINE, where=REF_SETUP_WHERE),
+                        os.environ,
+                    )
                 if spec is None:
                     built[version] = None
                 elif checkout is not None and version is Version.BASELINE:
