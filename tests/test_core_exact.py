@@ -568,6 +568,14 @@ def test_a_verdict_needs_the_whole_interval_on_one_side_of_zero(
     assert verdict_of(bar) == verdict
 
 
+def test_p_values_one_double_away_from_alpha_say_which_side_they_are_on() -> None:
+    # 15 significant digits print both neighbours of 0.05 as "0.05"; 17 tell any
+    # two doubles apart, so the shown number stays on the p-value's side.
+    below, above = math.nextafter(0.05, 0.0), math.nextafter(0.05, 1.0)
+    assert p_value_text(below) == "0.049999999999999996"
+    assert p_value_text(above) == "0.05000000000000001"
+
+
 def test_p_values_outside_zero_to_one_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match=r"^a p-value is in \[0, 1\], got 1.5$"):
         p_value_text(1.5)

@@ -455,11 +455,13 @@ ALPHA = 0.05
 def p_value_text(p: float) -> str:
     """A p-value as text that never rounds across 0.05 ("< 0.001" below 0.001).
 
-    Rule: two significant digits, more (up to 15) while the shown number
-    would sit on the other side of 0.05 or on 0.05 itself: 0.049 prints
-    "0.049", 0.0504 "0.0504", 0.04996 "0.04996", 0.21484 "0.21", 1 "1".
+    Rule: two significant digits, more (up to 17, which tell every double
+    apart) while the shown number would sit on the other side of 0.05 or on
+    0.05 itself: 0.049 prints "0.049", 0.0504 "0.0504", 0.04996 "0.04996",
+    0.21484 "0.21", 1 "1", the double just below 0.05 "0.049999999999999996".
     Edge cases: a p of exactly 0.05 prints "0.05" (an exact McNemar p, a
-    dyadic fraction, never is); outside [0, 1] is a ValueError.
+    dyadic fraction, never is); outside [0, 1] is a ValueError.  No
+    exponent: from 0.001 to 1, ``g`` with 2 or more digits never writes one.
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"a p-value is in [0, 1], got {p}")
@@ -467,13 +469,11 @@ def p_value_text(p: float) -> str:
         return "< 0.001"
     if p == ALPHA:
         return "0.05"
-    for digits in range(2, 16):
+    for digits in range(2, 18):
         text = f"{p:.{digits}g}"
         shown = float(text)
         if shown != ALPHA and (shown < ALPHA) == (p < ALPHA):
             break
-    if "e" in text:  # pragma: no cover - p >= 0.001 never needs an exponent
-        text = f"{p:f}"
     return text
 
 
