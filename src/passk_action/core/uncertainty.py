@@ -607,9 +607,9 @@ def pass_curve(counts: Sequence[tuple[int, int]], max_j: int | None = None) -> P
     row is in the mean; a row with n < j scores 0 in both and is counted in
     that point's ``short_rows``.  An empty input (or J = 0) gives no points.
     """
-    top = max((n for n, _ in counts), default=0) if max_j is None else max_j
     if not counts:
         return PassCurve(0, ())
+    top = max(n for n, _ in counts) if max_j is None else max_j
     # Rows share a handful of distinct (n, c): estimate each once.  fsum is
     # exact whatever the order, so repeating each estimate as many times as
     # rows have it gives the very same sums as one estimate per row.
@@ -965,9 +965,8 @@ def analyze(result: CompareResult, clusters: Mapping[str, str] | None = None) ->
     k = result.candidate.settings.k
     scoring = result.candidate.settings.scoring
     base, base_summaries = analyze_run(result.rows, result.baseline, clusters, k=k, scoring=scoring)
-    cand, cand_summaries = analyze_run(
-        result.rows, result.candidate, clusters, k=k, scoring=scoring
-    )
+    # The candidate's own k and scoring are the gate's: no need to pass them.
+    cand, cand_summaries = analyze_run(result.rows, result.candidate, clusters)
     return Analysis(
         k=k,
         baseline=base,
