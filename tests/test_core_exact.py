@@ -36,6 +36,7 @@ from passk_action.core.gate import (
     decide,
 )
 from passk_action.core.model import (
+    AgentInfo,
     Attempt,
     Phase,
     Row,
@@ -50,6 +51,7 @@ from passk_action.core.model import (
 from passk_action.core.result import CompareResult, evaluate
 from passk_action.core.shard import Shard, assign_shards, parse_shard, shard_sizes
 from passk_action.core.stats import (
+    Metrics,
     RowSummary,
     check_counts,
     compute_metrics,
@@ -63,11 +65,16 @@ from passk_action.core.uncertainty import (
     TOO_FEW_ROWS,
     WITHIN_NOISE,
     WORSE,
+    CheckStability,
+    CurvePoint,
     ErrorBar,
     PassCurve,
+    Power,
     analyze,
     analyze_run,
+    check_stability,
     clustered_se,
+    difference_interval,
     mcnemar_exact_p,
     mean_error_bar,
     p_value_text,
@@ -76,6 +83,8 @@ from passk_action.core.uncertainty import (
     pass_curve,
     power_analysis,
     regularized_beta,
+    share_interval,
+    student_t_cdf,
     verdict_of,
 )
 from passk_action.errors import UsageError
@@ -594,9 +603,12 @@ def test_regularized_beta_at_and_beyond_its_ends() -> None:
         assert regularized_beta(x, 2.5, 4.0) == pytest.approx(
             1 - regularized_beta(1 - x, 4.0, 2.5), abs=1e-13
         )
-    # I_x(2, 1) = x^2; I_x(1, 3) = 1 - (1 - x)^3, exactly at the continued fraction's switch.
+    # I_x(2, 1) = x^2; I_x(1, 3) = 1 - (1 - x)^3, off and exactly at the continued
+    # fraction's switch x = (a + 1) / (a + b + 2) (3/5 and 1/3).
     assert regularized_beta(0.4, 2.0, 1.0) == pytest.approx(0.16, abs=1e-14)
+    assert regularized_beta(0.6, 2.0, 1.0) == pytest.approx(0.36, abs=1e-14)
     assert regularized_beta(0.4, 1.0, 3.0) == pytest.approx(1 - 0.6**3, abs=1e-14)
+    assert regularized_beta(1 / 3, 1.0, 3.0) == pytest.approx(19 / 27, abs=1e-14)
 
 
 def _clustered(result: CompareResult) -> CompareResult:
@@ -703,10 +715,235 @@ def test_clustered_se_edges() -> None:
         clustered_se([0.1, 0.2], ["a"])
     assert clustered_se([0.0, 1.0], ["a", "b"]) is not None  # two rows, two clusters
     assert clustered_se([0.0, 1.0], ["a", "a"]) is None  # one cluster
-    # A cluster named "0" is not the unclustered row 0: three clusters, not two.
-    assert mean_error_bar([0.2, 0.8, 0.5], ["0", None, "x"]).clusters == 3
 
 
 def test_a_pass_curve_of_no_rows_is_empty() -> None:
     assert pass_curve([]) == PassCurve(0, ())
     assert pass_curve([(3, 2)]).rows == 1
+
+
+# --- uncertainty: pinned where mutation testing found slack ---------------------------------
+
+
+@pytest.mark.parametrize("t", [0.0, 0.25, 0.5, 0.999, -0.5, 3.0])
+def test_student_t_cdf_against_its_closed_forms_on_both_sides_of_zero(t: float) -> None:
+    # df = 1 is Cauchy: 1/2 + atan(t)/pi; df = 2: 1/2 + t / (2 sqrt(2 + t^2)).
+    assert student_t_cdf(t, 1.0) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-14)
+    assert student_t_cdf(t, 2.0) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-14)
+
+
+@pytest.mark.parametrize("df", [0.0, -1.0])
+def test_student_t_without_degrees_of_freedom_is_refused(df: float) -> None:
+    with pytest.raises(ValueError, match=r"^degrees of freedom must be > 0$"):
+        student_t_cdf(1.0, df)
+
+
+def test_an_error_bar_without_an_interval_writes_no_interval() -> None:
+    bar = ErrorBar(0.5, None, None, None, 1, 2, "clustered", 1, INTERVAL_SHARE)
+    assert bar.to_json() == {
+        "estimate": 0.5,
+        "se": None,
+        "ci95": None,
+        "interval": "agresti-coull-t",
+        "n": 1,
+        "excluded": 2,
+        "method": "clustered",
+        "clusters": 1,
+    }
+
+
+def test_a_cluster_named_like_a_row_number_is_not_that_row() -> None:
+    # Row 1 has no cluster: it is a cluster of its own, not the cluster named "1".
+    assert mean_error_bar([0.2, 0.8, 0.5], ["1", None, "x"]).clusters == 3
+    assert mean_error_bar([0.2, 0.8, 0.5], ["1", "1", "x"]).clusters == 2
+
+
+def test_one_cluster_of_many_rows_has_no_interval() -> None:
+    assert share_interval([0.2, 0.8], ["a", "a"]) is None
+    assert difference_interval([0.2, 0.8], ["a", "a"]) is None
+    assert mean_error_bar([0.2, 0.8], ["a", "a"]) == ErrorBar(
+        0.5, None, None, None, 2, 0, "clustered", 1, INTERVAL_SHARE
+    )
+
+
+def test_intervals_refuse_clusters_that_do_not_match_the_rows() -> None:
+    with pytest.raises(ValueError):
+        share_interval([1.0, 0.0, 1.0], ["a", "b"])
+    with pytest.raises(ValueError):
+        difference_interval([1.0, 0.0, -1.0], ["a", "b"])
+
+
+def test_a_difference_interval_is_clipped_to_minus_one_and_one() -> None:
+    # Two rows: t_{0.975, 1} = 12.7 makes the half-width 4.5, clipped on both sides.
+    assert difference_interval([-1.0, -1.0]) == (-1.0, 1.0)
+    assert difference_interval([1.0, 1.0]) == (-1.0, 1.0)
+    # Ten rows all -1: centre -10/12, residual squares 10/36 + (60.5 + 0.5 + 25)/36 = 8/3.
+    low, high = difference_interval([-1.0] * 10) or (None, None)
+    assert low == -1.0
+    assert high == pytest.approx(-5 / 6 + 2.262157162798205 * math.sqrt(8 / 3) / 12, abs=1e-12)
+    low, high = difference_interval([1.0] * 10) or (None, None)
+    assert high == 1.0
+    assert low == pytest.approx(5 / 6 - 2.262157162798205 * math.sqrt(8 / 3) / 12, abs=1e-12)
+
+
+def test_a_clustered_difference_interval_by_hand() -> None:
+    # Differences .5 .5 | 0 0 | 1 1 | .5 .5 in four clusters; Agresti-Min pseudo-rows
+    # +1 and -1 (weight 1/2) and 0 (weight 1): centre (4 + 0) / (8 + 2) = .4.
+    # Cluster residual sums .2, -.8, 1.2, .2 -> squares 2.16; pseudo-rows
+    # .5 * .36 + .5 * 1.96 + .16 = 1.32; t_{0.975, 3} (4 clusters, not 8 rows).
+    values = [0.5, 0.5, 0.0, 0.0, 1.0, 1.0, 0.5, 0.5]
+    clusters = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    half = 3.182446305284263 * math.sqrt(2.16 + 1.32) / 10
+    low, high = difference_interval(values, clusters) or (None, None)
+    assert low == pytest.approx(0.4 - half, abs=1e-12)
+    assert high == pytest.approx(0.4 + half, abs=1e-12)
+    base = [_summary(r, 2, 0) for r in "abcdefgh"]
+    cand = [_summary(r, 2, round(v * 2)) for r, v in zip("abcdefgh", values, strict=True)]
+    paired = paired_comparison(base, cand, dict(zip("abcdefgh", clusters, strict=True)))
+    assert (paired.difference.low, paired.difference.high) == (low, high)
+    assert (paired.difference.method, paired.difference.clusters) == ("clustered", 4)
+
+
+def test_paired_comparison_and_power_read_past_a_row_the_baseline_lacks() -> None:
+    base = [_summary("a", 3, 3), _summary("b", 3, 0), _summary("c", 3, 1)]
+    cand = [_summary("new", 3, 3), _summary("a", 3, 0), _summary("b", 3, 3), _summary("c", 3, 1)]
+    paired = paired_comparison(base, cand)
+    assert (paired.difference.n, paired.difference.estimate) == (3, 0.0)
+    assert (paired.b, paired.c) == (1, 1)
+    power = paired_power(base, cand)
+    assert power.rows == 3
+    assert power.variance == pytest.approx(1.0)  # differences -1, 1, 0
+
+
+def test_a_pass_curve_stops_at_max_j() -> None:
+    # One row, 4 valid, 2 right: pass^1 = 1/2, pass^2 = C(2,2)/C(4,2) = 1/6,
+    # pass@2 = 1 - C(2,2)/C(4,2) = 5/6; j = 5 is past the row's attempts.
+    two = pass_curve([(4, 2)], max_j=2)
+    assert [(p.j, p.pass_hat, p.pass_at, p.short_rows) for p in two.points] == [
+        (1, 0.5, 0.5, 0),
+        (2, pytest.approx(1 / 6), pytest.approx(5 / 6), 0),
+    ]
+    five = pass_curve([(4, 2)], max_j=5)
+    assert five.points[-1] == CurvePoint(5, 0.0, 0.0, 1)
+
+
+def test_check_stability_of_rows_without_attempts_or_without_valid_ones() -> None:
+    rows = [record("none"), record("errors"), record("ok")]
+    by_row = {
+        "errors": attempts("errors", [None, None]),
+        "ok": attempts("ok", [("deny", {"w": "1"}), ("deny", {"w": "2"})]),
+    }
+    assert check_stability(rows, by_row, EXACT) == (CheckStability("w", 1, 1, ("ok",)),)
+
+
+def test_a_check_seen_once_does_not_hide_the_checks_after_it() -> None:
+    rows = [record("r")]
+    by_row = {"r": attempts("r", [("deny", {"proof": "yes", "w": "ok"}), ("deny", {"w": "bad"})])}
+    assert check_stability(rows, by_row, EXACT) == (
+        CheckStability("proof", 0, 0, ()),
+        CheckStability("w", 1, 1, ("r",)),
+    )
+
+
+def test_a_check_reported_twice_in_one_attempt_counts_once_per_row() -> None:
+    # The agent protocol sends an object, but an imported log may repeat a name.
+    rows = [record("same"), record("varies")]
+    by_row = {
+        "same": [
+            Attempt("same", i, Phase.MAIN, "deny", checks=(("w", "1"), ("w", "1")))
+            for i in (1, 2)
+        ],
+        "varies": [
+            Attempt("varies", i, Phase.MAIN, "deny", checks=(("w", "1"), ("w", "2")))
+            for i in (1, 2)
+        ],
+    }
+    assert check_stability(rows, by_row, EXACT) == (CheckStability("w", 2, 1, ("varies",)),)
+
+
+def test_power_of_rows_with_one_valid_attempt_each() -> None:
+    # No row has 2 valid attempts: no within-row noise to estimate, so all of
+    # the variance (rows 1 and 0: s^2 = 1/2) is between rows and k is unknown.
+    factor = 1.959964 + 0.841621
+    power = power_analysis([_summary("a", 1, 1), _summary("b", 1, 0)])
+    assert power == Power(
+        rows=2,
+        design="independent",
+        k=None,
+        variance=0.5,
+        within=0.0,
+        between=0.5,
+        within_share=0.0,
+        mde=pytest.approx(factor * math.sqrt(0.5)),
+        mde_more_rows=pytest.approx(factor * 0.5),
+        mde_more_k=pytest.approx(factor * math.sqrt(0.5)),
+        mde_k_infinite=pytest.approx(factor * math.sqrt(0.5)),
+    )
+    assert power.advice is not None and power.advice.startswith("add rows")
+
+
+def _mixed_settings() -> CompareResult:
+    # The baseline was recorded with k = 2 and exact scoring, the candidate with
+    # k = 3 and casefolding: the analysis reads both with the candidate's (the gate's).
+    rows = [record("a"), record("b")]
+    base = run_of(
+        rows,
+        attempts("a", ["DENY"] * 3) + attempts("b", ["deny"] * 2),
+        version=Version.BASELINE,
+        k=2,
+    )
+    cand = run_of(rows, attempts("a", ["deny"] * 3) + attempts("b", ["deny"] * 3))
+    cand = replace(cand, settings=replace(cand.settings, scoring=CASEFOLD))
+    comparison, gate = evaluate(rows, base, cand, ratchet=frozenset(), policy=GatePolicy())
+    return CompareResult(tuple(rows), base, cand, frozenset(), GatePolicy(), comparison, gate)
+
+
+def test_analysis_reads_the_baseline_with_the_candidates_k_and_scoring() -> None:
+    result = _mixed_settings()
+    analysis = analyze(result)
+    assert analysis.k == 3
+    assert analysis.baseline.accuracy.estimate == 1.0  # "DENY" is right, casefolded
+    assert analysis.baseline.pass_k.estimate == 0.5  # row b: 2 valid attempts < k = 3
+    assert analysis.candidate.pass_k.estimate == 1.0
+    # On its own the baseline run is read with its own settings, unless told otherwise.
+    own, _ = analyze_run(result.rows, result.baseline)
+    assert (own.accuracy.estimate, own.pass_k.estimate) == (0.5, 0.5)  # exact: a 0/3, b 2/2
+    assert len(own.curve.points) == 3
+    told, _ = analyze_run(result.rows, result.baseline, k=3, scoring=CASEFOLD)
+    assert (told.accuracy.estimate, told.pass_k.estimate) == (1.0, 0.5)
+
+
+def test_analysis_uses_the_clusters_it_is_given_on_both_sides() -> None:
+    analysis = analyze(_mixed_settings(), {"a": "g1", "b": "g2"})
+    for bar in (analysis.baseline.accuracy, analysis.candidate.accuracy, analysis.candidate.pass_k):
+        assert (bar.method, bar.clusters) == ("clustered", 2)
+    assert analyze(_mixed_settings()).candidate.accuracy.method == "rows"
+
+
+# --- model and stats: what reports print ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("commit", "dirty", "label"),
+    [
+        ("0123456789abcdef", False, "0123456"),
+        ("0123456789abcdef", True, "0123456 (+ uncommitted changes)"),
+        (None, True, "uncommitted changes"),
+        (None, False, ""),
+        ("", True, "uncommitted changes"),
+    ],
+)
+def test_agent_label_names_the_commit_and_uncommitted_changes(
+    commit: str | None, dirty: bool, label: str
+) -> None:
+    assert AgentInfo(Version.CANDIDATE, "agent", commit, dirty).label() == label
+
+
+def test_metrics_json_lists_every_class_even_when_built_without_counts() -> None:
+    metrics = Metrics(rows=0, k=3, mean_accuracy=None, pass_k=None, flip_rate=None)
+    assert metrics.to_json()["classes"] == {
+        "stable-correct": 0,
+        "stable-wrong": 0,
+        "flip": 0,
+        "unclassified": 0,
+    }
