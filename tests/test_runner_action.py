@@ -24,6 +24,8 @@ import pytest
 import yaml
 
 from fakegithub import SPECS_DIR, FakeGitHub
+from llm_project import BLOCKING, KEY, SETUP, check_comment, load_fake_openai, make_project
+from package_index import PackageIndex
 from test_action_gate import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
 
@@ -204,4 +206,213 @@ def test_the_runner_variant_runs_the_agent_with_what_the_job_installed(
     (check,) = fake.check_runs
     assert check["conclusion"] == "success"
     assert TOKEN not in log.replace(f"::add-mask::{TOKEN}\n", "", 1)
+    assert fake.violations == []
+
+
+# --- the SDK example, as a team's project, behind the fake LLM provider ----------------
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[Any]:
+    """The seeded fake provider on loopback, rate limiting like a real key."""
+    fake_openai = load_fake_openai()
+    server, thread = fake_openai.serve_in_thread(
+        fake_openai.Settings(seed=0, api_key=KEY, rate_limit=0.05, retry_after_s=0.2)
+    )
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+@pytest.fixture
+def index() -> Iterator[PackageIndex]:
+    """An index with no packages: any request pip makes is counted, and gets nothing."""
+    served = PackageIndex()
+    yield served
+    served.close()
+
+
+def pull_request_event(tmp: Path, base: str, head: str) -> Path:
+    payload = json.loads((SPECS_DIR / "events" / "pull_request.opened.json").read_text())
+    pr = payload["pull_request"]
+    payload["number"] = pr["number"] = 7
+    pr["head"]["sha"], pr["base"]["sha"] = head, base
+    event = tmp / "event.json"
+    event.write_text(json.dumps(payload), encoding="utf-8")
+    return event
+
+
+def job_python(tmp: Path, *, with_requirements: bool) -> Path:
+    """The job's Python (what actions/setup-python puts first on PATH): its bin directory.
+
+    With requirements, it is what `pip install -r requirements.txt` in an earlier
+    step leaves: openai (this machine's, through the system site-packages) and
+    passk-action (installed from this repository, offline). Without, it is a
+    bare interpreter: `import openai` fails in it as in a job that never
+    installed the SDK.
+    """
+    venv = tmp / ("job-python" if with_requirements else "bare-python")
+    flags = ["--system-site-packages"] if with_requirements else []
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", *flags, str(venv)], check=True)
+    if with_requirements:
+        subprocess.run(
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--no-index",
+                "--no-build-isolation",
+                "--disable-pip-version-check",
+                str(REPO),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    check = subprocess.run([str(venv / "bin" / "python3"), "-c", "import openai"], check=False)
+    assert (check.returncode == 0) == with_requirements
+    return venv / "bin"
+
+
+def job_env(
+    repo: Path, tmp: Path, event: Path, fake: FakeGitHub, python: Path, **more: str
+) -> dict[str, str]:
+    """What the runner gives a step: the job's Python first on PATH, GitHub's variables."""
+    return {
+        "PATH": f"{python}:{os.environ['PATH']}",
+        "HOME": str(tmp),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_WORKSPACE": str(repo),
+        "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
+        **more,
+    }
+
+
+def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
+    tmp_path: Path, fake: FakeGitHub, fake_llm: Any, index: PackageIndex
+) -> None:
+    (tmp_path / "repo").mkdir()
+    project = make_project(tmp_path / "repo")
+    repo = project.repo
+    event = pull_request_event(tmp_path, project.base, project.head)
+    env = job_env(
+        repo,
+        tmp_path,
+        event,
+        fake,
+        job_python(tmp_path, with_requirements=True),
+        # The job's pip, as a company with a private index sets it: the agent's
+        # setup sees it too. No config file (this machine's pip.conf names local
+        # wheel folders), so the counting index is the only place pip could ask.
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_INDEX_URL=index.url,
+        PIP_RETRIES="0",
+        # pip's own "new version available" query is about pip, not the requirements.
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        # Installing passk from the action's files needs its build backend; isolation
+        # would fetch it, here the job's own is used.
+        PIP_NO_BUILD_ISOLATION="0",
+    )
+    # The workflow step's `env:`, as `OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}`.
+    step_env = {
+        "OPENAI_API_KEY": KEY,
+        "OPENAI_BASE_URL": fake_llm.url,
+        # Retries enough that a chain of 429 windows under four workers cannot
+        # exhaust the SDK's: the answers must not depend on timing.
+        "PASSK_EXAMPLE_MAX_RETRIES": "12",
+    }
+    codes, outputs, log = run_composite(
+        RUNNER_ACTION, {"config": "passk.yml"}, {**env, **step_env}, tmp_path
+    )
+
+    assert codes == [0, 1], log  # passk installed; the gate failed
+    assert outputs["passed"] == "false"
+    assert (outputs["gained"], outputs["lost"]) == ("13", "5")
+    # Setup ran once per version: the candidate in the pull request's checkout,
+    # the baseline (for the lost rows' confirmation) in the base commit's.
+    groups = re.findall(r"^::group::passk: setup of the (\w+) agent \(1 command\(s\)\)$", log, re.M)
+    assert groups == ["candidate", "baseline"], log
+    assert log.count(f"$ {SETUP}") == 2
+    for requirement in ("openai", "passk-action"):
+        assert log.count(f"Requirement already satisfied: {requirement}") == 2, log
+    assert index.requests == []  # all met: pip asked the index nothing
+
+    result = json.loads((repo / outputs["result"]).read_text(encoding="utf-8"))
+    failures = [(f["id"], f["rule"]) for f in result["gate"]["failures"]]
+    assert failures == [(row, "must-not-break") for row in BLOCKING]
+    rows = {row["id"]: row for row in result["rows"]}
+    for row in BLOCKING:
+        assert rows[row]["confirmation"] == "confirmed-regression"
+        assert rows[row]["first_divergent_check"]["check"] == "damage"
+    # The committed baseline was reused; the baseline agent ran only to confirm.
+    assert result["executions"] == {
+        "candidate": 159,
+        "baseline_topup": 0,
+        "confirm_baseline": 30,
+        "confirm_candidate": 30,
+        "total": 219,
+        "naive": 378,
+    }
+    attempts = [*result["candidate"]["run"]["attempts"], *result["baseline"]["run"]["attempts"]]
+    assert all(a.get("error") is None and not a.get("retries") for a in attempts)
+    assert fake_llm.state.counters.rate_limited > 0  # 429s happened, and changed no answer
+    assert fake_llm.state.counters.answered == 159 + 60
+
+    (body,) = fake.comment_bodies(7)
+    (check,) = fake.check_runs
+    assert check["conclusion"] == "failure"
+    assert fake.violations == []
+    assert KEY not in log and KEY not in body
+    check_comment(body, project)  # blocking rows, the three numbers, what next: the golden
+    assert check["output"]["title"] == "5 must-not-break rows broke: q-034, q-035, q-036 +2 more"
+
+
+def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
+    tmp_path: Path, fake: FakeGitHub, fake_llm: Any
+) -> None:
+    # The issue's first run: the job's Python never got `pip install -r
+    # requirements.txt` and passk.yml has no setup, so `import openai` fails.
+    (tmp_path / "repo").mkdir()
+    project = make_project(tmp_path / "repo", setup=False)
+    event = pull_request_event(tmp_path, project.base, project.head)
+    env = job_env(
+        project.repo,
+        tmp_path,
+        event,
+        fake,
+        job_python(tmp_path, with_requirements=False),
+        PIP_NO_INDEX="1",
+        PIP_NO_BUILD_ISOLATION="0",  # passk's own install, offline
+        OPENAI_API_KEY=KEY,
+        OPENAI_BASE_URL=fake_llm.url,
+    )
+    codes, outputs, log = run_composite(RUNNER_ACTION, {"config": "passk.yml"}, env, tmp_path)
+
+    assert codes == [0, 2], log
+    assert outputs["passed"] == "false"
+    missing = "ModuleNotFoundError: No module named 'openai'"
+    # The first min(rows*k, 2*concurrency) = 8 attempts, then nothing: no
+    # further candidate attempts, no baseline, no confirmation.
+    assert "its first 8 attempt(s) all failed the same way" in log
+    assert "candidate: 8/159 attempts, 8 errors" in log
+    assert "baseline:" not in log and "setup of the" not in log
+    assert fake_llm.state.counters.requests == 0
+    assert missing in log
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "## passk: the candidate agent could not run" in summary and missing in summary
+    (body,) = fake.comment_bodies(7)
+    assert missing in body and "could not run" in body
+    assert "confirmation attempt" not in body
+    (check,) = fake.check_runs
+    assert check["conclusion"] == "failure"
+    assert check["output"]["title"].startswith("passk: the candidate agent could not run — ")
+    assert missing in check["output"]["title"]
     assert fake.violations == []

@@ -42,9 +42,10 @@ from typing import Any
 
 try:
     import openai
-except ImportError:  # pragma: no cover - depends on the environment
-    sys.exit("agent.py needs the openai package: "
-             "pip install -r examples/refunds-llm/requirements.txt")
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    # The exception's own line first: it is what passk shows as the reason.
+    sys.exit(f"{type(exc).__name__}: {exc}: agent.py needs the openai package: "
+             "pip install -r requirements.txt (beside agent.py)")
 
 from passk_action.serve import serve
 
