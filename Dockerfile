@@ -40,6 +40,14 @@ RUN apt-get update \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && git config --system --add safe.directory '*'
+# An agent's setup (`pip install -r requirements.txt`) runs as nobody, so pip
+# falls back to a user install in the agent's private HOME, which the agent,
+# the same user with the same HOME, imports. The official image's python is
+# not a venv and allows that as it is. A base whose python is a venv without
+# the system site-packages (a distribution-built stand-in) turns user installs
+# off, so there both pip's fallback and the import fail: include them.
+RUN python -c "import pathlib, sys; cfg = pathlib.Path(sys.prefix, 'pyvenv.cfg'); off = 'include-system-site-packages = false'; sys.prefix == sys.base_prefix or cfg.write_text(cfg.read_text().replace(off, off.replace('false', 'true')))" \
+ && python -c "import site; assert site.ENABLE_USER_SITE, 'user installs are off in this python'"
 # Dependencies in their own layer, keyed on pyproject.toml alone: a change to
 # src/ rebuilds only the small layer below, not the pip install of the four.
 COPY pyproject.toml /tmp/pyproject.toml
