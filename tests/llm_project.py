@@ -11,6 +11,7 @@ must post the same comment: one golden file, tests/golden/action/.
 from __future__ import annotations
 
 import base64
+import difflib
 import gzip
 import importlib.util
 import json
@@ -144,7 +145,10 @@ def check_comment(body: str, project: Project) -> None:
     if os.environ.get("PASSK_UPDATE_GOLDEN") == "1":
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
         GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    expected = GOLDEN.read_text(encoding="utf-8")
+    assert text == expected, "".join(
+        difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "golden", "got")
+    )
     record = decode_record(body)
     assert (record["head_sha"], record["base_sha"]) == (project.head, project.base)
     assert record["passed"] is False and record["failures"] == len(BLOCKING)

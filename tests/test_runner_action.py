@@ -226,6 +226,14 @@ def fake_llm() -> Iterator[Any]:
 
 
 @pytest.fixture
+def event_fake() -> Iterator[FakeGitHub]:
+    """The fake GitHub for the repository the event names (as in tests/container/)."""
+    payload = json.loads((SPECS_DIR / "events" / "pull_request.opened.json").read_text())
+    with FakeGitHub(token=TOKEN, repository=payload["repository"]["full_name"]) as server:
+        yield server
+
+
+@pytest.fixture
 def index() -> Iterator[PackageIndex]:
     """An index with no packages: any request pip makes is counted, and gets nothing."""
     served = PackageIndex()
@@ -289,7 +297,9 @@ def job_env(
         "GITHUB_EVENT_NAME": "pull_request",
         "GITHUB_EVENT_PATH": str(event),
         "GITHUB_API_URL": fake.url,
-        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_REPOSITORY": fake.repository,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_RUN_ID": "7001",
         "GITHUB_WORKSPACE": str(repo),
         "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
         **more,
@@ -297,8 +307,9 @@ def job_env(
 
 
 def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
-    tmp_path: Path, fake: FakeGitHub, fake_llm: Any, index: PackageIndex
+    tmp_path: Path, event_fake: FakeGitHub, fake_llm: Any, index: PackageIndex
 ) -> None:
+    fake = event_fake
     (tmp_path / "repo").mkdir()
     project = make_project(tmp_path / "repo")
     repo = project.repo
@@ -376,8 +387,9 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
 
 
 def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
-    tmp_path: Path, fake: FakeGitHub, fake_llm: Any
+    tmp_path: Path, event_fake: FakeGitHub, fake_llm: Any
 ) -> None:
+    fake = event_fake
     # The issue's first run: the job's Python never got `pip install -r
     # requirements.txt` and passk.yml has no setup, so `import openai` fails.
     (tmp_path / "repo").mkdir()

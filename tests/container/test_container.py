@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -157,6 +158,13 @@ def checkout(tmp_path: Path) -> PullRequestCheckout:
     git(workspace, "commit", "-q", "-am", "Tighten the refund agent prompt")
     head_sha = git(workspace, "rev-parse", "HEAD")
 
+    return pull_request_checkout(tmp_path, workspace, base_sha, head_sha)
+
+
+def pull_request_checkout(
+    tmp_path: Path, workspace: Path, base_sha: str, head_sha: str
+) -> PullRequestCheckout:
+    """The merge commit checked out, the event and the runner's file-command files."""
     git(workspace, "checkout", "-q", "--detach", base_sha)
     git(workspace, "merge", "-q", "--no-ff", "-m", f"Merge {head_sha} into {base_sha}", head_sha)
     merge_sha = git(workspace, "rev-parse", "HEAD")
@@ -209,9 +217,14 @@ def action_inputs(**overrides: str) -> dict[str, str]:
 
 
 def run_action(
-    image: str, checkout: PullRequestCheckout, api_url: str, **inputs: str
+    image: str,
+    checkout: PullRequestCheckout,
+    api_url: str,
+    step_env: dict[str, str] | None = None,
+    **inputs: str,
 ) -> subprocess.CompletedProcess[str]:
     env = {
+        **(step_env or {}),  # the workflow step's `env:`, passed into the container
         **action_inputs(**inputs),
         "HOME": "/github/home",
         "CI": "true",
@@ -438,3 +451,134 @@ def test_bad_input_exits_2_naming_the_input(
     assert "Traceback" not in said
     assert fake.comment_bodies(checkout.number) == []
     assert fake.check_runs == []
+
+
+# -- the SDK example: an agent whose setup installs its SDK inside the container ----------
+
+from llm_project import (  # noqa: E402
+    BLOCKING,
+    KEY,
+    SETUP,
+    Project,
+    check_comment,
+    load_fake_openai,
+    make_project,
+)
+from package_index import PackageIndex, closure, wheel_from_installed  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sdk_index(image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PackageIndex]:
+    """A private package index on loopback with openai and what it needs.
+
+    The image does not have the SDK; the agent's setup installs it from here
+    (``PIP_INDEX_URL``, as a company with a private index sets it). The wheels
+    are this machine's installed distributions repacked, so compiled ones
+    (pydantic-core, jiter) only install into a Python of the same version.
+    """
+    out = tmp_path_factory.mktemp("wheels")
+    wheels = [wheel_from_installed(name, out) for name in closure(["openai"])]
+    probe = "from pip._vendor.packaging.tags import sys_tags; print(*map(str, sys_tags()))"
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--entrypoint", "python3", image, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    supported = set(done.stdout.split())
+    for wheel in wheels:
+        python, abi, platforms = wheel.name.removesuffix(".whl").split("-")[-3:]
+        tags = {
+            f"{p}-{a}-{x}"
+            for p in python.split(".")
+            for a in abi.split(".")
+            for x in platforms.split(".")
+        }
+        if not tags & supported:
+            pytest.skip(
+                f"the image's Python cannot install {wheel.name}, repacked from this machine's "
+                f"Python {sys.version_info.major}.{sys.version_info.minor}: the SDK test needs "
+                "both to be the same CPython version"
+            )
+    served = PackageIndex(wheels)
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[Any]:
+    """The example's seeded fake provider on loopback, rate limiting like a real key."""
+    fake_openai = load_fake_openai()
+    server, thread = fake_openai.serve_in_thread(
+        fake_openai.Settings(seed=0, api_key=KEY, rate_limit=0.05, retry_after_s=0.2)
+    )
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def test_sdk_example_installs_its_sdk_in_setup_and_the_gate_decides(
+    image: str, tmp_path: Path, sdk_index: PackageIndex, fake_llm: Any
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    project: Project = make_project(workspace, branch="feature/refund-agent")
+    checkout = pull_request_checkout(tmp_path, workspace, project.base, project.head)
+    pull = FakePull(
+        number=checkout.number,
+        head_sha=checkout.head_sha,
+        base_sha=checkout.base_sha,
+        base_ref="main",
+        head_ref="feature/refund-agent",
+    )
+    step_env = {
+        # `env:` of the workflow step: the key from secrets, the company's index.
+        "OPENAI_API_KEY": KEY,
+        "OPENAI_BASE_URL": fake_llm.url,
+        "PIP_INDEX_URL": sdk_index.url,
+        # Retries enough that a chain of 429 windows under four workers cannot
+        # exhaust the SDK's: the answers must not depend on timing.
+        "PASSK_EXAMPLE_MAX_RETRIES": "12",
+    }
+    with FakeGitHub(token=TOKEN, repository=checkout.repository, pull=pull) as fake:
+        done = run_action(image, checkout, fake.url, step_env)
+    log = done.stdout + done.stderr
+
+    assert done.returncode == 1, explain(done)  # v2 breaks high-value must-not-break rows
+    assert "Traceback" not in log
+    # Setup ran once per version, as the agent's user (nobody): the candidate's
+    # installed the SDK from the index into the agent's private HOME, the
+    # baseline's (in the base commit's checkout, same user) found it there.
+    groups = re.findall(r"^::group::passk: setup of the (\w+) agent \(1 command\(s\)\)$", log, re.M)
+    assert groups == ["candidate", "baseline"], explain(done)
+    assert log.count(f"$ {SETUP}") == 2
+    assert log.count("Successfully installed ") == 1 and "openai-" in log
+    assert "Defaulting to user installation because normal site-packages is not writeable" in log
+    assert log.count("Requirement already satisfied: openai") == 1
+    assert "Requirement already satisfied: passk-action" in log  # the image has the helper
+    fetched = {path.removeprefix("/files/") for path in sdk_index.requests if "/files/" in path}
+    assert fetched <= set(sdk_index.wheels) and any(n.startswith("openai-") for n in fetched)
+    assert "/simple/passk-action/" not in sdk_index.requests
+
+    outputs = parse_env_file(checkout.output_file.read_text(encoding="utf-8"))
+    assert outputs["passed"] == "false"
+    assert (outputs["gained"], outputs["lost"]) == ("13", "5")
+    result = json.loads(host_path(checkout, outputs["result"]).read_text(encoding="utf-8"))
+    assert [f["id"] for f in result["gate"]["failures"]] == BLOCKING
+    rows = {row["id"]: row for row in result["rows"]}
+    for row in BLOCKING:
+        assert rows[row]["confirmation"] == "confirmed-regression"
+        assert rows[row]["first_divergent_check"]["check"] == "damage"
+    assert result["executions"]["total"] == 219
+    assert fake_llm.state.counters.answered == 219
+    assert fake_llm.state.counters.rate_limited > 0
+
+    assert fake.violations == []
+    (body,) = fake.comment_bodies(checkout.number)
+    check_comment(body, project)  # the same comment as the runner variant's, word for word
+    (check,) = fake.check_runs
+    assert check["conclusion"] == "failure"
+    assert check["output"]["title"] == "5 must-not-break rows broke: q-034, q-035, q-036 +2 more"
+    assert KEY not in log and KEY not in body
