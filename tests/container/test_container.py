@@ -10,6 +10,10 @@ the fake GitHub on 127.0.0.1, then read what the runner would read: the exit
 code, ``GITHUB_OUTPUT`` (parsed with the runner's own rules, C2), the job
 summary, and what reached GitHub.
 
+The SDK example (examples/refunds-llm) runs the same way: its setup installs
+openai inside the container, as the agent's user, from a package index on
+loopback, and its comment must equal the runner variant's golden.
+
 Without a usable Docker engine the module skips; ``run_container.sh`` builds
 the image, reports its build time and size, and runs this module.
 """
