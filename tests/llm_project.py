@@ -30,6 +30,7 @@ EXAMPLE = REPO / "examples" / "refunds-llm"
 KEY = "sk-test-llm-project-0123456789abcdef"
 SETUP = "python3 -m pip install -r requirements.txt"
 GOLDEN = REPO / "tests" / "golden" / "action" / "refunds_llm_comment.md"
+BRANCH = "feature/refund-agent"
 BLOCKING = ["q-034", "q-035", "q-036", "q-037", "q-040"]
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Octo Cat",
@@ -83,7 +84,7 @@ class Project:
     head: str
 
 
-def make_project(repo: Path, *, setup: bool = True, branch: str = "prompt-v2") -> Project:
+def make_project(repo: Path, *, setup: bool = True, branch: str = BRANCH) -> Project:
     """Commit the example into ``repo`` (an empty directory) as a team would have it.
 
     Base commit: prompt v1 in production with the committed baseline; both

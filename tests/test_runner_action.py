@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from fakegithub import SPECS_DIR, FakeGitHub
-from llm_project import BLOCKING, KEY, SETUP, check_comment, load_fake_openai, make_project
+from llm_project import BLOCKING, BRANCH, KEY, SETUP, check_comment, load_fake_openai, make_project
 from package_index import PackageIndex
 from test_action_gate import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
@@ -246,6 +246,8 @@ def pull_request_event(tmp: Path, base: str, head: str) -> Path:
     pr = payload["pull_request"]
     payload["number"] = pr["number"] = 7
     pr["head"]["sha"], pr["base"]["sha"] = head, base
+    # The branches of tests/container/ (base main), so both variants post one comment.
+    pr["head"]["ref"], pr["base"]["ref"] = BRANCH, "main"
     event = tmp / "event.json"
     event.write_text(json.dumps(payload), encoding="utf-8")
     return event
@@ -311,7 +313,7 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
 ) -> None:
     fake = event_fake
     (tmp_path / "repo").mkdir()
-    project = make_project(tmp_path / "repo")
+    project = make_project(tmp_path / "repo", branch=BRANCH)
     repo = project.repo
     event = pull_request_event(tmp_path, project.base, project.head)
     env = job_env(
@@ -393,7 +395,7 @@ def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
     # The first run: the job's Python never got `pip install -r
     # requirements.txt` and passk.yml has no setup, so `import openai` fails.
     (tmp_path / "repo").mkdir()
-    project = make_project(tmp_path / "repo", setup=False)
+    project = make_project(tmp_path / "repo", setup=False, branch=BRANCH)
     event = pull_request_event(tmp_path, project.base, project.head)
     env = job_env(
         project.repo,

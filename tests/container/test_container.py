@@ -528,7 +528,7 @@ def test_sdk_example_installs_its_sdk_in_setup_and_the_gate_decides(
 ) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    project: Project = make_project(workspace, branch="feature/refund-agent")
+    project: Project = make_project(workspace)
     checkout = pull_request_checkout(tmp_path, workspace, project.base, project.head)
     pull = FakePull(
         number=checkout.number,
