@@ -349,10 +349,10 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
     assert codes == [0, 1], log  # passk installed; the gate failed
     assert outputs["passed"] == "false"
     assert (outputs["gained"], outputs["lost"]) == ("13", "5")
-    # Setup ran once per version: the candidate in the pull request's checkout,
-    # the baseline (for the lost rows' confirmation) in the base commit's.
+    # Setup ran once per version: the baseline's first, in its export of the base
+    # commit (before any of the pull request's code), then the candidate's.
     groups = re.findall(r"^::group::passk: setup of the (\w+) agent \(1 command\(s\)\)$", log, re.M)
-    assert groups == ["candidate", "baseline"], log
+    assert groups == ["baseline", "candidate"], log
     assert log.count(f"$ {SETUP}") == 2
     for requirement in ("openai", "passk-action"):
         assert log.count(f"Requirement already satisfied: {requirement}") == 2, log
