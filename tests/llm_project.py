@@ -84,13 +84,16 @@ class Project:
     head: str
 
 
-def make_project(repo: Path, *, setup: bool = True, branch: str = BRANCH) -> Project:
+def make_project(
+    repo: Path, *, setup: bool = True, branch: str = BRANCH, sequential: bool = True
+) -> Project:
     """Commit the example into ``repo`` (an empty directory) as a team would have it.
 
     Base commit: prompt v1 in production with the committed baseline; both
     agents get ``setup`` (unless ``setup`` is false: a team that did not know
     it needs one). Head, on ``branch``: the agent switched to prompt v2.
-    Commit dates are fixed, so the commits' ids are the same on every run.
+    Commit dates are fixed, so the commits' ids are the same on every run;
+    with ``sequential``, concurrency is 1 (the example's is 4), so the comment is too.
     """
     git(repo, "init", "-q", "-b", "main")
     for name in example_files():
@@ -102,6 +105,12 @@ def make_project(repo: Path, *, setup: bool = True, branch: str = BRANCH) -> Pro
     for agent in (config["agent"], config["baseline"]["agent"]):
         if setup:
             agent["setup"] = [SETUP]
+    # The seeded fake numbers its answers per prompt in the order calls arrive;
+    # with several attempts of a row in flight, which attempt gets which answer
+    # (and so the order of tied counts, listed first seen) would vary from run
+    # to run. One attempt at a time fixes it, so the whole comment is a golden.
+    if sequential:
+        config["concurrency"] = 1
     candidate = yaml.safe_dump(config, sort_keys=False)
     config["agent"]["command"] = ["python3", "agent.py", "--prompt", "v1"]
     (repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")

@@ -395,7 +395,7 @@ def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
     # The first run: the job's Python never got `pip install -r
     # requirements.txt` and passk.yml has no setup, so `import openai` fails.
     (tmp_path / "repo").mkdir()
-    project = make_project(tmp_path / "repo", setup=False, branch=BRANCH)
+    project = make_project(tmp_path / "repo", setup=False, branch=BRANCH, sequential=False)
     event = pull_request_event(tmp_path, project.base, project.head)
     env = job_env(
         project.repo,
