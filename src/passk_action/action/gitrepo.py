@@ -55,6 +55,22 @@ NOT_IN_TREE = "a path that is not in the head commit (reached through a symlink,
 
 
 @dataclass(frozen=True)
+class ConfigEntry:
+    """One git config entry and where git read it (``file:.git/config``, ``command line:``)."""
+
+    origin: str
+    key: str
+    value: str
+
+    def file(self, cwd: Path) -> Path | None:
+        """The file holding the entry (relative origins are from ``cwd``); None if not a file."""
+        kind, _, name = self.origin.partition(":")
+        if kind != "file" or not name:
+            return None
+        return Path(os.path.normpath(cwd / name))
+
+
+@dataclass(frozen=True)
 class GitRepo:
     """A git checkout at ``root`` (its top level)."""
 
@@ -73,8 +89,10 @@ class GitRepo:
         what: str,
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
+        none_found: int | None = None,
     ) -> bytes:
-        return _git(self.root, args, what=what, env=env, stdin=stdin)
+        """git's stdout; exit code ``none_found`` (e.g. 1 for ``git config``) is empty output."""
+        return _git(self.root, args, what=what, env=env, stdin=stdin, none_found=none_found)
 
     def relative(self, path: Path) -> str:
         """``path`` as git names it inside the repository (POSIX, relative to the root).
@@ -371,6 +389,41 @@ class GitRepo:
             what=f"push to {remote} {branch}",
         )
 
+    def config_entries(self, pattern: str) -> list[ConfigEntry]:
+        """The config entries whose key matches the regex ``pattern``, with where each is set.
+
+        Every scope git reads in this checkout (system, global, the repository's,
+        the environment's), with ``include``/``includeIf`` files followed, as any
+        git command run here would see them.
+        """
+        out = self.run(
+            ("config", "--show-origin", "-z", "--get-regexp", pattern),
+            what=f"read the git config ({pattern})",
+            none_found=1,
+        )
+        fields = out.split(b"\0")
+        entries: list[ConfigEntry] = []
+        for origin, item in zip(fields[0::2], fields[1::2], strict=False):
+            key, _, value = item.partition(b"\n")
+            entries.append(
+                ConfigEntry(
+                    origin=os.fsdecode(origin), key=os.fsdecode(key), value=os.fsdecode(value)
+                )
+            )
+        return entries
+
+    def git_dirs(self) -> tuple[Path, ...]:
+        """The checkout's git directory and, in a linked worktree, the common one (with config)."""
+        out = self.run(
+            ("rev-parse", "--absolute-git-dir", "--git-common-dir"), what="find the git directory"
+        )
+        dirs: list[Path] = []
+        for line in os.fsdecode(out).splitlines():
+            path = (self.root / line).resolve() if line else None
+            if path is not None and path not in dirs:
+                dirs.append(path)
+        return tuple(dirs)
+
     def fast_forward(self, commit: str) -> None:
         """Move the checked-out branch and index to ``commit``; the working tree stays."""
         self.run(("reset", "--quiet", "--mixed", commit), what="advance the branch")
@@ -406,6 +459,7 @@ def _git(
     what: str,
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
+    none_found: int | None = None,
 ) -> bytes:
     full_env = None
     if env:
@@ -428,6 +482,8 @@ def _git(
         ) from exc
     except NotADirectoryError as exc:
         raise GitError("not a directory", where=str(cwd)) from exc
+    if none_found is not None and proc.returncode == none_found:
+        return b""
     if proc.returncode != 0:
         stderr = proc.stderr.decode("utf-8", errors="replace")
         raise GitError(
