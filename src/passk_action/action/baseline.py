@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from ..agents.identity import agent_user
 from ..cli.baseline import previous_baseline
 from ..cli.common import stop_on_signals
 from ..core.model import AgentInfo, Version
@@ -33,6 +34,7 @@ from ..progress import make_progress
 from ..report.markdown import render_run_report
 from ..store.artifact import write_run
 from .basecommit import commit_identity
+from .credentials import credentials_hidden
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .runtime import Runtime, agent_env, fraction, setup_agent
@@ -60,50 +62,60 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     previous = previous_baseline(out)
     commit_sha = runtime.env.get("GITHUB_SHA") or repo.head_sha()
     agent_config = config.require_agent("`mode: baseline`")
-    env = agent_env(runtime.env, inputs.token, agent_config)
-    setup_agent(workflow, agent_config, env, Version.BASELINE)
-    agent = build_agent(agent_config, env, concurrency=config.concurrency)
-    staging = out.with_name(out.name + ".recording.json")
-    session = Session(
-        concurrency=config.concurrency,
-        retry=retry_policy(config),
-        now=runtime.now,
-        progress=make_progress(runtime.stderr, False, False),
+    # From before the agent's setup until it is closed: a token actions/checkout
+    # persisted is out of its reach (see credentials.py).
+    hidden = credentials_hidden(
+        repo,
+        agent_user(runtime.env),
+        runtime.env,
         warn=lambda message: workflow.warning(message, title="passk"),
-        pricing=config.pricing,
+        note=lambda message: workflow.notice(message, title="passk"),
     )
-    with workflow.group("passk: recording the baseline"), stop_on_signals() as stop:
-        session = replace(session, stop=stop)
-        try:
-            run, _ = record_run(
-                dataset,
-                dataset.rows,
-                config.settings,
-                agent,
-                AgentInfo(
-                    Version.BASELINE,
-                    agent.description,
-                    commit_sha,
-                    # What the agent ran, so a later gate can tell when this goes stale.
-                    fingerprint=commit_identity(repo, "HEAD", config).fingerprint,
-                ),
-                staging,
-                session,
-            )
-        finally:
-            close = getattr(agent, "close", None)
-            if callable(close):
-                close()
-        ratchet, left = carried_ratchet(previous, run, dataset)
-        for row_id in left:
-            workflow.warning(f"row {row_id!r} left the ratchet: it is no longer in the dataset")
-        run = replace(run, ratchet=tuple(sorted(ratchet)))
-        write_run(run, out)
-        staging.unlink(missing_ok=True)
-        workflow.line(
-            f"passk: baseline recorded to {rel} ({len(run.attempts)} attempts, "
-            f"{len(run.ratchet)} rows locked by the ratchet)"
+    with hidden:
+        env = agent_env(runtime.env, inputs.token, agent_config)
+        setup_agent(workflow, agent_config, env, Version.BASELINE)
+        agent = build_agent(agent_config, env, concurrency=config.concurrency)
+        staging = out.with_name(out.name + ".recording.json")
+        session = Session(
+            concurrency=config.concurrency,
+            retry=retry_policy(config),
+            now=runtime.now,
+            progress=make_progress(runtime.stderr, False, False),
+            warn=lambda message: workflow.warning(message, title="passk"),
+            pricing=config.pricing,
         )
+        with workflow.group("passk: recording the baseline"), stop_on_signals() as stop:
+            session = replace(session, stop=stop)
+            try:
+                run, _ = record_run(
+                    dataset,
+                    dataset.rows,
+                    config.settings,
+                    agent,
+                    AgentInfo(
+                        Version.BASELINE,
+                        agent.description,
+                        commit_sha,
+                        # What the agent ran, so a later gate can tell when this goes stale.
+                        fingerprint=commit_identity(repo, "HEAD", config).fingerprint,
+                    ),
+                    staging,
+                    session,
+                )
+            finally:
+                close = getattr(agent, "close", None)
+                if callable(close):
+                    close()
+            ratchet, left = carried_ratchet(previous, run, dataset)
+            for row_id in left:
+                workflow.warning(f"row {row_id!r} left the ratchet: it is no longer in the dataset")
+            run = replace(run, ratchet=tuple(sorted(ratchet)))
+            write_run(run, out)
+            staging.unlink(missing_ok=True)
+            workflow.line(
+                f"passk: baseline recorded to {rel} ({len(run.attempts)} attempts, "
+                f"{len(run.ratchet)} rows locked by the ratchet)"
+            )
     workflow.write_summary(render_run_report(run))
     with workflow.group("passk: publishing the baseline"):
         _deliver(repo, inputs, workflow, rel, commit_sha)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 
+from ..agents.identity import agent_user
 from ..agents.runner import Agent, RetryPolicy
 from ..cli.common import stop_on_signals
 from ..core.model import Version
@@ -26,6 +27,7 @@ from ..progress import make_progress
 from ..store.artifact import read_run
 from .basecommit import assess, base_checkout, baseline_agent_config, plan_for
 from .basesetup import BaseCheckout
+from .credentials import credentials_hidden
 from .event import PullRequest
 from .gitrepo import GitRepo
 from .inputs import ActionInputs
@@ -120,6 +122,18 @@ def run_comparison(
             else None
         )
         base_agent_config = baseline_agent_config(base.config)
+        if head_agent is not None or base_agent_config is not None:
+            # Before any agent (setup or attempt) runs, and undone after the last one
+            # stops: a token actions/checkout persisted is out of the agents' reach.
+            stack.enter_context(
+                credentials_hidden(
+                    repo,
+                    agent_user(runtime.env),
+                    runtime.env,
+                    warn=warn,
+                    note=lambda message: workflow.notice(message, title="passk"),
+                )
+            )
         baseline_agent: ReplayAgent | None = None
         if base_agent_config is not None:
             # Exported now, before the candidate (the PR's code) runs at all.
@@ -189,9 +203,7 @@ def run_comparison(
     if stands and record is not None and not record.passed:
         result = keep_recorded_failure(result)
     if prior.remeasured is not None:
-        result = replace(
-            result, notes=(*result.notes, REMEASURED.format(label=prior.remeasured))
-        )
+        result = replace(result, notes=(*result.notes, REMEASURED.format(label=prior.remeasured)))
     ran = result.executions
     workflow.line(
         f"passk: {ran.total} agent execution(s) now (candidate {ran.candidate}, baseline top-up "
