@@ -1,0 +1,260 @@
+"""The token ``actions/checkout`` persists in the checkout is out of the agents' reach.
+
+``actions/checkout`` keeps the job's token unless told ``persist-credentials:
+false``: up to v5 as ``http.https://github.com/.extraheader`` in the
+checkout's ``.git/config``, from v6 in ``$RUNNER_TEMP/git-credentials-*.config``
+included from it by ``includeIf.gitdir``.  Both files are world-readable.  The
+attack: the pull request's agent (the candidate, which loses must-not-break
+``r0``) reads them, and would post a forged record or check with the token.
+
+With an agent user (root only, as in the container action) it must get EACCES
+for whatever holds the token, the gate must still fail as without the trick,
+and every mode must come back as it was.  As one user nothing can be hidden:
+passk must say so in one warning line naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakegithub import FakeGitHub
+from passk_action.action.credentials import credentials_hidden, stored_credentials
+from passk_action.action.gitrepo import GitRepo
+from passk_action.agents.identity import agent_user
+from test_action_gate import commit, git
+from test_agent_isolation import system_python
+from test_agent_setup import REPO, TOKEN, run_action, write_agent
+from test_base_setup import NEEDS_STAMP, agent_user_env, project, shared  # noqa: F401
+
+BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+HEADER = f"AUTHORIZATION: basic {BASIC}"
+KEY = "http.https://github.com/.extraheader"
+
+# The pull request's agent, once: read the checkout's git config and every file it
+# includes, and report what it got (the text, or the errno) and whether the token
+# was in it.
+STEAL = r"""
+import errno, re
+def steal():
+    marker = os.environ["ATTACK_LOG"]
+    if os.path.exists(marker):
+        return
+    got = {}
+    def read(path):
+        try:
+            text = open(path).read()
+        except OSError as exc:
+            got[path] = errno.errorcode.get(exc.errno, str(exc.errno))
+            return ""
+        got[path] = "token" if re.search(r"basic [A-Za-z0-9+/=]{20,}", text) else "read"
+        return text
+    config = read(os.path.join(".git", "config"))
+    for included in re.findall(r"path = (.+)", config):
+        read(included.strip())
+    with open(marker, "w") as handle:
+        json.dump(got, handle)
+steal()
+"""
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub(token=TOKEN, repository=REPO) as server:
+        yield server
+
+
+def persist(repo: Path, layout: str, shared: Path) -> Path:  # noqa: F811
+    """Store the token as ``actions/checkout`` does; returns the file that holds it."""
+    if layout == "v4":
+        git(repo, "config", KEY, HEADER)
+        (repo / ".git" / "config").chmod(0o644)
+        return repo / ".git" / "config"
+    runner_temp = shared / "runner_temp"
+    runner_temp.mkdir(mode=0o755)
+    runner_temp.chmod(0o755)
+    file = runner_temp / "git-credentials-0b1c2d3e.config"
+    file.write_text(f'[http "https://github.com/"]\n\textraheader = {HEADER}\n')
+    file.chmod(0o644)
+    git_dir = (repo / ".git").resolve()
+    git(repo, "config", f"includeIf.gitdir:{git_dir}.path", str(file))
+    git(repo, "config", f"includeIf.gitdir:{git_dir}/worktrees/*.path", str(file))
+    return file
+
+
+def modes(*paths: Path) -> dict[str, tuple[int, int, int]]:
+    return {
+        str(p): (stat.S_IMODE(p.stat().st_mode), p.stat().st_uid, p.stat().st_gid) for p in paths
+    }
+
+
+def stealing_head(repo: Path) -> str:
+    """The same candidate (it loses r0), and it goes for the persisted token."""
+    write_agent(repo, extra=NEEDS_STAMP + "\n" + STEAL, answers={"r0": "approve"})
+    return commit(repo, "candidate: approve r0, and read the checkout's git config")
+
+
+def credential_lines(log: str) -> list[str]:
+    return [line for line in log.splitlines() if "git config holds a token" in line]
+
+
+@pytest.mark.parametrize("layout", ["v4", "v6"])
+def test_the_candidate_cannot_read_the_persisted_token_as_the_agent_user(
+    shared: Path,  # noqa: F811
+    fake: FakeGitHub,
+    agent_user_env: dict[str, str],  # noqa: F811
+    layout: str,
+) -> None:
+    if not agent_user_env:
+        pytest.skip("as one user nothing can be hidden: see the same-user test below")
+    repo, base, _head = project(shared, agent_user_env)
+    head = stealing_head(repo)
+    held = persist(repo, layout, shared)
+    watched = [repo / ".git", repo / ".git" / "config", held]
+    before = modes(*watched)
+    attack_log = shared / "attack.json"
+    got = run_action(
+        repo, shared, fake, base, head, {**agent_user_env, "ATTACK_LOG": str(attack_log)}
+    )
+
+    read: dict[str, Any] = json.loads(attack_log.read_text())
+    if layout == "v4":
+        # The token is in .git/config: the whole git directory is closed to the agent.
+        assert read == {os.path.join(".git", "config"): "EACCES"}
+        locked = f"{repo}/.git/config"
+    else:
+        # .git/config only names the file; the file is closed to the agent.
+        assert read == {os.path.join(".git", "config"): "read", str(held): "EACCES"}
+        locked = str(held)
+    assert "token" not in read.values()
+    # The gate is the same as without the trick: r0 is lost, confirmed, and fails.
+    assert got["code"] == 1, got["log"]
+    assert got["outputs"]["lost"] == "1"
+    assert "**confirmed** on re-run" in fake.comment_bodies(7)[0]
+    assert modes(*watched) == before
+    assert credential_lines(got["log"]) == [
+        f"::notice title=passk::the checkout's git config holds a token: {KEY} in {locked}; "
+        "it is unreadable to the agent user nobody while agents run (so is the git directory, "
+        "if it is there), and agents get no git metadata of the checkout; set "
+        "`persist-credentials: false` on actions/checkout"
+    ]
+
+
+def test_as_one_user_passk_says_in_one_line_that_the_token_is_readable(
+    shared: Path,  # noqa: F811
+    fake: FakeGitHub,
+) -> None:
+    repo, base, _head = project(shared, {})
+    head = stealing_head(repo)
+    persist(repo, "v4", shared)
+    attack_log = shared / "attack.json"
+    got = run_action(repo, shared, fake, base, head, {"ATTACK_LOG": str(attack_log)})
+
+    # No boundary between passk's user and the agent: the agent reads it, and the
+    # log says so, naming the file and the fix (README, threat model).
+    assert json.loads(attack_log.read_text()) == {os.path.join(".git", "config"): "token"}
+    assert credential_lines(got["log"]) == [
+        "::warning title=passk::the checkout's git config holds a token that agents can "
+        f"read: {KEY} in {repo}/.git/config (they run as passk's own user, so passk cannot "
+        "hide it); set `persist-credentials: false` on actions/checkout"
+    ]
+    assert got["code"] == 1, got["log"]
+
+
+@pytest.fixture(params=["same-user", "agent-user"])
+def either_user(request: pytest.FixtureRequest) -> dict[str, str]:
+    if request.param == "same-user":
+        return {}
+    if os.geteuid() != 0:
+        pytest.skip("agents run as another user only when passk is root (the container action)")
+    return {"PASSK_AGENT_USER": "nobody"}
+
+
+def test_without_persisted_credentials_nothing_is_said_or_changed(
+    shared: Path,  # noqa: F811
+    fake: FakeGitHub,
+    either_user: dict[str, str],
+) -> None:
+    repo, base, _head = project(shared, either_user)
+    head = stealing_head(repo)
+    before = modes(repo / ".git", repo / ".git" / "config")
+    attack_log = shared / "attack.json"
+    got = run_action(repo, shared, fake, base, head, {**either_user, "ATTACK_LOG": str(attack_log)})
+
+    assert json.loads(attack_log.read_text()) == {os.path.join(".git", "config"): "read"}
+    assert credential_lines(got["log"]) == []
+    assert modes(repo / ".git", repo / ".git" / "config") == before
+    assert got["code"] == 1, got["log"]
+
+
+# --- finding them, on their own ------------------------------------------------------
+
+
+def test_stored_credentials_names_each_file_and_ignores_harmless_config(tmp_path: Path) -> None:
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    repo = GitRepo.discover(repo_dir)
+    assert stored_credentials(repo, {"HOME": str(tmp_path)}) == []
+    git(repo_dir, "config", "remote.origin.url", "https://github.com/octo-org/refund-agent")
+    git(repo_dir, "config", "credential.helper", "cache --timeout=60")
+    assert stored_credentials(repo, {"HOME": str(tmp_path)}) == []
+
+    persist(repo_dir, "v4", tmp_path)
+    persist(repo_dir, "v6", tmp_path)
+    store = tmp_path / "creds"
+    store.write_text("https://x-access-token:abc@github.com\n")
+    git(repo_dir, "config", "--add", "credential.helper", f"store --file={store}")
+    found = [(c.what, c.file) for c in stored_credentials(repo, {"HOME": str(tmp_path)})]
+    assert found == [
+        (KEY, (repo_dir / ".git" / "config").resolve()),
+        (KEY, tmp_path / "runner_temp" / "git-credentials-0b1c2d3e.config"),
+        ("credential.helper store", store),
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a process as another user")
+def test_hidden_even_from_an_owner_and_restored_when_the_run_fails(
+    shared: Path,  # noqa: F811
+) -> None:
+    user = agent_user({"PASSK_AGENT_USER": "nobody"})
+    assert user is not None
+    repo_dir = shared / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    persist(repo_dir, "v4", shared)
+    git_dir = repo_dir / ".git"
+    # The agent user owns the git directory: as its owner it could chmod it back.
+    os.chown(git_dir, user.uid, user.gid)
+    git_dir.chmod(0o2755)
+    before = modes(git_dir, git_dir / "config")
+
+    def agent_reads() -> str:
+        proc = subprocess.run(
+            [system_python(), "-c", f"print(open({str(git_dir / 'config')!r}).read())"],
+            user=user.uid, group=user.gid, extra_groups=[], capture_output=True, text=True,
+            check=False, cwd="/",
+        )  # fmt: skip
+        return "PermissionError" if "PermissionError" in proc.stderr else proc.stdout
+
+    assert BASIC in agent_reads()
+    repo = GitRepo.discover(repo_dir)
+    said: list[str] = []
+    hidden = credentials_hidden(repo, user, {}, warn=said.append, note=said.append)
+    with pytest.raises(RuntimeError, match="agent crashed"), hidden as found:
+        assert [c.file for c in found] == [(git_dir / "config").resolve()]
+        assert agent_reads() == "PermissionError"
+        assert git_dir.stat().st_uid == 0
+        assert stored_credentials(repo, {}) == found  # passk itself still reads it
+        raise RuntimeError("agent crashed")
+    assert modes(git_dir, git_dir / "config") == before
+    assert BASIC in agent_reads()
+    assert len(said) == 1
