@@ -12,8 +12,12 @@ the branch in one of two ways:
   workflow step such as ``gh pr create``) opens it: that also keeps a human
   review on every change to what the gate trusts.
 
-Pushing uses the credentials ``actions/checkout`` configured for the
-repository; the token is never put into a URL or a command line.
+Pushing uses the action's ``github-token``, handed to that one git call in
+its environment (``gitrepo.token_auth_env``): the workflows check out with
+``persist-credentials: false`` so that no agent can read the token from the
+checkout (``credentials.py``).  When the checkout did persist credentials,
+git uses those as before.  The token is never put into a URL, a command line
+or a file.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from ..report.markdown import render_run_report
 from ..store.artifact import write_run
 from .basecommit import commit_identity
 from .credentials import credentials_hidden
-from .gitrepo import GitRepo
+from .gitrepo import GitRepo, token_auth_env
 from .inputs import ActionInputs
 from .runtime import Runtime, agent_env, fraction, setup_agent
 from .workflow import Workflow
@@ -118,7 +122,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             )
     workflow.write_summary(render_run_report(run))
     with workflow.group("passk: publishing the baseline"):
-        _deliver(repo, inputs, workflow, rel, commit_sha)
+        _deliver(repo, inputs, workflow, rel, commit_sha, push_auth(repo, inputs))
     metrics = compute_metrics(
         summarize_run(run.rows, run.attempts_by_row(), run.settings.k, run.settings.scoring),
         run.settings.k,
@@ -144,8 +148,20 @@ def _workspace_relative(inputs: ActionInputs, path: os.PathLike[str]) -> str:
         return str(path)
 
 
+def push_auth(repo: GitRepo, inputs: ActionInputs) -> dict[str, str] | None:
+    """The token for the push, unless there is none or the checkout persisted credentials."""
+    if not inputs.token or repo.config_entries(r"^http\..*extraheader$"):
+        return None
+    return token_auth_env(inputs.server_url, inputs.token, os.environ)
+
+
 def _deliver(
-    repo: GitRepo, inputs: ActionInputs, workflow: Workflow, rel: str, commit_sha: str
+    repo: GitRepo,
+    inputs: ActionInputs,
+    workflow: Workflow,
+    rel: str,
+    commit_sha: str,
+    auth: dict[str, str] | None,
 ) -> None:
     short = commit_sha[:7]
     message = f"passk: record the baseline of {short}"
@@ -158,13 +174,13 @@ def _deliver(
                 where="baseline-update: commit",
                 hint="run on a push to the default branch, or use `baseline-update: pull-request`",
             )
-        repo.push(REMOTE, commit, branch)
+        repo.push(REMOTE, commit, branch, auth=auth)
         if repo.current_branch() == branch:
             repo.fast_forward(commit)
         workflow.notice(f"baseline committed to {branch} as {commit[:7]}", title="passk")
         return
     branch = f"passk/baseline-{short}"
-    repo.push(REMOTE, commit, branch)
+    repo.push(REMOTE, commit, branch, auth=auth)
     target = repo.current_branch() or inputs.ref_name or "main"
     compare_url = (
         f"{inputs.server_url.rstrip('/')}/{inputs.repository}/compare/{target}...{branch}?expand=1"

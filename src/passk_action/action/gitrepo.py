@@ -10,6 +10,7 @@ another user, and git would otherwise refuse to read it.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
@@ -18,6 +19,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
 
 from ..errors import GitError
 
@@ -382,11 +384,15 @@ class GitRepo:
             )
         return commit.decode().strip()
 
-    def push(self, remote: str, commit: str, branch: str) -> None:
-        """Push ``commit`` to ``branch``; uses the credentials the checkout configured."""
+    def push(
+        self, remote: str, commit: str, branch: str, *, auth: Mapping[str, str] | None = None
+    ) -> None:
+        """Push ``commit`` to ``branch``, with ``auth`` (:func:`token_auth_env`) or else the
+        credentials the checkout configured."""
         self.run(
             ("push", "--quiet", remote, f"{commit}:refs/heads/{branch}"),
             what=f"push to {remote} {branch}",
+            env=auth,
         )
 
     def config_entries(self, pattern: str) -> list[ConfigEntry]:
@@ -427,6 +433,30 @@ class GitRepo:
     def fast_forward(self, commit: str) -> None:
         """Move the checked-out branch and index to ``commit``; the working tree stays."""
         self.run(("reset", "--quiet", "--mixed", commit), what="advance the branch")
+
+
+def token_auth_env(server_url: str, token: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment that makes one git call send ``token`` to ``server_url``, as checkout would.
+
+    The same header ``actions/checkout`` persists (``http.<origin>/.extraheader``,
+    ``AUTHORIZATION: basic`` of ``x-access-token:<token>``), but as config given
+    through the environment (``GIT_CONFIG_COUNT``, git 2.31+) of that one call:
+    never on disk, where an agent could read it, nor on a command line, which
+    ``/proc/<pid>/cmdline`` shows to every user.  Entries already in ``environ``
+    keep their numbers.
+    """
+    parts = urlsplit(server_url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
+    try:
+        count = int(environ.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    return {
+        "GIT_CONFIG_COUNT": str(count + 1),
+        f"GIT_CONFIG_KEY_{count}": f"http.{origin}/.extraheader",
+        f"GIT_CONFIG_VALUE_{count}": f"AUTHORIZATION: basic {basic}",
+    }
 
 
 def _bot_identity() -> dict[str, str]:
