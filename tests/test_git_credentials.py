@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -31,6 +32,8 @@ from passk_action.action.credentials import credentials_hidden, stored_credentia
 from passk_action.action.gitrepo import GitRepo
 from passk_action.agents.identity import agent_user
 from test_action_gate import commit, git
+from test_action_metadata import REPO as CHECKOUT_ROOT
+from test_action_metadata import WORKFLOWS, load_workflow
 from test_agent_isolation import system_python
 from test_agent_setup import REPO, TOKEN, run_action, write_agent
 from test_base_setup import NEEDS_STAMP, agent_user_env, project, shared  # noqa: F401
@@ -258,3 +261,44 @@ def test_hidden_even_from_an_owner_and_restored_when_the_run_fails(
     assert modes(git_dir, git_dir / "config") == before
     assert BASIC in agent_reads()
     assert len(said) == 1
+
+
+# --- what we tell users to write --------------------------------------------------------
+
+
+def runs_passk(job: dict[str, Any]) -> bool:
+    for step in job.get("steps", []):
+        uses, run = str(step.get("uses", "")), str(step.get("run", ""))
+        if "passk-action" in uses or uses == "./" or re.search(r"(^|\s)passk\s", run):
+            return True
+    return False
+
+
+def test_every_shipped_job_that_runs_passk_checks_out_without_persisting_the_token() -> None:
+    seen = 0
+    for path in WORKFLOWS:
+        for name, job in load_workflow(path)["jobs"].items():
+            if not runs_passk(job):
+                continue
+            for step in job["steps"]:
+                if str(step.get("uses", "")).startswith("actions/checkout@"):
+                    seen += 1
+                    where = f"{path.relative_to(CHECKOUT_ROOT)} job {name}"
+                    assert (step.get("with") or {}).get("persist-credentials") is False, where
+    assert seen >= 6  # the dogfood, pull-request, baseline, imported and both sharded jobs
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/workflows.md"])
+def test_every_checkout_in_the_docs_snippets_persists_no_token(doc: str) -> None:
+    text = (CHECKOUT_ROOT / doc).read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    checkouts = [
+        step
+        for block in blocks
+        for step in re.findall(
+            r"- uses: actions/checkout@\S+\n(?:\s+with:.*\n(?:\s{6,}.*\n)*)?", block
+        )
+    ]
+    assert checkouts, doc
+    for step in checkouts:
+        assert "persist-credentials: false" in step, step
