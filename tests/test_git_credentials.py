@@ -16,6 +16,7 @@ passk must say so in one warning line naming the file and the fix.
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from fakegithub import FakeGitHub
 from passk_action.action.credentials import credentials_hidden, stored_credentials
 from passk_action.action.gitrepo import GitRepo
 from passk_action.agents.identity import agent_user
+from passk_action.errors import UsageError
 from test_action_gate import commit, git
 from test_action_metadata import REPO as CHECKOUT_ROOT
 from test_action_metadata import WORKFLOWS, load_workflow
@@ -302,3 +304,36 @@ def test_every_checkout_in_the_docs_snippets_persists_no_token(doc: str) -> None
     assert checkouts, doc
     for step in checkouts:
         assert "persist-credentials: false" in step, step
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run agents as another user")
+def test_a_token_that_cannot_be_hidden_stops_before_any_agent_runs(
+    shared: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    user = agent_user({"PASSK_AGENT_USER": "nobody"})
+    assert user is not None
+    repo_dir = shared / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    held = persist(repo_dir, "v6", shared)
+    before = modes(repo_dir / ".git", held)
+    repo = GitRepo.discover(repo_dir)
+
+    # RUNNER_TEMP on a read-only mount: its modes cannot change.
+    def read_only_mount(fd: int, mode: int) -> None:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr("passk_action.action.credentials.os.fchmod", read_only_mount)
+    ran: list[str] = []
+    hidden = credentials_hidden(repo, user, {}, warn=ran.append, note=ran.append)
+    with pytest.raises(UsageError) as caught, hidden:
+        ran.append("an agent")
+    assert ran == []
+    assert caught.value.one_line() == (
+        f"{held}: cannot make it unreadable to the agent user nobody, and it holds a token "
+        f"({KEY} in {held}): Read-only file system (set `persist-credentials: false` on "
+        "actions/checkout)"
+    )
+    monkeypatch.undo()
+    assert modes(repo_dir / ".git", held) == before

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..agents.identity import AgentUser
+from ..errors import UsageError
 from .gitrepo import GitRepo
 
 FIX = "set `persist-credentials: false` on actions/checkout"
@@ -142,7 +143,16 @@ def credentials_hidden(
         return
     with contextlib.ExitStack() as stack:
         for target in _targets(found, repo.git_dirs()):
-            stack.enter_context(_unreadable_to(target, user))
+            try:
+                stack.enter_context(_unreadable_to(target, user))
+            except OSError as exc:
+                # Fail closed: no agent runs while the token is within its reach.
+                raise UsageError(
+                    f"cannot make it unreadable to the agent user {user.name}, and it holds "
+                    f"a token ({describe(found)}): {exc.strerror or exc}",
+                    where=str(target),
+                    hint=FIX,
+                ) from exc
         note(
             f"the checkout's git config holds a token: {describe(found)}; it is unreadable to "
             f"the agent user {user.name} while agents run (so is the git directory, if it "
