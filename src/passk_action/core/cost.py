@@ -10,7 +10,7 @@ confirmations included, because they were paid for.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .model import Attempt, Phase, Run, Usage
@@ -250,20 +250,27 @@ def _main(attempts: Iterable[Attempt]) -> list[Attempt]:
     return [a for a in attempts if a.phase is Phase.MAIN]
 
 
-def _per_decision(main: Sequence[Attempt], decisions: int, value: str) -> tuple[float | None, int]:
-    """The sum over main attempts per decision, and how many decisions carry the value.
+def _cost(attempt: Attempt) -> float | None:
+    return None if attempt.usage is None else attempt.usage.cost_usd
+
+
+def _tokens(attempt: Attempt) -> float | None:
+    return None if attempt.usage is None else attempt.usage.tokens
+
+
+def _latency(attempt: Attempt) -> float | None:
+    return attempt.duration_s
+
+
+def _per_decision(
+    main: Sequence[Attempt], decisions: int, of: Callable[[Attempt], float | None]
+) -> tuple[float | None, int]:
+    """The sum of ``of`` over main attempts per decision, and how many decisions carry it.
 
     When every decision carries it: the sum over all main attempts (errors
     too, they were paid for) / decisions.  When only some do: the mean over
     those decisions, so missing values do not pass for free ones.
     """
-
-    def of(attempt: Attempt) -> float | None:
-        usage = attempt.usage
-        if usage is None:
-            return None
-        return usage.cost_usd if value == "cost" else usage.tokens
-
     decided = [v for a in main if a.valid and (v := of(a)) is not None]
     if not decided:
         return None, 0
@@ -282,8 +289,8 @@ def summarize_spend(run: Run) -> Spend:
     every_cost = [
         c for a in run.attempts if a.usage is not None and (c := a.usage.cost_usd) is not None
     ]
-    tokens_per_decision, _ = _per_decision(main, decisions, "tokens")
-    cost_per_decision, cost_decisions = _per_decision(main, decisions, "cost")
+    tokens_per_decision, _ = _per_decision(main, decisions, _tokens)
+    cost_per_decision, cost_decisions = _per_decision(main, decisions, _cost)
     return Spend(
         attempts=len(main),
         decisions=decisions,
@@ -300,26 +307,22 @@ def summarize_spend(run: Run) -> Spend:
 
 
 def _row_means(
-    by_row: Mapping[str, Sequence[Attempt]], value: str
+    by_row: Mapping[str, Sequence[Attempt]], of: Callable[[Attempt], float | None]
 ) -> dict[str, float]:
+    """Each row's mean of ``of`` over its main attempts that carry a value."""
     out: dict[str, float] = {}
     for row_id, attempts in by_row.items():
-        if value == "cost":
-            got = [
-                a.usage.cost_usd
-                for a in _main(attempts)
-                if a.usage is not None and a.usage.cost_usd is not None
-            ]
-        else:
-            got = [a.duration_s for a in _main(attempts)]
+        got = [v for a in _main(attempts) if (v := of(a)) is not None]
         if got:
             out[row_id] = math.fsum(got) / len(got)
     return out
 
 
-def _pairs(baseline: Run, candidate: Run, value: str) -> list[tuple[float, float]]:
-    base = _row_means(baseline.attempts_by_row(), value)
-    cand = _row_means(candidate.attempts_by_row(), value)
+def _pairs(
+    baseline: Run, candidate: Run, of: Callable[[Attempt], float | None]
+) -> list[tuple[float, float]]:
+    base = _row_means(baseline.attempts_by_row(), of)
+    cand = _row_means(candidate.attempts_by_row(), of)
     return [(base[r.id], cand[r.id]) for r in candidate.rows if r.id in base and r.id in cand]
 
 
@@ -362,6 +365,6 @@ def compare_spend(baseline: Run, candidate: Run) -> SpendComparison:
     return SpendComparison(
         baseline=summarize_spend(baseline),
         candidate=summarize_spend(candidate),
-        cost=paired_change(_pairs(baseline, candidate, "cost")),
-        latency=paired_change(_pairs(baseline, candidate, "latency")),
+        cost=paired_change(_pairs(baseline, candidate, _cost)),
+        latency=paired_change(_pairs(baseline, candidate, _latency)),
     )
