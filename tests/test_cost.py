@@ -264,3 +264,19 @@ def test_decisions_without_a_cost_do_not_pass_for_free_ones() -> None:
     assert spend.cost_per_decision == pytest.approx(0.003)  # the mean over the one, not 0.001
     assert (spend.cost_decisions, spend.decisions) == (1, 3)
     assert spend.tokens_per_decision == pytest.approx(110)
+
+
+def test_a_reason_never_reads_the_increase_as_the_limit() -> None:
+    """+25.4% against a 25% limit is not "+25%, over +25%"; a limit reads as configured."""
+    _, gate = _gate(
+        0.001, 0.001254, GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.125),
+        base_s=1.0, cand_s=1.13,
+    )  # fmt: skip
+    assert [f.reason for f in gate.failures] == [
+        "cost per decision +25.4% ($0.001 -> $0.001254), over gate.max_cost_increase +25%",
+        "p95 latency per attempt +13% (1 s -> 1.13 s), over gate.max_latency_p95_increase +12.5%",
+    ]
+    _, gate = _gate(0.001, 0.0010001, GatePolicy(max_cost_increase=0.0))
+    assert gate.failures[0].reason == (
+        "cost per decision +0.01% ($0.001 -> $0.0010001), over gate.max_cost_increase +0%"
+    )

@@ -192,8 +192,19 @@ def decide(
 _LIMIT_SLACK = 1e-9
 
 
-def _percent(value: float) -> str:
-    return f"{value * 100:+.0f}%"
+def _over_limit(increase: float, limit: float) -> tuple[str, str]:
+    """The increase and the limit as signed percentages, for a reason that says "over".
+
+    The limit reads as configured (0.125 -> +12.5%); the increase with the
+    fewest decimals (up to 7) that still read above it, so a 25.4% increase
+    never reads "+25%, over ... +25%".
+    """
+    limit_text = f"{limit * 100:+.10g}"
+    for decimals in range(8):
+        text = f"{increase * 100:+.{decimals}f}"
+        if float(text) > float(limit_text):
+            break
+    return f"{text}%", f"{limit_text}%"
 
 
 def _spend_rules(
@@ -222,12 +233,12 @@ def _spend_rules(
                 )
             )
         elif increase is not None and increase > limit + _LIMIT_SLACK:
+            increase_text, limit_text = _over_limit(increase, limit)
             failures.append(
                 GateFailure(
                     Rule.COST,
-                    f"cost per decision {_percent(increase)} (${base.cost_per_decision:.6g} -> "
-                    f"${cand.cost_per_decision:.6g}), over gate.max_cost_increase "
-                    f"{_percent(limit)}",
+                    f"cost per decision {increase_text} (${base.cost_per_decision:.6g} -> "
+                    f"${cand.cost_per_decision:.6g}), over gate.max_cost_increase {limit_text}",
                 )
             )
     limit = policy.max_latency_p95_increase
@@ -239,11 +250,11 @@ def _spend_rules(
                 "latency above 0 s"
             )
         elif increase > limit + _LIMIT_SLACK:
+            increase_text, limit_text = _over_limit(increase, limit)
             failures.append(
                 GateFailure(
                     Rule.LATENCY,
-                    f"p95 latency per attempt {_percent(increase)} ({base.latency_p95:.3g} s -> "
-                    f"{cand.latency_p95:.3g} s), over gate.max_latency_p95_increase "
-                    f"{_percent(limit)}",
+                    f"p95 latency per attempt {increase_text} ({base.latency_p95:.3g} s -> "
+                    f"{cand.latency_p95:.3g} s), over gate.max_latency_p95_increase {limit_text}",
                 )
             )
