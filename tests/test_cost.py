@@ -14,13 +14,17 @@ from hypothesis import strategies as st
 
 from helpers import attempts, record, run_of
 from passk_action.core.cost import (
+    Price,
+    Pricing,
     compare_spend,
     paired_change,
     percentile,
+    priced_run,
+    priced_usage,
     summarize_spend,
     t_975,
 )
-from passk_action.core.gate import GatePolicy, Rule
+from passk_action.core.gate import GatePolicy, Rule, decide
 from passk_action.core.model import Attempt, Phase, Usage, Version
 from passk_action.core.result import evaluate
 
@@ -54,8 +58,30 @@ def test_percentile_matches_statistics_quantiles_inclusive(values: list[float]) 
 
 
 def test_percentile_refuses_a_q_outside_0_1() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as raised:
         percentile([1.0], 1.5)
+    assert str(raised.value) == "q must be within [0, 1], got 1.5"
+    with pytest.raises(ValueError) as raised:
+        percentile([1.0], -0.1)
+    assert str(raised.value) == "q must be within [0, 1], got -0.1"
+
+
+@pytest.mark.parametrize(
+    ("values", "p50", "p95"),
+    [
+        # n = 2: h = 0.5 and 0.95 between 2 and 4
+        ([4.0, 2.0], 3.0, 3.9),
+        # n = 3: h = 1 -> x2 = 5; h = 1.9 -> 5 + 0.9 * (11 - 5) = 10.4
+        ([11.0, 1.0, 5.0], 5.0, 10.4),
+        # n = 5: h = 2 -> 3; h = 3.8 -> 4 + 0.8 * (100 - 4) = 80.8 (one slow attempt)
+        ([1.0, 2.0, 3.0, 4.0, 100.0], 3.0, 80.8),
+        # n = 6 with ties: h = 2.5 -> 1 + 0.5 * (2 - 1) = 1.5; h = 4.75 -> 2 + 0.75 * 7 = 7.25
+        ([2.0, 1.0, 1.0, 1.0, 9.0, 2.0], 1.5, 7.25),
+    ],
+)
+def test_p50_and_p95_of_small_samples_by_hand(values: list[float], p50: float, p95: float) -> None:
+    assert percentile(values, 0.5) == pytest.approx(p50, rel=1e-12)
+    assert percentile(values, 0.95) == pytest.approx(p95, rel=1e-12)
 
 
 # ----------------------------------------------------------- paired intervals
@@ -69,6 +95,34 @@ T_TABLE = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 7: 2.365, 9: 2.262
 @pytest.mark.parametrize(("df", "value"), sorted(T_TABLE.items()))
 def test_t_quantile_matches_the_tables(df: int, value: float) -> None:
     assert round(t_975(df), 3) == value
+
+
+# t_{0.975, df} to 1e-15 (scipy.stats.t.ppf(0.975, df), scipy 1.17).
+T_EXACT = {7: 2.364624251592784, 8: 2.306004135204166, 9: 2.262157162798205,
+           10: 2.228138851986274, 12: 2.1788128296672284, 15: 2.131449545559776,
+           20: 2.085963447265864, 25: 2.0595385527532972, 30: 2.0422724563012378,
+           40: 2.021075390306273, 50: 2.008559112100761, 60: 2.0002978220142604,
+           80: 1.990063421254446, 100: 1.9839715185235518}  # fmt: skip
+
+
+@pytest.mark.parametrize(("df", "exact"), sorted(T_EXACT.items()))
+def test_t_quantile_expansion_error_falls_as_df_to_the_minus_5(df: int, exact: float) -> None:
+    """Four terms of the Cornish-Fisher expansion leave an O(df^-5) remainder: 5e-5 at df 7."""
+    assert abs(t_975(df) - exact) <= 5e-5 * (7 / df) ** 5
+
+
+def test_t_quantile_table_part_and_its_domain() -> None:
+    assert [t_975(df) for df in range(1, 7)] == [
+        12.706205,
+        4.302653,
+        3.182446,
+        2.776445,
+        2.570582,
+        2.446912,
+    ]
+    with pytest.raises(ValueError) as raised:
+        t_975(0)
+    assert str(raised.value) == "degrees of freedom must be >= 1, got 0"
 
 
 def test_t_quantile_falls_towards_z() -> None:
@@ -105,6 +159,28 @@ def test_paired_interval_matches_statistics_module() -> None:
         + statistics.variance([c for _, c in pairs]) / 40
     )
     assert change.high - change.estimate < unpaired  # type: ignore[operator]
+
+
+def test_paired_interval_of_eight_rows_against_scipy_t() -> None:
+    # differences 0.1, 0.3, -0.2, 0.4, 0.0, 0.2, 0.5, 0.1: mean 0.175, sum of squares
+    # about the mean 0.355, s = sqrt(0.355 / 7); t_{0.975, 7} = 2.364624251592784 (scipy)
+    base = [1.0, 2.0, 1.5, 3.0, 2.5, 1.0, 4.0, 2.0]
+    diffs = [0.1, 0.3, -0.2, 0.4, 0.0, 0.2, 0.5, 0.1]
+    change = paired_change([(b, b + d) for b, d in zip(base, diffs, strict=True)])
+    half = 2.364624251592784 * math.sqrt(0.355 / 7) / math.sqrt(8)
+    assert change.rows == 8
+    assert change.estimate == pytest.approx(0.175, rel=1e-12)
+    # scipy's ttest_1samp interval: (-0.013270511460019, 0.363270511460019); the
+    # expansion's t is within 5e-5 of scipy's at df 7, so the ends within 5e-5 x SE
+    assert 0.175 - half == pytest.approx(-0.013270511460019, abs=1e-15)
+    assert change.low == pytest.approx(0.175 - half, abs=5e-5 * half / 2.3646)
+    assert change.high == pytest.approx(0.175 + half, abs=5e-5 * half / 2.3646)
+    assert change.to_json() == {
+        "estimate": change.estimate,
+        "low": change.low,
+        "high": change.high,
+        "rows": 8,
+    }
 
 
 def test_paired_interval_edge_cases() -> None:
@@ -234,7 +310,10 @@ def test_a_cost_failure_never_hides_a_must_not_break_failure() -> None:
 def test_a_candidate_that_stops_reporting_cost_fails_the_cost_limit() -> None:
     _, gate = _gate(0.001, None, GatePolicy(max_cost_increase=0.25))
     assert [f.rule for f in gate.failures] == [Rule.COST]
-    assert gate.failures[0].reason.startswith("6 of 6 candidate decisions report no cost")
+    assert gate.failures[0].reason == (
+        "6 of 6 candidate decisions report no cost, so gate.max_cost_increase cannot be "
+        "checked (report usage with every answer)"
+    )
 
 
 def test_a_baseline_without_cost_leaves_the_limit_unchecked_with_a_warning() -> None:
@@ -264,6 +343,219 @@ def test_decisions_without_a_cost_do_not_pass_for_free_ones() -> None:
     assert spend.cost_per_decision == pytest.approx(0.003)  # the mean over the one, not 0.001
     assert (spend.cost_decisions, spend.decisions) == (1, 3)
     assert spend.tokens_per_decision == pytest.approx(110)
+
+
+def test_error_attempts_that_report_usage_count_in_the_per_decision_figures() -> None:
+    """An attempt that errored after spending was paid for: its cost and tokens count."""
+    rows = [record("a"), record("b")]
+    error = Attempt("a", 2, Phase.MAIN, None, error="timeout", usage=Usage(50, 0, 0.001))
+    run = run_of(
+        rows,
+        [
+            Attempt("a", 1, Phase.MAIN, "deny", usage=Usage(100, 10, 0.002)),
+            error,
+            Attempt("a", 3, Phase.MAIN, "deny", usage=Usage(100, 10, 0.002)),
+            *spent("b", RIGHT, 0.004, 1.0, tokens=200),
+        ],
+    )
+    spend = summarize_spend(run)
+    assert (spend.decisions, spend.cost_decisions) == (5, 5)
+    # (0.002 + 0.001 + 0.002 + 3 x 0.004) / 5 decisions
+    assert spend.cost_per_decision == pytest.approx(0.017 / 5, rel=1e-12)
+    # (110 + 50 + 110 + 3 x 210) / 5
+    assert spend.tokens_per_decision == pytest.approx(900 / 5, rel=1e-12)
+    assert (spend.cost_attempts, spend.token_attempts) == (6, 6)
+
+
+def test_spend_json_names_every_figure() -> None:
+    rows = [record("a")]
+    run = run_of(rows, [*spent("a", ["deny", "deny", None], 0.5, 2.0)])
+    assert summarize_spend(run).to_json() == {
+        "attempts": 3,
+        "decisions": 2,
+        "error_rate": 1 / 3,
+        "latency_p50_s": 2.0,
+        "latency_p95_s": 2.0,
+        "tokens_per_decision": 110.0,
+        "cost_per_decision_usd": 0.5,
+        "total_cost_usd": 1.0,
+        "decisions_with_cost": 2,
+        "priced": False,
+    }
+
+
+def test_the_latency_change_pairs_each_rows_mean_duration() -> None:
+    rows = [record("a"), record("b")]
+    base = run_of(
+        rows,
+        [*spent("a", RIGHT, None, 1.0), *spent("b", RIGHT, None, 4.0)],
+        version=Version.BASELINE,
+    )
+    cand = run_of(rows, [*spent("a", RIGHT, None, 1.5), *spent("b", RIGHT, None, 5.5)])
+    spend = compare_spend(base, cand)
+    # differences 0.5 and 1.5: mean 1, s = sqrt(0.5), t_{0.975, 1} = 12.706205
+    half = 12.706205 * math.sqrt(0.5) / math.sqrt(2)
+    assert spend.latency.to_json() == {
+        "estimate": 1.0,
+        "low": pytest.approx(1 - half),
+        "high": pytest.approx(1 + half),
+        "rows": 2,
+    }
+    assert spend.cost == paired_change([])  # no row reports a cost
+    assert spend.latency_p95_increase == pytest.approx(5.5 / 4.0 - 1)
+
+
+# ------------------------------------------------------------------- pricing
+
+MINI = Price(input_per_mtok=0.15, output_per_mtok=0.6)
+FOUR_O = Price(input_per_mtok=2.5, output_per_mtok=10.0)
+ANY = Price(input_per_mtok=1.0, output_per_mtok=2.0)
+
+
+def test_a_price_charges_each_side_at_its_own_rate() -> None:
+    assert FOUR_O.cost(1_000, 200) == pytest.approx((2_500 + 2_000) / 1e6, rel=1e-12)
+    assert FOUR_O.cost(None, 200) == pytest.approx(2_000 / 1e6, rel=1e-12)
+    assert FOUR_O.cost(1_000, None) == pytest.approx(2_500 / 1e6, rel=1e-12)
+    assert FOUR_O.cost(None, None) == 0.0
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_model_takes_the_price_of_the_longest_name_it_starts_with(order: int) -> None:
+    pricing = Pricing(default=ANY, models=(("gpt-4o", FOUR_O), ("gpt-4o-mini", MINI))[::order])
+    assert pricing.price_for("gpt-4o-mini-2024-07-18") is MINI
+    assert pricing.price_for("gpt-4o-mini") is MINI
+    assert pricing.price_for("gpt-4o-2024-08-06") is FOUR_O
+    assert pricing.price_for("claude-3-5-sonnet") is ANY
+    assert pricing.price_for(None) is ANY
+    assert Pricing(models=(("gpt-4o", FOUR_O),)).price_for("o1") is None
+    assert Pricing(models=(("gpt-4o", FOUR_O),)).price_for(None) is None
+
+
+def test_pricing_is_set_by_a_default_or_by_models_alone() -> None:
+    assert not Pricing()
+    assert Pricing(default=ANY)
+    assert Pricing(models=(("gpt-4o", FOUR_O),))
+
+
+def test_priced_usage_keeps_a_reported_cost_and_reprices_its_own() -> None:
+    pricing = Pricing(default=ANY, models=(("gpt-4o-mini", MINI),))
+    reported = Usage(1_000, 200, 0.5, "gpt-4o-mini")
+    assert priced_usage(reported, pricing) is reported
+    # (1,000 x 0.15 + 200 x 0.6) / 10^6, at the model's price, not the default
+    fresh = priced_usage(Usage(1_000, 200, None, "gpt-4o-mini"), pricing)
+    assert fresh == Usage(1_000, 200, pytest.approx(270e-6, rel=1e-12), "gpt-4o-mini", priced=True)
+    # a cost passk computed with older prices is computed again with these
+    stale = Usage(1_000, 200, 9.0, "gpt-4o-mini", priced=True)
+    assert priced_usage(stale, pricing).cost_usd == pytest.approx(270e-6, rel=1e-12)
+    # one side of the count is enough; the other is 0
+    assert priced_usage(Usage(input_tokens=1_000), pricing).cost_usd == pytest.approx(1e-3)
+    assert priced_usage(Usage(output_tokens=500), pricing).cost_usd == pytest.approx(1e-3)
+    # without tokens, or without a price for the model, nothing to compute
+    no_tokens = Usage(model="gpt-4o-mini")
+    assert priced_usage(no_tokens, pricing) is no_tokens
+    unknown = Usage(1_000, 200, None, "o1")
+    assert priced_usage(unknown, Pricing(models=(("gpt-4o-mini", MINI),))) is unknown
+
+
+def test_priced_run_prices_every_attempt_that_reports_tokens() -> None:
+    rows = [record("a")]
+    tokens_only = [
+        Attempt("a", n, Phase.MAIN, "deny", usage=Usage(1_000, 200, model="gpt-4o-mini"))
+        for n in (1, 2, 3)
+    ]
+    by_model = Pricing(models=(("gpt-4o-mini", MINI),))
+    run = run_of(rows, tokens_only)
+    priced = priced_run(run, by_model)
+    assert [a.usage.cost_usd for a in priced.attempts if a.usage] == pytest.approx([270e-6] * 3)
+    assert [a.usage.priced for a in priced.attempts if a.usage] == [True] * 3
+    assert summarize_spend(priced).priced and not summarize_spend(run).priced
+    # one attempt of three reports tokens: only that one gains a cost, the rest are kept
+    mixed = run_of(rows, [tokens_only[0], *attempts("a", ["deny", None], start=2)])
+    got = priced_run(mixed, by_model)
+    assert got.attempts[1:] == mixed.attempts[1:]
+    assert got.attempts[0].usage is not None
+    assert got.attempts[0].usage.cost_usd == pytest.approx(270e-6)
+    # nothing to price: the same run
+    assert priced_run(run, Pricing()) is run
+    plain = run_of(rows, attempts("a", RIGHT))
+    assert priced_run(plain, by_model) is plain
+
+
+# ------------------------------------------------------- gate limits, exactly
+
+
+def test_the_gate_policy_json_keeps_only_the_limits_set_and_a_limit_of_zero() -> None:
+    assert GatePolicy().to_json() == {"block_on_any_regression": False}
+    assert GatePolicy(True, 0.25, 0.5).to_json() == {
+        "block_on_any_regression": True,
+        "max_cost_increase": 0.25,
+        "max_latency_p95_increase": 0.5,
+    }
+    assert GatePolicy(max_latency_p95_increase=0.0).to_json() == {
+        "block_on_any_regression": False,
+        "max_latency_p95_increase": 0.0,
+    }
+    assert GatePolicy(max_cost_increase=0.0).to_json() == {
+        "block_on_any_regression": False,
+        "max_cost_increase": 0.0,
+    }
+
+
+def test_a_gate_with_limits_refuses_to_decide_without_the_spend() -> None:
+    with pytest.raises(ValueError) as raised:
+        decide([], GatePolicy(max_latency_p95_increase=0.5))
+    assert str(raised.value) == "a gate with spend limits needs the spend comparison"
+    assert decide([], GatePolicy()).passed  # no limit, no spend needed
+
+
+def test_one_decision_without_a_cost_is_enough_to_fail_the_cost_limit() -> None:
+    rows = [record("must", mnb=True), record("other")]
+    base = spent("must", RIGHT, 0.001, 1.0) + spent("other", RIGHT, 0.001, 1.0)
+    cand = spent("must", RIGHT, 0.001, 1.0) + spent("other", RIGHT, 0.001, 1.0)
+    cand[4] = replace(cand[4], usage=Usage(100, 10, None))  # tokens, no cost, no pricing
+    _, gate = evaluate(
+        rows,
+        run_of(rows, base, version=Version.BASELINE),
+        run_of(rows, cand),
+        ratchet=frozenset(),
+        policy=GatePolicy(max_cost_increase=0.25),
+    )
+    assert [(f.rule, f.id, f.reason) for f in gate.failures] == [
+        (
+            Rule.COST,
+            None,
+            "1 of 6 candidate decisions report no cost, so gate.max_cost_increase cannot be "
+            "checked (report usage with every answer)",
+        )
+    ]
+
+
+def test_unchecked_limits_say_why_in_warnings_and_pass() -> None:
+    policy = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.5)
+    _, gate = _gate(0.0, 0.002, policy, base_s=0.0, cand_s=3.0)
+    assert gate.passed and gate.failures == ()
+    assert gate.warnings == (
+        "gate.max_cost_increase was not checked: the baseline reports no cost "
+        "(have the agent report usage, or set pricing, and record the baseline again)",
+        "gate.max_latency_p95_increase was not checked: the baseline has no latency above 0 s",
+    )
+
+
+def test_an_increase_exactly_at_a_limit_passes_and_just_over_it_fails() -> None:
+    # costs 0.5 -> 0.75 and p95 1 s -> 1.5 s: increases of exactly +50%
+    at = GatePolicy(max_cost_increase=0.5, max_latency_p95_increase=0.5)
+    _, gate = _gate(0.5, 0.75, at, base_s=1.0, cand_s=1.5)
+    assert gate.passed and gate.warnings == ()
+    # within 1e-9 of the limit counts as at it (0.499999999 + 1e-9 == 0.5 in floats)
+    within = GatePolicy(max_cost_increase=0.499999999, max_latency_p95_increase=0.499999999)
+    assert _gate(0.5, 0.75, within, base_s=1.0, cand_s=1.5)[1].passed
+    over = GatePolicy(max_cost_increase=0.499999998, max_latency_p95_increase=0.499999998)
+    _, gate = _gate(0.5, 0.75, over, base_s=1.0, cand_s=1.5)
+    assert [f.reason for f in gate.failures] == [
+        "cost per decision +50% ($0.5 -> $0.75), over gate.max_cost_increase +49.9999998%",
+        "p95 latency per attempt +50% (1 s -> 1.5 s), over gate.max_latency_p95_increase "
+        "+49.9999998%",
+    ]
 
 
 def test_a_reason_never_reads_the_increase_as_the_limit() -> None:
