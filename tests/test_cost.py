@@ -479,6 +479,8 @@ def test_priced_run_prices_every_attempt_that_reports_tokens() -> None:
     assert priced_run(run, Pricing()) is run
     plain = run_of(rows, attempts("a", RIGHT))
     assert priced_run(plain, by_model) is plain
+    reported = run_of(rows, [replace(a, usage=Usage(1_000, 200, 0.01)) for a in plain.attempts])
+    assert priced_run(reported, by_model) is reported
 
 
 # ------------------------------------------------------- gate limits, exactly
