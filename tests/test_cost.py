@@ -574,3 +574,21 @@ def test_a_reason_never_reads_the_increase_as_the_limit() -> None:
     assert gate.failures[0].reason == (
         "cost per decision +0.01% ($0.001 -> $0.0010001), over gate.max_cost_increase +0%"
     )
+
+
+def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so() -> None:
+    """Said, not skipped in silence; the rows' own rules judge a candidate that only errs."""
+    rows = [record("a")]
+    base = run_of(rows, spent("a", RIGHT, 0.001, 1.0), version=Version.BASELINE)
+    policy = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.5)
+    errors = run_of(rows, spent("a", [None, None, None], 0.001, 9.0))
+    gate = decide([], policy, spend=compare_spend(base, errors))
+    assert gate.warnings == (
+        "gate.max_cost_increase was not checked: the candidate made no decisions",
+    ) and [f.rule for f in gate.failures] == [Rule.LATENCY]
+    nothing = run_of(rows, [])
+    gate = decide([], policy, spend=compare_spend(base, nothing))
+    assert gate.passed and gate.warnings == (
+        "gate.max_cost_increase was not checked: the candidate made no decisions",
+        "gate.max_latency_p95_increase was not checked: the candidate has no attempts",
+    )

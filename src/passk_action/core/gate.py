@@ -224,6 +224,10 @@ def _spend_rules(
                 "gate.max_cost_increase was not checked: the baseline reports no cost "
                 "(have the agent report usage, or set pricing, and record the baseline again)"
             )
+        elif cand.decisions == 0:
+            warnings.append(
+                "gate.max_cost_increase was not checked: the candidate made no decisions"
+            )
         elif missing > 0:
             failures.append(
                 GateFailure(
@@ -245,10 +249,12 @@ def _spend_rules(
     if limit is not None:
         increase = spend.latency_p95_increase
         if increase is None:
-            warnings.append(
-                "gate.max_latency_p95_increase was not checked: the baseline has no "
-                "latency above 0 s"
+            why = (
+                "the candidate has no attempts"
+                if cand.latency_p95 is None and base.latency_p95
+                else "the baseline has no latency above 0 s"
             )
+            warnings.append(f"gate.max_latency_p95_increase was not checked: {why}")
         elif increase > limit + _LIMIT_SLACK:
             increase_text, limit_text = _over_limit(increase, limit)
             failures.append(
