@@ -23,7 +23,7 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from passk_action.core.gate import GatePolicy, ProtectedChange
+from passk_action.core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
 from passk_action.core.model import (
     AgentInfo,
     Attempt,
@@ -72,6 +72,7 @@ RECORD = '<!-- passk:record {"gate":"failed","head":"0123abc"} -->'
 DIGEST = "sha256:" + "ab12" * 16
 K = 3
 NO_EXECUTIONS = Executions()
+NO_LIMITS = GatePolicy()
 
 # --- building runs by hand ------------------------------------------------
 
@@ -160,9 +161,9 @@ def compare(
     notes: tuple[str, ...] = (),
     executions: Executions = NO_EXECUTIONS,
     reused: bool = False,
+    policy: GatePolicy = NO_LIMITS,
 ) -> CompareResult:
     locked = frozenset(ratchet)
-    policy = GatePolicy()
     comparison, gate = evaluate(
         rows,
         base,
@@ -898,3 +899,50 @@ def test_the_noise_sentence_keeps_a_p_value_on_its_side_of_five_percent() -> Non
     bar = ErrorBar(0.1, 0.05, 0.01, 0.2, 40, interval="agresti-min-t")
     for p, text in ((0.049, "p = 0.049."), (0.0504, "p = 0.0504."), (0.0004, "p < 0.001.")):
         assert f"exact McNemar {text}" in noise_sentence(PairedComparison(bar, 1, 9, p, "better"))
+
+
+SPEND_LIMITS = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.4)
+
+
+def spend_limits_scenario(policy: GatePolicy = SPEND_LIMITS) -> CompareResult:
+    """Every row holds, but the candidate passes both spend limits the base commit sets."""
+    rows = [row("refund-001", "approve", mnb=True), row("refund-002", "deny")]
+    base = (
+        Attempts(baseline_spend)
+        .ok("refund-001", "approve", OK, times=3)
+        .ok("refund-002", "deny", times=3)
+    )
+    cand = (
+        Attempts(candidate_spend)
+        .ok("refund-001", "approve", OK, times=3)
+        .ok("refund-002", "deny", times=3)
+    )
+    return compare(
+        rows,
+        make_run(Version.BASELINE, rows, base, "refund agent (production prompt)", "9f8e7d6c5b4a"),
+        make_run(Version.CANDIDATE, rows, cand, "refund agent (new prompt)", "0123abcdef99"),
+        executions=Executions(candidate=6, naive=12),
+        policy=policy,
+    )
+
+
+def test_comment_golden_spend_limits() -> None:
+    """A reliable candidate over the cost and latency limits: the reasons as a reader sees them."""
+    result = spend_limits_scenario()
+    assert [f.rule for f in result.gate.failures] == [Rule.COST, Rule.LATENCY]
+    text = render_comment(result, marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    assert_golden("comment_spend_limits.md", text)
+    assert text.splitlines()[1] == "### ❌ passk: 1 cost limit failed · 1 latency limit failed"
+    assert check_title(result) == "1 cost limit failed · 1 latency limit failed"
+
+
+@pytest.mark.parametrize("rule", list(Rule))
+def test_every_gate_rule_names_itself_in_the_heading_and_the_check_title(rule: Rule) -> None:
+    result = replace(
+        passed_scenario(),
+        gate=GateDecision(passed=False, failures=(GateFailure(rule, "why", None),)),
+    )
+    title = check_title(result)
+    assert title and title.startswith("1 ")
+    heading = render_comment(result, marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    assert heading.splitlines()[1] == f"### ❌ passk: {title}"

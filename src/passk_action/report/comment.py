@@ -110,6 +110,8 @@ _RULE_NOUNS: dict[Rule, tuple[str, str, str]] = {
         "earlier runs of this commit",
         "failed",
     ),
+    Rule.COST: ("cost limit", "cost limits", "failed"),
+    Rule.LATENCY: ("latency limit", "latency limits", "failed"),
 }
 
 _RULE_ORDER = (
@@ -119,6 +121,8 @@ _RULE_ORDER = (
     Rule.REGRESSION,
     Rule.PROTECTED_CHANGE,
     Rule.RECORDED_FAILURE,
+    Rule.COST,
+    Rule.LATENCY,
 )
 
 
