@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from passk_action.cli import main
-from passk_action.core.gate import ProtectedChange
+from passk_action.core.gate import GatePolicy, ProtectedChange
 from passk_action.core.model import Version
 from passk_action.report.junit import junit_for_result, junit_for_run, suite_name
 from passk_action.store.artifact import write_run
@@ -29,6 +29,7 @@ from test_render import (
     make_run,
     passed_scenario,
     row,
+    spend_limits_scenario,
 )
 
 GOLDEN = Path(__file__).parent / "golden" / "reports"
@@ -123,6 +124,24 @@ def test_protected_changes_are_extra_testcases_failed_unless_allowed() -> None:
         )
     )
     assert allowed["protected change: k-lowered"].find("failure") is None
+
+
+def test_spend_limits_are_extra_testcases_failed_with_the_gates_reason() -> None:
+    """A gate failed on cost alone is not an all-green test report."""
+    result = spend_limits_scenario()
+    xml = junit_for_result(result, suite="x")
+    root = ET.fromstring(xml.encode("utf-8"))
+    assert (root.attrib["tests"], root.attrib["failures"]) == ("4", "2")
+    found = cases(xml)
+    for name, failure in zip(("cost limit", "latency limit"), result.gate.failures, strict=True):
+        assert found[name].attrib["classname"] == "passk.x.spend"
+        element = found[name].find("failure")
+        assert element is not None
+        assert element.attrib["message"] == f"{failure.rule.value}: {failure.reason}"
+        assert element.text == failure.reason
+    within = spend_limits_scenario(GatePolicy(max_cost_increase=1.0))
+    found = cases(junit_for_result(within, suite="x"))
+    assert found["cost limit"].find("failure") is None and "latency limit" not in found
 
 
 def test_hostile_values_give_well_formed_xml_with_the_ids_intact() -> None:

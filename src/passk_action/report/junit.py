@@ -16,7 +16,10 @@ The shape, the one most CI systems read (the Ant/Surefire dialect):
   the gate is the contract, and a red test the gate ignores would teach
   people to ignore red tests;
 - one extra ``<testcase>`` per protected change (classname
-  ``passk.<suite>.protected``), failed unless the change was allowed.
+  ``passk.<suite>.protected``), failed unless the change was allowed;
+- one extra ``<testcase>`` per spend limit the gate checks (``cost limit``,
+  ``latency limit``; classname ``passk.<suite>.spend``), failed with the
+  gate's reason when the candidate is over it.
 
 For a plain run there is no gate: a row fails when it is must-not-break (or
 locked by the run's ratchet) and not stable-correct, the rows a gate would
@@ -197,6 +200,20 @@ def _testcase(testsuite: ET.Element, name: str, classname: str, time: str) -> ET
     return ET.SubElement(testsuite, "testcase", name=xml_safe(name), classname=classname, time=time)
 
 
+def _spend_limits(result: CompareResult) -> list[tuple[str, GateFailure | None]]:
+    """Each spend limit the policy sets, with the gate's failure for it (None: within it)."""
+    policy = result.policy
+    limits = []
+    for rule, limit, label in (
+        (Rule.COST, policy.max_cost_increase, "cost limit"),
+        (Rule.LATENCY, policy.max_latency_p95_increase, "latency limit"),
+    ):
+        if limit is not None:
+            failed = [f for f in result.gate.failures if f.rule is rule]
+            limits.append((label, failed[0] if failed else None))
+    return limits
+
+
 def junit_for_result(result: CompareResult, *, suite: str) -> str:
     """A JUnit XML document for a comparison (see the module docstring for the shape)."""
     name = suite_name(suite)
@@ -209,8 +226,13 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
         if failure.rule is not Rule.PROTECTED_CHANGE and failure.id is not None:
             blocking.setdefault(failure.id, failure)
     protected_failed = 0 if result.protected_changes_allowed else len(result.protected_changes)
-    tests = len(cmp.rows) + len(result.protected_changes)
-    failures = sum(1 for r in cmp.rows if r.id in blocking) + protected_failed
+    limits = _spend_limits(result)
+    tests = len(cmp.rows) + len(result.protected_changes) + len(limits)
+    failures = (
+        sum(1 for r in cmp.rows if r.id in blocking)
+        + protected_failed
+        + sum(1 for _, over in limits if over is not None)
+    )
     total_time = sum(a.duration_s for a in result.candidate.attempts)
 
     root, testsuite = _suites(name, tests, failures, total_time, result.created_at)
@@ -256,6 +278,16 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
                 change.detail,
                 message=f"{Rule.PROTECTED_CHANGE.value}: {change.detail}",
                 type=Rule.PROTECTED_CHANGE.value,
+            )
+    for label, over in limits:
+        case = _testcase(testsuite, label, f"passk.{name}.spend", "0.000")
+        if over is not None:
+            _text(
+                case,
+                "failure",
+                over.reason,
+                message=f"{over.rule.value}: {over.reason}",
+                type=over.rule.value,
             )
     summary = [f"gate {'passed' if result.gate.passed else 'failed'}"]
     summary += [f"warning: {w}" for w in result.gate.warnings]
