@@ -592,3 +592,11 @@ def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so()
         "gate.max_cost_increase was not checked: the candidate made no decisions",
         "gate.max_latency_p95_increase was not checked: the candidate has no attempts",
     )
+    # both sides lack latency: the baseline is named, as it is the one to record again
+    instant = run_of(rows, spent("a", RIGHT, 0.001, 0.0), version=Version.BASELINE)
+    gate = decide(
+        [], GatePolicy(max_latency_p95_increase=0.5), spend=compare_spend(instant, nothing)
+    )
+    assert gate.warnings == (
+        "gate.max_latency_p95_increase was not checked: the baseline has no latency above 0 s",
+    )
