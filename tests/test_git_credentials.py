@@ -22,6 +22,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,12 +33,13 @@ from fakegithub import FakeGitHub
 from passk_action.action.credentials import credentials_hidden, stored_credentials
 from passk_action.action.gitrepo import GitRepo
 from passk_action.agents.identity import agent_user
+from passk_action.cli import main as cli_main
 from passk_action.errors import UsageError
 from test_action_gate import commit, git
 from test_action_metadata import REPO as CHECKOUT_ROOT
 from test_action_metadata import WORKFLOWS, load_workflow
 from test_agent_isolation import system_python
-from test_agent_setup import REPO, TOKEN, run_action, write_agent
+from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 from test_base_setup import NEEDS_STAMP, agent_user_env, project, shared  # noqa: F401
 
 BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
@@ -337,3 +339,28 @@ def test_a_token_that_cannot_be_hidden_stops_before_any_agent_runs(
     )
     monkeypatch.undo()
     assert modes(repo_dir / ".git", held) == before
+
+
+@pytest.mark.parametrize("persisted", [True, False])
+def test_passk_run_warns_once_when_the_checkout_keeps_a_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], persisted: bool
+) -> None:
+    # A shard job: `passk run` runs the pull request's agent from the checkout.
+    repo = make_repo(tmp_path, {"command": [sys.executable, "agent.py"]})
+    if persisted:
+        persist(repo, "v4", tmp_path)
+    code = cli_main(
+        ["run", "--config", str(repo / "passk.yml"), "--out", str(tmp_path / "run.json"),
+         "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "holds a token" in line]
+    assert warnings == (
+        [
+            "passk: warning: the checkout's git config holds a token that agents can read: "
+            f"{KEY} in {repo}/.git/config (the passk CLI does not hide it); set "
+            "`persist-credentials: false` on actions/checkout"
+        ]
+        if persisted
+        else []
+    )

@@ -18,7 +18,7 @@ from ..agents.runner import Agent, could_not_run
 from ..agents.setup import run_setup
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..engine import Session, build_agent, closing, record_run, retry_policy
-from ..errors import ArtifactError, UsageError
+from ..errors import ArtifactError, GitError, UsageError
 from ..inputs.config import AgentConfig, Config, load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
@@ -86,10 +86,33 @@ def agent_setup(spec: AgentConfig, version: Version, *, where: str | None = None
         log(f"{len(done.commands)} command(s) done in {done.duration_s:.1f}s")
 
 
+def warn_persisted_token(cwd: Path) -> None:
+    """Warn when the checkout ``cwd`` is in keeps a token on disk that the agent could read.
+
+    ``passk run`` in CI (a shard job) runs the pull request's agent from a
+    checkout that ``actions/checkout`` may have left its token in; the CLI
+    hides nothing (the action does, in its container: action/credentials.py).
+    """
+    # Imported here: the action package imports the CLI's helpers at load time.
+    from ..action.credentials import FIX, describe, stored_credentials
+    from ..action.gitrepo import GitRepo
+
+    try:
+        found = stored_credentials(GitRepo.discover(cwd), os.environ)
+    except GitError:
+        return  # not in a git checkout, or no git: nothing persisted for one
+    if found:
+        warn(
+            f"the checkout's git config holds a token that agents can read: {describe(found)} "
+            f"(the passk CLI does not hide it); {FIX}"
+        )
+
+
 def prepare_agent(
     spec: AgentConfig, version: Version, *, concurrency: int | None = None
 ) -> Agent:
     """Run the agent's ``setup`` (as plain lines on stderr), then build the agent."""
+    warn_persisted_token(spec.cwd)
     agent_setup(spec, version)
     return build_agent(spec, os.environ, concurrency=concurrency)
 
