@@ -636,3 +636,22 @@ def test_a_record_of_2000_rows_by_k_5_is_kept_across_part_comments() -> None:
         forged, _ = find_record(client.list_issue_comments(7), MARKER, "github-actions[bot]")
         assert forged is not None and forged.candidate_attempts is None
         assert fake.violations == []
+
+
+def test_a_recorded_failure_stands_beside_the_spend_limits(tmp_path: Path) -> None:
+    """A re-run under cost and latency limits keeps the recorded failure and the limits' own."""
+    from passk_action.action.rerun import keep_recorded_failure
+    from passk_action.core.gate import Rule
+    from passk_action.store.results import read_result, write_result
+    from test_render import spend_limits_scenario
+
+    fresh = spend_limits_scenario()
+    kept = keep_recorded_failure(fresh)
+    assert [f.rule for f in kept.gate.failures] == [
+        Rule.RECORDED_FAILURE,
+        Rule.COST,
+        Rule.LATENCY,
+    ]
+    assert kept.gate.failures[1:] == fresh.gate.failures
+    write_result(kept, tmp_path / "result.json")
+    assert read_result(tmp_path / "result.json").consistent  # `passk gate` agrees

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..core.cost import compare_spend
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
 from ..core.model import Attempt, Phase
 from ..core.result import CompareResult, Executions
@@ -161,5 +162,8 @@ def keep_recorded_failure(result: CompareResult) -> CompareResult:
         result.policy,
         protected_changes=changes,
         protected_changes_allowed=result.protected_changes_allowed,
+        spend=compare_spend(result.baseline, result.candidate)
+        if result.policy.limits_spend
+        else None,
     )
     return replace(result, protected_changes=changes, gate=gate)
