@@ -126,6 +126,23 @@ def test_protected_changes_are_extra_testcases_failed_unless_allowed() -> None:
     assert allowed["protected change: k-lowered"].find("failure") is None
 
 
+def test_a_recorded_failure_fails_its_testcase_even_with_the_allow_label() -> None:
+    """The label allows protected changes, never an earlier failure of the same commit."""
+    from passk_action.action.rerun import keep_recorded_failure
+
+    rows = [row("a", "pay", mnb=True)]
+    base = make_run(Version.BASELINE, rows, Attempts().ok("a", "pay", times=3), "b", None)
+    cand = make_run(Version.CANDIDATE, rows, Attempts().ok("a", "pay", times=3), "c", None)
+    result = keep_recorded_failure(compare(rows, base, cand, protected_allowed=True))
+    assert not result.gate.passed
+    xml = junit_for_result(result, suite="x")
+    assert ET.fromstring(xml.encode("utf-8")).attrib["failures"] == "1"
+    case = cases(xml)["protected change: recorded-failure"]
+    failure = case.find("failure")
+    assert failure is not None and failure.attrib["type"] == "recorded-failure"
+    assert failure.attrib["message"] == f"recorded-failure: {result.gate.failures[0].reason}"
+
+
 def test_spend_limits_are_extra_testcases_failed_with_the_gates_reason() -> None:
     """A gate failed on cost alone is not an all-green test report."""
     result = spend_limits_scenario()

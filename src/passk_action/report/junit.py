@@ -16,7 +16,8 @@ The shape, the one most CI systems read (the Ant/Surefire dialect):
   the gate is the contract, and a red test the gate ignores would teach
   people to ignore red tests;
 - one extra ``<testcase>`` per protected change (classname
-  ``passk.<suite>.protected``), failed unless the change was allowed;
+  ``passk.<suite>.protected``), failed unless the change was allowed (a
+  recorded failure of the same commit is never allowed);
 - one extra ``<testcase>`` per spend limit the gate checks (``cost limit``,
   ``latency limit``; classname ``passk.<suite>.spend``), failed with the
   gate's reason when the candidate is over it.
@@ -33,7 +34,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from ..core.diff import Change, Confirmation, RowComparison
-from ..core.gate import GateFailure, Rule
+from ..core.gate import RECORDED_FAILURE_KIND, GateFailure, ProtectedChange, Rule
 from ..core.model import Attempt, Phase, RowClass, Run
 from ..core.result import CompareResult
 from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
@@ -200,6 +201,11 @@ def _testcase(testsuite: ET.Element, name: str, classname: str, time: str) -> ET
     return ET.SubElement(testsuite, "testcase", name=xml_safe(name), classname=classname, time=time)
 
 
+def _stands(change: ProtectedChange, result: CompareResult) -> bool:
+    """Whether a protected change fails the gate: unless allowed; a recorded failure always."""
+    return change.kind == RECORDED_FAILURE_KIND or not result.protected_changes_allowed
+
+
 def _spend_limits(result: CompareResult) -> list[tuple[str, GateFailure | None]]:
     """Each spend limit the policy sets, with the gate's failure for it (None: within it)."""
     policy = result.policy
@@ -225,7 +231,8 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
     for failure in result.gate.failures:
         if failure.rule is not Rule.PROTECTED_CHANGE and failure.id is not None:
             blocking.setdefault(failure.id, failure)
-    protected_failed = 0 if result.protected_changes_allowed else len(result.protected_changes)
+    standing = [c for c in result.protected_changes if _stands(c, result)]
+    protected_failed = len(standing)
     limits = _spend_limits(result)
     tests = len(cmp.rows) + len(result.protected_changes) + len(limits)
     failures = (
@@ -269,16 +276,21 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
     for change in result.protected_changes:
         label = f"protected change: {change.kind}" + (f" ({change.id})" if change.id else "")
         case = _testcase(testsuite, label, f"passk.{name}.protected", "0.000")
-        if result.protected_changes_allowed:
-            _text(case, "system-out", f"allowed protected change: {change.detail}")
-        else:
+        if change in standing:
+            rule = (
+                Rule.RECORDED_FAILURE
+                if change.kind == RECORDED_FAILURE_KIND
+                else Rule.PROTECTED_CHANGE
+            )
             _text(
                 case,
                 "failure",
                 change.detail,
-                message=f"{Rule.PROTECTED_CHANGE.value}: {change.detail}",
-                type=Rule.PROTECTED_CHANGE.value,
+                message=f"{rule.value}: {change.detail}",
+                type=rule.value,
             )
+        else:
+            _text(case, "system-out", f"allowed protected change: {change.detail}")
     for label, over in limits:
         case = _testcase(testsuite, label, f"passk.{name}.spend", "0.000")
         if over is not None:
