@@ -33,6 +33,7 @@ from passk_action.cli import main as cli_main
 from passk_action.core.model import Attempt, Phase, Row, Version
 from passk_action.errors import AgentCouldNotRun, ConfigError
 from passk_action.inputs.config import parse_config
+from passk_action.report.escape import inline
 from test_action_gate import commit, git, parse_outputs
 
 TOKEN = "ghs_setupTestToken0123456789abcdef"
@@ -188,11 +189,15 @@ def test_could_not_run_comments_in_changes_mode_and_completes_the_started_check(
     got = run_action(repo, tmp_path, fake, base, head, {"INPUT_COMMENT": "changes"})
     assert got["code"] == 2, got["log"]
     [body] = fake.comment_bodies(7)
-    assert body.splitlines()[1].startswith("### ❌ passk: agent could not run: ")
+    # The comment's heading, the check's title and the summary's heading read alike.
+    title = f"passk: the candidate agent could not run — {MISSING}"
+    assert body.splitlines()[1] == f"### ❌ {inline(title, 200)}"
+    assert f"## {inline(title, 200)}" in got["summary"]
     assert "because its first attempts all failed" in body and MISSING in body
     [run] = fake.check_runs
     assert [status for _, _, status in fake.check_run_history] == ["in_progress", "completed"]
-    assert run["output"]["summary"].startswith("### ❌ passk: agent could not run: ")
+    assert run["output"]["title"] == title
+    assert run["output"]["summary"].startswith(f"### ❌ {inline(title, 200)}")
     assert fake.violations == []
 
 

@@ -519,7 +519,7 @@ def test_comment_golden_agent_could_not_run() -> None:
         record=RECORD,
         context=PR_CONTEXT,
         where="passk.yml: agent.setup[0]",
-        setup_failed=True,
+        during_setup=True,
     )
     assert_golden("comment_agent_failed.md", text)
 

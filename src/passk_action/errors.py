@@ -66,7 +66,8 @@ class AgentCouldNotRun(AgentError):
     record crashes as if they said something about reliability.  Carries what
     a report needs to show the cause: ``version`` (``candidate`` or
     ``baseline``), ``reason`` (one line) and ``stderr_tail`` (the end of the
-    agent's stderr, possibly several lines, possibly empty).
+    agent's stderr, possibly several lines, possibly empty); ``during_setup``
+    says it was a ``setup`` command, not the attempts, that failed.
     """
 
     def __init__(
@@ -78,8 +79,10 @@ class AgentCouldNotRun(AgentError):
         where: str | None = None,
         hint: str | None = None,
         attempts: int = 0,
+        during_setup: bool = False,
     ):
         self.version = version
+        self.during_setup = during_setup
         self.reason = reason
         self.stderr_tail = stderr_tail
         self.attempts = attempts

@@ -438,7 +438,7 @@ def publish_could_not_run(
         marker=marker,
         context=comment_context(inputs, pr, None),
         where=error.where,
-        setup_failed="setup command" in error.reason,
+        during_setup=error.during_setup,
     )
     workflow.write_summary(render_could_not_run(error))
     # A failure: `changes` comments too (it only stays quiet on a pass).
@@ -458,7 +458,7 @@ def publish_could_not_run(
                 name=inputs.check_name,
                 head_sha=pr.head_sha,
                 passed=False,
-                title=could_not_run_title(error),
+                title=could_not_run_title(error.version, error.reason, error.stderr_tail),
                 summary=without_record(body).replace(marker, "", 1).lstrip("\n"),
                 check_run_id=check_run_id,
             )

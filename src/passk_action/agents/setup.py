@@ -85,6 +85,7 @@ def run_setup(
                 where=where,
                 hint="run the command by hand in the agent's working directory "
                 f"({agent.cwd}) and fix it, or remove it from setup",
+                during_setup=True,
             )
         log(f"  ({clock() - began:.1f}s)")
     return SetupDone(agent.setup, clock() - started)

@@ -44,6 +44,7 @@ from .markdown import (
     _transition,
     _transition_lines,
     capped,
+    could_not_run_title,
     counts_text,
     divergence_text,
     interval_line,
@@ -169,12 +170,6 @@ def check_title(result: CompareResult) -> str:
         shown = [_plain(i) for i in ids]
         texts.append(f"{phrase}: {_id_list(shown, None)}" if ids else phrase)
     return " · ".join(texts)[:200]
-
-
-def agent_failure_title(version: str, reason: str) -> str:
-    """``agent could not run: <reason>`` (naming the baseline when it was the one)."""
-    who = "agent" if version == "candidate" else f"{version} agent"
-    return f"{who} could not run: {' '.join(reason.split())}"[:200]
 
 
 def _heading(verdict: str, context: CommentContext) -> str:
@@ -656,13 +651,13 @@ def render_agent_failure_comment(
     record: str | None = None,
     context: CommentContext | None = None,
     where: str | None = None,
-    setup_failed: bool = False,
+    during_setup: bool = False,
 ) -> str:
     """The comment when an agent could not run at all: nothing was measured, the gate fails.
 
     Shows the reason, where (a config key or file), the end of the agent's
     stderr, the fix and how to reproduce; no numbers, since every attempt
-    would only have recorded the same crash (``setup_failed``: its
+    would only have recorded the same crash (``during_setup``: its
     ``agent.setup`` failed, else its first attempts all failed alike).
     """
     _hidden_comment(marker, "marker")
@@ -671,12 +666,14 @@ def render_agent_failure_comment(
     ctx = context or CommentContext()
     who = "candidate" if version == "candidate" else inline(version, 20)
     lines = [
-        _heading(f"❌ passk: {inline(agent_failure_title(version, reason), 200)}", ctx),
+        _heading(f"❌ {inline(could_not_run_title(version, reason, stderr_tail), 200)}", ctx),
         "",
         f"**The gate did not decide.** passk stopped before measuring the {who}: no further "
         "attempts and no confirmation were run, because its "
-        + ("setup failed." if setup_failed else "first attempts all failed.")
+        + ("setup failed." if during_setup else "first attempts all failed.")
         + " There are no numbers, and the check fails until it runs.",
+        "",
+        f"**Reason:** {inline(reason, REASON_LEN)}",
     ]
     if where:
         lines += ["", f"**Where:** {code(where, 120)}"]

@@ -911,10 +911,16 @@ def render_compare_report(
 # --- an agent that could not run ----------------------------------------------
 
 
-def could_not_run_title(error: AgentCouldNotRun) -> str:
-    """One line for a check-run title: who could not run, and the line that says why."""
-    cause = last_line(error.stderr_tail) or error.reason
-    text = f"passk: the {error.version} agent could not run — {' '.join(cause.split())}"
+def could_not_run_title(version: str, reason: str, stderr_tail: str) -> str:
+    """``passk: the <version> agent could not run — <why>``, at most 200 characters.
+
+    One sentence for every place a person looks first (the check-run title,
+    the comment's heading, the job summary's heading), so they read alike.
+    ``why`` is the last line of the agent's stderr, where a missing module or
+    a refused key shows, else the reason.  Plain text: callers escape it.
+    """
+    cause = last_line(stderr_tail) or reason
+    text = f"passk: the {version} agent could not run — {' '.join(cause.split())}"
     return text if len(text) <= 200 else text[:199] + "…"
 
 
@@ -927,11 +933,12 @@ def render_could_not_run(error: AgentCouldNotRun, *, marker: str | None = None) 
     """
     lines = [marker] if marker is not None else []
     lines += [
-        f"## passk: the {error.version} agent could not run",
+        "## "
+        + inline(could_not_run_title(error.version, error.reason, error.stderr_tail), 200),
         "",
         f"**The gate did not decide.** passk stopped before measuring the {error.version}: "
         "no further attempts and no confirmation were run, because its "
-        + ("setup failed." if "setup command" in error.reason else "first attempts all failed."),
+        + ("setup failed." if error.during_setup else "first attempts all failed."),
         "",
         f"**Reason:** {inline(error.reason, 300)}",
     ]
