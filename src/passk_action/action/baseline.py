@@ -40,6 +40,7 @@ from ..store.artifact import write_run
 from .basecommit import commit_identity
 from .credentials import credentials_hidden
 from .gitrepo import GitRepo, token_auth_env
+from .headcommit import head_checkout
 from .inputs import ActionInputs
 from .runtime import Runtime, agent_env, fraction, setup_agent
 from .workflow import Workflow
@@ -68,16 +69,28 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     agent_config = config.require_agent("`mode: baseline`")
     # From before the agent's setup until it is closed: a token actions/checkout
     # persisted is out of its reach (see credentials.py).
+
+    def warn(message: str) -> None:
+        workflow.warning(message, title="passk")
+
     hidden = credentials_hidden(
         repo,
         agent_user(runtime.env),
         runtime.env,
-        warn=lambda message: workflow.warning(message, title="passk"),
+        warn=warn,
         note=lambda message: workflow.notice(message, title="passk"),
     )
-    with hidden:
+    with (
+        hidden,
+        head_checkout(
+            repo, agent_config, runtime.env, warn, version=Version.BASELINE.value
+        ) as head,
+    ):
+        # With an agent user, from an export of HEAD that user may write (headcommit.py).
+        agent_config = head.agent
+        head.announce(workflow.line, Version.BASELINE.value)
         env = agent_env(runtime.env, inputs.token, agent_config)
-        setup_agent(workflow, agent_config, env, Version.BASELINE)
+        setup_agent(workflow, agent_config, env, Version.BASELINE, where=head.where)
         agent = build_agent(agent_config, env, concurrency=config.concurrency)
         staging = out.with_name(out.name + ".recording.json")
         session = Session(

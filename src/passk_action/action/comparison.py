@@ -1,8 +1,9 @@
 """Phase 3 of gate mode: run the candidate, top up and confirm the baseline, decide.
 
-The candidate runs from the checkout.  The baseline side (top-up and
-confirmation) runs ``baseline.agent`` from the base config or, without one,
-the base config's agent, in an export of the base commit's files made before
+The candidate runs from the checkout or, when agents run as another user,
+from an export of ``HEAD`` that user owns (``headcommit.py``).  The baseline
+side (top-up and confirmation) runs ``baseline.agent`` from the base config
+or, without one, the base config's agent, in an export of the base commit's files made before
 any of the pull request's code runs (``GitRepo.export``: no hooks, no
 filters, read-only, outside the checkout), so the pull request cannot change
 what the baseline runs.  The baseline's setup runs in that export before the
@@ -30,6 +31,7 @@ from .basesetup import BaseCheckout
 from .credentials import credentials_hidden
 from .event import PullRequest
 from .gitrepo import GitRepo
+from .headcommit import HeadCheckout, head_checkout
 from .inputs import ActionInputs
 from .replay import ReplayAgent
 from .rerun import Prior, as_reused, keep_recorded_failure
@@ -87,6 +89,7 @@ def run_comparison(
         token = inputs.token
 
         base_export: BaseCheckout | None = None
+        head_export: HeadCheckout | None = None
 
         def base_setup(spec: AgentConfig) -> None:
             env = agent_env(runtime.env, token, spec)
@@ -101,26 +104,20 @@ def run_comparison(
             if base_export is not None:
                 base_export.prepare(base_setup, runtime.env)
             if version is Version.CANDIDATE:
-                setup_agent(workflow, spec, env, version)
+                if head_export is not None:
+                    head_export.announce(workflow.line, version.value)
+                where = head_export.where if head_export is not None else None
+                setup_agent(workflow, spec, env, version, where=where)
             agent = build_agent(spec, env, concurrency=config.concurrency)
             close = getattr(agent, "close", None)
             if callable(close):
-                # Registered after the base export, so persistent agents stop before it goes.
+                # Registered after the exports, so persistent agents stop before they go.
                 stack.callback(close)
             return agent
 
         # No `agent:` (a config that only gates recorded runs, e.g. imported
         # ones): no agent to build, so confirmation is skipped and says so.
         head_agent = config.agent
-        candidate_agent = (
-            ReplayAgent(
-                head_agent.describe(),
-                replay_candidate or (),
-                lambda: built(head_agent, Version.CANDIDATE),
-            )
-            if head_agent is not None
-            else None
-        )
         base_agent_config = baseline_agent_config(base.config)
         if head_agent is not None or base_agent_config is not None:
             # Before any agent (setup or attempt) runs, and undone after the last one
@@ -145,6 +142,17 @@ def run_comparison(
                 base_agent_config.describe(),
                 replay_baseline or (),
                 lambda: built(base_spec, Version.BASELINE),
+            )
+        candidate_agent: ReplayAgent | None = None
+        if head_agent is not None:
+            # Exported (and handed to the agent user) even when every verdict is
+            # replayed, as the base is; built, set up and announced only if asked.
+            head_export = stack.enter_context(head_checkout(repo, head_agent, runtime.env, warn))
+            head_spec = head_export.agent
+            candidate_agent = ReplayAgent(
+                head_agent.describe(),
+                replay_candidate or (),
+                lambda: built(head_spec, Version.CANDIDATE),
             )
         agents: dict[Version, Agent] = {
             version: agent

@@ -2,7 +2,8 @@
 
 Files of the pull request's base commit are read from git objects (never
 checked out over the candidate); the base agent runs in an export of the
-base commit's files to a temporary directory, always removed afterwards.
+base commit's files to a temporary directory, always removed afterwards (so
+does the candidate, when agents run as another user: ``headcommit.py``).
 No git call runs a hook (``core.hooksPath=/dev/null``).  Every git call gets
 ``-c safe.directory=*``: in a container action the workspace belongs to
 another user, and git would otherwise refuse to read it.
@@ -307,15 +308,16 @@ class GitRepo:
         return proc.stdout.decode().strip() or None
 
     @contextlib.contextmanager
-    def export(self, sha: str) -> Iterator[Path]:
+    def export(self, sha: str, *, side: str = "base") -> Iterator[Path]:
         """The files of commit ``sha``, written read-only to a temporary directory; removed after.
 
         Read straight from git objects (``ls-tree`` and ``cat-file``): no
         checkout, so no hook, filter, ``.gitattributes`` conversion or LFS
         smudge runs, and nothing in the directory is shared with the checkout.
         Submodules are left out (their commits are not in this repository).
+        ``side`` names the directory (``passk-base-…``, ``passk-head-…``).
         """
-        parent = Path(tempfile.mkdtemp(prefix="passk-base-"))
+        parent = Path(tempfile.mkdtemp(prefix=f"passk-{side}-"))
         # mkdtemp makes it private to passk; agents may run as another user
         # (PASSK_AGENT_USER) and must read the base version's files.
         parent.chmod(0o755)
@@ -332,7 +334,7 @@ class GitRepo:
     def _write_tree(self, sha: str, root: Path) -> None:
         listing = self.run(
             ("ls-tree", "-r", "-z", "--full-tree", sha),
-            what=f"list the files of the base commit {sha[:12]}",
+            what=f"list the files of commit {sha[:12]}",
         )
         entries: list[tuple[str, str, str]] = []
         for item in listing.split(b"\0"):
@@ -345,7 +347,9 @@ class GitRepo:
         if not entries:
             return
         batch = "".join(f"{oid}\n" for _, oid, _ in entries).encode("ascii")
-        out = self.run(("cat-file", "--batch"), what="read the base commit's files", stdin=batch)
+        out = self.run(
+            ("cat-file", "--batch"), what=f"read the files of commit {sha[:12]}", stdin=batch
+        )
         offset = 0
         for mode, _oid, rel in entries:
             header_end = out.index(b"\n", offset)
@@ -476,6 +480,15 @@ def _make_read_only(root: Path) -> None:
 
 
 def _make_writable(root: Path) -> None:
+    """Folders writable again, so that ``rmtree`` can empty them; root needs none of it.
+
+    As root nothing is changed: the tree may belong to the agent user (the
+    candidate's export), whose leftover processes could swap a folder for a
+    symlink between the check and the ``chmod``; ``rmtree`` alone never
+    follows one.
+    """
+    if os.geteuid() == 0:
+        return
     for path in (root, *root.rglob("*")):
         if path.is_dir() and not path.is_symlink():
             with contextlib.suppress(OSError):
