@@ -38,7 +38,9 @@ def pushed(template: Path, tmp_path: Path) -> tuple[Path, Path]:  # noqa: F811
     return repo, remote
 
 
-def run_baseline(repo: Path, tmp: Path, update: str) -> tuple[int, str, dict[str, str], str]:
+def run_baseline(
+    repo: Path, tmp: Path, update: str, extra_env: dict[str, str] | None = None
+) -> tuple[int, str, dict[str, str], str]:
     event = tmp / "push.json"
     payload = json.loads((EVENTS / "push.with-new-branch.json").read_text(encoding="utf-8"))
     payload["after"] = git(repo, "rev-parse", "HEAD")
@@ -57,6 +59,7 @@ def run_baseline(repo: Path, tmp: Path, update: str) -> tuple[int, str, dict[str
         "INPUT_GITHUB-TOKEN": TOKEN,
         "INPUT_MODE": "baseline",
         "INPUT_BASELINE-UPDATE": update,
+        **(extra_env or {}),
     }
     out = io.StringIO()
     code = action_main(env, stdout=out, stderr=io.StringIO(), cwd=repo)

@@ -133,8 +133,8 @@ def project(shared: Path, agent_env: dict[str, str]) -> tuple[Path, str, str]:
     git(repo, "checkout", "-q", "-b", "feature")
     write_agent(repo, extra=NEEDS_STAMP, answers={"r0": "approve"})
     head = commit(repo, "candidate: approve r0")
-    # The candidate's setup writes its own build/ in the checkout, as the agent user.
-    repo.chmod(0o777)
+    # The checkout stays the runner's (here root's): with an agent user the candidate
+    # runs from an export of HEAD that user owns (test_candidate_export.py).
     return repo, base, head
 
 
@@ -157,8 +157,12 @@ def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     assert got["outputs"]["lost"] == "1"
     # The baseline's setup ran first, in the export; then the candidate's.
     cwds = setup_cwds(shared)
-    assert len(cwds) == 2 and cwds[1] == str(repo), cwds
-    assert "/passk-base-" in cwds[0]
+    assert len(cwds) == 2 and "/passk-base-" in cwds[0], cwds
+    # The candidate's setup wrote its own folder: the checkout as one user, else its export.
+    if agent_user_env:
+        assert "/passk-head-" in cwds[1], cwds
+    else:
+        assert cwds[1] == str(repo), cwds
     homes = setup_homes(shared)
     if agent_user_env:
         # The agent user's HOME is the candidate's too: the baseline's is its own.
@@ -170,6 +174,7 @@ def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     assert "could not run" not in got["log"]
     assert f"in {cwds[0]} (the base commit's files; set up before any of the pull" in got["log"]
     assert not Path(cwds[0]).exists()  # the export is gone after the run
+    assert Path(cwds[1]).exists() == (not agent_user_env)  # so is the candidate's
     assert fake.violations == []
 
 
@@ -227,6 +232,9 @@ def test_compare_base_runs_refs_setup_in_its_checkout(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo, _base, _head = project(shared, agent_user_env)
+    # The CLI runs the candidate in the working tree (uncommitted changes are the
+    # point), so as the agent user its setup needs that tree writable.
+    repo.chmod(0o777)
     capsys.readouterr()  # what recording the baseline said
     for key, value in agent_user_env.items():
         monkeypatch.setenv(key, value)

@@ -48,7 +48,8 @@ KEY = "http.https://github.com/.extraheader"
 
 # The pull request's agent, once: read the checkout's git config and every file it
 # includes, and report what it got (the text, or the errno) and whether the token
-# was in it.
+# was in it.  By the workspace's absolute path: with an agent user the candidate
+# runs from an export of HEAD, which has no .git, but the checkout stays readable.
 STEAL = r"""
 import errno, re
 def steal():
@@ -64,7 +65,7 @@ def steal():
             return ""
         got[path] = "token" if re.search(r"basic [A-Za-z0-9+/=]{20,}", text) else "read"
         return text
-    config = read(os.path.join(".git", "config"))
+    config = read(os.path.join(os.environ["GITHUB_WORKSPACE"], ".git", "config"))
     for included in re.findall(r"path = (.+)", config):
         read(included.strip())
     with open(marker, "w") as handle:
@@ -135,11 +136,11 @@ def test_the_candidate_cannot_read_the_persisted_token_as_the_agent_user(
     read: dict[str, Any] = json.loads(attack_log.read_text())
     if layout == "v4":
         # The token is in .git/config: the whole git directory is closed to the agent.
-        assert read == {os.path.join(".git", "config"): "EACCES"}
+        assert read == {str(repo / ".git" / "config"): "EACCES"}
         locked = f"{repo}/.git/config"
     else:
         # .git/config only names the file; the file is closed to the agent.
-        assert read == {os.path.join(".git", "config"): "read", str(held): "EACCES"}
+        assert read == {str(repo / ".git" / "config"): "read", str(held): "EACCES"}
         locked = str(held)
     assert "token" not in read.values()
     # The gate is the same as without the trick: r0 is lost, confirmed, and fails.
@@ -167,7 +168,7 @@ def test_as_one_user_passk_says_in_one_line_that_the_token_is_readable(
 
     # No boundary between passk's user and the agent: the agent reads it, and the
     # log says so, naming the file and the fix (README, threat model).
-    assert json.loads(attack_log.read_text()) == {os.path.join(".git", "config"): "token"}
+    assert json.loads(attack_log.read_text()) == {str(repo / ".git" / "config"): "token"}
     assert credential_lines(got["log"]) == [
         "::warning title=passk::the checkout's git config holds a token that agents can "
         f"read: {KEY} in {repo}/.git/config (they run as passk's own user, so passk cannot "
@@ -196,7 +197,7 @@ def test_without_persisted_credentials_nothing_is_said_or_changed(
     attack_log = shared / "attack.json"
     got = run_action(repo, shared, fake, base, head, {**either_user, "ATTACK_LOG": str(attack_log)})
 
-    assert json.loads(attack_log.read_text()) == {os.path.join(".git", "config"): "read"}
+    assert json.loads(attack_log.read_text()) == {str(repo / ".git" / "config"): "read"}
     assert credential_lines(got["log"]) == []
     assert modes(repo / ".git", repo / ".git" / "config") == before
     assert got["code"] == 1, got["log"]
