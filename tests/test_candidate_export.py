@@ -24,7 +24,9 @@ import pytest
 
 from fakegithub import FakeGitHub
 from passk_action.action.gitrepo import GitRepo
+from passk_action.action.headcommit import HeadCheckout, head_checkout
 from passk_action.errors import GitError
+from passk_action.inputs.config import AgentConfig
 from test_action_baseline import run_baseline
 from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, run_action, write_agent
@@ -211,3 +213,23 @@ def test_baseline_mode_runs_the_checked_out_agent_from_an_export_of_head(
     assert not (repo / "build").exists() and not Path(cwds[0]).exists()
     assert outputs["result"] == ".passk/baseline.json"
     assert git(remote, "rev-parse", f"passk/baseline-{main[:7]}^") == main
+
+
+def test_an_agent_outside_the_repository_is_not_moved_nor_said_to_be(tmp_path: Path) -> None:
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    (repo_dir / "agent.py").write_text("print('{}')\n")
+    commit(repo_dir, "agent")
+    repo = GitRepo.discover(repo_dir)
+    elsewhere = AgentConfig(command=("python3", "agent.py"), http=None, cwd=tmp_path / "elsewhere")
+    inside = AgentConfig(command=("python3", "agent.py"), http=None, cwd=repo_dir)
+    warned: list[str] = []
+    with head_checkout(repo, elsewhere, AGENT_USER, warned.append) as head:
+        assert head == HeadCheckout(elsewhere)  # no export, no claim where it runs
+    with head_checkout(repo, inside, AGENT_USER, warned.append) as head:
+        moved = head.agent.cwd
+        assert moved != repo_dir and (moved / "agent.py").read_text() == "print('{}')\n"
+        assert moved.stat().st_uid == pwd.getpwnam("nobody").pw_uid
+        assert head.where is not None and head.where.endswith("owned by nobody")
+    assert not moved.exists() and warned == []

@@ -68,7 +68,7 @@ def head_checkout(
     Without an agent user (``PASSK_AGENT_USER`` in ``env``), ``agent`` as it is.
     """
     user = agent_user(env)
-    if user is None:
+    if user is None or not _in_repository(repo, agent):
         yield HeadCheckout(agent)
         return
     with contextlib.ExitStack() as stack:
@@ -88,3 +88,12 @@ def head_checkout(
             rebase_agent(agent, repo, tree),
             f"the files of HEAD {short_sha(sha)}, owned by {user.name}",
         )
+
+
+def _in_repository(repo: GitRepo, agent: AgentConfig) -> bool:
+    """Whether the agent's cwd is part of the commit (one outside the checkout is not moved)."""
+    try:
+        repo.relative(agent.cwd)
+    except GitError:
+        return False
+    return True
