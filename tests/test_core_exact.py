@@ -58,6 +58,7 @@ from passk_action.core.stats import (
     summarize_decisions,
     summarize_run,
 )
+from passk_action.core.student_t import regularized_beta, student_t_cdf
 from passk_action.core.uncertainty import (
     BETTER,
     INTERVAL_DIFFERENCE,
@@ -82,9 +83,7 @@ from passk_action.core.uncertainty import (
     paired_power,
     pass_curve,
     power_analysis,
-    regularized_beta,
     share_interval,
-    student_t_cdf,
     verdict_of,
 )
 from passk_action.errors import UsageError

@@ -13,6 +13,7 @@ from passk_action.core.gate import GatePolicy
 from passk_action.core.model import Phase, RowClass, Scoring, Version
 from passk_action.core.result import CompareResult, evaluate
 from passk_action.core.stats import RowSummary
+from passk_action.core.student_t import regularized_beta, student_t_cdf, t_975
 from passk_action.core.uncertainty import (
     BETTER,
     TOO_FEW_ROWS,
@@ -34,10 +35,7 @@ from passk_action.core.uncertainty import (
     pass_curve,
     pass_k_error_bar,
     power_analysis,
-    regularized_beta,
     share_interval,
-    student_t_cdf,
-    t_975,
 )
 
 EXACT = Scoring()

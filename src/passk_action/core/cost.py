@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .model import Attempt, Phase, Run, Usage
+from .student_t import t_975
 
 MTOK = 1_000_000
 
@@ -117,30 +118,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     if low + 1 >= len(ordered):
         return float(ordered[-1])
     return ordered[low] + (h - low) * (ordered[low + 1] - ordered[low])
-
-
-_T_975_SMALL = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912)
-"""t_{0.975, df} for df = 1..6 to six decimals (standard tables, e.g. NIST/SEMATECH 1.3.6.7.2)."""
-
-
-def t_975(df: int) -> float:
-    """The Student t quantile t_{0.975, df} for a two-sided 95% interval.
-
-    df = 1..6 from the table (where the expansion below is off by up to
-    4e-3); df >= 7 by the Cornish-Fisher expansion in 1/df around
-    z = 1.959964 (Abramowitz and Stegun 26.7.5), within 1e-4 of the tables
-    and exact in the limit.  Edge case: df < 1 raises ValueError.
-    """
-    if df < 1:
-        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    if df <= len(_T_975_SMALL):
-        return _T_975_SMALL[df - 1]
-    z = 1.959963984540054
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
-    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
 
 
 @dataclass(frozen=True, slots=True)
