@@ -16,6 +16,7 @@ from helpers import attempts, record, run_of
 from passk_action.core.cost import (
     Price,
     Pricing,
+    SpendComparison,
     compare_spend,
     paired_change,
     percentile,
@@ -24,9 +25,10 @@ from passk_action.core.cost import (
     summarize_spend,
 )
 from passk_action.core.gate import GatePolicy, Rule, decide
-from passk_action.core.model import Attempt, Phase, Usage, Version
+from passk_action.core.model import Attempt, Phase, Run, Usage, Version
 from passk_action.core.result import evaluate
 from passk_action.core.student_t import student_t_cdf, t_975
+from passk_action.report.spend import cost_line, money, seconds, spend_lines
 
 # --------------------------------------------------------------- percentiles
 
@@ -606,3 +608,74 @@ def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so()
     assert gate.warnings == (
         "gate.max_latency_p95_increase was not checked: the baseline has no latency above 0 s",
     )
+
+
+# ------------------------------------------------------ rendering the change
+
+
+def _spend_pair(
+    base_costs: list[float], cand_costs: list[float], base_s: list[float], cand_s: list[float]
+) -> SpendComparison:
+    rows = [record("a"), record("b"), record("c")]
+
+    def run(costs: list[float], durations: list[float], version: Version) -> Run:
+        made = [
+            attempt
+            for r, cost, duration in zip(rows, costs, durations, strict=True)
+            for attempt in spent(r.id, RIGHT, cost, duration)
+        ]
+        return run_of(rows, made, version=version)
+
+    return compare_spend(
+        run(base_costs, base_s, Version.BASELINE), run(cand_costs, cand_s, Version.CANDIDATE)
+    )
+
+
+def test_a_change_the_same_on_every_row_has_no_interval_of_equal_ends() -> None:
+    """Zero spread: the change itself, said to hold on every row, not "+$x to +$x"."""
+    spend = _spend_pair([0.001] * 3, [0.0015] * 3, [1.0, 2.0, 1.0], [1.5, 2.5, 1.5])
+    assert spend.cost.low == spend.cost.high and spend.latency.low == spend.latency.high
+    assert cost_line(spend) == (
+        "**Cost & latency:** $0.00100 → $0.00150 per decision (+50%), +$0.000500 per attempt "
+        "on every row · p95 2.00 s → 2.50 s (+25%) · 110 → 110 tokens/decision · "
+        "errors 0.0% → 0.0%"
+    )
+    assert spend_lines(spend)[-3] == (
+        "Change paired by row (3 rows, candidate − baseline, Student t): mean cost per "
+        "attempt +$0.000500 (the same on every row); mean latency per attempt +500 ms "
+        "(the same on every row)."
+    )
+
+
+def test_interval_ends_that_read_alike_get_more_digits() -> None:
+    """+-2.5e-7 around $0.0005 reads "$0.000500" at both ends: one more decimal tells them apart."""
+    spend = _spend_pair(
+        [0.001] * 3, [0.0015, 0.0015001, 0.0014999], [1.0, 2.0, 1.0], [1.5, 2.0, 2.0]
+    )
+    assert cost_line(spend) == (
+        "**Cost & latency:** $0.00100 → $0.00150 per decision (+50%), 95% CI +$0.0004998 to "
+        "+$0.0005002 per attempt · p95 2.00 s → 2.00 s (+0%) · 110 → 110 tokens/decision · "
+        "errors 0.0% → 0.0%"
+    )
+    assert spend_lines(spend)[-3] == (
+        "Change paired by row (3 rows, candidate − baseline, Student t): mean cost per "
+        "attempt +$0.000500 (95% CI +$0.0004998 to +$0.0005002); mean latency per attempt "
+        "+500 ms (95% CI -742 ms to +1.74 s)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "extra", "text"),
+    [(0.000500248, 0, "$0.000500"), (0.000500248, 1, "$0.0005002"), (12.3456, 2, "$12.3456"),
+     (-0.0123, 1, "-$0.01230")],
+)  # fmt: skip
+def test_money_with_more_digits(value: float, extra: int, text: str) -> None:
+    assert money(value, extra) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "extra", "text"),
+    [(0.7421, 0, "742 ms"), (0.7421, 1, "742.1 ms"), (1.7421, 0, "1.74 s"), (1.7421, 1, "1.742 s")],
+)
+def test_seconds_with_more_digits(value: float, extra: int, text: str) -> None:
+    assert seconds(value, extra) == text

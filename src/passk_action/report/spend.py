@@ -18,8 +18,11 @@ PERCENTILE_NOTE = (
 NONE = "—"
 
 
-def money(value: float | None) -> str:
-    """US dollars to three significant digits at least cents: $0.000164, $0.0123, $1,234.50."""
+def money(value: float | None, extra: int = 0) -> str:
+    """US dollars to three significant digits at least cents: $0.000164, $0.0123, $1,234.50.
+
+    ``extra`` more decimals when two figures would otherwise read alike.
+    """
     if value is None:
         return NONE
     if value == 0:
@@ -27,16 +30,16 @@ def money(value: float | None) -> str:
     magnitude = abs(value)
     decimals = 2 if magnitude >= 1 else max(2, 2 - math.floor(math.log10(magnitude)))
     sign = "-" if value < 0 else ""
-    return f"{sign}${magnitude:,.{decimals}f}"
+    return f"{sign}${magnitude:,.{decimals + extra}f}"
 
 
-def seconds(value: float | None) -> str:
-    """A duration: milliseconds below a second, else seconds to two decimals."""
+def seconds(value: float | None, extra: int = 0) -> str:
+    """A duration: milliseconds below a second, else seconds to two decimals (plus ``extra``)."""
     if value is None:
         return NONE
     if abs(value) < 1:
-        return f"{value * 1000:.0f} ms"
-    return f"{value:.2f} s"
+        return f"{value * 1000:.{extra}f} ms"
+    return f"{value:.{2 + extra}f} s"
 
 
 def tokens(value: float | None) -> str:
@@ -55,12 +58,34 @@ def _signed(text: str) -> str:
     return text if text.startswith(("-", NONE)) else "+" + text
 
 
-def _interval(change: PairedChange, unit: str) -> str:
-    """The paired 95% interval, e.g. ``+$0.00002 to +$0.00004``."""
-    fmt = money if unit == "$" else seconds
+_MORE_DIGITS = 8
+"""At most this many decimals more for the ends of an interval, so they differ."""
+
+
+def _interval(change: PairedChange, unit: str) -> str | None:
+    """The paired 95% interval, e.g. ``+$0.00002 to +$0.00004``.
+
+    None when every row's difference is the same (zero spread: there is no
+    interval, the change is exact on these rows).  Ends that differ but read
+    alike at the usual digits get more digits until they read apart (e.g.
+    ``+$0.0000686 to +$0.0000692``), never two equal ends.
+    """
     if change.low is None or change.high is None:
         return "n/a (fewer than 2 rows)"
-    return f"{_signed(fmt(change.low))} to {_signed(fmt(change.high))}"
+    if change.low == change.high:
+        return None
+    fmt = money if unit == "$" else seconds
+    for extra in range(_MORE_DIGITS + 1):
+        low, high = _signed(fmt(change.low, extra)), _signed(fmt(change.high, extra))
+        if low != high:
+            break
+    return f"{low} to {high}"
+
+
+def _spread(change: PairedChange, unit: str) -> str:
+    """``95% CI a to b``, or ``the same on every row`` when the rows do not vary."""
+    interval = _interval(change, unit)
+    return "the same on every row" if interval is None else f"95% CI {interval}"
 
 
 def _has_latency(spend: Spend) -> bool:
@@ -77,7 +102,8 @@ def cost_line(spend: SpendComparison) -> str | None:
     """One compact line for the PR comment, under the three numbers.
 
     Cost per decision (with the paired 95% interval of the change in mean
-    cost per attempt) when either version reports a cost, p95 latency when
+    cost per attempt, or that change alone when it is the same on every
+    row) when either version reports a cost, p95 latency when
     there are timings, tokens per decision when reported, and the error
     rate; each as baseline -> candidate.  None when neither run has timings
     or usage.
@@ -89,8 +115,13 @@ def cost_line(spend: SpendComparison) -> str | None:
     if base.cost_per_decision is not None or cand.cost_per_decision is not None:
         text = f"{money(base.cost_per_decision)} → {money(cand.cost_per_decision)} per decision"
         text += _relative(spend.cost_increase)
-        if spend.cost.low is not None:
-            text += f", 95% CI {_interval(spend.cost, '$')} per attempt"
+        if spend.cost.low is not None and spend.cost.estimate is not None:
+            interval = _interval(spend.cost, "$")
+            text += (
+                f", {_signed(money(spend.cost.estimate))} per attempt on every row"
+                if interval is None
+                else f", 95% CI {interval} per attempt"
+            )
         parts.append(text)
     if _has_latency(base) or _has_latency(cand):
         text = f"p95 {seconds(base.latency_p95)} → {seconds(cand.latency_p95)}"
@@ -165,12 +196,12 @@ def spend_lines(spend: SpendComparison) -> list[str]:
     if spend.cost.rows:
         paired.append(
             f"mean cost per attempt {_signed(money(spend.cost.estimate))} "
-            f"(95% CI {_interval(spend.cost, '$')})"
+            f"({_spread(spend.cost, '$')})"
         )
     if _has_latency(spend.baseline) or _has_latency(spend.candidate):
         paired.append(
             f"mean latency per attempt {_signed(seconds(spend.latency.estimate))} "
-            f"(95% CI {_interval(spend.latency, 's')})"
+            f"({_spread(spend.latency, 's')})"
         )
     if paired:
         rows = max(spend.cost.rows, spend.latency.rows)
