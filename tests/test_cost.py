@@ -27,7 +27,7 @@ from passk_action.core.cost import (
 from passk_action.core.gate import GatePolicy, Rule, decide
 from passk_action.core.model import Attempt, Phase, Run, Usage, Version
 from passk_action.core.result import evaluate
-from passk_action.core.student_t import student_t_cdf, t_975
+from passk_action.core.student_t import student_t_cdf, student_t_quantile, t_975
 from passk_action.report.spend import cost_line, money, seconds, spend_lines
 
 # --------------------------------------------------------------- percentiles
@@ -125,6 +125,25 @@ T_SMALL = {1: 12.706204736174694, 2: 4.302652729749462, 3: 3.1824463052837078,
 @pytest.mark.parametrize(("df", "exact"), sorted(T_SMALL.items()))
 def test_t_quantile_is_exact_for_few_degrees_of_freedom(df: int, exact: float) -> None:
     assert t_975(df) == pytest.approx(exact, rel=1e-12)
+
+
+# Other p and df, fractional df too (scipy.stats.t.ppf, scipy 1.17): the bisection's
+# doubling bracket reaches 70.7 and 164.6, and p = 0.5 is the centre.
+T_OTHER = [(0.5, 3.0, 0.0), (0.9, 1.0, 3.0776835371752544), (0.95, 10.0, 1.8124611228116756),
+           (0.995, 5.0, 4.032142983555228), (0.9999, 2.0, 70.70007107496818),
+           (0.975, 0.5, 164.55767348048818)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("p", "df", "exact"), T_OTHER)
+def test_t_quantile_at_other_probabilities(p: float, df: float, exact: float) -> None:
+    assert student_t_quantile(p, df) == pytest.approx(exact, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("p", [0.4999, 1.0, 1.5, -0.975])
+def test_t_quantile_refuses_a_p_outside_its_half(p: float) -> None:
+    with pytest.raises(ValueError) as raised:
+        student_t_quantile(p, 3.0)
+    assert str(raised.value) == "p must be in [0.5, 1)"
 
 
 def test_t_quantile_domain() -> None:

@@ -83,6 +83,11 @@ def student_t_quantile(p: float, df: float) -> float:
     to z = 1.95996.  Edge cases: p outside [0.5, 1) raises ValueError (the
     lower half is -quantile(1 - p) by symmetry), as does df <= 0.
     """
+    return _bisect_quantile(p, df)
+
+
+def _bisect_quantile(p: float, df: float) -> float:
+    """:func:`student_t_quantile` uncached (undecorated, so mutation testing reaches it)."""
     if not 0.5 <= p < 1.0:
         raise ValueError("p must be in [0.5, 1)")
     low, high = 0.0, 1.0
