@@ -11,6 +11,7 @@ must post the same comment: one golden file, tests/golden/action/.
 from __future__ import annotations
 
 import base64
+import contextlib
 import difflib
 import gzip
 import importlib.util
@@ -19,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,21 @@ def load_fake_openai() -> Any:
     sys.modules[name] = module  # dataclasses look their module up while being built
     spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def fake_llm_server() -> Iterator[Any]:
+    """The example's seeded fake provider on loopback, rate limiting like a real key."""
+    fake_openai = load_fake_openai()
+    server, thread = fake_openai.serve_in_thread(
+        fake_openai.Settings(seed=0, api_key=KEY, rate_limit=0.05, retry_after_s=0.2)
+    )
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
 
 
 def example_files() -> list[str]:

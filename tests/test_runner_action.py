@@ -24,7 +24,15 @@ import pytest
 import yaml
 
 from fakegithub import SPECS_DIR, FakeGitHub
-from llm_project import BLOCKING, BRANCH, KEY, SETUP, check_comment, load_fake_openai, make_project
+from llm_project import (
+    BLOCKING,
+    BRANCH,
+    KEY,
+    SETUP,
+    check_comment,
+    fake_llm_server,
+    make_project,
+)
 from package_index import PackageIndex
 from test_action_gate import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
@@ -215,14 +223,8 @@ def test_the_runner_variant_runs_the_agent_with_what_the_job_installed(
 @pytest.fixture
 def fake_llm() -> Iterator[Any]:
     """The seeded fake provider on loopback, rate limiting like a real key."""
-    fake_openai = load_fake_openai()
-    server, thread = fake_openai.serve_in_thread(
-        fake_openai.Settings(seed=0, api_key=KEY, rate_limit=0.05, retry_after_s=0.2)
-    )
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with fake_llm_server() as server:
+        yield server
 
 
 @pytest.fixture

@@ -465,7 +465,7 @@ from llm_project import (  # noqa: E402
     SETUP,
     Project,
     check_comment,
-    load_fake_openai,
+    fake_llm_server,
     make_project,
 )
 from package_index import PackageIndex, closure, wheel_from_installed  # noqa: E402
@@ -513,14 +513,8 @@ def sdk_index(image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 @pytest.fixture
 def fake_llm() -> Iterator[Any]:
     """The example's seeded fake provider on loopback, rate limiting like a real key."""
-    fake_openai = load_fake_openai()
-    server, thread = fake_openai.serve_in_thread(
-        fake_openai.Settings(seed=0, api_key=KEY, rate_limit=0.05, retry_after_s=0.2)
-    )
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with fake_llm_server() as server:
+        yield server
 
 
 def test_sdk_example_installs_its_sdk_in_setup_and_the_gate_decides(
