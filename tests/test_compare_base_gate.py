@@ -338,3 +338,29 @@ def test_the_working_tree_is_what_a_commit_of_those_paths_would_hold(tmp_path: P
     assert blob("folder/inner") == b"folder/inner"  # untouched paths keep HEAD's
     assert git(root, "status", "--porcelain") != ""  # the real index is left alone
     assert "edited" not in git(root, "diff", "--cached", "--name-only")
+
+
+def test_a_base_that_moved_on_since_the_branch_left_it_is_named(
+    checkout: Checkout,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The pull request's check runs on the merge commit, which holds what the
+    # base gained since the branch left it; the laptop's HEAD does not.
+    monkeypatch.chdir(checkout.repo)
+    checkout.head(RIGHT)
+    args = ["compare", "--config", "passk.yml", "--json", ".passk/result.json", "--base"]
+    code, _, _, err = laptop(checkout, capsys, [*args, checkout.base_sha])
+    assert code == 0 and "commit(s) this branch does not" not in err
+    branch = git(checkout.repo, "rev-parse", "--abbrev-ref", "HEAD")
+    git(checkout.repo, "checkout", "-q", "-b", "moved-on", checkout.base_sha)
+    for n in range(2):
+        git(checkout.repo, "commit", "-q", "--allow-empty", "-m", f"base change {n}")
+    git(checkout.repo, "checkout", "-q", branch)
+    code, _, _, err = laptop(checkout, capsys, [*args, "moved-on"])
+    assert code == 0
+    assert (
+        "passk: warning: moved-on has 2 commit(s) this branch does not; the pull request's "
+        "check runs on the merge of both, so its verdict can differ: merge or rebase onto "
+        "moved-on to reproduce it exactly"
+    ) in err.splitlines()

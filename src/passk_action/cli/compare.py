@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..agents.runner import Agent
 from ..core.model import Run, Version
 from ..engine import CompareInputs, build_agent, close_agent, compare
-from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, UsageError
+from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
 from ..report.markdown import render_compare_report
 from ..store.artifact import read_run
 from ..store.results import write_result
@@ -33,6 +33,7 @@ from .common import (
 if TYPE_CHECKING:
     from ..action.basecommit import StalePlan
     from ..action.basesetup import BaseCheckout
+    from ..action.gitrepo import GitRepo
     from ..action.trusted import Trusted
 
 
@@ -215,6 +216,25 @@ class BaseSide:
     plan: StalePlan
 
 
+def _say_if_base_moved_on(repo: GitRepo, ref: str, sha: str) -> None:
+    """Warn when REF has commits HEAD lacks: the pull request runs on the merge of both.
+
+    ``actions/checkout`` checks out the pull request's merge commit, so the
+    candidate there also holds what REF gained since the branch left it; here
+    it does not, and the two verdicts can differ.
+    """
+    try:
+        behind = repo.commits_between("HEAD", sha)
+    except GitError:
+        return  # no HEAD yet: nothing to compare with
+    if behind:
+        warn(
+            f"{ref} has {behind} commit(s) this branch does not; the pull request's check "
+            f"runs on the merge of both, so its verdict can differ: merge or rebase onto "
+            f"{ref} to reproduce it exactly"
+        )
+
+
 @contextlib.contextmanager
 def base_side(args: argparse.Namespace) -> Iterator[BaseSide]:
     """What the action's gate mode reads from the base commit, read from REF.
@@ -230,6 +250,7 @@ def base_side(args: argparse.Namespace) -> Iterator[BaseSide]:
     config_path = Path(args.config)
     repo = GitRepo.discover(config_path.absolute().parent)
     sha = repo.resolve(args.base)
+    _say_if_base_moved_on(repo, args.base, sha)
     trusted = trust_base(
         repo, config_path, BaseCommit(sha, args.base), args.labels, warn, head_tree=working_tree
     )
