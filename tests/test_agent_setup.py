@@ -13,6 +13,7 @@ import json
 import os
 import pwd
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -375,6 +376,28 @@ def test_run_setup_names_the_failing_command_with_its_stderr_tail(tmp_path: Path
     assert error.where == f"{tmp_path / 'passk.yml'}: agent.setup[1]"
     assert lines[:2] == ["$ true", lines[1]] and lines[1].startswith("  (")
     assert "  out" in lines and "  bad" in lines
+
+
+def test_what_a_setup_command_leaves_running_dies_with_it(tmp_path: Path) -> None:
+    # One child keeps the setup's stdout open, one leaves its session: neither
+    # may hold the setup up or live on beside the attempts.
+    pids = tmp_path / "pids"
+    loaded = parse_config(
+        "dataset: d\nagent: {command: [a], setup: ["
+        f"'sleep 300 & echo $! >> {pids}; setsid sleep 301 > /dev/null 2>&1 & "
+        f"echo $! >> {pids}; echo started']}}\n",
+        tmp_path / "passk.yml",
+    )
+    lines: list[str] = []
+    started = time.monotonic()
+    run_setup(loaded.config.agent, {"PATH": "/usr/bin:/bin"}, Version.CANDIDATE, lines.append)
+    assert time.monotonic() - started < 60
+    assert "  started" in lines
+    left = [int(pid) for pid in pids.read_text(encoding="utf-8").split()]
+    assert len(left) == 2
+    for pid in left:
+        status = Path(f"/proc/{pid}/status")
+        assert not status.exists() or "State:\tZ" in status.read_text(encoding="utf-8"), pid
 
 
 def request(row_id: str, number: int = 1) -> AttemptRequest:

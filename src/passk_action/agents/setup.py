@@ -5,7 +5,8 @@ Real agents need their dependencies (``pip install -r requirements.txt``,
 not the job's runner.  Each command runs through ``/bin/sh -c`` in the
 agent's working directory with the environment the agent itself gets (the
 job's environment minus GitHub's tokens, plus ``agent.env``), its output
-passed line by line to ``log``.  A failing command raises
+passed line by line to ``log``; whatever it leaves running is killed when it
+ends, as for an attempt (reaper.py).  A failing command raises
 :class:`AgentCouldNotRun` naming it with the end of its stderr: the run stops
 before any attempt, so a missing dependency never becomes a wall of error
 attempts.
@@ -25,6 +26,7 @@ from ..core.model import Version
 from ..errors import AgentCouldNotRun
 from ..inputs.config import AgentConfig
 from .identity import agent_user, identity_env, popen_identity
+from .reaper import REAPER
 from .runner import SECRET_ENV, exit_description
 
 SETUP_STDERR_LINES = 20
@@ -103,16 +105,22 @@ def _run(
         return 127, f"working directory {str(agent.cwd)!r} does not exist"
     user, group, extra_groups = popen_identity(agent_user(parent_env))
     try:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=agent.cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            user=user,
-            group=group,
-            extra_groups=extra_groups,
+        # Through the reaper, in a session of its own, as attempts are: what a
+        # setup command leaves running (the pull request's own code, for the
+        # candidate) dies with it instead of living on beside the attempts.
+        proc = REAPER.spawn(
+            lambda: subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=agent.cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                user=user,
+                group=group,
+                extra_groups=extra_groups,
+            )
         )
     except OSError as exc:
         return 127, f"cannot start /bin/sh: {exc.strerror or exc}"
@@ -128,11 +136,18 @@ def _run(
                 if keep is not None:
                     keep.append(line)
 
-    reader = threading.Thread(target=pump, args=(proc.stderr, tail), daemon=True)
-    reader.start()
-    pump(proc.stdout, None)
-    reader.join()
+    readers = [
+        threading.Thread(target=pump, args=(stream, keep), daemon=True)
+        for stream, keep in ((proc.stdout, None), (proc.stderr, tail))
+    ]
+    for reader in readers:
+        reader.start()
     code = proc.wait()
+    # Its leftovers may hold the pipes open: kill them before reading to the end.
+    REAPER.kill_tree(proc.pid)
+    REAPER.release(proc.pid)
+    for reader in readers:
+        reader.join()
     proc.stdout.close()
     proc.stderr.close()
     return code, "\n".join(tail)
