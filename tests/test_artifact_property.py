@@ -26,7 +26,8 @@ from passk_action.core.gate import GatePolicy
 from passk_action.core.model import Attempt, Phase, Run, Usage
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.errors import ArtifactError
-from passk_action.report.markdown import render_compare_report, render_run_report, run_report_json
+from passk_action.report.compare_report import render_compare_report
+from passk_action.report.run_report import render_run_report, run_report_json
 from passk_action.store.artifact import (
     Journal,
     attempt_line,

@@ -26,7 +26,7 @@ from passk_action.report.charts import (
     xml_text,
 )
 from passk_action.report.comment import render_comment
-from passk_action.report.markdown import noise_sentence
+from passk_action.report.how_sure import noise_sentence
 from test_render import MARKER, RECORD, failed_scenario, many_lost_rows
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -27,7 +27,7 @@ from passk_action.github import (
     start_check,
     upsert_sticky_comment,
 )
-from passk_action.report.fit import fit_comment
+from passk_action.report.truncate import fit_comment
 
 TOKEN = "ghs_secretTokenValue42abcdef"
 REPO = "octo-org/refund-agent"

@@ -18,7 +18,8 @@ import pytest
 
 from passk_action.cli import main
 from passk_action.core.model import Version
-from passk_action.report.html import CSP, markdown_html, render_html_report, render_run_html
+from passk_action.report.html import render_html_report, render_run_html
+from passk_action.report.html_page import CSP, markdown_html
 from passk_action.store.artifact import write_run
 from passk_action.store.results import write_result
 from test_junit import assert_golden

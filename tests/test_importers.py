@@ -39,7 +39,7 @@ from passk_action.importers import (
 )
 from passk_action.importers.reader import import_files
 from passk_action.inputs.dataset import load_dataset
-from passk_action.report.markdown import render_run_report
+from passk_action.report.run_report import render_run_report
 from passk_action.store.artifact import dump_run, read_run, run_from_json
 
 DATA = Path(__file__).parent / "data" / "importers"

@@ -43,28 +43,25 @@ from passk_action.core.uncertainty import (
     analyze_run,
     power_analysis,
 )
+from passk_action.report.check_run import check_title
 from passk_action.report.comment import (
     CommentContext,
-    check_title,
     render_agent_failure_comment,
     render_comment,
 )
+from passk_action.report.compare_report import render_compare_report
+from passk_action.report.how_sure import STATISTICS_TITLE, noise_sentence, power_text
 from passk_action.report.html import render_html_report
-from passk_action.report.markdown import (
-    STATISTICS_TITLE,
+from passk_action.report.phrases import (
     capped,
     counts_text,
     interval_text,
-    noise_sentence,
     percent,
     points,
-    power_text,
     ranked_counts,
-    render_compare_report,
-    render_run_report,
-    run_report_json,
     short_digest,
 )
+from passk_action.report.run_report import render_run_report, run_report_json
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 MARKER = "<!-- passk:sticky-comment -->"

@@ -35,7 +35,7 @@ from ..errors import EXIT_OK, GitError, UsageError
 from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
-from ..report.markdown import render_run_report
+from ..report.run_report import render_run_report
 from ..store.artifact import write_run
 from .basecommit import commit_identity
 from .credentials import credentials_hidden

@@ -19,14 +19,10 @@ from ..core.result import CompareResult
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, AgentCouldNotRun, GitHubError
 from ..github.client import GitHubClient
 from ..github.publish import Annotation, publish_check, upsert_sticky_comment
-from ..report.comment import (
-    CommentContext,
-    check_title,
-    render_agent_failure_comment,
-    render_comment,
-    row_annotations,
-)
-from ..report.markdown import could_not_run_title, render_compare_report, render_could_not_run
+from ..report.check_run import check_title, row_annotations
+from ..report.comment import CommentContext, render_agent_failure_comment, render_comment
+from ..report.compare_report import render_compare_report
+from ..report.could_not_run import could_not_run_title, render_could_not_run
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .event import PullRequest

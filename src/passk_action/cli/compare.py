@@ -15,7 +15,7 @@ from ..agents.runner import Agent
 from ..core.model import Run, Version
 from ..engine import CompareInputs, build_agent, close_agent, compare
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
-from ..report.markdown import render_compare_report
+from ..report.compare_report import render_compare_report
 from ..store.artifact import read_run
 from ..store.results import write_result
 from .common import (

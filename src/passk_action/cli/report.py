@@ -33,9 +33,10 @@ from ..core.cost import compare_spend
 from ..core.result import CompareResult
 from ..core.uncertainty import Analysis, analyze
 from ..errors import EXIT_OK
+from ..report.compare_report import render_compare_report
 from ..report.html import render_html_report, render_run_html
 from ..report.junit import junit_for_result, junit_for_run
-from ..report.markdown import render_compare_report, render_run_report, run_report_json
+from ..report.run_report import render_run_report, run_report_json
 from ..store.artifact import dump_document, gc_paused
 from ..store.results import AuditedResult, comparison_row_to_json, read_run_or_result
 from .common import write_output

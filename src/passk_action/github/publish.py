@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from passk_action.errors import ConfigError, GitHubError
 from passk_action.github.client import ANNOTATIONS_PER_REQUEST, Conclusion
-from passk_action.report.fit import COMMENT_LIMIT, fit_comment
+from passk_action.report.truncate import COMMENT_LIMIT, fit_comment
 
 if TYPE_CHECKING:
     from passk_action.github.client import GitHubClient

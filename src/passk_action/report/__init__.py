@@ -1,4 +1,4 @@
-"""Presentation: the Markdown comment and report, HTML, charts, JUnit, escaping.
+"""Presentation: the PR comment, check run, Markdown, HTML and JUnit reports, from data.
 
-Pure like core/: data in, text out.
+Pure like core/: data in, text out.  The shared words are in ``phrases``.
 """

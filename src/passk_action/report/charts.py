@@ -1,4 +1,4 @@
-"""Pictures of a comparison: a Mermaid chart for the PR comment, inline SVG for the HTML report.
+"""Pictures of a comparison: Mermaid and tables for Markdown, inline SVG for the HTML report.
 
 Pure: numbers and labels in, text out.  Two outputs, two audiences:
 
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ..core.diff import RowComparison
 from ..core.model import RowClass
+from ..core.uncertainty import Analysis, PassCurve
 
 BASELINE_COLOR = "#0072B2"
 """Okabe-Ito blue."""
@@ -45,6 +46,9 @@ CLASS_ORDER = (
     RowClass.UNCLASSIFIED,
 )
 """Rows and columns of every transition table and matrix, best class first."""
+
+CLASS_RANK = {row_class: len(CLASS_ORDER) - 1 - i for i, row_class in enumerate(CLASS_ORDER)}
+"""The same order as a sort key: unclassified 0 … stable-correct 3, so ascending is worst first."""
 
 FLIP_BARS_LIMIT = 30
 """Checks drawn in the flip-rate chart; the rest are counted in a caption."""
@@ -462,3 +466,68 @@ def svg_flip_rates(
 
 def _rate(value: float | None) -> str:
     return "not reported" if value is None else f"{_pct(value)}%"
+
+
+# --- the pass^j curve and the class transitions, as Markdown --------------------------
+
+CURVE_TITLE = "pass^j: share of rows right on all of j attempts"
+
+
+def curve_points(analysis: Analysis) -> int:
+    """How many j the two curves share: both versions are drawn over the same range."""
+    return min(len(analysis.baseline.curve.points), len(analysis.candidate.curve.points))
+
+
+def curve_series(analysis: Analysis, *, pass_at: bool = False) -> list[Series]:
+    """pass^j (and optionally pass@j) of both versions over their common j = 1..J."""
+    width = curve_points(analysis)
+
+    def values(curve: PassCurve, at: bool) -> tuple[float, ...]:
+        return tuple(p.pass_at if at else p.pass_hat for p in curve.points[:width])
+
+    out = [
+        Series("baseline pass^j", values(analysis.baseline.curve, False), BASELINE_COLOR),
+        Series("candidate pass^j", values(analysis.candidate.curve, False), CANDIDATE_COLOR),
+    ]
+    if pass_at:
+        out += [
+            Series("baseline pass@j", values(analysis.baseline.curve, True), BASELINE_COLOR, True),
+            Series(
+                "candidate pass@j", values(analysis.candidate.curve, True), CANDIDATE_COLOR, True
+            ),
+        ]
+    return out
+
+
+def curve_lines(analysis: Analysis) -> list[str]:
+    """The Mermaid pass^j chart and the line saying which color is which."""
+    if curve_points(analysis) == 0:
+        return []
+    return [
+        "",
+        mermaid_curve(curve_series(analysis), title=CURVE_TITLE),
+        "",
+        "Blue: baseline · vermillion: candidate. A line that falls faster as j grows "
+        "means answers that are right less consistently.",
+    ]
+
+
+def transition_lines(rows: Sequence[RowComparison]) -> list[str]:
+    """Rows counted by baseline class (down) and candidate class (across), as a Markdown table."""
+    if not rows:
+        return []
+    counts = transition_counts(rows)
+    lines = [
+        "",
+        "| baseline ↓ · candidate → | " + " | ".join(c.value for c in CLASS_ORDER) + " |",
+        "|---|" + "---:|" * len(CLASS_ORDER),
+    ]
+    for base in CLASS_ORDER:
+        cells = " | ".join(str(counts[(base, cand)]) for cand in CLASS_ORDER)
+        lines.append(f"| {base.value} | {cells} |")
+    lines += [
+        "",
+        "Rows by class over the k main attempts; off the diagonal, rows that changed class. "
+        "The stable-correct row counts the rows lost, the stable-correct column the rows gained.",
+    ]
+    return lines

@@ -21,47 +21,42 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.classify import is_correct
 from ..core.cost import compare_spend
-from ..core.diff import Change, Confirmation, RowComparison
+from ..core.diff import RowComparison
 from ..core.gate import GateFailure, Rule
-from ..core.model import Attempt, Json, Phase, Scoring
+from ..core.model import Attempt, Json, Phase
 from ..core.result import CompareResult
 from ..core.stats import Metrics
 from ..core.uncertainty import Analysis, analyze
+from .charts import curve_lines, transition_lines
+from .could_not_run import could_not_run_title
 from .escape import block, code, inline
-from .fit import COMMENT_LIMIT
-from .markdown import (
+from .how_sure import STATISTICS_TITLE, interval_line, noise_sentence, power_text
+from .phrases import (
+    ID_LEN,
     REASON_LEN,
     VALUE_LEN,
-    _curve_lines,
-    _executions_text,
-    _flip_item,
-    _gained_item,
-    _lost_item,
-    _Sections,
-    _sections,
-    _transition,
-    _transition_lines,
     capped,
-    could_not_run_title,
+    confirmation_words,
     counts_text,
     divergence_text,
-    interval_line,
-    noise_sentence,
+    executions_text,
+    id_list,
     percent,
+    plural,
     points,
-    power_text,
     ranked_counts,
+    reason_parts,
+    short_sha,
+    transition,
 )
+from .sections import Sections, check_flip_items, gained_item, lost_item, sections
 from .spend import cost_line
+from .truncate import COMMENT_LIMIT
 
-ID_LEN = 80
 INPUT_PREVIEW_LEN = 100
 INPUT_FULL_LEN = 1500
 STDERR_LEN = 1500
-TITLE_IDS = 3
-"""Row ids a verdict line or check title names before "+N more"."""
 
 _SAFE_URL = re.compile(r"https://[^\s<>()\[\]`\"'\\]+")
 
@@ -93,83 +88,7 @@ class CommentContext:
     """Head commit of an earlier failing run on this pull request, when this one passes."""
 
 
-# --- the verdict and the check title ------------------------------------------
-
-_RULE_NOUNS: dict[Rule, tuple[str, str, str]] = {
-    # rule: (one, many, what happened)
-    Rule.MUST_NOT_BREAK: ("must-not-break row", "must-not-break rows", "broke"),
-    Rule.UNCLASSIFIED: ("must-not-break row", "must-not-break rows", "got too few answers"),
-    Rule.RATCHET: ("ratchet-locked row", "ratchet-locked rows", "broke"),
-    Rule.REGRESSION: ("row", "rows", "regressed"),
-    Rule.PROTECTED_CHANGE: (
-        "protected change",
-        "protected changes",
-        "not allowed by label",
-    ),
-    Rule.RECORDED_FAILURE: (
-        "earlier run of this commit",
-        "earlier runs of this commit",
-        "failed",
-    ),
-    Rule.COST: ("cost limit", "cost limits", "failed"),
-    Rule.LATENCY: ("latency limit", "latency limits", "failed"),
-}
-
-_RULE_ORDER = (
-    Rule.MUST_NOT_BREAK,
-    Rule.UNCLASSIFIED,
-    Rule.RATCHET,
-    Rule.REGRESSION,
-    Rule.PROTECTED_CHANGE,
-    Rule.RECORDED_FAILURE,
-    Rule.COST,
-    Rule.LATENCY,
-)
-
-
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
-def _reason_parts(failures: Sequence[GateFailure]) -> list[tuple[str, list[str]]]:
-    """``("2 must-not-break rows broke", ["r-007", "r-016"])`` per rule, in a fixed order."""
-    parts = []
-    for rule in _RULE_ORDER:
-        hits = [f for f in failures if f.rule is rule]
-        if not hits:
-            continue
-        one, many, what = _RULE_NOUNS[rule]
-        phrase = f"{_plural(len(hits), one, many)} {what}"
-        parts.append((phrase, [f.id for f in hits if f.id is not None]))
-    return parts
-
-
-def _id_list(ids: Sequence[str], show: object) -> str:
-    shown = [str(show(i)) if callable(show) else i for i in ids[:TITLE_IDS]]
-    more = len(ids) - len(shown)
-    return ", ".join(shown) + (f" +{more} more" if more > 0 else "")
-
-
-def _plain(row_id: str, max_len: int = 40) -> str:
-    """A row id for plain text: one line, at most ``max_len`` characters."""
-    text = " ".join(row_id.split())
-    return text if len(text) <= max_len else text[: max_len - 1] + "…"
-
-
-def check_title(result: CompareResult) -> str:
-    """The check run's title, naming the reason: ``2 must-not-break rows broke: r-007, r-016``.
-
-    Plain text (GitHub shows a check title as is), one line, at most ~200
-    characters; a passing gate gives ``passed: 13 gained, 0 lost``.
-    """
-    cmp = result.comparison
-    if result.gate.passed:
-        return f"passed: {len(cmp.gained)} gained, {len(cmp.lost)} lost"
-    texts = []
-    for phrase, ids in _reason_parts(result.gate.failures):
-        shown = [_plain(i) for i in ids]
-        texts.append(f"{phrase}: {_id_list(shown, None)}" if ids else phrase)
-    return " · ".join(texts)[:200]
+# --- the verdict ------------------------------------------
 
 
 def _heading(verdict: str, context: CommentContext) -> str:
@@ -185,8 +104,8 @@ def verdict_heading(result: CompareResult, context: CommentContext) -> str:
             f"✅ passk: passed: {len(cmp.gained)} gained, {len(cmp.lost)} lost", context
         )
     texts = []
-    for phrase, ids in _reason_parts(result.gate.failures):
-        texts.append(f"{phrase}: {_id_list(ids, lambda i: code(i, 40))}" if ids else phrase)
+    for phrase, ids in reason_parts(result.gate.failures):
+        texts.append(f"{phrase}: {id_list(ids, lambda i: code(i, 40))}" if ids else phrase)
     return _heading(f"❌ passk: {' · '.join(texts)}", context)
 
 
@@ -200,59 +119,9 @@ def _answers(attempts: Sequence[Attempt]) -> str:
     if errors:
         ranked = sorted(errors.items(), key=lambda item: (-item[1], item[0]))
         text = ("" if text == "—" else text + ", ") + (
-            f"{_plural(sum(errors.values()), 'error')} ({counts_text(ranked)})"
+            f"{plural(sum(errors.values()), 'error')} ({counts_text(ranked)})"
         )
     return text
-
-
-def _right_wrong(attempts: Sequence[Attempt], expected: str, scoring: Scoring) -> tuple[int, int]:
-    answered = [a.decision for a in attempts if a.decision is not None]
-    right = sum(1 for d in answered if is_correct(d, expected, scoring))
-    return right, len(answered) - right
-
-
-def confirmation_words(
-    row: RowComparison,
-    baseline: Sequence[Attempt],
-    candidate: Sequence[Attempt],
-    expected: str,
-    scoring: Scoring,
-) -> str:
-    """What re-running the row on both versions showed, in plain words.
-
-    ``baseline`` and ``candidate`` are the row's confirmation attempts.  A
-    side that gave no valid answer is never said to have been right.
-    """
-    if row.change is not Change.LOST and row.confirmation is None:
-        return "not re-run: confirmation runs for rows that were stable-correct on the baseline"
-    if row.confirmation is None:
-        return "not re-run: no confirmation attempts were recorded"
-    b_right, b_wrong = _right_wrong(baseline, expected, scoring)
-    c_right, c_wrong = _right_wrong(candidate, expected, scoring)
-    if row.confirmation is Confirmation.CONFIRMED_REGRESSION:
-        return (
-            f"**confirmed** on re-run: the baseline was right on all {b_right} of its attempts, "
-            f"the candidate wrong on {c_wrong} of {c_right + c_wrong}"
-        )
-    if row.confirmation is Confirmation.BASELINE_VARIES:
-        return (
-            f"not confirmed: on re-run the baseline was wrong too ({b_wrong} of "
-            f"{b_right + b_wrong}), so this row varies on both versions"
-        )
-    if c_right + c_wrong == 0:
-        return (
-            f"not confirmed: the candidate gave no valid answer on its {len(candidate)} "
-            "confirmation attempts"
-        )
-    if b_right + b_wrong == 0:
-        return (
-            f"not confirmed: the baseline gave no valid answer on its {len(baseline)} "
-            "confirmation attempts"
-        )
-    return (
-        f"not reproduced on re-run: the candidate was right on all {c_right} of its attempts; "
-        "the wrong answers came from the first k"
-    )
 
 
 def _input_preview(value: Json) -> tuple[str, str]:
@@ -291,7 +160,7 @@ def _blocking_row(
     badges = [
         b for b, on in (("must-not-break", row.must_not_break), ("ratchet", row.in_ratchet)) if on
     ]
-    head += "".join(f" · {b}" for b in badges) + f" · {_transition(row)}"
+    head += "".join(f" · {b}" for b in badges) + f" · {transition(row)}"
     lines = [
         "",
         head,
@@ -317,60 +186,6 @@ def _blocking_row(
             "</details>",
         ]
     return lines
-
-
-# --- annotations on the dataset's lines ------------------------------------------
-
-
-def _plain_answers(attempts: Sequence[Attempt]) -> str:
-    pairs = ranked_counts([a.decision for a in attempts])
-    text = ", ".join(f"{' '.join(v.split())[:VALUE_LEN]} ×{n}" for v, n in pairs) or "—"
-    errors = sum(1 for a in attempts if a.error is not None)
-    return text + (f", {_plural(errors, 'error')}" if errors else "")
-
-
-def row_annotations(result: CompareResult) -> list[tuple[str, str, str, bool]]:
-    """``(row id, title, message, blocking)`` for each blocking row, then other confirmed ones.
-
-    Plain text, for check-run annotations on the row's line of the dataset
-    (GitHub shows them as text, in "Files changed" when the file is in the PR).
-    """
-    by_row = (result.baseline.attempts_by_row(), result.candidate.attempts_by_row())
-    expected = {r.id: r.expected for r in result.rows}
-    rows = {r.id: r for r in result.comparison.rows}
-    scoring = result.candidate.settings.scoring
-    out: list[tuple[str, str, str, bool]] = []
-
-    def message(row: RowComparison, lead: str) -> str:
-        base, cand = by_row[0].get(row.id, ()), by_row[1].get(row.id, ())
-        want = expected.get(row.id, "")
-        confirm = confirmation_words(
-            row,
-            [a for a in base if a.phase is Phase.CONFIRM],
-            [a for a in cand if a.phase is Phase.CONFIRM],
-            want,
-            scoring,
-        ).replace("**", "")
-        return (
-            f"{lead}\nexpected {' '.join(want.split())[:VALUE_LEN]} · baseline "
-            f"{_plain_answers(base)} · candidate {_plain_answers(cand)}\n{confirm}"
-        )
-
-    blocking = set()
-    for failure in result.gate.failures:
-        row = rows.get(failure.id) if failure.id is not None else None
-        if row is None or failure.rule in (Rule.PROTECTED_CHANGE, Rule.RECORDED_FAILURE):
-            continue
-        blocking.add(row.id)
-        one, _, what = _RULE_NOUNS[failure.rule]
-        title = f"passk: {one} {what}: {_plain(row.id)}"
-        out.append((row.id, title, message(row, failure.reason), True))
-    for row in result.comparison.rows:
-        if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
-            title = f"passk: confirmed regression (not blocking): {_plain(row.id)}"
-            lead = f"{_transition(row)}; not blocking: the row is not must-not-break"
-            out.append((row.id, title, message(row, lead), False))
-    return out
 
 
 # --- the three numbers, with direction -----------------------------------------
@@ -403,14 +218,10 @@ def numbers_table(base: Metrics, cand: Metrics) -> list[str]:
 # --- what next ------------------------------------------------------------------
 
 
-def _sha(value: str | None) -> str | None:
-    return code(value[:12], 12) if value else None
-
-
 def _compared_line(result: CompareResult, context: CommentContext) -> str:
-    head = _sha(context.head_sha) or _sha(result.candidate.agent.commit)
-    base = _sha(context.base_sha)
-    recorded = _sha(result.baseline.agent.commit)
+    head = short_sha(context.head_sha) or short_sha(result.candidate.agent.commit)
+    base = short_sha(context.base_sha)
+    recorded = short_sha(result.baseline.agent.commit)
     text = "**Compared:** candidate " + (f"at head {head}" if head else "(this checkout)")
     text += " with the baseline " + (f"committed on base {base}" if base else "artifact")
     if recorded:
@@ -509,7 +320,7 @@ def _footer(result: CompareResult) -> list[str]:
 
 def _body(
     result: CompareResult,
-    s: _Sections,
+    s: Sections,
     stats: Analysis,
     context: CommentContext,
     budget: _Budget,
@@ -527,7 +338,7 @@ def _body(
     if context.resolved_from and gate.passed:
         lines += [
             "",
-            f"**Resolved:** the earlier run on {_sha(context.resolved_from)} failed; this one "
+            f"**Resolved:** the earlier run on {short_sha(context.resolved_from)} failed; this one "
             "passes.",
         ]
     cut = False
@@ -535,7 +346,7 @@ def _body(
     expected = {r.id: r.expected for r in result.rows}
     rows = {r.id: r for r in cmp.rows}
     if gate.failures:
-        lines += ["", f"**Why it failed** ({_plural(len(gate.failures), 'blocking reason')})"]
+        lines += ["", f"**Why it failed** ({plural(len(gate.failures), 'blocking reason')})"]
         for failure in gate.failures[: budget.blocking]:
             row = rows.get(failure.id) if failure.id is not None else None
             lines += _blocking_row(failure, row, result, context, by_row, expected)
@@ -565,22 +376,15 @@ def _body(
     if not gate.passed:
         lines += _what_next(result, context)
     sure = [noise_sentence(stats.paired), "", interval_line(stats), "", power_text(stats.power)]
-    lines += _details("How sure are these numbers? Noise, 95% intervals, power", sure)
-    chart = _curve_lines(stats) + _transition_lines(cmp.rows)
+    lines += _details(f"{STATISTICS_TITLE} Noise, 95% intervals, power", sure)
+    chart = curve_lines(stats) + transition_lines(cmp.rows)
     lines += _details("pass^j chart and rows by class", chart)
     lists = [
-        ("Rows lost that do not block", [_lost_item(r, s) for r in other_lost]),
-        ("Rows gained", [_gained_item(r) for r in s.gained]),
+        ("Rows lost that do not block", [lost_item(r, s) for r in other_lost]),
+        ("Rows gained", [gained_item(r) for r in s.gained]),
         (
             "Checks that flipped while the decision held",
-            [
-                f"candidate: {_flip_item(r, r.candidate_check_flips, r.candidate_final_class)}"
-                for r in s.candidate_check_flips
-            ]
-            + [
-                f"baseline: {_flip_item(r, r.baseline_check_flips, r.baseline_final_class)}"
-                for r in s.baseline_check_flips
-            ],
+            check_flip_items(s),
         ),
         ("Notes", [inline(n, REASON_LEN) for n in result.notes]),
     ]
@@ -588,7 +392,7 @@ def _body(
         block_lines, was_cut = _list_details(title, items, budget.items)
         lines += block_lines
         cut = cut or was_cut
-    executions = _executions_text(result.executions, result.reused)
+    executions = executions_text(result.executions, result.reused)
     lines += _details("Agent executions", [executions[:1].upper() + executions[1:] + "."])
     if gate.passed:
         lines += _details("Compared, and how to reproduce", _what_next(result, context)[3:])
@@ -629,7 +433,7 @@ def render_comment(
         raise ValueError(f"details_url must be a plain https:// URL, got {url!r}")
     if url != ctx.details_url:
         ctx = CommentContext(**{**ctx.__dict__, "details_url": url})
-    s = _sections(result)
+    s = sections(result)
     stats = analysis if analysis is not None else analyze(result)
     spend = cost_line(compare_spend(result.baseline, result.candidate))
     text = ""
@@ -692,7 +496,7 @@ def render_agent_failure_comment(
         ),
     ]
     if ctx.head_sha:
-        items.insert(0, f"**Commit:** head {_sha(ctx.head_sha)}")
+        items.insert(0, f"**Commit:** head {short_sha(ctx.head_sha)}")
     lines += ["", "**What next**", "", *capped(items, len(items)), "", "---", "", "passk"]
     parts = [marker, *lines]
     if record is not None:

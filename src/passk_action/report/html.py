@@ -1,18 +1,13 @@
-"""The HTML report: one self-contained file a person can open, share and archive.
+"""The HTML report of a comparison or of one run: summary, statistics, charts, every row.
 
-Pure: a :class:`CompareResult` (or a :class:`Run`) in, one HTML document out.
-Self-contained means no request leaves the page: styles and the small
-sorting/filtering script are inline, charts are inline SVG
-(:mod:`.charts`), and a strict Content-Security-Policy (``default-src
-'none'``) makes the browser refuse anything else, so a value that slipped
-through escaping still could not load or send anything.
+Pure: a :class:`CompareResult` (or a :class:`Run`) in, one self-contained
+HTML document out (the page itself: :mod:`.html_page`).  Escaping, in two
+layers:
 
-Escaping, in two layers:
-
-- Markdown fragments (the report text :mod:`.render` writes, whose values are
-  already made inert by :mod:`.escape`) go through markdown-it-py with raw
-  HTML *disabled*: any ``<`` left becomes ``&lt;``, and markdown-it refuses
-  ``javascript:`` links by itself;
+- Markdown fragments (the reports :mod:`.compare_report` and
+  :mod:`.run_report` write, whose values are already made inert by
+  :mod:`.escape`) go through :func:`.html_page.markdown_html`, raw HTML
+  disabled;
 - every other value (row ids, decisions, check names, error details) goes
   through :func:`.charts.xml_text` (``html.escape`` after replacing the
   characters XML forbids) where it is placed, as text or as a quoted
@@ -23,8 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-from markdown_it import MarkdownIt
 
 from ..core.classify import is_correct
 from ..core.diff import Change, RowComparison
@@ -37,45 +30,25 @@ from ..core.uncertainty import analyze_run as analyze_one_run
 from .charts import (
     BASELINE_COLOR,
     CANDIDATE_COLOR,
+    CLASS_RANK,
+    CURVE_TITLE,
     FlipBar,
     Series,
+    curve_series,
     svg_curve,
     svg_flip_rates,
     svg_transition_matrix,
     transition_counts,
     xml_text,
 )
-from .markdown import (
-    CURVE_TITLE,
-    ERROR_BAR_NOTE,
-    STATISTICS_TITLE,
-    curve_series,
-    interval_text,
-    noise_sentence,
-    percent,
-    power_paragraphs,
-    render_compare_report,
-    render_run_report,
-)
-
-CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
-"""Nothing but inline style, inline script and data: images; no fetch, no font, no frame."""
-
-DETAIL_LEN = 2000
-"""Characters of an error detail shown per attempt (the tail: where the error is)."""
+from .compare_report import render_compare_report
+from .how_sure import ERROR_BAR_NOTE, STATISTICS_TITLE, noise_sentence, power_paragraphs
+from .html_page import markdown_html, page
+from .phrases import DETAIL_LEN, interval_text, percent, se_text
+from .run_report import render_run_report
 
 _CHECKS_SHOWN = 12
 """Checks listed per attempt in the row details before "… and N more"."""
-
-
-def _md() -> MarkdownIt:
-    # commonmark with GFM tables; "html": False turns any raw HTML into text.
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-
-
-def markdown_html(text: str) -> str:
-    """A Markdown fragment as HTML, raw HTML disabled (see the module docstring)."""
-    return str(_md().render(text))
 
 
 def _e(value: object) -> str:
@@ -84,237 +57,6 @@ def _e(value: object) -> str:
 
 def _tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "…" + text[len(text) - limit + 1 :]
-
-
-# --- the page ---------------------------------------------------------------------
-
-_STYLE = """
-:root { color-scheme: light; --ok: #047857; --bad: #b91c1c; --muted: #4b5563;
-  --line: #e5e7eb; --soft: #f9fafb; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
-  color: #111827; background: #ffffff; }
-main { max-width: 1120px; margin: 0 auto; padding: 24px 20px 64px; }
-nav { position: sticky; top: 0; z-index: 2; background: #ffffffee; border-bottom: 1px solid
-  var(--line); padding: 8px 20px; font-size: 14px; }
-nav a { margin-right: 16px; color: #1d4ed8; text-decoration: none; }
-nav a:hover { text-decoration: underline; }
-h1 { font-size: 24px; line-height: 1.3; margin: 8px 0 16px; }
-h2 { font-size: 19px; margin: 36px 0 12px; padding-bottom: 4px; border-bottom: 1px solid
-  var(--line); }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
-th, td { border: 1px solid var(--line); padding: 5px 9px; text-align: left; vertical-align: top; }
-th { background: var(--soft); font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-code { font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; background: var(--soft);
-  padding: 1px 4px; border-radius: 4px; }
-pre { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; background: var(--soft);
-  border: 1px solid var(--line); padding: 8px; overflow-x: auto; white-space: pre-wrap;
-  word-break: break-all; max-height: 320px; }
-pre code { padding: 0; background: none; font: inherit; }
-.figures { display: flex; flex-wrap: wrap; gap: 24px; }
-figure { margin: 0; flex: 1 1 480px; max-width: 100%; }
-figure svg { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 6px; }
-figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; }
-.noise { padding: 10px 14px; border-left: 4px solid #2563eb; background: #eff6ff; }
-.controls { display: flex; flex-wrap: wrap; gap: 12px; align-items: center; margin: 8px 0; }
-.controls input, .controls select { font: inherit; padding: 4px 8px; border: 1px solid #9ca3af;
-  border-radius: 4px; }
-#row-count { color: var(--muted); }
-#rows-table { width: 100%; }
-#rows-table thead th { position: sticky; top: 37px; z-index: 1; }
-#rows-table th button { font: inherit; font-weight: 600; background: none; border: 0;
-  padding: 0; cursor: pointer; color: inherit; }
-#rows-table th[aria-sort="ascending"] button::after { content: " ▲"; }
-#rows-table th[aria-sort="descending"] button::after { content: " ▼"; }
-#rows-table tr.blocking td:first-child { box-shadow: inset 4px 0 0 var(--bad); }
-#rows-table details summary { cursor: pointer; }
-#rows-table td[data-key="id"] { min-width: 15em; max-width: 40em; overflow-wrap: anywhere; }
-#rows-table details table { margin: 6px 0; font-size: 13px; overflow-wrap: normal; }
-/* An opened row's attempts get a full-width row of their own (the script moves them
-   there; at 1280 px the id cell squeezed them to one letter per line), and never
-   inherit the id's break-anywhere. */
-#rows-table .attempts table { overflow-wrap: normal; margin: 6px 0; font-size: 13px; }
-#rows-table .attempts th, #rows-table .attempts td:nth-child(-n+2),
-  #rows-table .attempts td:last-child { white-space: nowrap; }
-#rows-table .attempts td:nth-child(3) { min-width: 7em; }
-#rows-table .attempts td.checks { min-width: 12em; }
-#rows-table tr.attempts-row > td { background: #fbfbfc; padding: 4px 16px 12px; }
-#rows-table tr.attempts-row .attempts { display: flex; flex-wrap: wrap; gap: 0 24px; }
-#rows-table tr.attempts-row .attempts > * { flex: 1 1 480px; }
-.cls { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 13px;
-  white-space: nowrap; }
-.cls-stable-correct { background: #d1fae5; color: #065f46; }
-.cls-stable-wrong { background: #e5e7eb; color: #1f2937; }
-.cls-flip { background: #ffedd5; color: #9a3412; }
-.cls-unclassified { background: #ede9fe; color: #5b21b6; }
-.right { color: var(--ok); } .wrong { color: var(--bad); } .err { color: #6d28d9; }
-.gate-fail { color: var(--bad); font-weight: 600; }
-.muted { color: var(--muted); }
-"""
-
-# Sorting and filtering of the row table, and state kept in the URL fragment
-# (#sort=key:dir&q=text&show=tag) so a filtered view can be linked to.
-_SCRIPT = r"""
-(function () {
-  "use strict";
-  var table = document.getElementById("rows-table");
-  if (!table) { return; }
-  var body = table.tBodies[0];
-  var rows = Array.prototype.slice.call(body.rows);
-  rows.forEach(function (row, i) { row.setAttribute("data-order", String(i)); });
-  var input = document.getElementById("row-filter");
-  var show = document.getElementById("row-show");
-  var count = document.getElementById("row-count");
-  var state = { sort: "", dir: "asc" };
-
-  function value(row, key) {
-    if (!key) { return Number(row.getAttribute("data-order")); }
-    var cell = row.querySelector('[data-key="' + key + '"]');
-    if (!cell) { return ""; }
-    var raw = cell.hasAttribute("data-sort") ? cell.getAttribute("data-sort") : cell.textContent;
-    var num = Number(raw);
-    return raw !== "" && !isNaN(num) ? num : raw.toLowerCase();
-  }
-
-  // An opened row's attempts move to a row of their own under it, as wide as the table;
-  // closing the row puts them back.  Sorting and filtering carry that row along.
-  var columns = table.tHead.rows[0].cells.length;
-  function place(row) {
-    if (row.attemptsRow) {
-      body.insertBefore(row.attemptsRow, row.nextSibling);
-      row.attemptsRow.hidden = row.hidden;
-    }
-  }
-  body.addEventListener("toggle", function (event) {
-    var details = event.target;
-    var row = details.closest && details.closest("tr");
-    if (!row || row.parentNode !== body || row.classList.contains("attempts-row")) { return; }
-    if (details.open && !row.attemptsRow) {
-      var block = details.querySelector(".attempts");
-      if (!block) { return; }
-      var extra = document.createElement("tr");
-      extra.className = "attempts-row";
-      var cell = extra.insertCell();
-      cell.colSpan = columns;
-      cell.appendChild(block);
-      row.attemptsRow = extra;
-      place(row);
-    } else if (!details.open && row.attemptsRow) {
-      details.appendChild(row.attemptsRow.querySelector(".attempts"));
-      body.removeChild(row.attemptsRow);
-      row.attemptsRow = null;
-    }
-  }, true);
-
-  function sortRows(key, dir) {
-    state.sort = key; state.dir = dir === "desc" ? "desc" : "asc";
-    var sign = state.dir === "desc" ? -1 : 1;
-    rows.sort(function (a, b) {
-      var x = value(a, key), y = value(b, key);
-      if (typeof x !== typeof y) { x = String(x); y = String(y); }
-      if (x < y) { return -sign; }
-      if (x > y) { return sign; }
-      return Number(a.getAttribute("data-order")) - Number(b.getAttribute("data-order"));
-    });
-    rows.forEach(function (row) { body.appendChild(row); });
-    rows.forEach(place);
-    table.setAttribute("data-sorted", key ? key + ":" + state.dir : "none");
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
-      var button = th.querySelector("button");
-      var mine = button && button.getAttribute("data-key") === key;
-      if (mine) { th.setAttribute("aria-sort", state.dir === "asc" ? "ascending" : "descending"); }
-      else { th.removeAttribute("aria-sort"); }
-    });
-  }
-
-  function applyFilter() {
-    var q = input.value.trim().toLowerCase();
-    var tag = show.value;
-    var shown = 0;
-    rows.forEach(function (row) {
-      var text = row.getAttribute("data-search") || "";
-      var tags = (row.getAttribute("data-tags") || "").split(" ");
-      var ok = (!q || text.indexOf(q) !== -1) && (tag === "all" || tags.indexOf(tag) !== -1);
-      row.hidden = !ok;
-      if (row.attemptsRow) { row.attemptsRow.hidden = !ok; }
-      if (ok) { shown += 1; }
-    });
-    count.textContent = "Showing " + shown + " of " + rows.length + " rows";
-    table.setAttribute("data-shown", String(shown));
-  }
-
-  function save() {
-    var parts = [];
-    if (state.sort) { parts.push("sort=" + encodeURIComponent(state.sort + ":" + state.dir)); }
-    if (input.value) { parts.push("q=" + encodeURIComponent(input.value)); }
-    if (show.value !== "all") { parts.push("show=" + encodeURIComponent(show.value)); }
-    try { history.replaceState(null, "", parts.length ? "#" + parts.join("&") : "#rows"); }
-    catch (e) { /* some file:// contexts refuse; the view still works */ }
-  }
-
-  function load() {
-    var params = {};
-    location.hash.replace(/^#/, "").split("&").forEach(function (part) {
-      var eq = part.indexOf("=");
-      if (eq > 0) {
-        try { params[part.slice(0, eq)] = decodeURIComponent(part.slice(eq + 1)); }
-        catch (e) { /* a malformed fragment is ignored */ }
-      }
-    });
-    if (params.q) { input.value = params.q; }
-    if (params.show && show.querySelector('option[value="' + CSS.escape(params.show) + '"]')) {
-      show.value = params.show;
-    }
-    var sort = (params.sort || "").split(":");
-    var known = sort[0] && table.querySelector('button[data-key="' + CSS.escape(sort[0]) + '"]');
-    sortRows(known ? sort[0] : "", sort[1] || "asc");
-    applyFilter();
-  }
-
-  table.tHead.addEventListener("click", function (event) {
-    var button = event.target.closest("button[data-key]");
-    if (!button) { return; }
-    var key = button.getAttribute("data-key");
-    sortRows(key, state.sort === key && state.dir === "asc" ? "desc" : "asc");
-    save();
-  });
-  input.addEventListener("input", function () { applyFilter(); save(); });
-  show.addEventListener("change", function () { applyFilter(); save(); });
-  document.getElementById("row-controls").hidden = false;
-  table.setAttribute("data-ready", "true");
-  load();
-})();
-"""
-
-
-def _page(title: str, nav: Sequence[tuple[str, str]], sections: Sequence[str]) -> str:
-    links = "".join(f'<a href="#{_e(anchor)}">{_e(label)}</a>' for anchor, label in nav)
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-            '<meta name="referrer" content="no-referrer">',
-            # An empty data: icon, so browsers do not ask a server for /favicon.ico.
-            '<link rel="icon" href="data:,">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{_e(title)}</title>",
-            f"<style>{_STYLE}</style>",
-            "</head>",
-            "<body>",
-            f'<nav aria-label="Sections">{links}</nav>',
-            "<main>",
-            *sections,
-            "</main>",
-            f"<script>{_SCRIPT}</script>",
-            "</body>",
-            "</html>",
-            "",
-        ]
-    )
 
 
 # --- statistics --------------------------------------------------------------------
@@ -326,10 +68,6 @@ def _interval(bar: ErrorBar) -> str:
     return interval_text(bar)
 
 
-def _se(bar: ErrorBar) -> str:
-    return "n/a" if bar.se is None else f"{bar.se * 100:.1f} pts"
-
-
 def _error_bar_rows(versions: Sequence[VersionAnalysis]) -> list[str]:
     out = []
     for v in versions:
@@ -338,10 +76,10 @@ def _error_bar_rows(versions: Sequence[VersionAnalysis]) -> list[str]:
             f"<tr><th>{_e(v.version)}</th>"
             f'<td class="num">{percent(v.accuracy.estimate)}</td>'
             f'<td class="num">{_interval(v.accuracy)}</td>'
-            f'<td class="num">{_se(v.accuracy)}</td>'
+            f'<td class="num">{se_text(v.accuracy)}</td>'
             f'<td class="num">{percent(v.pass_k.estimate)}</td>'
             f'<td class="num">{_interval(v.pass_k)}</td>'
-            f'<td class="num">{_se(v.pass_k)}</td>'
+            f'<td class="num">{se_text(v.pass_k)}</td>'
             f'<td class="num">{v.accuracy.n}{_e(clustered)}</td></tr>'
         )
     return out
@@ -474,13 +212,6 @@ _COMPARE_COLUMNS = (
     _Column("cand_right", "candidate right", True),
 )
 
-_CLASS_RANK = {
-    RowClass.STABLE_CORRECT: 3,
-    RowClass.STABLE_WRONG: 2,
-    RowClass.FLIP: 1,
-    RowClass.UNCLASSIFIED: 0,
-}
-
 
 def _head(columns: Sequence[_Column]) -> str:
     num = ' class="num"'
@@ -590,9 +321,9 @@ def _compare_row(
         f'<td data-key="id" data-sort="{_e(row.id.lower())}">{"".join(details)}</td>'
         f'<td data-key="gate" data-sort="{0 if failure is not None else 1}">{gate}</td>'
         f'<td data-key="mnb" data-sort="{0 if row.must_not_break else 1}">{_e(marks)}</td>'
-        f'<td data-key="baseline" data-sort="{_CLASS_RANK[row.baseline_class]}">'
+        f'<td data-key="baseline" data-sort="{CLASS_RANK[row.baseline_class]}">'
         f"{_cls(row.baseline_class)}</td>"
-        f'<td data-key="candidate" data-sort="{_CLASS_RANK[row.candidate_class]}">'
+        f'<td data-key="candidate" data-sort="{CLASS_RANK[row.candidate_class]}">'
         f"{_cls(row.candidate_class)}</td>"
         f'<td data-key="change">{_e(row.change.value)}</td>'
         f'<td data-key="confirmation">{_e(confirmation)}</td>'
@@ -634,7 +365,7 @@ _COMPARE_SHOW = (
 def render_html_report(result: CompareResult, *, analysis: Analysis | None = None) -> str:
     """The self-contained HTML report of a comparison (``passk report --format html``).
 
-    Sections: the report text (via :func:`.render.render_compare_report`),
+    Sections: the report text (via :func:`.compare_report.render_compare_report`),
     statistics (error bars, the paired comparison, the smallest detectable
     change), charts (pass^j/pass@j curve, transition matrix, per-check flip
     rates) and every row in a sortable, filterable table whose first cell
@@ -720,7 +451,7 @@ def render_html_report(result: CompareResult, *, analysis: Analysis | None = Non
         ("charts", "Charts"),
         ("rows", "Rows"),
     ]
-    return _page(title, nav, sections)
+    return page(title, nav, sections)
 
 
 # --- a single run ------------------------------------------------------------------------
@@ -771,7 +502,7 @@ def _run_row(
         f'<td data-key="id" data-sort="{_e(record.id.lower())}">{details}</td>'
         f'<td data-key="mnb" data-sort="{0 if record.must_not_break else 1}">'
         f"{'yes' if record.must_not_break else ''}</td>"
-        f'<td data-key="class" data-sort="{_CLASS_RANK[summary.row_class]}">'
+        f'<td data-key="class" data-sort="{CLASS_RANK[summary.row_class]}">'
         f"{_cls(summary.row_class)}</td>"
         f'<td data-key="right" class="num" data-sort="{share}">{right}</td>'
         f'<td data-key="errors" class="num">{summary.errors}</td>'
@@ -812,7 +543,7 @@ def render_run_html(run: Run) -> str:
         key=lambda i: (
             not records[summaries[i].id].must_not_break
             or summaries[i].row_class is RowClass.STABLE_CORRECT,
-            _CLASS_RANK[summaries[i].row_class],
+            CLASS_RANK[summaries[i].row_class],
         ),
     )
     table_rows = [
@@ -846,4 +577,4 @@ def render_run_html(run: Run) -> str:
         ("charts", "Charts"),
         ("rows", "Rows"),
     ]
-    return _page(f"passk: {run.agent.version.value} run", nav, sections)
+    return page(f"passk: {run.agent.version.value} run", nav, sections)

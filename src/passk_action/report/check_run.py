@@ -1,0 +1,93 @@
+"""The check run's plain text: its title, and the annotations on the dataset's lines.
+
+GitHub shows a check title and an annotation as text, not Markdown, so
+everything here is one-line plain text with values cut to length; the
+comment (:mod:`.comment`) says the same things in Markdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..core.diff import Confirmation, RowComparison
+from ..core.gate import Rule
+from ..core.model import Attempt, Phase
+from ..core.result import CompareResult
+from .phrases import (
+    RULE_NOUNS,
+    VALUE_LEN,
+    confirmation_words,
+    id_list,
+    plain_id,
+    plural,
+    ranked_counts,
+    reason_parts,
+    transition,
+)
+
+
+def check_title(result: CompareResult) -> str:
+    """The check run's title, naming the reason: ``2 must-not-break rows broke: r-007, r-016``.
+
+    Plain text (GitHub shows a check title as is), one line, at most ~200
+    characters; a passing gate gives ``passed: 13 gained, 0 lost``.
+    """
+    cmp = result.comparison
+    if result.gate.passed:
+        return f"passed: {len(cmp.gained)} gained, {len(cmp.lost)} lost"
+    texts = []
+    for phrase, ids in reason_parts(result.gate.failures):
+        shown = [plain_id(i) for i in ids]
+        texts.append(f"{phrase}: {id_list(shown)}" if ids else phrase)
+    return " · ".join(texts)[:200]
+
+
+def _plain_answers(attempts: Sequence[Attempt]) -> str:
+    pairs = ranked_counts([a.decision for a in attempts])
+    text = ", ".join(f"{' '.join(v.split())[:VALUE_LEN]} ×{n}" for v, n in pairs) or "—"
+    errors = sum(1 for a in attempts if a.error is not None)
+    return text + (f", {plural(errors, 'error')}" if errors else "")
+
+
+def row_annotations(result: CompareResult) -> list[tuple[str, str, str, bool]]:
+    """``(row id, title, message, blocking)`` for each blocking row, then other confirmed ones.
+
+    Plain text, for check-run annotations on the row's line of the dataset
+    (GitHub shows them as text, in "Files changed" when the file is in the PR).
+    """
+    by_row = (result.baseline.attempts_by_row(), result.candidate.attempts_by_row())
+    expected = {r.id: r.expected for r in result.rows}
+    rows = {r.id: r for r in result.comparison.rows}
+    scoring = result.candidate.settings.scoring
+    out: list[tuple[str, str, str, bool]] = []
+
+    def message(row: RowComparison, lead: str) -> str:
+        base, cand = by_row[0].get(row.id, ()), by_row[1].get(row.id, ())
+        want = expected.get(row.id, "")
+        confirm = confirmation_words(
+            row,
+            [a for a in base if a.phase is Phase.CONFIRM],
+            [a for a in cand if a.phase is Phase.CONFIRM],
+            want,
+            scoring,
+        ).replace("**", "")
+        return (
+            f"{lead}\nexpected {' '.join(want.split())[:VALUE_LEN]} · baseline "
+            f"{_plain_answers(base)} · candidate {_plain_answers(cand)}\n{confirm}"
+        )
+
+    blocking = set()
+    for failure in result.gate.failures:
+        row = rows.get(failure.id) if failure.id is not None else None
+        if row is None or failure.rule in (Rule.PROTECTED_CHANGE, Rule.RECORDED_FAILURE):
+            continue
+        blocking.add(row.id)
+        one, _, what = RULE_NOUNS[failure.rule]
+        title = f"passk: {one} {what}: {plain_id(row.id)}"
+        out.append((row.id, title, message(row, failure.reason), True))
+    for row in result.comparison.rows:
+        if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
+            title = f"passk: confirmed regression (not blocking): {plain_id(row.id)}"
+            lead = f"{transition(row)}; not blocking: the row is not must-not-break"
+            out.append((row.id, title, message(row, lead), False))
+    return out

@@ -1,0 +1,196 @@
+"""The full Markdown report of a comparison: the job summary and ``passk compare --markdown``.
+
+Pure: a :class:`CompareResult` in, text out.  Every value that came from a
+user or an agent goes through :mod:`.escape` exactly once, where it is placed
+(``inline`` in tables and prose, ``code`` for ids and check names in lists,
+``block`` for stderr), so nothing in a row id, a decision or an error detail
+can format, link, ping or forge our markers.
+
+The three numbers always appear together, side by side; every list states its
+exact count and is capped with "… and N more" so a report stays readable.
+The PR comment (:mod:`.comment`) shows the same sections, shorter.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..core.cost import compare_spend
+from ..core.gate import GateDecision, GateFailure, Rule
+from ..core.result import CompareResult
+from ..core.stats import Metrics
+from ..core.uncertainty import Analysis, analyze
+from .charts import curve_lines, transition_lines
+from .escape import code, inline
+from .how_sure import noise_sentence, statistics_lines
+from .phrases import (
+    ID_LEN,
+    REASON_LEN,
+    agent_text,
+    capped,
+    executions_text,
+    percent,
+    plural,
+    points,
+    short_digest,
+    signed,
+)
+from .sections import (
+    Sections,
+    check_flip_items,
+    gained_item,
+    lost_item,
+    regression_item,
+    sections,
+)
+from .spend import cost_line, spend_lines
+
+REPORT_LIST_LIMIT = 200
+"""Items per list in the full reports (the counts stay exact)."""
+
+
+def _numbers_table(base: Metrics, cand: Metrics) -> list[str]:
+    """Baseline, candidate and change: the three numbers side by side, rows and errors."""
+    lines = [
+        "| | mean accuracy | pass^k | flip rate | rows | errors |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, m in (("baseline", base), ("candidate", cand)):
+        lines.append(
+            f"| {name} | {percent(m.mean_accuracy)} | {percent(m.pass_k)} "
+            f"| {percent(m.flip_rate)} | {m.rows} | {m.errors} |"
+        )
+    lines.append(
+        f"| change | {points(base.mean_accuracy, cand.mean_accuracy)} "
+        f"| {points(base.pass_k, cand.pass_k)} | {points(base.flip_rate, cand.flip_rate)} |"
+        f" {signed(base.rows, cand.rows)} | {signed(base.errors, cand.errors)} |"
+    )
+    return lines
+
+
+def _failure_item(failure: GateFailure) -> str:
+    rule = f"**{failure.rule.value}**"
+    reason = inline(failure.reason, REASON_LEN)
+    if failure.id is None:
+        return f"{rule}: {reason}"
+    return f"{code(failure.id, ID_LEN)}: {rule}: {reason}"
+
+
+def _failure_summary(gate: GateDecision) -> str:
+    by_rule = Counter(f.rule for f in gate.failures)
+    parts = [f"{by_rule[rule]} {rule.value}" for rule in Rule if by_rule[rule]]
+    return f"{plural(len(gate.failures), 'failure')} ({', '.join(parts)})"
+
+
+def verdict_line(result: CompareResult, sorted_rows: Sections | None = None) -> str:
+    """One line: the gate, why, and the row movement."""
+    s = sorted_rows or sections(result)
+    gate = result.gate
+    head = "✅ passk: gate passed" if gate.passed else "❌ passk: gate failed"
+    parts = [] if gate.passed else [_failure_summary(gate)]
+    parts += [
+        plural(len(s.regressions), "confirmed regression"),
+        f"{len(s.gained)} gained",
+        f"{len(s.lost)} lost",
+    ]
+    return f"{head}: {' · '.join(parts)}"
+
+
+def _gate_items(gate: GateDecision, limit: int) -> list[str]:
+    if not gate.failures:
+        lines = ["- No gate rule is broken."]
+    else:
+        lines = capped([_failure_item(f) for f in gate.failures], limit)
+    lines += capped([f"⚠️ {inline(w, REASON_LEN)}" for w in gate.warnings], limit)
+    return lines
+
+
+def _header_facts(result: CompareResult) -> list[str]:
+    base, cand = result.baseline, result.candidate
+    digests = {base.dataset_digest, cand.dataset_digest}
+    dataset = " vs ".join(code(short_digest(d), 40) for d in sorted(digests))
+    return [
+        f"- **Baseline:** {agent_text(base.agent)}",
+        f"- **Candidate:** {agent_text(cand.agent)}",
+        f"- **Dataset:** {dataset} · {plural(len(result.rows), 'row')} · k = {cand.settings.k}",
+    ]
+
+
+def render_compare_report(
+    result: CompareResult,
+    *,
+    list_limit: int = REPORT_LIST_LIMIT,
+    analysis: Analysis | None = None,
+    charts: bool = True,
+    statistics: bool = True,
+) -> str:
+    """The full Markdown report of a comparison (job summary, ``passk compare``).
+
+    ``analysis`` defaults to :func:`~.uncertainty.analyze` of ``result``
+    without clusters; pass one computed with the dataset's clusters when you
+    have them.  ``charts=False`` leaves out the Mermaid chart and the
+    transition table, ``statistics=False`` the error-bar table and the
+    power paragraph (the HTML report has its own section for each).
+    """
+    s = sections(result)
+    gate = result.gate
+    cmp = result.comparison
+    stats = analysis if analysis is not None else analyze(result)
+    spend = compare_spend(result.baseline, result.candidate)
+    lines = [f"# {verdict_line(result, s)}", "", *_header_facts(result), ""]
+    for warning in result.warnings:
+        lines += [f"> ⚠️ {inline(warning, REASON_LEN)}", ""]
+    lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)
+    summary = cost_line(spend)
+    if summary is not None:
+        lines += ["", summary]
+    lines += ["", noise_sentence(stats.paired)]
+    if statistics:
+        lines += statistics_lines([stats.baseline, stats.candidate], stats.power)
+    lines += [
+        "",
+        f"**Rows:** {len(s.gained)} gained · {len(s.lost)} lost "
+        f"({plural(len(s.regressions), 'confirmed regression')})",
+    ]
+    if charts:
+        lines += curve_lines(stats) + transition_lines(cmp.rows)
+    lines += spend_lines(spend)
+    lines += [
+        "",
+        "## Gate: " + ("✅ passed" if gate.passed else f"❌ failed, {_failure_summary(gate)}"),
+        "",
+        "The gate reads recorded verdicts only; better numbers elsewhere never override "
+        "a broken rule.",
+        "",
+        *_gate_items(gate, list_limit),
+    ]
+
+    def section(title: str, items: list[str], intro: str | None = None) -> None:
+        if not items:
+            return
+        lines.extend(["", f"## {title} ({len(items)})", ""])
+        if intro:
+            lines.extend([intro, ""])
+        lines.extend(capped(items, list_limit))
+
+    section(
+        "Confirmed regressions",
+        [regression_item(r) for r in s.regressions],
+        "Lost rows where, on confirmation, the baseline was right every time and the "
+        "candidate was not.",
+    )
+    section(
+        "Less stable without a confirmed regression",
+        [lost_item(r, s) for r in s.less_stable],
+    )
+    section("Rows gained", [gained_item(r) for r in s.gained])
+    section(
+        "Intermediate checks that flipped while the decision held",
+        check_flip_items(s),
+        "The decision stayed the same on every attempt, but these checks took different "
+        "values: that variation is hidden by the verdict alone.",
+    )
+    section("Notes", [inline(n, REASON_LEN) for n in result.notes])
+    executions = executions_text(result.executions, result.reused)
+    lines += ["", "## Executions", "", executions[:1].upper() + executions[1:]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,352 @@
+"""The words every renderer shares: numbers, counts, ids, and what rows and rules are called.
+
+One wording, many screens: the Markdown report, the PR comment, the check
+run and the HTML page say "2 must-not-break rows broke", "approve ×2" or
+"+4.2 pts" through the same function, so they cannot drift apart.  Pure:
+values in, text out; every value from a user or an agent goes through
+:mod:`.escape` where it is placed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+
+from ..core.classify import is_correct
+from ..core.diff import Change, Confirmation, DivergentCheck, RowComparison
+from ..core.gate import GateFailure, Rule
+from ..core.model import AgentInfo, Attempt, Scoring
+from ..core.result import Executions
+from ..core.uncertainty import ErrorBar, p_value_text
+from .escape import code, inline
+
+ID_LEN = 80
+"""Characters of a row id shown in Markdown."""
+VALUE_LEN = 40
+"""Characters of a decision, check name or check value."""
+REASON_LEN = 300
+"""Characters of a gate failure's reason, a warning or a note."""
+DETAIL_LEN = 2000
+"""Characters of an error detail (the tail: where the error is)."""
+TITLE_IDS = 3
+"""Row ids a verdict line or check title names before "+N more"."""
+
+
+# --- counts and numbers -------------------------------------------------------
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 row``, ``2 rows``; ``many`` for an irregular plural."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def percent(value: float | None) -> str:
+    """A share as a percentage with one decimal; "n/a" when undefined."""
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def points(before: float | None, after: float | None) -> str:
+    """The change of a share in percentage points, signed ("+4.2 pts")."""
+    if before is None or after is None:
+        return "n/a"
+    delta = round((after - before) * 100, 1)
+    if delta == 0:
+        return "0.0 pts"  # never "-0.0": a rounding artifact looks like a loss
+    return f"{delta:+.1f} pts"
+
+
+def pts(value: float | None) -> str:
+    """A share as percentage points ("8.0 pts"); "n/a" when undefined."""
+    return "n/a" if value is None else f"{value * 100:.1f} pts"
+
+
+def signed(before: int, after: int) -> str:
+    """The change of a count, signed ("+2"), or "0"."""
+    delta = after - before
+    return f"{delta:+d}" if delta else "0"
+
+
+def signed_points(value: float, decimals: int = 1) -> str:
+    """A difference of shares in points, signed, without the unit ("+4.2"); never "-0.0"."""
+    delta = round(value * 100, decimals)
+    return f"{0:.{decimals}f}" if delta == 0 else f"{delta:+.{decimals}f}"
+
+
+def percent_to(value: float, decimals: int) -> str:
+    """A share as a percentage with ``decimals`` decimals."""
+    return f"{value * 100:.{decimals}f}%"
+
+
+def distinct_ends(low: float, high: float, show: Callable[[float, int], str]) -> tuple[str, str]:
+    """Both ends of an interval with one decimal, more while they would print alike.
+
+    The intervals are never of zero width (``core/uncertainty``), and neither
+    is their text: 99.996%-100% over 100,000 rows shows as "99.996% – 100.000%",
+    not "100.0% – 100.0%".  Stops at 6 decimals (a width below 1e-8 pts).
+    """
+    for decimals in range(1, 7):
+        ends = show(low, decimals), show(high, decimals)
+        if ends[0] != ends[1]:
+            break
+    return ends
+
+
+def interval_text(bar: ErrorBar) -> str:
+    """``53.0% – 100.0%``; "n/a" when there were too few rows for an interval.
+
+    Never two equal ends: one decimal, more while they would print alike.
+    """
+    if bar.low is None or bar.high is None:
+        return "n/a"
+    low, high = distinct_ends(bar.low, bar.high, percent_to)
+    return f"{low} – {high}"
+
+
+def se_text(bar: ErrorBar) -> str:
+    """The standard error in percentage points ("8.0 pts"); "n/a" when undefined."""
+    return pts(bar.se)
+
+
+def p_value_relation(p: float) -> str:
+    """``= 0.049`` or ``< 0.001``: :func:`p_value_text` after a relation sign."""
+    text = p_value_text(p)
+    return text if text.startswith("<") else f"= {text}"
+
+
+def ranked_counts(values: Sequence[str | None]) -> list[tuple[str, int]]:
+    """Distinct values with their counts, most frequent first, then first seen.
+
+    ``None`` (an error attempt, not a decision) is left out.
+    """
+    counts = Counter(v for v in values if v is not None)
+    order = {v: i for i, v in reversed(list(enumerate(v for v in values if v is not None)))}
+    return sorted(counts.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def counts_text(pairs: Iterable[tuple[str, int]]) -> str:
+    """``approve ×2, deny ×1``, each value inert; "—" when there is none."""
+    text = ", ".join(f"{inline(value, VALUE_LEN)} ×{n}" for value, n in pairs)
+    return text or "—"
+
+
+def errors_by_row(attempts: Iterable[Attempt]) -> dict[str, list[tuple[str, int]]]:
+    """Error reasons of each row's error attempts, most frequent first (for :func:`counts_text`)."""
+    per_row: dict[str, Counter[str]] = {}
+    for a in attempts:
+        if a.error is not None:
+            per_row.setdefault(a.row_id, Counter())[a.error] += 1
+    return {
+        row: sorted(c.items(), key=lambda item: (-item[1], item[0])) for row, c in per_row.items()
+    }
+
+
+def capped(items: Sequence[str], limit: int) -> list[str]:
+    """Markdown list items, at most ``limit`` of them plus "… and N more"."""
+    lines = [f"- {item}" for item in items[: max(limit, 0)]]
+    hidden = len(items) - len(lines)
+    if hidden > 0:
+        lines.append(f"- … and {hidden} more")
+    return lines
+
+
+# --- ids, digests and versions --------------------------------------------------
+
+
+def short_digest(digest: str) -> str:
+    """``sha256:`` and the first 12 hex digits: enough to tell datasets apart."""
+    algorithm, sep, hexdigits = digest.partition(":")
+    return f"{algorithm}:{hexdigits[:12]}" if sep else digest[:19]
+
+
+def short_sha(value: str | None) -> str | None:
+    """A commit as code, its first 12 hex digits; None for no commit."""
+    return code(value[:12], 12) if value else None
+
+
+def plain_id(row_id: str, max_len: int = 40) -> str:
+    """A row id for plain text: one line, at most ``max_len`` characters."""
+    text = " ".join(row_id.split())
+    return text if len(text) <= max_len else text[: max_len - 1] + "…"
+
+
+def id_list(ids: Sequence[str], show: Callable[[str], str] | None = None) -> str:
+    """The first :data:`TITLE_IDS` ids, each through ``show``, then "+N more"."""
+    shown = [show(i) if show is not None else i for i in ids[:TITLE_IDS]]
+    more = len(ids) - len(shown)
+    return ", ".join(shown) + (f" +{more} more" if more > 0 else "")
+
+
+def row_label(row_id: str, *, must_not_break: bool = False, ratchet: bool = False) -> str:
+    """``r-7`` as code, with "(must-not-break, ratchet)" when it is either."""
+    tags = [t for t, on in (("must-not-break", must_not_break), ("ratchet", ratchet)) if on]
+    return code(row_id, ID_LEN) + (f" ({', '.join(tags)})" if tags else "")
+
+
+def agent_text(agent: AgentInfo) -> str:
+    """A version's label: its command "at `abc1234` (+ uncommitted changes)"."""
+    text = inline(agent.description, 120) if agent.description else "*(no description)*"
+    if agent.commit:
+        text += f" at {code(agent.commit[:12], 12)}"
+    if agent.dirty:
+        text += " (+ uncommitted changes)"
+    return text
+
+
+# --- what happened to a row ---------------------------------------------------------
+
+
+def transition(row: RowComparison) -> str:
+    """``stable-correct → flip``, and the final classes when confirmation changed them."""
+    text = f"{row.baseline_class.value} → {row.candidate_class.value}"
+    if (row.baseline_final_class, row.candidate_final_class) != (
+        row.baseline_class,
+        row.candidate_class,
+    ):
+        text += (
+            f" (with confirmation attempts: baseline {row.baseline_final_class.value}, "
+            f"candidate {row.candidate_final_class.value})"
+        )
+    return text
+
+
+def divergence_text(check: DivergentCheck | None) -> str:
+    """``first divergent check `return_window`: baseline ok ×9 · candidate ok ×5, expired ×4``."""
+    if check is None:
+        return "no intermediate check diverged: the versions differ at the decision itself"
+    return (
+        f"first divergent check {code(check.name, VALUE_LEN)}: "
+        f"baseline {counts_text(check.baseline)} · candidate {counts_text(check.candidate)}"
+    )
+
+
+CONFIRMATION_TEXT = {
+    Confirmation.BASELINE_VARIES: "the baseline also varies: it answered wrong on confirmation",
+    Confirmation.NOT_REPRODUCED: "not reproduced: every confirmation answer of the "
+    "candidate was right",
+    Confirmation.INCONCLUSIVE: "inconclusive: a version gave no valid answer on "
+    "confirmation (its attempts failed)",
+    Confirmation.CONFIRMED_REGRESSION: "confirmed regression",
+}
+"""A lost row's confirmation outcome, as a list item says it."""
+
+
+def _right_wrong(attempts: Sequence[Attempt], expected: str, scoring: Scoring) -> tuple[int, int]:
+    answered = [a.decision for a in attempts if a.decision is not None]
+    right = sum(1 for d in answered if is_correct(d, expected, scoring))
+    return right, len(answered) - right
+
+
+def confirmation_words(
+    row: RowComparison,
+    baseline: Sequence[Attempt],
+    candidate: Sequence[Attempt],
+    expected: str,
+    scoring: Scoring,
+) -> str:
+    """What re-running the row on both versions showed, in plain words.
+
+    ``baseline`` and ``candidate`` are the row's confirmation attempts.  A
+    side that gave no valid answer is never said to have been right.
+    """
+    if row.change is not Change.LOST and row.confirmation is None:
+        return "not re-run: confirmation runs for rows that were stable-correct on the baseline"
+    if row.confirmation is None:
+        return "not re-run: no confirmation attempts were recorded"
+    b_right, b_wrong = _right_wrong(baseline, expected, scoring)
+    c_right, c_wrong = _right_wrong(candidate, expected, scoring)
+    if row.confirmation is Confirmation.CONFIRMED_REGRESSION:
+        return (
+            f"**confirmed** on re-run: the baseline was right on all {b_right} of its attempts, "
+            f"the candidate wrong on {c_wrong} of {c_right + c_wrong}"
+        )
+    if row.confirmation is Confirmation.BASELINE_VARIES:
+        return (
+            f"not confirmed: on re-run the baseline was wrong too ({b_wrong} of "
+            f"{b_right + b_wrong}), so this row varies on both versions"
+        )
+    if c_right + c_wrong == 0:
+        return (
+            f"not confirmed: the candidate gave no valid answer on its {len(candidate)} "
+            "confirmation attempts"
+        )
+    if b_right + b_wrong == 0:
+        return (
+            f"not confirmed: the baseline gave no valid answer on its {len(baseline)} "
+            "confirmation attempts"
+        )
+    return (
+        f"not reproduced on re-run: the candidate was right on all {c_right} of its attempts; "
+        "the wrong answers came from the first k"
+    )
+
+
+# --- the gate's rules ------------------------------------------------------------
+
+RULE_NOUNS: dict[Rule, tuple[str, str, str]] = {
+    # rule: (one, many, what happened)
+    Rule.MUST_NOT_BREAK: ("must-not-break row", "must-not-break rows", "broke"),
+    Rule.UNCLASSIFIED: ("must-not-break row", "must-not-break rows", "got too few answers"),
+    Rule.RATCHET: ("ratchet-locked row", "ratchet-locked rows", "broke"),
+    Rule.REGRESSION: ("row", "rows", "regressed"),
+    Rule.PROTECTED_CHANGE: (
+        "protected change",
+        "protected changes",
+        "not allowed by label",
+    ),
+    Rule.RECORDED_FAILURE: (
+        "earlier run of this commit",
+        "earlier runs of this commit",
+        "failed",
+    ),
+    Rule.COST: ("cost limit", "cost limits", "failed"),
+    Rule.LATENCY: ("latency limit", "latency limits", "failed"),
+}
+"""What a failure of each rule is about, for titles: (one, many, what happened)."""
+
+RULE_ORDER = (
+    Rule.MUST_NOT_BREAK,
+    Rule.UNCLASSIFIED,
+    Rule.RATCHET,
+    Rule.REGRESSION,
+    Rule.PROTECTED_CHANGE,
+    Rule.RECORDED_FAILURE,
+    Rule.COST,
+    Rule.LATENCY,
+)
+"""The order a verdict names the rules it failed on."""
+
+
+def reason_parts(failures: Sequence[GateFailure]) -> list[tuple[str, list[str]]]:
+    """``("2 must-not-break rows broke", ["r-007", "r-016"])`` per rule, in a fixed order."""
+    parts = []
+    for rule in RULE_ORDER:
+        hits = [f for f in failures if f.rule is rule]
+        if not hits:
+            continue
+        one, many, what = RULE_NOUNS[rule]
+        phrase = f"{plural(len(hits), one, many)} {what}"
+        parts.append((phrase, [f.id for f in hits if f.id is not None]))
+    return parts
+
+
+# --- what ran ------------------------------------------------------------------------
+
+
+def executions_text(executions: Executions, reused: bool) -> str:
+    """How many times the agent ran, by side and phase, or that a re-run replayed them."""
+    if reused:
+        text = "reused recorded verdicts for this commit: no agent was run again"
+        if executions.total:
+            text += f" ({plural(executions.total, 'agent execution')} recorded)"
+        return text
+    text = f"{plural(executions.total, 'agent execution')}"
+    detail = [
+        f"candidate {executions.candidate}",
+        f"baseline top-up {executions.baseline_topup}",
+        f"confirmation {executions.confirm_baseline} baseline + "
+        f"{executions.confirm_candidate} candidate",
+    ]
+    text += f" ({', '.join(detail)})"
+    if executions.naive:
+        text += f" instead of {executions.naive} for re-running both versions on every row"
+    return text
