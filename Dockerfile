@@ -27,7 +27,7 @@ LABEL org.opencontainers.image.title="passk" \
 # leave __pycache__ directories behind in the user's checkout.
 # PASSK_AGENT_USER: passk runs as root here, so agents run as nobody, who cannot
 # read passk's /proc/<pid>/environ (the token) or write to its stdout (workflow
-# commands); see the README's threat model.
+# commands); see docs/threat-model.md.
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \

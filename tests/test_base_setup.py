@@ -201,7 +201,7 @@ def test_the_candidate_cannot_change_what_the_baselines_setup_made(
     if not agent_user_env:
         pytest.skip(
             "as one user there is no boundary: passk's own user may change its own files "
-            "(see the README's threat model)"
+            "(see docs/threat-model.md)"
         )
     repo, base, head = project(shared, agent_user_env)
     # The attack is the pull request's code; the answers it gives are the same

@@ -167,7 +167,7 @@ def test_as_one_user_passk_says_in_one_line_that_the_token_is_readable(
     got = run_action(repo, shared, fake, base, head, {"ATTACK_LOG": str(attack_log)})
 
     # No boundary between passk's user and the agent: the agent reads it, and the
-    # log says so, naming the file and the fix (README, threat model).
+    # log says so, naming the file and the fix (docs/threat-model.md).
     assert json.loads(attack_log.read_text()) == {str(repo / ".git" / "config"): "token"}
     assert credential_lines(got["log"]) == [
         "::warning title=passk::the checkout's git config holds a token that agents can "
@@ -296,7 +296,7 @@ def test_every_shipped_job_that_runs_passk_checks_out_without_persisting_the_tok
 @pytest.mark.parametrize("doc", ["README.md", "docs/workflows.md"])
 def test_every_checkout_in_the_docs_snippets_persists_no_token(doc: str) -> None:
     text = (CHECKOUT_ROOT / doc).read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    blocks = re.findall(r"```yaml[^\n]*\n(.*?)```", text, flags=re.DOTALL)
     checkouts = [
         step
         for block in blocks

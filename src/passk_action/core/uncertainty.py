@@ -199,10 +199,8 @@ def share_interval(
     all right give 65.1%-100%, 65 rows 93.2%-100%).  The plain mean always
     lies inside: the centre moves by (z^2/2) |1 - 2 mean| / (n + z^2), never
     more than the half-width since t >= z.  Simulated coverage of the
-    long-run mean over rows 10-1,000, accuracy 50-99%, k 2-8: no cell
-    measurably below 0.94 (lowest 0.935, at 1,000 rows, within Monte Carlo
-    noise; 0.945 or more up to 65 rows), where mean +- 1.96 SE fell to 0.13
-    (``bench/coverage.py``, table in ``bench/README.md``).
+    long-run mean by rows, accuracy and k: the table of ``bench/coverage.py``
+    in ``bench/README.md`` (quoted in ``docs/statistics.md``).
     """
     df = _degrees_of_freedom(len(values), clusters)
     if df is None:
@@ -231,9 +229,8 @@ def difference_interval(
     Edge cases: None with fewer than 2 rows (or 2 clusters).  Never of zero
     width: when every row agrees on both versions (all d_i = 0) the interval
     is still +- t * sqrt(1) / (n + 2) around 0.  The plain mean lies inside.
-    Simulated coverage of the long-run difference (``bench/coverage.py``):
-    no cell measurably below 0.94 (lowest 0.933, at 1,000 rows, within
-    Monte Carlo noise), where mean +- 1.96 SE fell to 0.22.
+    Simulated coverage of the long-run difference: the table of
+    ``bench/coverage.py`` in ``bench/README.md`` (quoted in ``docs/statistics.md``).
     """
     df = _degrees_of_freedom(len(differences), clusters)
     if df is None:
