@@ -1,0 +1,114 @@
+"""The README's "Gate your repository in five steps" runs as written.
+
+Blocks titled ``title="FILE"`` are the files a reader writes; the ``sh`` block's
+commands run in the reader's repository (``passk`` through the CLI's ``main``,
+``git`` as itself), in order.  The workflow must be one GitHub accepts and
+carry the protections the threat model asks for.  Then the gate it sets up is
+used: ``passk compare --base main``, as step 5 suggests, passes on the committed
+agent and fails on a change that breaks the must-not-break row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from markdown_it import MarkdownIt
+
+from passk_action.cli import main
+from test_action_metadata import PUBLISHED, errors, load_workflow
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+WORKFLOW = ".github/workflows/passk.yml"
+COMPARE = "passk compare --config passk.yml --base main"
+
+
+def five_steps() -> list[tuple[str, str, str]]:
+    """(language, info, body) of every fenced block in the five steps' section."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## Gate your repository in five steps")
+    end = text.index("\n## ", start + 1)
+    fences = MarkdownIt("commonmark").parse(text[start:end])
+    return [
+        (t.info.split()[0], t.info.partition(" ")[2].strip(), t.content)
+        for t in fences
+        if t.type == "fence"
+    ]
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+def test_the_five_steps_gate_a_repository_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The reader's repository: it exists already, with a default branch.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Dev")
+    git(repo, "config", "user.email", "dev@example.com")
+    (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\n", encoding="utf-8")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "start")
+    monkeypatch.chdir(repo)
+
+    written: list[str] = []
+    ran: list[str] = []
+    for language, info, body in five_steps():
+        titled = re.fullmatch(r'title="([^"]+)"', info)
+        if titled:
+            path = repo / titled[1]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(body, encoding="utf-8")
+            written.append(titled[1])
+            continue
+        assert language == "sh", f"an untitled {language} block in the five steps"
+        for line in body.splitlines():
+            argv = shlex.split(line)
+            if argv[0] == "passk":
+                code = main(argv[1:])
+                assert code == 0, f"{line}: exit {code}\n{capsys.readouterr().err}"
+            else:
+                assert argv[0] == "git", line
+                git(repo, *argv[1:])
+            ran.append(argv[0] + " " + argv[1])
+    assert written == ["agent.py", "data.jsonl", "passk.yml", WORKFLOW]
+    assert ran == ["git add", "git commit", "passk baseline", "git add", "git commit"]
+    # Step 4 committed the agent, its rows and the baseline; the workflow is
+    # the one file left to commit.
+    assert git(repo, "status", "--porcelain") == "?? .github/\n"
+    check_workflow(load_workflow(repo / WORKFLOW))
+
+    # "Before you push": the committed agent passes its own gate, and the
+    # baseline measured what main runs (no warning that it is behind) ...
+    assert COMPARE in README.read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main([*shlex.split(COMPARE)[1:], "--quiet"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # ... and a change that breaks the must-not-break row r-1 (12 days, with a
+    # receipt: approve) fails it.
+    agent = repo / "agent.py"
+    agent.write_text(agent.read_text().replace("<= 30", "<= 10"), encoding="utf-8")
+    assert main([*shlex.split(COMPARE)[1:], "--quiet", "--json", "result.json"]) == 1
+    failures = json.loads((repo / "result.json").read_text(encoding="utf-8"))["gate"]["failures"]
+    assert [(f["id"], f["rule"]) for f in failures] == [("r-1", "must-not-break")]
+
+
+def check_workflow(workflow: dict[str, Any]) -> None:
+    assert errors("github-workflow.schema.json", workflow) == []
+    assert workflow["on"] == "pull_request"
+    (job,) = workflow["jobs"].values()
+    checkout, passk = job["steps"]
+    assert checkout["uses"].startswith("actions/checkout@")
+    assert checkout["with"] == {"fetch-depth": 0, "persist-credentials": False}
+    assert passk["uses"] == PUBLISHED
+    assert passk["with"] == {"config": "passk.yml"}
+    assert set(workflow["permissions"]) == {"contents", "pull-requests", "checks"}
