@@ -1,0 +1,418 @@
+"""The gate rule's operating characteristics, exactly: false block, miss, attempts.
+
+For the rules of ``core/sequential.py`` and answers that are right with a
+fixed probability per attempt (independent attempts, no errors), this
+computes without simulation:
+
+- per gated row: the chance it blocks, the expected attempts on each version
+  (the k main attempts always run; the baseline's main attempts are
+  already recorded, so only its confirmations count), the most rounds of
+  confirmation it can take;
+- per pull request with G gated rows: the chance the gate blocks a harmless
+  one (1 - (1 - b)^G, rows independent), and the chance it catches one row
+  whose accuracy dropped, alone or among G - 1 harmless rows.
+
+The sequential rule's figures come from dynamic programming over its test:
+the probability of every undecided state (answers n, wrong w) is carried
+forward one answer at a time, and the mass that crosses a boundary is where
+the test ends (Wald 1945; the standard exact computation for a truncated
+test with integer boundaries, e.g. Jennison and Turnbull, "Group Sequential
+Methods", 2000, ch. 19).  The strict rule's are closed forms.  Both are
+checked against simulation in ``tests/test_operating.py`` and
+``bench/gate_rule.py``; these are the figures the comment's "How sure"
+section and ``passk plan`` state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from .sequential import (
+    SEQUENTIAL,
+    Boundaries,
+    Ending,
+    GatedKind,
+    RuleSettings,
+    SprtSpec,
+    boundaries,
+)
+
+DEFAULT_SETTINGS = RuleSettings()
+
+HARMLESS = 0.99
+"""The accuracy of a harmless gated row in issue 20's goals (both versions)."""
+DROPPED = 0.7
+"""The accuracy a gated row drops to in issue 20's goals (the candidate)."""
+
+
+def _check_probability(name: str, p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name} must be within [0, 1], got {p}")
+
+
+@dataclass(frozen=True, slots=True)
+class SideOC:
+    """One version's sequential test at per-answer accuracy ``accuracy``.
+
+    ``unreliable`` is the chance it ends "unreliable" (else "reliable": the
+    truncated test always ends); ``answers`` the expected answers it reads
+    before ending; ``attempts`` the expected attempts made, which is more:
+    the first ``main`` always run, and each round runs what the rule asked
+    for whole, even when the test ends inside it; ``rounds`` the expected
+    rounds after the main attempts.
+    """
+
+    accuracy: float
+    unreliable: float
+    answers: float
+    attempts: float
+    rounds: float
+
+
+def side_oc(spec: SprtSpec, accuracy: float, main: int = 0) -> SideOC:
+    """Exact :class:`SideOC` of the test ``spec`` by dynamic programming over (n, w).
+
+    Within a round, P(n, w) of the undecided states is carried one answer
+    at a time: (n, w) moves to (n + 1, w) with probability p and to
+    (n + 1, w + 1) with 1 - p; mass landing on w >= block_from[n + 1] ends
+    "unreliable", on w <= pass_up_to[n + 1] "reliable", and is removed
+    (having read n + 1 answers and made all of the round's attempts).  The
+    first round is the ``main`` attempts, looked at once, at its end; each
+    later one, from an undecided
+    (n, w), the answers that would end the test if all were right
+    (:meth:`~.sequential.Boundaries.rights_to_pass`), as :func:`~.sequential.judge`
+    asks.  The test ends by ``max_decisions``, so all mass has ended there.
+    """
+    _check_probability("accuracy", accuracy)
+    return _side_oc(boundaries(spec), accuracy, main)
+
+
+@lru_cache(maxsize=512)
+def _side_oc(bounds: Boundaries, p: float, main: int) -> SideOC:
+    frontier = {(0, 0): 1.0}
+    unreliable = answers = attempts = rounds = 0.0
+    first = True
+    while frontier:
+        following: dict[tuple[int, int], float] = {}
+        for (n, w0), start in frontier.items():
+            size = max(main, 1) if first else bounds.rights_to_pass(n, w0)
+            rounds += 0.0 if first else start
+            made = n + size
+            live = {w0: start}
+            last = min(made, bounds.max_decisions)
+            for m in range(n + 1, last + 1):
+                step: dict[int, float] = {}
+                for w, mass in live.items():
+                    step[w] = step.get(w, 0.0) + mass * p
+                    step[w + 1] = step.get(w + 1, 0.0) + mass * (1.0 - p)
+                live = {}
+                for w, mass in step.items():
+                    # The main attempts are one look, at their end.
+                    ending = Ending.UNDECIDED if first and m < last else bounds.ending(m, w)
+                    if ending is Ending.UNDECIDED:
+                        live[w] = mass
+                        continue
+                    unreliable += mass if ending is Ending.UNRELIABLE else 0.0
+                    answers += mass * m
+                    attempts += mass * made
+            for w, mass in live.items():
+                following[(made, w)] = following.get((made, w), 0.0) + mass
+        frontier = following
+        first = False
+    return SideOC(p, unreliable, answers, attempts, rounds)
+
+
+@dataclass(frozen=True, slots=True)
+class RowOC:
+    """A gated row's operating characteristics under a rule.
+
+    ``block`` is the chance the row blocks; ``candidate_attempts`` the
+    expected candidate attempts, main included; ``baseline_extra`` the
+    expected baseline attempts beyond its recorded main ones.
+    """
+
+    rule: str
+    kind: GatedKind
+    k: int
+    candidate_accuracy: float
+    baseline_accuracy: float
+    block: float
+    candidate_attempts: float
+    baseline_extra: float
+
+    @property
+    def candidate_extra(self) -> float:
+        return self.candidate_attempts - self.k
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "kind": self.kind.value,
+            "k": self.k,
+            "candidate_accuracy": self.candidate_accuracy,
+            "baseline_accuracy": self.baseline_accuracy,
+            "block": self.block,
+            "candidate_attempts": self.candidate_attempts,
+            "baseline_extra": self.baseline_extra,
+        }
+
+
+def row_oc(
+    settings: RuleSettings,
+    *,
+    k: int,
+    candidate: float,
+    baseline: float,
+    kind: GatedKind = GatedKind.MUST_NOT_BREAK,
+) -> RowOC:
+    """The chance one gated row blocks, and the attempts it takes, exactly.
+
+    Sequential rule: block = P(candidate's test ends unreliable) x
+    P(baseline's test does not); candidate attempts E[max(N_c, k)];
+    baseline extra P(candidate unreliable) x (E[max(N_b, k)] - k).
+
+    Strict rule (c = ``confirm_attempts``, p_b and p_c the accuracies): a
+    row is lost with probability p_b^k (1 - p_c^k); a ratchet row blocks
+    with 1 - p_c^k, a must-not-break or regression row with
+    p_b^(k + c) (1 - p_c^k) (the baseline's confirmations all right);
+    each lost row costs c more attempts on both versions.
+    """
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    _check_probability("candidate accuracy", candidate)
+    _check_probability("baseline accuracy", baseline)
+    if settings.rule == SEQUENTIAL:
+        cand = side_oc(settings.candidate_test, candidate, k)
+        base = side_oc(settings.baseline_test, baseline, k)
+        return RowOC(
+            SEQUENTIAL,
+            kind,
+            k,
+            candidate,
+            baseline,
+            block=cand.unreliable * (1.0 - base.unreliable),
+            candidate_attempts=cand.attempts,
+            baseline_extra=cand.unreliable * (base.attempts - k),
+        )
+    c = settings.confirm_attempts
+    lost = baseline**k * (1.0 - candidate**k)
+    block = 1.0 - candidate**k if kind is GatedKind.RATCHET else lost * baseline**c
+    return RowOC(settings.rule, kind, k, candidate, baseline, block, k + c * lost, c * lost)
+
+
+def any_of(rate: float, rows: int) -> float:
+    """The chance at least one of ``rows`` independent rows does what one does with ``rate``.
+
+    1 - (1 - rate)^rows, computed as -expm1(rows * log1p(-rate)) so tiny
+    rates keep their digits.
+    """
+    if rows < 0:
+        raise ValueError("rows must be >= 0")
+    _check_probability("rate", rate)
+    if rate == 1.0:
+        return 1.0 if rows else 0.0
+    return -math.expm1(rows * math.log1p(-rate))
+
+
+@dataclass(frozen=True, slots=True)
+class GateOC:
+    """What a gate with ``gated_rows`` rows does, under one rule and accuracy.
+
+    - ``false_block``: a harmless PR (both versions at ``accuracy`` on every
+      gated row) is blocked;
+    - ``row_miss``: a row whose candidate accuracy dropped to ``dropped``
+      (baseline still at ``accuracy``) does not block;
+    - ``catch``: a PR with one such row among ``gated_rows - 1`` harmless
+      ones is blocked (the other rows' false blocks help it);
+    - ``candidate_extra`` / ``baseline_extra``: expected attempts beyond the
+      k main ones, summed over the gated rows of a harmless PR;
+    - ``max_rounds``: the most confirmation rounds one row can take
+      (sequential rule; 1 for strict).
+    """
+
+    rule: str
+    k: int
+    gated_rows: int
+    accuracy: float
+    dropped: float
+    false_block: float
+    row_miss: float
+    catch: float
+    candidate_extra: float
+    baseline_extra: float
+    max_rounds: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "k": self.k,
+            "gated_rows": self.gated_rows,
+            "accuracy": self.accuracy,
+            "dropped": self.dropped,
+            "false_block": self.false_block,
+            "row_miss": self.row_miss,
+            "catch": self.catch,
+            "candidate_extra": self.candidate_extra,
+            "baseline_extra": self.baseline_extra,
+            "max_rounds": self.max_rounds,
+        }
+
+
+def gate_oc(
+    settings: RuleSettings,
+    *,
+    k: int,
+    gated_rows: int,
+    accuracy: float = HARMLESS,
+    dropped: float = DROPPED,
+    kind: GatedKind = GatedKind.MUST_NOT_BREAK,
+) -> GateOC:
+    """:class:`GateOC` from :func:`row_oc` (formulas there) and :func:`any_of`."""
+    if gated_rows < 1:
+        raise ValueError("gated_rows must be at least 1")
+    harmless = row_oc(settings, k=k, candidate=accuracy, baseline=accuracy, kind=kind)
+    broken = row_oc(settings, k=k, candidate=dropped, baseline=accuracy, kind=kind)
+    others = any_of(harmless.block, gated_rows - 1)
+    return GateOC(
+        rule=settings.rule,
+        k=k,
+        gated_rows=gated_rows,
+        accuracy=accuracy,
+        dropped=dropped,
+        false_block=any_of(harmless.block, gated_rows),
+        row_miss=1.0 - broken.block,
+        catch=1.0 - (1.0 - broken.block) * (1.0 - others),
+        candidate_extra=gated_rows * harmless.candidate_extra,
+        baseline_extra=gated_rows * harmless.baseline_extra,
+        max_rounds=(
+            max_rounds(settings.candidate_test, k) + max_rounds(settings.baseline_test, k)
+            if settings.rule == SEQUENTIAL
+            else 1
+        ),
+    )
+
+
+def max_rounds(spec: SprtSpec, k: int) -> int:
+    """The most confirmation rounds one version's test can take, errors aside.
+
+    A round runs what the rule asks (the answers that would end the test
+    if all were right, :meth:`Boundaries.rights_to_pass`), so a round that
+    does not end the test holds a wrong answer, and the test ends by
+    ``max_decisions``.  Found by search over the undecided states each round
+    can reach, starting after the k main answers (any undecided state
+    reachable there).
+    """
+    bounds = boundaries(spec)
+    start = _reachable(bounds, {0}, 0, min(k, bounds.max_decisions))
+    rounds = [_rounds(bounds, min(k, bounds.max_decisions), w) for w in start]
+    return max(rounds, default=0)
+
+
+def _reachable(bounds: Boundaries, ws: set[int], n: int, steps: int) -> set[int]:
+    """Wrong counts reachable after ``steps`` more answers from (n, w in ws), never ending."""
+    for m in range(n + 1, n + steps + 1):
+        ws = {v for w in ws for v in (w, w + 1) if bounds.ending(m, v) is Ending.UNDECIDED}
+    return ws
+
+
+@lru_cache(maxsize=4096)
+def _rounds(bounds: Boundaries, n: int, w: int) -> int:
+    if n >= bounds.max_decisions:
+        return 0
+    step = bounds.rights_to_pass(n, w)
+    after = _reachable(bounds, {w}, n, step)
+    return 1 + max((_rounds(bounds, n + step, v) for v in after), default=0)
+
+
+# ------------------------------------------------------------------ planning
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Settings that meet target rates for a gate, and what they do (:func:`suggest`)."""
+
+    settings: RuleSettings
+    oc: GateOC
+    met: bool
+    """False when no setting searched met both targets (then the closest is shown)."""
+
+
+_LENGTHS = (40, 60, 100)
+"""Candidate test lengths searched: with many gated rows the truncation's own
+false blocks (the likelier hypothesis at the last answer) need a longer test."""
+_ALPHA_FACTORS = (0.01, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def suggest(
+    *,
+    k: int,
+    gated_rows: int,
+    false_block: float = 0.05,
+    miss: float = 0.1,
+    accuracy: float = HARMLESS,
+    dropped: float = DROPPED,
+    base: RuleSettings = DEFAULT_SETTINGS,
+    alphas: Sequence[float] = (),
+    betas: Sequence[float] = (),
+) -> Plan:
+    """The sequential settings with the fewest extra attempts that meet both targets.
+
+    Targets: a harmless PR with ``gated_rows`` rows at ``accuracy`` blocked
+    at most ``false_block`` of the time, a row dropped to ``dropped`` missed
+    at most ``miss`` of the time, both computed exactly (:func:`gate_oc`).
+    Searched: ``unreliable`` = ``dropped``, ``reliable`` = ``accuracy``,
+    per-row alpha from a hundredth of the Sidak share 1 - (1 - false_block)^(1/G) to 8
+    times it (Wald's thresholds are conservative, so the nominal alpha can
+    exceed the rate it gives), beta from ``miss`` down to a fifth of it, and
+    ``max_decisions`` 40, 60 or 100.
+    Fewest = expected extra attempts per gated row, to 0.01; ties go to the
+    shorter test, then the smaller alpha, then the smaller beta.  Deterministic.
+    """
+    if not (0.0 < false_block < 1.0 and 0.0 < miss < 1.0):
+        raise ValueError("targets must be within (0, 1)")
+    share = -math.expm1(math.log1p(-false_block) / gated_rows)
+    alpha_grid = alphas or tuple(min(0.4, share * f) for f in _ALPHA_FACTORS)
+    beta_grid = betas or tuple(
+        min(0.4, miss * f) for f in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.35, 0.2)
+    )
+    best: Plan | None = None
+    for length in _LENGTHS:
+        for alpha in alpha_grid:
+            for beta in beta_grid:
+                settings = replace(
+                    base,
+                    rule=SEQUENTIAL,
+                    reliable=accuracy,
+                    unreliable=dropped,
+                    alpha=alpha,
+                    beta=beta,
+                    max_decisions=length,
+                    max_attempts=max(base.max_attempts, length, base.baseline_max_decisions),
+                )
+                oc = gate_oc(
+                    settings, k=k, gated_rows=gated_rows, accuracy=accuracy, dropped=dropped
+                )
+                plan = Plan(settings, oc, oc.false_block <= false_block and oc.row_miss <= miss)
+                if best is None or _better(plan, best):
+                    best = plan
+    assert best is not None
+    return best
+
+
+def _better(plan: Plan, best: Plan) -> bool:
+    """Whether ``plan`` beats ``best`` (the order in :func:`suggest`)."""
+    if plan.met != best.met:
+        return plan.met
+    if not plan.met:
+        # Neither meets both: the one closest to its targets, false blocks first.
+        return (plan.oc.false_block, plan.oc.row_miss) < (best.oc.false_block, best.oc.row_miss)
+    return _cost(plan) < _cost(best)
+
+
+def _cost(plan: Plan) -> tuple[float, int, float, float]:
+    per_row = (plan.oc.candidate_extra + plan.oc.baseline_extra) / plan.oc.gated_rows
+    settings = plan.settings
+    return round(per_row, 2), settings.max_decisions, settings.alpha, settings.beta
