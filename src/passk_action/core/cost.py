@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .model import Attempt, Phase, Run, Usage
-from .student_t import t_975
+from .student_t import regularized_beta, student_t_quantile, t_975
 
 MTOK = 1_000_000
 
@@ -173,8 +173,8 @@ class Spend:
     """Latency, tokens, cost and errors of one run.
 
     Per-decision figures divide the sum over main attempts (errors too:
-    they were paid for) by the main attempts that made a decision; when only
-    some decisions report a value, they are the mean over those (see
+    they were paid for) by the main attempts that made a decision; a
+    decision that reported no value counts as an average one (see
     :func:`_per_decision`).  ``cost_attempts`` and ``token_attempts`` count
     the main attempts that reported a cost or tokens; a figure is None when
     no decision did.
@@ -244,16 +244,22 @@ def _per_decision(
 ) -> tuple[float | None, int]:
     """The sum of ``of`` over main attempts per decision, and how many decisions carry it.
 
-    When every decision carries it: the sum over all main attempts (errors
-    too, they were paid for) / decisions.  When only some do: the mean over
-    those decisions, so missing values do not pass for free ones.
+    Formula: (every reported value over main attempts, errored ones
+    included: they were paid for, + m x the mean over the decisions that
+    reported one) / decisions, m the decisions that reported none.  So a
+    decision without a value counts as an average decision, never as free,
+    and errored attempts' reported cost always counts: one missing value
+    moves the figure by about 1 / decisions, never from one formula to
+    another (it once moved a +17% change to +0%).  An errored attempt that
+    reported nothing adds nothing (there is nothing to average it with).
+    None when no decision reported a value.
     """
     decided = [v for a in main if a.valid and (v := of(a)) is not None]
     if not decided:
         return None, 0
-    if len(decided) == decisions:
-        return math.fsum(v for a in main if (v := of(a)) is not None) / decisions, decisions
-    return math.fsum(decided) / len(decided), len(decided)
+    reported = math.fsum(v for a in main if (v := of(a)) is not None)
+    missing = decisions - len(decided)
+    return (reported + missing * math.fsum(decided) / len(decided)) / decisions, len(decided)
 
 
 def summarize_spend(run: Run) -> Spend:
@@ -303,18 +309,167 @@ def _pairs(
     return [(base[r.id], cand[r.id]) for r in candidate.rows if r.id in base and r.id in cand]
 
 
+FALSE_ALARM = 0.05
+"""Each spend limit's stated false-alarm rate: a candidate at the limit fails at most this often."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelativeChange:
+    """A relative change (0.25 = 25% more) with its two-sided 95% interval over ``rows``.
+
+    ``low_one_sided`` is the one-sided (1 - :data:`FALSE_ALARM`) lower
+    bound the cost limit is checked against.  Interval figures are None
+    with fewer than two rows or no spread.
+    """
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    low_one_sided: float | None
+    rows: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "low_one_sided": self.low_one_sided,
+            "rows": self.rows,
+        }
+
+
+def ratio_change(rows: Sequence[tuple[float, float, float, float]]) -> RelativeChange:
+    """The change of a ratio of sums, (sum b / sum v) / (sum a / sum u) - 1, paired by row.
+
+    ``rows`` are (a_i, u_i, b_i, v_i): the baseline's cost and decisions on
+    row i, then the candidate's.  Interval by the delta method on the log
+    ratio, rows as the unit (a ratio estimator: Cochran, "Sampling
+    Techniques", 1977, 6.3; the same linearization as Miller's row-level
+    SE): theta = ln(B/V) - ln(A/U) with the sums, z_i = b_i / B - v_i / V -
+    a_i / A + u_i / U (sums replaced by means), SE = sd(z) / sqrt(n), and
+    exp(theta +- t_{0.975, n-1} SE) - 1; the one-sided lower bound uses
+    t_{1 - FALSE_ALARM, n-1}.  Pairing removes the spread between rows (long
+    inputs cost more on both versions).
+
+    Edge cases: every figure None when a sum is 0; the interval None with
+    fewer than 2 rows; an interval of zero width when every z_i is equal.
+    """
+    n = len(rows)
+    sums = [math.fsum(r[i] for r in rows) for i in range(4)]
+    if n == 0 or min(sums) <= 0:
+        return RelativeChange(None, None, None, None, n)
+    a, u, b, v = sums
+    theta = math.log(b / v) - math.log(a / u)
+    estimate = math.exp(theta) - 1
+    if n < 2:
+        return RelativeChange(estimate, None, None, None, n)
+    means = [x / n for x in sums]
+    z = [bi / means[2] - vi / means[3] - ai / means[0] + ui / means[1] for ai, ui, bi, vi in rows]
+    mean_z = math.fsum(z) / n
+    se = math.sqrt(math.fsum((x - mean_z) ** 2 for x in z) / (n - 1) / n)
+    half = t_975(n - 1) * se
+    one_sided = student_t_quantile(1 - FALSE_ALARM, float(n - 1)) * se
+    return RelativeChange(
+        estimate,
+        math.exp(theta - half) - 1,
+        math.exp(theta + half) - 1,
+        math.exp(theta - one_sided) - 1,
+        n,
+    )
+
+
+def binomial_cdf(j: int, n: int, p: float) -> float:
+    """P(Binomial(n, p) <= j) = I_{1-p}(n - j, j + 1) (Abramowitz and Stegun 26.5.24)."""
+    if j < 0:
+        return 0.0
+    if j >= n:
+        return 1.0
+    return regularized_beta(1.0 - p, n - j, j + 1)
+
+
+def quantile_bound(
+    values: Sequence[float], q: float, confidence: float, *, upper: bool
+) -> float | None:
+    """A distribution-free one-sided confidence bound for the ``q`` quantile, by order statistics.
+
+    Formula (e.g. Hahn and Meeker, "Statistical Intervals", 1991, 5.2): with
+    x_(1) <= ... <= x_(n), x_(u) is an upper bound with confidence
+    P(Binomial(n, q) <= u - 1) (at most u - 1 values fall below the
+    quantile); the smallest u reaching ``confidence`` is used.  Lower: x_(l)
+    with P(Binomial(n, q) >= l) >= ``confidence``, the largest such l.
+    Exact for continuous values, conservative with ties.
+
+    Edge cases: None when no order statistic reaches the confidence (too
+    few values: an upper bound for p95 at 97.5% needs n >= 72, since even
+    the maximum is below the p95 with probability 0.95^n).
+    """
+    if not values:
+        return None
+    ordered = sorted(values)
+    n = len(ordered)
+    # Both conditions are monotone in the index: bisect (a run has up to millions of attempts).
+    if upper:
+        if binomial_cdf(n - 1, n, q) < confidence:
+            return None
+        low, high = 1, n  # the smallest u with P(Bin <= u - 1) >= confidence
+        while low < high:
+            mid = (low + high) // 2
+            if binomial_cdf(mid - 1, n, q) >= confidence:
+                high = mid
+            else:
+                low = mid + 1
+        return ordered[low - 1]
+    if 1.0 - binomial_cdf(0, n, q) < confidence:
+        return None
+    low, high = 1, n  # the largest l with P(Bin >= l) >= confidence
+    while low < high:
+        mid = (low + high + 1) // 2
+        if 1.0 - binomial_cdf(mid - 1, n, q) >= confidence:
+            low = mid
+        else:
+            high = mid - 1
+    return ordered[low - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class LimitCheck:
+    """Whether a relative limit is exceeded beyond noise, with a stated false-alarm rate.
+
+    ``exceeded`` is None when it could not be checked (``why`` says why);
+    ``bound`` is the smallest increase the data show with the stated
+    confidence (the lower bound of the change), compared with ``limit``.
+    """
+
+    limit: float
+    estimate: float | None
+    bound: float | None
+    exceeded: bool | None
+    why: str = ""
+
+
+def _quantile_bounds(values: Sequence[float], upper: bool) -> float | None:
+    return quantile_bound(values, 0.95, 1 - FALSE_ALARM / 2, upper=upper)
+
+
 @dataclass(frozen=True, slots=True)
 class SpendComparison:
-    """Both versions' :class:`Spend` and the paired changes per row.
+    """Both versions' :class:`Spend` and the paired changes.
 
     ``cost`` and ``latency`` are paired intervals for the change in a row's
-    mean cost (US dollars) and mean latency (seconds) per main attempt.
+    mean cost (US dollars) and mean latency (seconds) per main attempt;
+    ``cost_per_decision`` is the relative change of the cost per decision
+    with its own interval (:func:`ratio_change`), the quantity the cost
+    limit is about.  ``baseline_durations`` and ``candidate_durations`` are
+    the main attempts' latencies, for the p95 limit's bounds.
     """
 
     baseline: Spend
     candidate: Spend
     cost: PairedChange
     latency: PairedChange
+    cost_per_decision: RelativeChange = RelativeChange(None, None, None, None, 0)
+    baseline_durations: tuple[float, ...] = ()
+    candidate_durations: tuple[float, ...] = ()
 
     @property
     def cost_increase(self) -> float | None:
@@ -326,6 +481,45 @@ class SpendComparison:
         """Relative change of the p95 latency per attempt."""
         return relative_change(self.baseline.latency_p95, self.candidate.latency_p95)
 
+    def cost_check(self, limit: float) -> LimitCheck:
+        """Cost per decision over ``limit`` beyond noise: the one-sided 95% lower bound above it.
+
+        A candidate whose true cost per decision is exactly ``limit`` above
+        the baseline's fails at most :data:`FALSE_ALARM` of the time (delta
+        method; ``bench/spend_limits.py`` measures it).
+        """
+        change = self.cost_per_decision
+        if change.low_one_sided is None:
+            why = "fewer than 2 rows with a cost on both versions"
+            return LimitCheck(limit, self.cost_increase, None, None, why)
+        return LimitCheck(
+            limit, self.cost_increase, change.low_one_sided, change.low_one_sided > limit
+        )
+
+    def latency_check(self, limit: float) -> LimitCheck:
+        """p95 latency over ``limit`` beyond noise, distribution-free.
+
+        Fails when the candidate's p95 lower bound over the baseline's p95
+        upper bound, each at one-sided 97.5% confidence
+        (:func:`quantile_bound`), is more than 1 + ``limit``: a candidate
+        whose true p95 is exactly ``limit`` above fails at most
+        :data:`FALSE_ALARM` of the time (Bonferroni over the two bounds).
+        Not checked with fewer than 72 attempts on a version.
+        """
+        base = _quantile_bounds(self.baseline_durations, True)
+        cand = _quantile_bounds(self.candidate_durations, False)
+        if base is None or cand is None or base <= 0:
+            fewest = min(len(self.baseline_durations), len(self.candidate_durations))
+            why = (
+                f"{fewest} attempts on a version are too few to bound its p95 latency "
+                f"(at least {P95_ATTEMPTS} are needed)"
+            )
+            if base is not None and base <= 0:
+                why = "the baseline has no latency above 0 s"
+            return LimitCheck(limit, self.latency_p95_increase, None, None, why)
+        bound = cand / base - 1
+        return LimitCheck(limit, self.latency_p95_increase, bound, bound > limit)
+
     def to_json(self) -> dict[str, object]:
         """Both versions and the change (``passk report --format json``)."""
         return {
@@ -333,15 +527,52 @@ class SpendComparison:
             "candidate": self.candidate.to_json(),
             "cost_increase": self.cost_increase,
             "latency_p95_increase": self.latency_p95_increase,
+            "cost_per_decision_change": self.cost_per_decision.to_json(),
             "mean_cost_change_per_attempt_usd": self.cost.to_json(),
             "mean_latency_change_per_attempt_s": self.latency.to_json(),
         }
 
 
+P95_ATTEMPTS = math.ceil(math.log(FALSE_ALARM / 2) / math.log(0.95))
+"""The fewest attempts whose maximum bounds a p95 from above at 1 - FALSE_ALARM / 2: 72."""
+
+
+def _row_costs(run: Run) -> dict[str, tuple[float, float]]:
+    """Each row's (main-attempt cost, decisions), a missing decision cost at the run's mean.
+
+    The same imputation as :func:`_per_decision`, so the rows add up to
+    the run's cost per decision.
+    """
+    main = _main(run.attempts)
+    decided = [c for a in main if a.valid and (c := _cost(a)) is not None]
+    fill = math.fsum(decided) / len(decided) if decided else 0.0
+    out: dict[str, tuple[float, float]] = {}
+    for row_id, attempts in run.attempts_by_row().items():
+        cost = decisions = 0.0
+        for a in _main(attempts):
+            value = _cost(a)
+            if a.valid:
+                decisions += 1
+                cost += fill if value is None else value
+            elif value is not None:
+                cost += value
+        out[row_id] = (cost, decisions)
+    return out
+
+
 def compare_spend(baseline: Run, candidate: Run) -> SpendComparison:
+    base_costs, cand_costs = _row_costs(baseline), _row_costs(candidate)
+    per_decision = [
+        (*base_costs[r.id], *cand_costs[r.id])
+        for r in candidate.rows
+        if r.id in base_costs and r.id in cand_costs
+    ]
     return SpendComparison(
         baseline=summarize_spend(baseline),
         candidate=summarize_spend(candidate),
         cost=paired_change(_pairs(baseline, candidate, _cost)),
         latency=paired_change(_pairs(baseline, candidate, _latency)),
+        cost_per_decision=ratio_change(per_decision),
+        baseline_durations=tuple(a.duration_s for a in _main(baseline.attempts)),
+        candidate_durations=tuple(a.duration_s for a in _main(candidate.attempts)),
     )

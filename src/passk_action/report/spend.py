@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..core.cost import PairedChange, Spend, SpendComparison, relative_change
+from ..core.cost import PairedChange, RelativeChange, Spend, SpendComparison, relative_change
 
 PERCENTILE_NOTE = (
     "Latency is each main attempt's wall time; p50 and p95 by linear interpolation "
@@ -88,6 +88,27 @@ def _spread(change: PairedChange, unit: str) -> str:
     return "the same on every row" if interval is None else f"95% CI {interval}"
 
 
+def _relative_interval(increase: float | None, change: RelativeChange) -> str:
+    """`` (+50%, 95% CI +31% to +71%)``: the change and the interval of that same change.
+
+    The interval is of the relative change of the cost per decision, rows
+    paired (:func:`~passk_action.core.cost.ratio_change`); left out with
+    fewer than 2 rows, and "the same on every row" when it has no width.
+    Ends that read alike get a decimal more, never two equal ends.
+    """
+    if increase is None:
+        return ""
+    if change.low is None or change.high is None:
+        return f" ({increase * 100:+.0f}%)"
+    if change.high - change.low < 1e-12:
+        return f" ({increase * 100:+.0f}%, the same on every row)"
+    for decimals in range(_MORE_DIGITS + 1):
+        low, high = f"{change.low * 100:+.{decimals}f}%", f"{change.high * 100:+.{decimals}f}%"
+        if low != high:
+            break
+    return f" ({increase * 100:+.0f}%, 95% CI {low} to {high})"
+
+
 def _has_latency(spend: Spend) -> bool:
     # Imported runs often carry no timings at all: say nothing rather than "0 ms".
     return spend.latency_p95 is not None and spend.latency_p95 > 0
@@ -101,9 +122,8 @@ def _anything(spend: SpendComparison) -> bool:
 def cost_line(spend: SpendComparison) -> str | None:
     """One compact line for the PR comment, under the three numbers.
 
-    Cost per decision (with the paired 95% interval of the change in mean
-    cost per attempt, or that change alone when it is the same on every
-    row) when either version reports a cost, p95 latency when
+    Cost per decision with its relative change and that change's paired 95%
+    interval (rows as units) when either version reports a cost, p95 latency when
     there are timings, tokens per decision when reported, and the error
     rate; each as baseline -> candidate.  None when neither run has timings
     or usage.
@@ -114,15 +134,7 @@ def cost_line(spend: SpendComparison) -> str | None:
     parts = []
     if base.cost_per_decision is not None or cand.cost_per_decision is not None:
         text = f"{money(base.cost_per_decision)} → {money(cand.cost_per_decision)} per decision"
-        text += _relative(spend.cost_increase)
-        if spend.cost.low is not None and spend.cost.estimate is not None:
-            interval = _interval(spend.cost, "$")
-            text += (
-                f", {_signed(money(spend.cost.estimate))} per attempt on every row"
-                if interval is None
-                else f", 95% CI {interval} per attempt"
-            )
-        parts.append(text)
+        parts.append(text + _relative_interval(spend.cost_increase, spend.cost_per_decision))
     if _has_latency(base) or _has_latency(cand):
         text = f"p95 {seconds(base.latency_p95)} → {seconds(cand.latency_p95)}"
         parts.append(text + _relative(spend.latency_p95_increase))
