@@ -20,10 +20,12 @@ population means over rows of each row's own value:
 - paired difference (candidate - baseline): 0 ("same") or (mu' - mu) / 2 ("worse").
 
 Each replication draws n rows, computes each interval from the per-row
-values exactly as ``passk`` does (``core/uncertainty.py``), and counts
-whether it holds the long-run value.  "before" is the interval passk used
-until this benchmark (mean +- 1.96 Miller SE, clipped to [0, 1] for shares),
-reimplemented here; "after" calls the package.
+values exactly as ``passk`` does (``core/uncertainty.py``, pseudo-answers
+sized by the answers a row is worth), and counts whether it holds the
+long-run value.  "before" is the interval passk used until this benchmark
+(mean +- 1.96 Miller SE, clipped to [0, 1] for shares), reimplemented here;
+"after" calls the package.  Beside the grid, issue 20's cells of near-equal
+accuracy (p = 0.99, k = 5 and 8, 1,000 and 3,000 rows, phi = 10 and 100).
 
     python bench/coverage.py                   # the committed grid, 2,000 reps
     python bench/coverage.py --reps 200 --rows 10,20 --jobs 2
@@ -41,7 +43,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
@@ -50,6 +52,12 @@ from passk_action.core.uncertainty import difference_interval, share_interval
 
 Z_975 = 1.959964
 ROWS = (10, 20, 65, 200, 1000)
+METHODS = ("before", "rows", "after")
+NEAR_EQUAL = tuple(
+    (rows, 0.99, k, phi) for rows in (1000, 3000) for k in (5, 8) for phi in (10.0, 100.0)
+)
+"""Issue 20's cells: rows of near-equal accuracy (p = 0.99, k = 5-8, 1,000-3,000 rows),
+where pseudo-answers sized as whole rows held 0.921-0.930; run beside the grid."""
 ACCURACY = (0.5, 0.7, 0.9, 0.95, 0.99)
 KS = (2, 3, 5, 8)
 CONCENTRATION = (1.0, 10.0)
@@ -80,6 +88,12 @@ class CellResult:
     before_zero_width: float
     """Share of the before intervals (all statistics) of zero width."""
     after_zero_width: float
+    rows: dict[str, float] = field(default_factory=dict)
+    """Coverage of the interval passk had before issue 20 (pseudo-answers as whole rows)."""
+    width_rows: dict[str, float] = field(default_factory=dict)
+    """Mean width of that interval, per statistic."""
+    width_after: dict[str, float] = field(default_factory=dict)
+    """Mean width of the "after" interval, per statistic."""
 
 
 def long_run_pass_k(a: float, b: float, k: int) -> float:
@@ -106,19 +120,17 @@ def _before(values: Sequence[float], bounds: tuple[float, float]) -> Interval:
     return max(bounds[0], mean - Z_975 * se), min(bounds[1], mean + Z_975 * se)
 
 
-def after_share(values: Sequence[float]) -> Interval:
-    return share_interval(values)
+def after_share(values: Sequence[float], k: int) -> Interval:
+    return share_interval(values, answers=k)
 
 
-def after_difference(values: Sequence[float]) -> Interval:
-    return difference_interval(values)
-
-
-IntervalOf = Callable[[Sequence[float]], Interval]
-METHODS: dict[str, tuple[IntervalOf, IntervalOf]] = {
-    "before": (before_share, before_difference),
-    "after": (after_share, after_difference),
-}
+def after_difference(base: Sequence[float], cand: Sequence[float], k: int) -> Interval:
+    """As ``paired_comparison`` calls it: pseudo-pairs sized by the answer pairs a row is worth."""
+    diffs = [c - b for b, c in zip(base, cand, strict=True)]
+    discordance = [b * (1 - c) + c * (1 - b) for b, c in zip(base, cand, strict=True)]
+    mean = math.fsum(diffs) / len(diffs)
+    variance = math.fsum(discordance) / len(diffs) - mean * mean
+    return difference_interval(diffs, answers=k, answer_variance=variance)
 
 
 def simulate(cell: Cell, reps: int, seed: int) -> CellResult:
@@ -136,6 +148,7 @@ def simulate(cell: Cell, reps: int, seed: int) -> CellResult:
         "difference (worse)": (worse - mu) / 2,
     }
     hits = {m: dict.fromkeys(STATISTICS, 0) for m in METHODS}
+    widths = {m: dict.fromkeys(STATISTICS, 0.0) for m in METHODS}
     zero = dict.fromkeys(METHODS, 0)
 
     def answer(p: float) -> int:
@@ -147,21 +160,32 @@ def simulate(cell: Cell, reps: int, seed: int) -> CellResult:
         kept = [uniform() < 0.5 for _ in range(n)]
         same = [answer(p if keep else beta(a, b)) for p, keep in zip(ps, kept, strict=True)]
         changed = [answer(p if keep else beta(a2, b2)) for p, keep in zip(ps, kept, strict=True)]
+        base = [c / k for c in right]
+        other = {"difference (same)": same, "difference (worse)": changed}
         values = {
-            "accuracy": [c / k for c in right],
+            "accuracy": base,
             # n = k attempts: the unbiased C(c, k) / C(k, k) is 1 when all are right.
             "pass^k": [1.0 if c == k else 0.0 for c in right],
             "difference (same)": [(s - c) / k for s, c in zip(same, right, strict=True)],
             "difference (worse)": [(w - c) / k for w, c in zip(changed, right, strict=True)],
         }
-        for method, (share, difference) in METHODS.items():
-            for stat in STATISTICS:
-                interval = (difference if stat.startswith("difference") else share)(values[stat])
+        for stat in STATISTICS:
+            # pass^k's per-row value is one 0/1 draw whatever k: a row is one answer there.
+            if stat.startswith("difference"):
+                after = after_difference(base, [x / k for x in other[stat]], k)
+                before = before_difference(values[stat])
+                rows = difference_interval(values[stat])
+            else:
+                after = after_share(values[stat], k if stat == "accuracy" else 1)
+                before = before_share(values[stat])
+                rows = share_interval(values[stat])
+            for method, interval in (("before", before), ("rows", rows), ("after", after)):
                 if interval is None:
                     continue
                 low, high = interval
                 hits[method][stat] += low <= truth[stat] <= high
                 zero[method] += high <= low
+                widths[method][stat] += high - low
     per = reps * len(STATISTICS)
     return CellResult(
         cell,
@@ -170,6 +194,9 @@ def simulate(cell: Cell, reps: int, seed: int) -> CellResult:
         {s: hits["after"][s] / reps for s in STATISTICS},
         zero["before"] / per,
         zero["after"] / per,
+        {s: hits["rows"][s] / reps for s in STATISTICS},
+        {s: widths["rows"][s] / reps for s in STATISTICS},
+        {s: widths["after"][s] / reps for s in STATISTICS},
     )
 
 
@@ -245,6 +272,29 @@ def markdown(results: Sequence[CellResult], reps: str, seed: int, seconds: float
             f"| {_fmt(after.after[stat], after.reps)} ({after.cell.label}) "
             f"| {sum(below(r.after[stat], r.reps) for r in results)} |"
         )
+    lines += [
+        "",
+        "Against the interval passk had before issue 20 (pseudo-answers as whole rows): its "
+        "worst cell and cells below, and the mean width of both by rows (mean over cells), "
+        "in percentage points.",
+        "",
+        "| statistic | worst, whole rows (cell) | cells below | "
+        + " | ".join(f"width at {n} rows: whole rows → after" for n in _row_counts(results))
+        + " |",
+        "|---|---:|---:|" + "---:|" * len(_row_counts(results)),
+    ]
+    for stat in STATISTICS:
+        worst = min(results, key=lambda r: r.rows[stat])
+        widths = []
+        for n in _row_counts(results):
+            cells = [r for r in results if r.cell.rows == n]
+            old = 100 * sum(r.width_rows[stat] for r in cells) / len(cells)
+            new = 100 * sum(r.width_after[stat] for r in cells) / len(cells)
+            widths.append(f"{old:.1f} → {new:.1f}")
+        lines.append(
+            f"| {stat} | {_fmt(worst.rows[stat], worst.reps)} ({worst.cell.label}) "
+            f"| {sum(below(r.rows[stat], r.reps) for r in results)} | " + " | ".join(widths) + " |"
+        )
     zero_before = max(r.before_zero_width for r in results)
     zero_after = max(r.after_zero_width for r in results)
     lines += [
@@ -268,6 +318,10 @@ def markdown(results: Sequence[CellResult], reps: str, seed: int, seconds: float
     return "\n".join(lines) + "\n"
 
 
+def _row_counts(results: Sequence[CellResult]) -> list[int]:
+    return sorted({r.cell.rows for r in results})
+
+
 def _numbers(text: str, kind: Callable[[str], float]) -> list[float]:
     return [kind(x) for x in text.split(",") if x]
 
@@ -288,6 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--k", default=",".join(map(str, KS)))
     parser.add_argument("--concentration", default=",".join(f"{p:g}" for p in CONCENTRATION))
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--no-extra", action="store_true", help="leave out the near-equal-accuracy cells"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     cells = grid(
@@ -296,6 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         [int(x) for x in _numbers(args.k, int)],
         _numbers(args.concentration, float),
     )
+    if not args.no_extra:
+        cells += [Cell(*extra) for extra in NEAR_EQUAL if Cell(*extra) not in cells]
     started = time.perf_counter()
 
     def reps(cell: Cell) -> int:

@@ -587,10 +587,10 @@ def test_the_failed_scenario_fails_for_the_expected_reasons() -> None:
     )
 
 
-def agresti_coull_t(values: list[float], q: float) -> tuple[float, float]:
-    """By hand: z^2/2 pseudo-rows of 1 and of 0, then centre +- q * SE, clipped to [0, 1]."""
+def agresti_coull_t(values: list[float], q: float, worth: float = 1.0) -> tuple[float, float]:
+    """By hand: z^2/(2 worth) pseudo-rows of 1 and of 0, centre +- q * SE, clipped to [0, 1]."""
     z = 1.959964
-    half, total = z * z / 2, len(values) + z * z
+    half, total = z * z / 2 / worth, len(values) + z * z / worth
     centre = (sum(values) + half) / total
     spread = sum((x - centre) ** 2 for x in values) + half * ((1 - centre) ** 2 + centre**2)
     width = q * spread**0.5 / total
@@ -602,10 +602,12 @@ def test_the_report_states_both_versions_error_bars_computed_by_hand() -> None:
     # Baseline per-row accuracy: 1, 1, 1, 1, 2/3, 1, 0 -> mean 17/21; the sample
     # variance is (5 (4/21)^2 + (3/21)^2 + (17/21)^2) / 6 = 1/7, SE = sqrt(1/49) = 1/7.
     # pass^3: five rows 1, two rows 0 -> 5/7, variance 5/21, SE = sqrt(5/147).
-    # Intervals: Agresti-Coull with t_{0.975, 6} = 2.446912 (tables) as the multiplier.
+    # Intervals: Agresti-Coull with t_{0.975, 6} = 2.446912 (tables) as the multiplier,
+    # the pseudo-answers sized by what a row of 3 answers is worth:
+    # mean (1 - mean) / (n SE^2) = (17/21)(4/21) / (7 / 49) = 68/63 (pass^k: 1 each).
     base_acc = 17 / 21
     base_pk, base_pk_se = 5 / 7, (5 / 147) ** 0.5
-    acc_low, acc_high = agresti_coull_t([1, 1, 1, 1, 2 / 3, 1, 0], 2.4469118511449786)
+    acc_low, acc_high = agresti_coull_t([1, 1, 1, 1, 2 / 3, 1, 0], 2.4469118511449786, 68 / 63)
     pk_low, pk_high = agresti_coull_t([1, 1, 1, 1, 0, 1, 0], 2.4469118511449786)
     expected = (
         f"| baseline | {percent(base_acc)} | {percent(acc_low)} – {percent(acc_high)} "
@@ -613,7 +615,7 @@ def test_the_report_states_both_versions_error_bars_computed_by_hand() -> None:
         f"| {base_pk_se * 100:.1f} pts | 7 |"
     )
     assert expected == (
-        "| baseline | 81.0% | 37.6% – 100.0% | 14.3 pts | 71.4% | 28.1% – 99.5% | 18.4 pts | 7 |"
+        "| baseline | 81.0% | 38.0% – 100.0% | 14.3 pts | 71.4% | 28.1% – 99.5% | 18.4 pts | 7 |"
     )
     assert expected in report
     # Candidate: 2/3, 2/3, 1 (one valid answer), 2/3, 1, 1, 1/3 -> 16/21 per row,
@@ -623,7 +625,13 @@ def test_the_report_states_both_versions_error_bars_computed_by_hand() -> None:
     # The block sits between the noise sentence and the row counts.
     assert report.index("**Within noise:**") < report.index(f"**{STATISTICS_TITLE}**")
     assert report.index(f"**{STATISTICS_TITLE}**") < report.index("**Rows:** 1 gained")
-    assert "paired comparison detects 80% of the time at the 5% level is **31.8 pts**" in report
+    # The drop its verdict flags "worse" 80% of the time (model in core/uncertainty.Power):
+    # with 7 rows it takes half the accuracy (31.8 pts by the old formula was flagged
+    # far less often than 80%; bench/power.md).
+    assert (
+        'this comparison flags "worse" 80% of the time (its 95% interval below 0) is **50.0 pts**'
+        in report
+    )
     # Of the paired design too: the differences' variance is all within-row noise.
     assert "Advice: raise k: most of the variance is answer-to-answer noise" in report
 
@@ -656,15 +664,15 @@ def test_power_text_edge_cases() -> None:
     run = failed_scenario().candidate
     _, summaries = analyze_run(run.rows, run)
     single = power_text(power_analysis(summaries))
-    assert "a comparison with an independent run of as many rows detects" in single
-    assert "paired" not in single
+    assert 'a comparison on these rows would flag "worse" 80% of the time' in single
+    assert "paired" not in single and "0.0 pts" not in single
 
 
 def test_the_html_page_shows_the_statistics_once() -> None:
     page = render_html_report(failed_scenario())
     assert page.count('id="error-bars"') == 1
     assert page.count(STATISTICS_TITLE) == 1
-    assert page.count("this paired comparison detects") == 1
+    assert page.count("this comparison flags") == 1
     assert page.count("per-row mean can differ slightly") == 1
 
 
@@ -863,7 +871,7 @@ def test_run_report_json() -> None:
     assert analysis["pass_k"]["estimate"] == data["metrics"]["pass_k"]
     assert analysis["mean_accuracy"]["estimate"] == pytest.approx(16 / 21)
     assert analysis["mean_accuracy"]["n"] == 7
-    assert analysis["power"]["rows"] == 7 and analysis["power"]["design"] == "independent"
+    assert analysis["power"]["rows"] == 7 and analysis["power"]["design"] == "projected"
     assert [p["j"] for p in analysis["curve"]["points"]] == [1, 2, 3]
     assert {c["check"] for c in analysis["checks"]} == {"return_window", "proof_of_purchase"}
 
@@ -898,27 +906,31 @@ def test_the_noise_sentence_keeps_a_p_value_on_its_side_of_five_percent() -> Non
         assert f"exact McNemar {text}" in noise_sentence(PairedComparison(bar, 1, 9, p, "better"))
 
 
-SPEND_LIMITS = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.4)
+SPEND_LIMITS = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.3)
 
 
 def spend_limits_scenario(policy: GatePolicy = SPEND_LIMITS) -> CompareResult:
-    """Every row holds, but the candidate passes both spend limits the base commit sets."""
+    """Every row holds, but the candidate passes both spend limits the base commit sets.
+
+    36 attempts a row, 72 a version: the fewest whose latencies bound a p95
+    (issue 20: a limit fails only beyond noise).
+    """
     rows = [row("refund-001", "approve", mnb=True), row("refund-002", "deny")]
     base = (
         Attempts(baseline_spend)
-        .ok("refund-001", "approve", OK, times=3)
-        .ok("refund-002", "deny", times=3)
+        .ok("refund-001", "approve", OK, times=36)
+        .ok("refund-002", "deny", times=36)
     )
     cand = (
         Attempts(candidate_spend)
-        .ok("refund-001", "approve", OK, times=3)
-        .ok("refund-002", "deny", times=3)
+        .ok("refund-001", "approve", OK, times=36)
+        .ok("refund-002", "deny", times=36)
     )
     return compare(
         rows,
         make_run(Version.BASELINE, rows, base, "refund agent (production prompt)", "9f8e7d6c5b4a"),
         make_run(Version.CANDIDATE, rows, cand, "refund agent (new prompt)", "0123abcdef99"),
-        executions=Executions(candidate=6, naive=12),
+        executions=Executions(candidate=72, naive=144),
         policy=policy,
     )
 

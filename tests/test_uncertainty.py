@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from fractions import Fraction
 
 import pytest
@@ -19,10 +20,10 @@ from passk_action.core.uncertainty import (
     TOO_FEW_ROWS,
     WITHIN_NOISE,
     WORSE,
-    Z_80,
-    Z_975,
+    RowNoise,
     accuracy_error_bar,
     analyze,
+    answers_per_row_worth,
     check_stability,
     clustered_se,
     difference_interval,
@@ -36,6 +37,7 @@ from passk_action.core.uncertainty import (
     pass_k_error_bar,
     power_analysis,
     share_interval,
+    smallest_detected_drop,
 )
 
 EXACT = Scoring()
@@ -98,14 +100,16 @@ def test_row_level_standard_error_by_hand() -> None:
     bar = accuracy_error_bar(rows)
     assert bar.estimate == pytest.approx(0.5)
     assert bar.se == pytest.approx(math.sqrt(1 / 24))
-    # Interval: z^2/2 = 1.92073 pseudo-rows of 1 and of 0 -> centre still .5
-    # over 4 + z^2 = 7.84146 rows; residual squares .5 + 2 * 1.92073 * .25;
-    # half-width q * sqrt(that) / 7.84146, q = t_{0.975, 3} = 3.182446305284 (tables).
+    # A row is worth k_eff = mean (1 - mean) / (n SE^2) = .25 / (4 / 24) = 1.5 answers
+    # (between 1 and the 4 it has).  Interval: z^2 / (2 k_eff) = 1.28049 pseudo-rows
+    # of 1 and of 0 -> centre still .5 over 4 + z^2 / 1.5 = 6.56097 rows; residual
+    # squares .5 + 2 * 1.28049 * .25; half-width q * sqrt(that) / 6.56097,
+    # q = t_{0.975, 3} = 3.182446305284 (tables).
     q, z = 3.182446305284263, 1.959964
-    total = 4 + z * z
-    half = q * math.sqrt(0.5 + z * z / 2 * 0.5) / total
-    assert bar.low == pytest.approx(0.5 - half) and bar.high == pytest.approx(0.5 + half)
-    assert round(bar.low, 4) == 0.0095 and round(bar.high, 4) == 0.9905
+    total = 4 + z * z / 1.5
+    half = q * math.sqrt(0.5 + z * z / 3 * 0.5) / total
+    assert half == pytest.approx(0.51795, abs=1e-5)
+    assert (bar.low, bar.high) == (0.0, 1.0)  # clipped to [0, 1]: 4 rows say little
     assert bar.n == 4 and bar.excluded == 0 and bar.method == "rows"
 
 
@@ -285,64 +289,63 @@ def test_check_stability_ignores_confirmation_attempts() -> None:
 # ------------------------------------------------------------------------- power
 
 
-def test_power_by_hand() -> None:
-    # Two rows per version, 4 attempts each: accuracies 1 and .5.
-    # s^2 = (.25^2 + .25^2) / 1 = .125.  MDE = (z + z) * sqrt(2 * .125 / 2).
-    rows = [summary("a", 4, 4), summary("b", 4, 2)]
-    power = power_analysis(rows)
-    factor = Z_975 + Z_80
-    assert power.design == "independent"
-    assert power.variance == pytest.approx(0.125)
-    assert power.mde == pytest.approx(factor * math.sqrt(0.125))
-    # Within: row a p=1 -> 0; row b p=.5 -> .25 * 4/3 = 1/3, over k=4 -> 1/12.
-    # E[sigma^2/k] = (0 + 1/12) / 2 = 1/24; between = .125 - 1/24 = 1/12.
-    assert power.within == pytest.approx(1 / 24)
-    assert power.between == pytest.approx(1 / 12)
-    assert power.within_share == pytest.approx(1 / 3)
-    assert power.mde_k_infinite == pytest.approx(factor * math.sqrt(2 * (1 / 12) / 2))
-    assert power.mde_more_rows == pytest.approx(factor * math.sqrt(2 * 0.125 / 4))
-    assert power.mde_more_k == pytest.approx(factor * math.sqrt(2 * (1 / 12 + 1 / 48) / 2))
-    assert power.advice is not None and power.advice.startswith("add rows")
-    # Doubling rows beats doubling k for the same executions (both terms halve).
-    assert power.mde_more_rows < power.mde_more_k
+def test_smallest_detected_drop_by_hand() -> None:
+    """10 rows at 50%, 4 answers a side, rows alike (between 0), a row worth 1 answer pair.
+
+    At a per-row drop delta: Var = .25 / 4 + c (1 - c) / 4 with c = .5 - delta;
+    shrink = 10 / 12; centre = delta * shrink; half-width = t_9 sqrt(9 Var + 1 +
+    2 centre^2) / 12; chance = Phi((centre - half) / (shrink sqrt(Var / 10))).
+    """
+    rows = RowNoise((0.5,) * 10, (4,) * 10, (4,) * 10)
+    drop = smallest_detected_drop(rows, 0.0, 1.0)
+    assert drop is not None
+
+    def chance(delta: float) -> float:
+        c = 0.5 - delta
+        var = 0.25 / 4 + c * (1 - c) / 4
+        centre = delta * 10 / 12
+        half = t_975(9) * math.sqrt(9 * var + 1 + 2 * centre**2) / 12
+        return 0.5 * math.erfc(-(centre - half) / (10 / 12 * math.sqrt(var / 10)) / math.sqrt(2))
+
+    assert chance(drop) == pytest.approx(0.8, abs=1e-9)
+    assert 0.35 < drop < 0.45  # 10 rows of coin flips: only a near-collapse shows
+    assert smallest_detected_drop(rows, 0.0, 1.0, copies=10) < drop / 2
+
+
+def test_power_is_never_zero_when_every_answer_agrees() -> None:
+    """Issue 20: 29% of 20-row comparisons printed "0.0 pts" (all rows agreeing: var(d) = 0)."""
+    rows = [summary(r, 3, 3) for r in "abcdefghijklmnopqrst"]
+    power = paired_power(rows, rows)
+    assert power.variance == 0.0 and power.mde is not None and power.mde > 0.05
+    assert power.mde_k_infinite is None  # the rows do not differ: no floor from them
+    assert power.mde_more_rows is not None and power.mde_more_rows < power.mde
+
+
+def test_power_designs_and_what_ifs() -> None:
+    base = [summary(r, 4, c) for r, c in zip("abcdefgh", (4, 4, 3, 4, 2, 4, 4, 1), strict=True)]
+    cand = [summary(r, 4, c) for r, c in zip("abcdefgh", (4, 3, 4, 4, 1, 4, 2, 2), strict=True)]
+    paired = paired_power(base, cand)
+    assert paired.design == "paired" and paired.rows == 8 and paired.k == 4
+    assert paired.mde is not None and paired.mde_more_rows is not None
+    assert paired.mde_more_k is not None
+    assert paired.mde_more_rows < paired.mde and paired.mde_more_k < paired.mde
+    # Within-row noise by hand: sum over rows of both sides' p(1 - p) / 3, averaged.
+    noise = [
+        (b / 4 * (1 - b / 4) + c / 4 * (1 - c / 4)) / 3
+        for b, c in zip((4, 4, 3, 4, 2, 4, 4, 1), (4, 3, 4, 4, 1, 4, 2, 2), strict=True)
+    ]
+    assert paired.within == pytest.approx(min(sum(noise) / 8, paired.variance or 0))
+    projected = power_analysis(base)
+    assert projected.design == "projected" and projected.between == 0.0
+    assert projected.mde_k_infinite is None
 
 
 def test_power_advises_raising_k_when_noise_dominates() -> None:
     # Every row right half the time: all variance is within rows.
     rows = [summary(r, 2, 1) for r in "abcd"] + [summary("e", 2, 2), summary("f", 2, 0)]
-    power = power_analysis(rows)
+    cand = [summary(r, 2, 1) for r in "abcd"] + [summary("e", 2, 1), summary("f", 2, 1)]
+    power = paired_power(rows, cand)
     assert power.within_share is not None and power.within_share > 0.5
-    assert power.advice is not None and power.advice.startswith("raise k")
-
-
-def test_paired_power_is_one_design_throughout() -> None:
-    # Differences .5, .5, 1, .5 (2 attempts per side): var(d) = .0625, so
-    # MDE = F * sqrt(.0625 / 4) = F * .125.  Noise per row: both sides'
-    # p(1-p)/(k-1): a: base 0/2 -> 0, cand 1/2 -> .25; b the same; c: 0 + 0;
-    # d: .25 -> mean (.25 + .25 + 0 + .25) / 4 = .1875, capped at var(d).
-    base = [summary(r, 2, 0) for r in "abcd"]
-    cand = [summary("a", 2, 1), summary("b", 2, 1), summary("c", 2, 2), summary("d", 2, 1)]
-    power = paired_power(base, cand)
-    factor = Z_975 + Z_80
-    assert power.design == "paired" and power.rows == 4 and power.k == 2
-    assert power.variance == pytest.approx(0.0625)
-    assert power.mde == pytest.approx(factor * 0.125)
-    assert power.within == pytest.approx(0.0625) and power.between == pytest.approx(0.0)
-    # Every what-if is of the same paired design: no factor 2 of two samples.
-    assert power.mde_more_rows == pytest.approx(factor * math.sqrt(0.0625 / 8))
-    assert power.mde_more_k == pytest.approx(factor * math.sqrt(0.0625 / 2 / 4))
-    assert power.mde_k_infinite == pytest.approx(0.0)
-
-
-def test_paired_power_noise_by_hand() -> None:
-    # Base 4/4, 2/4, 4/4; cand 2/4, 2/4, 4/4: d = -.5, 0, 0, var(d) = 1/12.
-    # Noise: row a cand .25/3, row b both .25/3 each -> (1/12 + 1/6 + 0) / 3 = 1/12.
-    base = [summary("a", 4, 4), summary("b", 4, 2), summary("c", 4, 4)]
-    cand = [summary("a", 4, 2), summary("b", 4, 2), summary("c", 4, 4)]
-    power = paired_power(base, cand)
-    assert power.variance == pytest.approx(1 / 12)
-    assert power.within == pytest.approx(1 / 12)
-    assert power.within_share == pytest.approx(1.0)
     assert power.advice is not None and power.advice.startswith("raise k")
 
 
@@ -391,7 +394,8 @@ def test_analyze_bundles_both_versions() -> None:
     assert [c.name for c in analysis.candidate.checks] == ["w"]
     assert analysis.candidate.checks[0].held_rows == ("d",)
     assert len(analysis.candidate.curve.points) == 3
-    assert analysis.candidate.curve.points[2].short_rows == 1  # row d: 2 valid
+    # Row d: 2 valid answers and 1 error are 3 attempts (the error never right), not short.
+    assert analysis.candidate.curve.points[2].short_rows == 0
 
 
 def test_analysis_json_is_plain_json() -> None:
@@ -537,3 +541,43 @@ def test_p_values_never_round_across_five_percent(p: float, text: str) -> None:
 def test_p_value_outside_zero_one_is_refused() -> None:
     with pytest.raises(ValueError):
         p_value_text(1.5)
+
+
+# ------------------------------------------------- issue 20: pseudo-answers sized by k
+
+
+def test_answers_per_row_worth_by_hand() -> None:
+    # Rows 1, .5, 0, .5 of 4 answers: mean .5, SE^2 = (1/6) / 4 = 1/24;
+    # k_eff = .25 / (4 / 24) = 1.5, within [1, 4].
+    values = [1.0, 0.5, 0.0, 0.5]
+    assert answers_per_row_worth(values, None, 0.25, 4) == pytest.approx(1.5)
+    assert answers_per_row_worth(values, None, 0.25, 1.2) == pytest.approx(1.2)  # at most k
+    assert answers_per_row_worth(values, None, 0.01, 4) == 1.0  # at least one answer
+    assert answers_per_row_worth([1.0] * 5, None, 0.25, 4) == 1.0  # no spread: one answer
+    assert answers_per_row_worth([2 / 3] * 200, None, 0.2, 3) == 1.0  # rounding is not spread
+    assert answers_per_row_worth(values, None, None, 4) == 1.0
+
+
+def test_near_equal_rows_are_worth_their_answers() -> None:
+    """1,000 rows at 99%, k = 8: whole-row pseudo-answers moved the centre 1.3 SE (issue 20)."""
+    rng = random.Random(5)
+    values = [sum(rng.random() < 0.99 for _ in range(8)) / 8 for _ in range(1000)]
+    mean = sum(values) / len(values)
+    worth = answers_per_row_worth(values, None, mean * (1 - mean), 8)
+    assert 6 < worth <= 8  # answers within a row vary independently here
+    low, high = share_interval(values, answers=8) or (0.0, 0.0)
+    old_low, old_high = share_interval(values) or (0.0, 0.0)
+    assert abs((low + high) / 2 - mean) < abs((old_low + old_high) / 2 - mean) / 4
+
+
+def test_difference_interval_with_pseudo_pairs_sized_by_hand() -> None:
+    diffs = [0.0, -0.25, 0.25, 0.0, -0.5]
+    # Answer-pair variance .3 over n SE^2: s^2 = .325 / 4, SE^2 = .01625 -> k_eff = .3 / .08125.
+    worth = 0.3 / 0.08125
+    low, high = difference_interval(diffs, answers=4, answer_variance=0.3) or (0.0, 0.0)
+    weights = ((1.0, 0.5 / worth), (-1.0, 0.5 / worth), (0.0, 1.0 / worth))
+    total = 5 + 2 / worth
+    centre = (sum(diffs)) / total
+    spread = sum((d - centre) ** 2 for d in diffs) + sum(w * (v - centre) ** 2 for v, w in weights)
+    half = t_975(4) * math.sqrt(spread) / total
+    assert (low, high) == (pytest.approx(centre - half), pytest.approx(centre + half))

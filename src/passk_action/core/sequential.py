@@ -27,8 +27,9 @@ answers recorded after it ended are kept and shown, not read.
    catch), alpha 0.001, beta 0.1, 40 answers, the likelier hypothesis at
    the 40th.  As integer boundaries: reliable after 7 right answers and no
    wrong one (18 answers with one wrong, 29 with two); unreliable with 3
-   wrong within 12 answers, 4 within 23, 5 within 34 (:func:`boundaries`).  "Reliable" -> PASS (with a wrong answer among
-   them: "within what a reliable row does by chance").
+   wrong within 12 answers, 4 within 23, 5 within 34 (:func:`boundaries`).
+   "Reliable" -> PASS (with a wrong answer among them: "within what a
+   reliable row does by chance").
 2. "Unreliable" -> the baseline's answers (main and confirmation) are
    tested: 0.99 against 0.9 (where the candidate's test starts failing
    rows), alpha 0.005, beta 0.1, 60 answers; only crossing its upper

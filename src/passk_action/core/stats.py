@@ -46,6 +46,11 @@ class RowSummary:
     errors: int
     decisions: tuple[str | None, ...]
 
+    @property
+    def attempts(self) -> int:
+        """Valid decisions and errored attempts: what pass^k and pass^j are over."""
+        return self.valid + self.errors
+
 
 def summarize_row(
     row: RowRecord,
@@ -90,12 +95,23 @@ def summarize_decisions(
 class Metrics:
     """The three numbers, always reported together, and the counts behind them.
 
+    The one convention for errored attempts (a crash, a timeout, an
+    unparseable answer): **never a decision, never right**.  Numbers about
+    decisions leave them out; numbers about attempts count them as attempts
+    that were not right:
+
     - ``mean_accuracy`` = (right valid decisions) / (valid decisions), pooled
-      over all rows.  Error attempts are excluded (they are not judgments);
-      ``errors`` says how many there were.  None when no decision was valid.
-    - ``pass_k`` = mean over all rows of C(c, k) / C(n, k) (see
-      :func:`pass_hat_k`); a row with fewer than k valid attempts counts 0.
-      None for an empty run.
+      over all rows: a number about decisions, errors left out; ``errors``
+      says how many there were.  :attr:`attempt_accuracy` (right / all
+      attempts) is the same over attempts, which reports show beside it when
+      they differ.  None when no decision was valid.
+    - ``pass_k`` = mean over all rows of C(c, k) / C(n, k), n the row's
+      attempts, errors included (see :func:`pass_hat_k`): "k attempts all
+      right", so an errored attempt is one that was not.  A row with fewer
+      than k attempts counts 0.  The pass^j curve (``core/uncertainty.py``)
+      is over attempts too, so its pass^k point is this number and its
+      pass^1 point is :attr:`attempt_accuracy` per row.  None for an empty
+      run.
     - ``flip_rate`` = flip rows / classified rows: the share of rows with k
       valid decisions whose decisions do not all agree, right or wrong.
       Unclassified rows (fewer than k valid decisions) are left out of both
@@ -114,6 +130,12 @@ class Metrics:
     attempts: int = 0
     valid: int = 0
     errors: int = 0
+    correct: int = 0
+
+    @property
+    def attempt_accuracy(self) -> float | None:
+        """Right decisions / all attempts (errors count as not right); None without attempts."""
+        return self.correct / self.attempts if self.attempts else None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -140,10 +162,10 @@ def compute_metrics(summaries: Sequence[RowSummary], k: int) -> Metrics:
         valid += s.valid
         correct += s.correct
         errors += s.errors
-        key = (s.valid, s.correct)
+        key = (s.attempts, s.correct)
         estimate = estimates.get(key)
         if estimate is None:
-            estimate = estimates[key] = pass_hat_k(s.valid, s.correct, k)
+            estimate = estimates[key] = pass_hat_k(s.attempts, s.correct, k)
         pass_sum += estimate
     n_rows = len(summaries)
     classified = n_rows - classes[RowClass.UNCLASSIFIED]
@@ -157,6 +179,7 @@ def compute_metrics(summaries: Sequence[RowSummary], k: int) -> Metrics:
         attempts=valid + errors,
         valid=valid,
         errors=errors,
+        correct=correct,
     )
 
 

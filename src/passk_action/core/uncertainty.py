@@ -178,34 +178,80 @@ AGRESTI_COULL_PSEUDO = ((1.0, Z_975**2 / 2), (0.0, Z_975**2 / 2))
 """Agresti and Coull's z^2/2 (about 1.92) right and wrong pseudo-answers, as rows."""
 
 
+def answers_per_row_worth(
+    values: Sequence[float],
+    clusters: Sequence[str | None] | None,
+    answer_variance: float | None,
+    answers: float,
+) -> float:
+    """How many independent answers one row is worth: Kish's effective size over rows.
+
+    Formula: k_eff = sigma^2 / (n SE^2), the variance of one answer over
+    the variance of the mean of n rows (Kish, "Survey Sampling", 1965: the
+    effective sample size n_eff = n k_eff), clamped to [1, ``answers``]
+    (a row of k answers is worth at least one, at most k).  SE^2 is
+    Miller's (s^2 / n, or the cluster-robust one); sigma^2 is
+    ``answer_variance``.  k_eff is near k when a row's answers vary
+    independently (rows of similar accuracy) and near 1 when they agree
+    within rows (rows always right or always wrong).
+
+    Edge cases: 1 (a row is one answer, the conservative reading) when
+    sigma^2 is None or <= 0, when SE is 0 (every row agrees, so nothing
+    tells how independent its answers are), or below 2 rows.
+    """
+    n = len(values)
+    if answer_variance is None or answer_variance <= 0 or answers <= 1 or n < 2:
+        return 1.0
+    if min(values) == max(values):
+        return 1.0  # SE is 0 (tested exactly: rounding in the mean must not pass for spread)
+    mean = _mean(values)
+    spread = _residual_square_sum(values, mean, clusters)
+    se2 = spread / (n * (n - 1)) if clusters is None else spread / (n * n)
+    if se2 <= 0:
+        return 1.0
+    return min(answers, max(1.0, answer_variance / (n * se2)))
+
+
+def _scaled(pseudo: Sequence[tuple[float, float]], worth: float) -> tuple[tuple[float, float], ...]:
+    return tuple((value, weight / worth) for value, weight in pseudo)
+
+
 def share_interval(
-    values: Sequence[float], clusters: Sequence[str | None] | None = None
+    values: Sequence[float], clusters: Sequence[str | None] | None = None, answers: float = 1.0
 ) -> tuple[float, float] | None:
     """95% interval of the mean of per-row shares in [0, 1]: Agresti-Coull with rows as units.
 
-    Formula: add z^2/2 pseudo-rows of value 1 and z^2/2 of value 0
-    (z = 1.959964, so about 2 and 2), then mean~ +- t_{0.975, df} * SE over
-    the n + z^2 rows, where SE^2 = (sum of squared residuals from mean~,
-    summed per cluster when clustered (Miller eq. 4), plus the pseudo-rows')
-    / (n + z^2)^2, and df = rows - 1, or clusters - 1 when clustered
-    (Student 1908); clipped to [0, 1].  With one answer per row and t -> z
-    this is Agresti and Coull's interval ("Approximate is better than
-    'exact' for interval estimation of binomial proportions", 1998); with k
-    answers per row it keeps the row as the unit (Miller 2024) and still
-    knows that a mean near 0 or 1 is uncertain.
+    Formula: add z^2/2 right and z^2/2 wrong pseudo-answers (z = 1.959964,
+    about 2 and 2), as pseudo-rows of value 1 and 0 with weight z^2 / (2
+    k_eff) each, k_eff the answers a row is worth
+    (:func:`answers_per_row_worth`, sigma^2 = mean (1 - mean), at most
+    ``answers``, the mean answers per row); then mean~ +- t_{0.975, df} *
+    SE over the n + z^2 / k_eff rows, where SE^2 = (sum of squared
+    residuals from mean~, summed per cluster when clustered (Miller eq. 4),
+    plus the pseudo-rows') / (n + z^2 / k_eff)^2, and df = rows - 1, or
+    clusters - 1 when clustered (Student 1908); clipped to [0, 1].  With
+    one answer per row and t -> z this is Agresti and Coull's interval
+    ("Approximate is better than 'exact' for interval estimation of
+    binomial proportions", 1998).  Sizing the pseudo-answers in answers,
+    not rows, matters with k answers per row: as whole rows they moved the
+    centre of 1,000 rows at 99% accuracy and k = 8 by 1.3 standard errors,
+    and coverage fell to 0.92 (issue 20).
 
     Edge cases: None with fewer than 2 rows (or 2 clusters).  Never of zero
-    width: the pseudo-rows keep SE > 0 even when every row agrees (10 rows
-    all right give 65.1%-100%, 65 rows 93.2%-100%).  The plain mean always
-    lies inside: the centre moves by (z^2/2) |1 - 2 mean| / (n + z^2), never
-    more than the half-width since t >= z.  Simulated coverage of the
-    long-run mean by rows, accuracy and k: the table of ``bench/coverage.py``
-    in ``bench/README.md`` (quoted in ``docs/statistics.md``).
+    width: the pseudo-rows keep SE > 0 even when every row agrees, and then
+    k_eff = 1 (10 rows all right give 65.1%-100%, 65 rows 93.2%-100%).
+    The plain mean always lies inside.  Simulated coverage of the long-run
+    mean by rows (10 to 3,000), accuracy and k: the table of
+    ``bench/coverage.py`` in ``bench/README.md`` (quoted in
+    ``docs/statistics.md``).
     """
     df = _degrees_of_freedom(len(values), clusters)
     if df is None:
         return None
-    return _pseudo_interval(values, clusters, AGRESTI_COULL_PSEUDO, df, (0.0, 1.0))
+    mean = _mean(values)
+    worth = answers_per_row_worth(values, clusters, mean * (1.0 - mean), answers)
+    pseudo = _scaled(AGRESTI_COULL_PSEUDO, worth)
+    return _pseudo_interval(values, clusters, pseudo, df, (0.0, 1.0))
 
 
 AGRESTI_MIN_PSEUDO = ((1.0, 0.5), (-1.0, 0.5), (0.0, 1.0))
@@ -213,29 +259,41 @@ AGRESTI_MIN_PSEUDO = ((1.0, 0.5), (-1.0, 0.5), (0.0, 1.0))
 
 
 def difference_interval(
-    differences: Sequence[float], clusters: Sequence[str | None] | None = None
+    differences: Sequence[float],
+    clusters: Sequence[str | None] | None = None,
+    answers: float = 1.0,
+    answer_variance: float | None = None,
 ) -> tuple[float, float] | None:
     """95% interval of the mean of per-row differences in [-1, 1]: Agresti-Min with rows as units.
 
-    Formula: add two pseudo-rows, as Agresti and Min add 1/2 to each cell of
-    the paired 2x2 table ("Simple improved confidence intervals for comparing
-    matched proportions", Statistics in Medicine 2005): a difference of +1
-    and of -1 with weight 1/2 each and of 0 with weight 1.  Then mean +-
-    t_{0.975, df} * SE over n + 2 rows, SE^2 = (residual squares, summed per
-    cluster when clustered, plus the pseudo-rows') / (n + 2)^2, df = rows - 1
-    (clusters - 1); clipped to [-1, 1].  The paired design of Miller section 4
-    (the between-row variance both versions share cancels in d_i).
+    Formula: add half an answer pair to each cell of the paired 2x2 table, as
+    Agresti and Min do ("Simple improved confidence intervals for comparing
+    matched proportions", Statistics in Medicine 2005): pseudo-rows of
+    difference +1 and -1 with weight 1 / (2 k_eff) each and of 0 with 1 /
+    k_eff, k_eff the answer pairs a row is worth
+    (:func:`answers_per_row_worth` with sigma^2 = ``answer_variance``, the
+    variance of one answer pair's difference; at most ``answers``).  Then
+    mean +- t_{0.975, df} * SE over n + 2 / k_eff rows, SE^2 = (residual
+    squares, summed per cluster when clustered, plus the pseudo-rows') / (n
+    + 2 / k_eff)^2, df = rows - 1 (clusters - 1); clipped to [-1, 1].  The
+    paired design of Miller section 4 (the between-row variance both
+    versions share cancels in d_i).  With pseudo-pairs of whole rows the
+    interval was 2-4 times wider than coverage needs below 50 rows
+    (issue 20).
 
     Edge cases: None with fewer than 2 rows (or 2 clusters).  Never of zero
-    width: when every row agrees on both versions (all d_i = 0) the interval
-    is still +- t * sqrt(1) / (n + 2) around 0.  The plain mean lies inside.
-    Simulated coverage of the long-run difference: the table of
-    ``bench/coverage.py`` in ``bench/README.md`` (quoted in ``docs/statistics.md``).
+    width: when every row agrees on both versions (all d_i = 0, so k_eff =
+    1) the interval is still +- t * sqrt(1) / (n + 2) around 0.  The plain
+    mean lies inside.  Simulated coverage of the long-run difference: the
+    table of ``bench/coverage.py`` in ``bench/README.md`` (quoted in
+    ``docs/statistics.md``).
     """
     df = _degrees_of_freedom(len(differences), clusters)
     if df is None:
         return None
-    return _pseudo_interval(differences, clusters, AGRESTI_MIN_PSEUDO, df, (-1.0, 1.0))
+    worth = answers_per_row_worth(differences, clusters, answer_variance, answers)
+    pseudo = _scaled(AGRESTI_MIN_PSEUDO, worth)
+    return _pseudo_interval(differences, clusters, pseudo, df, (-1.0, 1.0))
 
 
 def _degrees_of_freedom(n: int, clusters: Sequence[str | None] | None) -> int | None:
@@ -252,6 +310,8 @@ def mean_error_bar(
     *,
     excluded: int = 0,
     difference: bool = False,
+    answers: float = 1.0,
+    answer_variance: float | None = None,
 ) -> ErrorBar:
     """Mean of per-row ``values`` with Miller's SE and a 95% interval.
 
@@ -259,7 +319,8 @@ def mean_error_bar(
     the row values; with ``clusters`` (any not None) the cluster-robust SE of
     :func:`clustered_se` instead.  Interval: :func:`share_interval` for
     shares in [0, 1], :func:`difference_interval` for per-row differences
-    (``difference=True``), both with t quantiles and never of zero width.
+    (``difference=True``, with ``answer_variance``), both with t quantiles,
+    pseudo-answers sized by the ``answers`` per row, and never of zero width.
 
     Edge cases: no values -> everything None; one value (or one cluster) ->
     estimate only.
@@ -278,7 +339,10 @@ def mean_error_bar(
         var = sample_variance(values)
         se = None if var is None else math.sqrt(var / n)
         method, count = "rows", None
-    bounds = (difference_interval if difference else share_interval)(values, keys)
+    if difference:
+        bounds = difference_interval(values, keys, answers, answer_variance)
+    else:
+        bounds = share_interval(values, keys, answers)
     if se is None or bounds is None:
         return ErrorBar(estimate, None, None, None, n, excluded, method, count, kind)
     return ErrorBar(estimate, se, bounds[0], bounds[1], n, excluded, method, count, kind)
@@ -298,23 +362,31 @@ def accuracy_error_bar(
     valid attempt are excluded and counted in ``excluded``.  This equals the
     headline (pooled) mean accuracy when every row has the same number of
     valid attempts, and weights rows equally otherwise.  SE and interval as
-    in :func:`mean_error_bar`; clusters from ``clusters`` (row id -> cluster).
+    in :func:`mean_error_bar` (pseudo-answers sized by the mean valid
+    answers per row); clusters from ``clusters`` (row id -> cluster).
     """
     values: list[float] = []
     keys: list[str | None] = []
+    answers = 0
     for s in summaries:
         acc = row_accuracy(s)
         if acc is None:
             continue
         values.append(acc)
+        answers += s.valid
         keys.append(clusters.get(s.id) if clusters else None)
-    return mean_error_bar(values, keys if clusters else None, excluded=len(summaries) - len(values))
+    return mean_error_bar(
+        values,
+        keys if clusters else None,
+        excluded=len(summaries) - len(values),
+        answers=answers / len(values) if values else 1.0,
+    )
 
 
 def pass_k_error_bar(
     summaries: Sequence[RowSummary], k: int, clusters: Mapping[str, str] | None = None
 ) -> ErrorBar:
-    """pass^k as the mean of per-row estimates C(c,k)/C(n,k), with Miller's error bar.
+    """pass^k as the mean of per-row estimates C(c,k)/C(n,k) over attempts, with Miller's error bar.
 
     Unit: each row's unbiased pass^k estimate (tau-bench eq. 1, see
     :func:`~passk_action.core.stats.pass_hat_k`).  Every row counts, as in
@@ -325,10 +397,10 @@ def pass_k_error_bar(
     estimates: dict[tuple[int, int], float] = {}
     values = []
     for s in summaries:
-        key = (s.valid, s.correct)
+        key = (s.attempts, s.correct)
         value = estimates.get(key)
         if value is None:
-            value = estimates[key] = pass_hat_k(s.valid, s.correct, k)
+            value = estimates[key] = pass_hat_k(s.attempts, s.correct, k)
         values.append(value)
     keys = [clusters.get(s.id) for s in summaries] if clusters else None
     return mean_error_bar(values, keys)
@@ -437,7 +509,12 @@ def paired_comparison(
     Difference: d_i = acc_cand(i) - acc_base(i) over rows with a valid
     attempt on both sides; mean(d) with SE = sqrt(var(d) / n) (sample
     variance, n - 1), or the cluster-robust SE of d with ``clusters``
-    (Miller section 4 and eq. 4); 95% interval mean +- 1.96 * SE.
+    (Miller section 4 and eq. 4); 95% interval by
+    :func:`difference_interval`, its pseudo-pairs sized by the answer pairs
+    a row is worth: sigma^2 of one pair's difference = mean over rows of
+    b_i (1 - c_i) + c_i (1 - b_i), minus mean(d)^2 (b_i, c_i the versions'
+    shares), at most the mean over rows of the harmonic mean of both
+    versions' valid answers.
     McNemar: over every row present on both sides, b = stable-correct on the
     baseline only, c = on the candidate only (the rows lost and gained); see
     :func:`mcnemar_exact_p`.  Rows are matched by id; a row on one side only
@@ -446,6 +523,8 @@ def paired_comparison(
     base_by_id = {s.id: s for s in baseline}
     diffs: list[float] = []
     keys: list[str | None] = []
+    discordance: list[float] = []
+    pairs: list[float] = []
     excluded = b = c = 0
     for cand in candidate:
         base = base_by_id.get(cand.id)
@@ -461,7 +540,20 @@ def paired_comparison(
             continue
         diffs.append(cand_acc - base_acc)
         keys.append(clusters.get(cand.id) if clusters else None)
-    bar = mean_error_bar(diffs, keys if clusters else None, excluded=excluded, difference=True)
+        # An answer of each version disagreeing, the versions answering independently.
+        discordance.append(base_acc * (1 - cand_acc) + cand_acc * (1 - base_acc))
+        pairs.append(2 / (1 / base.valid + 1 / cand.valid))
+    variance = None
+    if diffs:
+        variance = _mean(discordance) - _mean(diffs) ** 2
+    bar = mean_error_bar(
+        diffs,
+        keys if clusters else None,
+        excluded=excluded,
+        difference=True,
+        answers=_mean(pairs) if pairs else 1.0,
+        answer_variance=variance,
+    )
     return PairedComparison(bar, b, c, mcnemar_exact_p(b, c), verdict_of(bar))
 
 
@@ -511,13 +603,15 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def pass_curve(counts: Sequence[tuple[int, int]], max_j: int | None = None) -> PassCurve:
-    """pass^j and pass@j for j = 1..J from per-row (valid n, right c) counts.
+    """pass^j and pass@j for j = 1..J from per-row (attempts n, right c) counts.
 
     pass^j = mean over rows of C(c, j) / C(n, j) (Yao et al., "tau-bench",
     2024, eq. 1); pass@j = mean over rows of 1 - C(n - c, j) / C(n, j) (Chen
     et al. 2021, eq. 1).  J is ``max_j`` or the largest n over rows.  Every
     row is in the mean; a row with n < j scores 0 in both and is counted in
     that point's ``short_rows``.  An empty input (or J = 0) gives no points.
+    n counts errored attempts, which are never right (the convention of
+    :class:`~.stats.Metrics`), so the j = k point is the headline pass^k.
     """
     if not counts:
         return PassCurve(0, ())
@@ -625,39 +719,47 @@ def check_stability(
 # ------------------------------------------------------------------------ power
 
 PAIRED = "paired"
-INDEPENDENT = "independent"
+PROJECTED = "projected"
+POWER = 0.8
 
 
 @dataclass(frozen=True, slots=True)
 class Power:
-    """The smallest accuracy difference the dataset can detect, and what would shrink it.
+    """The smallest drop in mean accuracy the verdict detects 80% of the time, and what shrinks it.
 
-    One design throughout (Miller section 5, eq. 10 and the variance
-    decomposition before it), at alpha = 0.05 two-sided and power 0.8,
-    factor F = z_{0.975} + z_{0.8}:
+    "Detects" means what the report prints: the paired difference's 95%
+    interval (:func:`difference_interval`, the test behind "within noise" /
+    "worse") lies below 0.  The change is modelled as every row's candidate
+    accuracy falling by the same delta (clipped at 0), on top of the
+    rows' own spread of differences:
 
-    - ``design`` "paired" (a comparison: both versions on the same rows,
-      what passk does): the unit is the per-row difference d_i, ``variance``
-      its sample variance (n - 1) and ``mde`` = F * sqrt(var(d) / n).
-    - ``design`` "independent" (one run, no partner yet): the unit is the
-      per-row accuracy, ``variance`` s^2 its sample variance and ``mde`` =
-      F * sqrt(2 s^2 / n), two independent runs of n rows.
-    - Decomposition: Var(unit) = Var(true unit) + E[noise], the noise of a
-      row's k_i >= 2 valid attempts being sigma_i^2 / k_i with sigma_i^2 =
-      p^(1 - p^) k_i / (k_i - 1) (unbiased); for a difference the noise of
-      both sides adds.  ``within`` is E[noise] (at most ``variance``),
-      ``between`` = variance - within, ``within_share`` = within / variance.
-    - ``mde_more_rows``: the same design with twice the rows; ``mde_more_k``:
-      with twice the attempts per row (within / 2); ``mde_k_infinite``: the
-      floor raising k can never beat (within -> 0).  For the same executions
-      doubling rows always shrinks the MDE at least as much as doubling k
-      (it halves both terms), but rows need new labels and k does not; so
-      ``advice`` says "raise k" when within-row noise is at least half of the
-      variance and "add rows" otherwise.
+    - each row i has an accuracy m_i (both versions' mean; for one run,
+      the run's) and v_b, v_c valid answers on each side;
+    - Var(d_i) = ``between`` + m_i (1 - m_i) / v_b + c_i (1 - c_i) / v_c,
+      c_i = max(0, m_i - delta): the row's true difference varies between
+      rows by ``between``, and each version's answers add binomial noise
+      at its own accuracy (so a shifted row near 100% gets noisier);
+    - the report's interval at that variance: centre -Delta n / (n + 2 /
+      k_eff) (Delta = mean of m_i - c_i; the pseudo-pairs shrink it),
+      half-width t_{0.975, n-1} sqrt((n - 1) Var + (1 + 2 centre^2) / k_eff)
+      / (n + 2 / k_eff), k_eff the answer pairs a row is worth
+      (:func:`answers_per_row_worth`);
+    - chance of "worse" = Phi((Delta n / (n + 2 / k_eff) - half-width) /
+      (n / (n + 2 / k_eff) sqrt(Var / n))); ``mde`` = the Delta where it
+      reaches 0.8 (bisection on delta), None when no drop reaches it.
 
-    Every figure is None when it cannot be estimated (fewer than 2 rows).
-    Caveat: rows are taken as independent here even when they carry
-    clusters; with clusters the true MDE is larger.
+    ``design`` "paired": from a comparison, ``between`` = the sample
+    variance of d (n - 1) minus the mean within-row noise (unbiased
+    p^(1 - p^) / (v - 1) per side), at least 0; "projected": from one run,
+    for a candidate on the same rows, ``between`` = 0 (a change that moves
+    every row alike).  ``variance`` = between + within at no change,
+    ``within_share`` = within / variance.  ``mde_more_rows``: twice the
+    rows; ``mde_more_k``: twice the attempts per row (noise halved, k_eff
+    doubled); ``mde_k_infinite``: no within-row noise (None when
+    ``between`` is 0: then nothing but the rows' count limits it).  Checked
+    by simulation through :func:`paired_comparison` (``bench/power.py``,
+    table in ``bench/power.md``).  Caveat: rows are taken as independent
+    even when they carry clusters; with clusters the true MDE is larger.
     """
 
     rows: int
@@ -685,8 +787,8 @@ class Power:
         return {
             "rows": self.rows,
             "design": self.design,
-            "alpha": 0.05,
-            "power": 0.8,
+            "alpha": ALPHA,
+            "power": POWER,
             "k": self.k,
             "variance": self.variance,
             "within": self.within,
@@ -700,75 +802,161 @@ class Power:
         }
 
 
-def _noise(summary: RowSummary) -> float | None:
-    """sigma^2 / k of one row's valid attempts (unbiased sigma^2); None below 2 attempts."""
-    if summary.valid < 2:
+def normal_cdf(x: float) -> float:
+    """Phi(x) = erfc(-x / sqrt 2) / 2 (exact to double precision)."""
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+@dataclass(frozen=True, slots=True)
+class RowNoise:
+    """What the power model needs per row: its accuracy and valid answers on each side."""
+
+    accuracy: tuple[float, ...]
+    base_answers: tuple[int, ...]
+    cand_answers: tuple[int, ...]
+
+
+def _detection(
+    rows: RowNoise, delta: float, between: float, worth: float, copies: int
+) -> tuple[float, float]:
+    """(mean drop Delta, chance the interval lies below 0) when every row drops by ``delta``."""
+    drops, noise = [], []
+    for m, vb, vc in zip(rows.accuracy, rows.base_answers, rows.cand_answers, strict=True):
+        c = max(0.0, m - delta)
+        drops.append(m - c)
+        noise.append(m * (1 - m) / vb + c * (1 - c) / vc)
+    n = len(drops) * copies
+    mean_drop = _mean(drops)
+    variance = between + _mean(noise)
+    weight = 2.0 / worth if math.isfinite(worth) else 0.0
+    shrink = n / (n + weight)
+    centre = mean_drop * shrink
+    spread = (n - 1) * variance + ((1 + 2 * centre**2) / worth if weight else 0.0)
+    half = t_975(n - 1) * math.sqrt(spread) / (n + weight)
+    sd = shrink * math.sqrt(variance / n)
+    if sd == 0:
+        return mean_drop, 1.0 if centre > half else 0.0
+    return mean_drop, normal_cdf((centre - half) / sd)
+
+
+def smallest_detected_drop(
+    rows: RowNoise, between: float, worth: float, copies: int = 1
+) -> float | None:
+    """The mean drop detected with chance :data:`POWER` (formulas in :class:`Power`).
+
+    Bisection on the per-row drop delta in [0, 1] (60 halvings: exact to
+    double precision); None when even delta = 1 stays below.  The chance
+    grows with delta (a larger drop, as noisy or noisier, but further from 0).
+    """
+    if not rows.accuracy or len(rows.accuracy) * copies < 2:
         return None
-    p = summary.correct / summary.valid
-    return p * (1 - p) / (summary.valid - 1)
+    top, chance = _detection(rows, 1.0, between, worth, copies)
+    if chance < POWER or top <= 0:
+        return None
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if _detection(rows, mid, between, worth, copies)[1] >= POWER:
+            high = mid
+        else:
+            low = mid
+    return _detection(rows, high, between, worth, copies)[0]
+
+
+def _unbiased_noise(correct: int, valid: int) -> float | None:
+    """p^(1 - p^) / (v - 1), unbiased for p (1 - p) / v; None below 2 valid answers."""
+    if valid < 2:
+        return None
+    p = correct / valid
+    return p * (1 - p) / (valid - 1)
 
 
 def _power(
-    design: str, units: Sequence[float], noises: Sequence[float], ks: Sequence[float]
+    design: str,
+    rows: RowNoise,
+    variance: float | None,
+    noises: Sequence[float],
+    worth: float,
+    answers: float | None,
 ) -> Power:
-    """The figures of :class:`Power` from per-row units, their noise terms and valid attempts."""
-    n = len(units)
-    variance = sample_variance(units)
-    if variance is None:
-        return Power(n, design, None, None, None, None, None, None, None, None, None)
-    # Independent runs: two samples of n rows, each with the variance of a row.
-    copies = 2 if design == INDEPENDENT else 1
-    factor = Z_975 + Z_80
+    """The figures of :class:`Power` for ``rows``, given the variance at no change."""
+    n = len(rows.accuracy)
+    if variance is None or n < 2:
+        return Power(n, design, answers, None, None, None, None, None, None, None, None)
     within = min(_mean(noises), variance) if noises else 0.0
     between = variance - within
-
-    def mde(var: float, rows: int) -> float:
-        return factor * math.sqrt(copies * var / rows)
-
+    doubled = RowNoise(
+        rows.accuracy,
+        tuple(2 * v for v in rows.base_answers),
+        tuple(2 * v for v in rows.cand_answers),
+    )
+    # With no noise within rows a row's pseudo-pairs vanish (k_eff -> infinity).
+    floor = None
+    if between > 0:
+        floor = smallest_detected_drop(
+            RowNoise(rows.accuracy, (10**12,) * n, (10**12,) * n), between, math.inf
+        )
     return Power(
         rows=n,
         design=design,
-        k=_mean(ks) if ks else None,
+        k=answers,
         variance=variance,
         within=within,
         between=between,
         within_share=within / variance if variance > 0 else None,
-        mde=mde(variance, n),
-        mde_more_rows=mde(variance, 2 * n),
-        mde_more_k=mde(between + within / 2, n),
-        mde_k_infinite=mde(between, n),
+        mde=smallest_detected_drop(rows, between, worth),
+        mde_more_rows=smallest_detected_drop(rows, between, worth, copies=2),
+        mde_more_k=smallest_detected_drop(doubled, between, 2 * worth),
+        mde_k_infinite=floor,
     )
 
 
 def power_analysis(summaries: Sequence[RowSummary]) -> Power:
-    """Power of one run, for a future comparison with an independent run of the same size.
+    """Power of a future comparison on these rows (design "projected", :class:`Power`).
 
-    Units: rows with a valid attempt; formulas in :class:`Power` (design
-    "independent").
+    Rows with a valid attempt; each side of the projected comparison has
+    this run's valid answers and accuracy per row, and rows do not differ
+    in how they change (``between`` = 0), so the variance at no change is
+    the within-row noise of both sides.
     """
-    units, noises, ks = [], [], []
-    for s in summaries:
-        acc = row_accuracy(s)
-        if acc is None:
-            continue
-        units.append(acc)
-        noise = _noise(s)
-        if noise is not None:
-            noises.append(noise)
-            ks.append(float(s.valid))
-    return _power(INDEPENDENT, units, noises, ks)
+    used = [s for s in summaries if s.valid]
+    accuracy = tuple(s.correct / s.valid for s in used)
+    answers = tuple(s.valid for s in used)
+    rows = RowNoise(accuracy, answers, answers)
+    noises = [2 * n for s in used if (n := _unbiased_noise(s.correct, s.valid)) is not None]
+    variance = _mean(noises) if noises else (0.0 if len(used) >= 2 else None)
+    worth = answers_per_row_worth(
+        list(accuracy),
+        None,
+        _mean(accuracy) * (1 - _mean(accuracy)) if used else None,
+        _mean([float(a) for a in answers]) if used else 1.0,
+    )
+    return _power(
+        PROJECTED,
+        rows,
+        variance,
+        noises,
+        worth,
+        _mean([float(a) for a in answers]) if used else None,
+    )
 
 
 def paired_power(baseline: Sequence[RowSummary], candidate: Sequence[RowSummary]) -> Power:
-    """Power of this comparison: per-row differences over rows answered on both sides.
+    """Power of this comparison's verdict (design "paired", :class:`Power`).
 
-    Formulas in :class:`Power` (design "paired"); a row's noise is the sum of
-    both sides' sigma^2 / k, counted when both have at least 2 valid
-    attempts; ``k`` is the mean valid attempts per side.  Rows are matched
-    by id as in :func:`paired_comparison`.
+    Rows answered on both sides, matched by id as in :func:`paired_comparison`;
+    a row's accuracy is both versions' mean, its noise the sum of both
+    sides' unbiased p^(1 - p^) / (v - 1) (rows with 2 or more valid answers
+    on both sides); ``k`` is the mean valid attempts per side.
     """
     base_by_id = {s.id: s for s in baseline}
-    units, noises, ks = [], [], []
+    diffs: list[float] = []
+    noises: list[float] = []
+    accuracy: list[float] = []
+    base_answers: list[int] = []
+    cand_answers: list[int] = []
+    discordance: list[float] = []
+    pairs: list[float] = []
     for cand in candidate:
         base = base_by_id.get(cand.id)
         if base is None:
@@ -776,12 +964,28 @@ def paired_power(baseline: Sequence[RowSummary], candidate: Sequence[RowSummary]
         base_acc, cand_acc = row_accuracy(base), row_accuracy(cand)
         if base_acc is None or cand_acc is None:
             continue
-        units.append(cand_acc - base_acc)
-        base_noise, cand_noise = _noise(base), _noise(cand)
+        diffs.append(cand_acc - base_acc)
+        accuracy.append((base_acc + cand_acc) / 2)
+        base_answers.append(base.valid)
+        cand_answers.append(cand.valid)
+        discordance.append(base_acc * (1 - cand_acc) + cand_acc * (1 - base_acc))
+        pairs.append(2 / (1 / base.valid + 1 / cand.valid))
+        base_noise = _unbiased_noise(base.correct, base.valid)
+        cand_noise = _unbiased_noise(cand.correct, cand.valid)
         if base_noise is not None and cand_noise is not None:
             noises.append(base_noise + cand_noise)
-            ks.append((base.valid + cand.valid) / 2)
-    return _power(PAIRED, units, noises, ks)
+    rows = RowNoise(tuple(accuracy), tuple(base_answers), tuple(cand_answers))
+    variance = sample_variance(diffs)
+    worth = 1.0
+    if diffs:
+        pair_variance = _mean(discordance) - _mean(diffs) ** 2
+        worth = answers_per_row_worth(diffs, None, pair_variance, _mean(pairs))
+    answers = (
+        _mean([(b + c) / 2 for b, c in zip(base_answers, cand_answers, strict=True)])
+        if diffs
+        else None
+    )
+    return _power(PAIRED, rows, variance, noises, worth, answers)
 
 
 # --------------------------------------------------------------------- analysis
@@ -856,7 +1060,7 @@ def analyze_run(
         version=run.agent.version.value,
         accuracy=accuracy_error_bar(summaries, clusters),
         pass_k=pass_k_error_bar(summaries, k, clusters),
-        curve=pass_curve([(s.valid, s.correct) for s in summaries]),
+        curve=pass_curve([(s.attempts, s.correct) for s in summaries]),
         checks=check_stability(rows, grouped, scoring),
     )
     return analysis, summaries

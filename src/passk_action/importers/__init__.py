@@ -559,7 +559,8 @@ def _headline(grouped: _Grouped, options: ImportOptions) -> str:
     errors -= sum(n - valid for n, valid, _ in counts if n < floor)
     valid_total = sum(valid for _, valid, _ in kept)
     accuracy = sum(right for _, _, right in kept) / valid_total if valid_total else None
-    pass_k = math.fsum(pass_hat_k(valid, right, k) for _, valid, right in kept) / len(kept)
+    # Over attempts, errors included (core/stats.Metrics: errors are never right).
+    pass_k = math.fsum(pass_hat_k(n, right, k) for n, _, right in kept) / len(kept)
     return _headline_text(accuracy, k, pass_k, len(kept), errors)
 
 

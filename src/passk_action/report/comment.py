@@ -40,6 +40,7 @@ from .phrases import (
     confirmation_words,
     counts_text,
     divergence_text,
+    errors_note,
     executions_text,
     id_list,
     percent,
@@ -364,6 +365,9 @@ def _body(
     for warning in (*result.warnings, *gate.warnings):
         lines += ["", f"⚠️ {inline(warning, REASON_LEN)}"]
     lines += ["", *numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)]
+    note = errors_note(cmp.baseline_metrics, cmp.candidate_metrics)
+    if note:
+        lines += ["", note]
     if spend is not None:
         lines += ["", spend]
     blocking = {f.id for f in gate.failures if f.id is not None}

@@ -28,6 +28,7 @@ from .phrases import (
     REASON_LEN,
     agent_text,
     capped,
+    errors_note,
     executions_text,
     percent,
     plural,
@@ -141,6 +142,9 @@ def render_compare_report(
     for warning in result.warnings:
         lines += [f"> ⚠️ {inline(warning, REASON_LEN)}", ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)
+    note = errors_note(cmp.baseline_metrics, cmp.candidate_metrics)
+    if note:
+        lines += ["", note]
     summary = cost_line(spend)
     if summary is not None:
         lines += ["", summary]

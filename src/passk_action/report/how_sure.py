@@ -83,37 +83,38 @@ def noise_sentence(paired: PairedComparison) -> str:
 
 
 def power_paragraphs(power: Power) -> tuple[str, ...]:
-    """The smallest detectable change in mean accuracy, then whether rows or k would shrink it.
+    """The smallest drop in mean accuracy the verdict detects; whether rows or k would shrink it.
 
     Markdown, shared by the Markdown report (one paragraph, see
-    :func:`power_text`) and the HTML page (one paragraph each); formulas in
-    :class:`~.uncertainty.Power` (alpha 0.05 two-sided, power 0.8).  Every
-    figure is of one design: the paired comparison of a comparison, two
-    independent runs for a single run.  Nothing in it comes from a user or
-    an agent.
+    :func:`power_text`) and the HTML page (one paragraph each); the model
+    in :class:`~.uncertainty.Power` (the report's own 95% interval below 0,
+    80% of the time).  Nothing in it comes from a user or an agent.
     """
     if power.mde is None:
+        if power.variance is None:
+            return (
+                "Too few rows to estimate the smallest change this dataset can detect "
+                "(at least 2 are needed).",
+            )
         return (
-            "Too few rows to estimate the smallest change this dataset can detect "
-            "(at least 2 are needed).",
+            f"With {plural(power.rows, 'row')}, no drop in mean accuracy is flagged "
+            '"worse" 80% of the time: add rows.',
         )
     if power.design == PAIRED:
         subject = (
-            f"With {plural(power.rows, 'row')} answered on both versions, the smallest change "
-            "in mean accuracy this paired comparison"
+            f"With {plural(power.rows, 'row')} answered on both versions, the smallest drop "
+            'in mean accuracy this comparison flags "worse"'
         )
     else:
         subject = (
-            f"With {plural(power.rows, 'row')}, the smallest change in mean accuracy a "
-            "comparison with an independent run of as many rows"
+            f"With {plural(power.rows, 'row')}, the smallest drop in mean accuracy a "
+            'comparison on these rows would flag "worse"'
         )
-    # An estimated between-row variance of 0 is "all of it is noise", not a
-    # promise that any change could be detected.
     floor = pts(power.mde_k_infinite)
-    if power.between == 0:
-        floor += " (the measured variance is all noise within rows)"
+    if power.mde_k_infinite is None:
+        floor = "no floor (the rows do not differ in how they change)"
     text = (
-        f"{subject} detects 80% of the time at the 5% level is **{pts(power.mde)}**. "
+        f"{subject} 80% of the time (its 95% interval below 0) is **{pts(power.mde)}**. "
         f"Twice the rows: {pts(power.mde_more_rows)}; twice the attempts per row: "
         f"{pts(power.mde_more_k)}; no answer-to-answer noise at all: {floor}."
     )

@@ -17,6 +17,7 @@ from ..core.diff import Change, Confirmation, DivergentCheck, RowComparison
 from ..core.gate import GateFailure, Rule
 from ..core.model import AgentInfo, Attempt, Scoring
 from ..core.result import Executions
+from ..core.stats import Metrics
 from ..core.uncertainty import ErrorBar, p_value_text
 from .escape import code, inline
 
@@ -56,8 +57,12 @@ def points(before: float | None, after: float | None) -> str:
 
 
 def pts(value: float | None) -> str:
-    """A share as percentage points ("8.0 pts"); "n/a" when undefined."""
-    return "n/a" if value is None else f"{value * 100:.1f} pts"
+    """Percentage points with one decimal; two significant digits below 0.1, never "0.0"."""
+    if value is None:
+        return "n/a"
+    if 0 < abs(value) * 100 < 0.095:
+        return f"{value * 100:.2g} pts"
+    return f"{value * 100:.1f} pts"
 
 
 def signed(before: int, after: int) -> str:
@@ -350,3 +355,20 @@ def executions_text(executions: Executions, reused: bool) -> str:
     if executions.naive:
         text += f" instead of {executions.naive} for re-running both versions on every row"
     return text
+
+
+def errors_note(base: Metrics, cand: Metrics) -> str | None:
+    """How the numbers treat errored attempts, said once, when either version had one.
+
+    The convention is :class:`~passk_action.core.stats.Metrics`': never a decision,
+    never right.
+    Mean accuracy over all attempts is the other reading, shown beside it.
+    """
+    if not (base.errors or cand.errors):
+        return None
+    return (
+        "Errored attempts are never decisions and never right: mean accuracy leaves them "
+        f"out (over all attempts it is {percent(base.attempt_accuracy)} on the baseline, "
+        f"{percent(cand.attempt_accuracy)} on the candidate); pass^k counts them as "
+        "attempts that were not right."
+    )

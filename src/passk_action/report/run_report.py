@@ -168,7 +168,7 @@ def _imported_lines(run: Run, summaries: Sequence[RowSummary]) -> list[str]:
     if info is None:
         return []
     k = run.settings.k
-    curve = pass_curve([(s.valid, s.correct) for s in summaries], max_j=k)
+    curve = pass_curve([(s.attempts, s.correct) for s in summaries], max_j=k)
     left_out = (
         " · ".join(f"{inline(reason, ID_LEN)} {n}" for reason, n in info.left_out)
         if info.left_out
