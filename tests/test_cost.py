@@ -365,7 +365,7 @@ def test_max_latency_p95_increase() -> None:
     _, slow = _gate(0.001, 0.001, policy, base_s=1.0, cand_s=1.6)
     assert [f.rule for f in slow.failures] == [Rule.LATENCY]
     assert slow.failures[0].reason == (
-        "p95 latency per attempt +60% (1 s -> 1.6 s), at least +60% with 95% confidence, "
+        "p95 latency per attempt +60% (1 s -> 1.6 s), beyond noise (quantile test p < 0.001), "
         "over gate.max_latency_p95_increase +50%"
     )
     _, ok = _gate(0.001, 0.001, policy, base_s=1.0, cand_s=1.4)
@@ -595,8 +595,8 @@ def test_an_increase_exactly_at_a_limit_passes_and_just_over_it_fails() -> None:
     assert [f.reason for f in gate.failures] == [
         "cost per decision +50% ($0.5 -> $0.75), at least +50% with 95% confidence, over "
         "gate.max_cost_increase +49.9999998%",
-        "p95 latency per attempt +50% (1 s -> 1.5 s), at least +50% with 95% confidence, over "
-        "gate.max_latency_p95_increase +49.9999998%",
+        "p95 latency per attempt +50% (1 s -> 1.5 s), beyond noise (quantile test p < 0.001), "
+        "over gate.max_latency_p95_increase +49.9999998%",
     ]
 
 
@@ -609,7 +609,7 @@ def test_a_reason_never_reads_the_increase_as_the_limit() -> None:
     assert [f.reason for f in gate.failures] == [
         "cost per decision +25.4% ($0.001 -> $0.001254), at least +25.4% with 95% "
         "confidence, over gate.max_cost_increase +25%",
-        "p95 latency per attempt +13% (1 s -> 1.13 s), at least +13% with 95% confidence, "
+        "p95 latency per attempt +13% (1 s -> 1.13 s), beyond noise (quantile test p < 0.001), "
         "over gate.max_latency_p95_increase +12.5%",
     ]
     _, gate = _gate(0.001, 0.0010001, GatePolicy(max_cost_increase=0.0))
@@ -629,7 +629,7 @@ def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so()
     assert gate.passed and gate.warnings == (
         "gate.max_cost_increase was not checked: the candidate made no decisions",
         "gate.max_latency_p95_increase was not checked: 3 attempts on a version are too few "
-        "to bound its p95 latency (at least 72 are needed)",
+        "to tell a p95 latency over the limit from noise (at 5% false alarms)",
     )
     nothing = run_of(rows, [])
     gate = decide([], policy, spend=compare_spend(base, nothing))

@@ -266,7 +266,7 @@ def _spend_rules(
                 Rule.LATENCY,
                 "gate.max_latency_p95_increase",
                 f"p95 latency per attempt {{}} {detail}",
-                spend.latency_check(limit),
+                spend.latency_check(limit, _LIMIT_SLACK),
                 failures,
                 warnings,
             )
@@ -293,22 +293,35 @@ def _limit_rule(
     if check.exceeded is None:
         warnings.append(f"{key} was not checked: {check.why}")
         return
-    assert check.bound is not None and check.estimate is not None
+    assert check.estimate is not None
     over = check.estimate > check.limit + _LIMIT_SLACK
     increase = _over_limit(check.estimate, check.limit)[0] if over else _percent(check.estimate)
-    if check.exceeded and check.bound > check.limit + _LIMIT_SLACK:
-        bound_text, limit_text = _over_limit(check.bound, check.limit)
+    beyond = check.bound is None or check.bound > check.limit + _LIMIT_SLACK
+    if check.exceeded and beyond:
+        _, limit_text = _over_limit(check.estimate, check.limit)
+        if check.bound is not None:
+            bound_text, limit_text = _over_limit(check.bound, check.limit)
+            evidence = f"at least {bound_text} with 95% confidence"
+        else:
+            evidence = f"beyond noise (quantile test p {_p_text(check.p_value)})"
         failures.append(
-            GateFailure(
-                rule,
-                f"{what.format(increase)}, at least {bound_text} with 95% confidence, "
-                f"over {key} {limit_text}",
-            )
+            GateFailure(rule, f"{what.format(increase)}, {evidence}, over {key} {limit_text}")
         )
     elif over:
         _, limit_text = _over_limit(check.estimate, check.limit)
-        warnings.append(
-            f"{what.format(increase)} is over {key} {limit_text} but within noise (at least "
-            f"{_percent(check.bound)} with 95% confidence, and a candidate exactly at the "
-            "limit fails at most 5% of the time), so it does not fail the gate"
+        evidence = (
+            f"at least {_percent(check.bound)} with 95% confidence"
+            if check.bound is not None
+            else f"quantile test p {_p_text(check.p_value)}"
         )
+        warnings.append(
+            f"{what.format(increase)} is over {key} {limit_text} but within noise "
+            f"({evidence}; a candidate exactly at the limit fails at most 5% of the time), "
+            "so it does not fail the gate"
+        )
+
+
+def _p_text(p: float | None) -> str:
+    if p is None:
+        return "n/a"
+    return "< 0.001" if p < 0.001 else f"= {p:.2g}"
