@@ -17,7 +17,7 @@ the candidate's distribution is the baseline's times the ratio.  Cost: each
 row a base cost ~ LogNormal(-7, 0.5) (rows differ), each attempt's cost
 that x LogNormal(0, 0.3), 3 attempts a row, the candidate's scaled.
 
-    python bench/spend_limits.py --out bench/spend_limits.md    # about 3 min
+    python bench/spend_limits.py --out bench/spend_limits.md    # about 5 min
     python bench/spend_limits.py --reps 200                     # a quick look
 
 Standard library only.
@@ -114,7 +114,9 @@ def _pct(hits: int, reps: int) -> str:
 def markdown(reps: int, seed: int) -> str:
     started = time.perf_counter()
     lines = [
-        f"| limit | attempts a version | {' | '.join(f'{s}: now / before' for s, _ in SCENARIOS)} |",
+        "| limit | attempts a version | "
+        + " | ".join(f"{name}: now / before" for name, _ in SCENARIOS)
+        + " |",
         "|---|---:|" + "---:|" * len(SCENARIOS),
     ]
     for limit_of in ("latency", "cost"):

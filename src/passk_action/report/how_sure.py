@@ -40,9 +40,10 @@ ERROR_BAR_NOTE = (
     "each row's share of right answers weighs the same, so with uneven valid attempts the "
     "per-row mean can differ slightly from the pooled mean accuracy above. SE is the "
     "standard error of that mean (clustered when rows carry a cluster). The 95% CI uses "
-    "Student's t on rows (or clusters) and a few pseudo-rows (Agresti–Coull), so a share "
-    "near 0% or 100% still gets an honest width; in simulation it held the long-run value "
-    "about 95% of the time or more, never measurably less than 94%, from 10 rows up."
+    "Student's t on rows (or clusters) and a few pseudo-answers (Agresti–Coull), each "
+    "weighing what one of a row's answers is worth, so a share near 0% or 100% still gets "
+    "an honest width; in simulation it held the long-run value about 95% of the time or "
+    "more, never measurably less than 94%, from 10 to 3,000 rows."
 )
 """What every error-bar table says under it (Markdown report and HTML page alike)."""
 
