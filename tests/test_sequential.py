@@ -47,6 +47,24 @@ def verdict(cand: str, base: str = "RRR", settings: RuleSettings = DEFAULT, **kw
     return judge(side(cand), side(base), settings, **options)  # type: ignore[arg-type]
 
 
+def play(  # type: ignore[no-untyped-def]
+    cand: list[Outcome], base: list[Outcome], settings: RuleSettings, more_cand, more_base
+):
+    """Judge a row, run what it asks for (``more_*(n)`` -> n outcomes), until it decides."""
+    for _round in range(100):
+        v = judge(
+            SideAttempts(tuple(cand), 3), SideAttempts(tuple(base), 3), settings, kind=MNB, k=3
+        )
+        if v.decision is not Decision.MORE:
+            return v
+        for request in v.requests:
+            if request.version is Version.CANDIDATE:
+                cand += more_cand(request.attempts)
+            else:
+                base += more_base(request.attempts)
+    pytest.fail("the rule kept asking")
+
+
 # ----------------------------------------------------------------- boundaries
 
 
@@ -215,17 +233,9 @@ def test_every_row_ends_within_the_attempt_bound() -> None:
             return [E if rng.random() < err else R if rng.random() < p else W for _ in range(n)]
 
         cand, base = draw(p_cand, 3), draw(p_base, 3)
-        for _round in range(100):
-            v = judge(
-                SideAttempts(tuple(cand), 3), SideAttempts(tuple(base), 3), settings, kind=MNB, k=3
-            )
-            if v.decision is not Decision.MORE:
-                break
-            for request in v.requests:
-                target = cand if request.version is Version.CANDIDATE else base
-                target += draw(p_cand if target is cand else p_base, request.attempts)
-        else:  # pragma: no cover - the assertion below names the failure
-            pytest.fail("the rule kept asking")
+        v = play(
+            cand, base, settings, lambda n, p=p_cand: draw(p, n), lambda n, p=p_base: draw(p, n)
+        )
         assert len(cand) <= settings.max_attempts and len(base) <= settings.max_attempts
         assert v.decision in (Decision.PASS, Decision.BLOCK)
 
@@ -236,15 +246,11 @@ def test_the_verdict_is_recomputed_from_the_recorded_attempts() -> None:
     for _ in range(200):
         cand = [R if rng.random() < 0.9 else W for _ in range(3)]
         base = [R if rng.random() < 0.97 else W for _ in range(3)]
-        while True:
-            v = judge(
-                SideAttempts(tuple(cand), 3), SideAttempts(tuple(base), 3), DEFAULT, kind=MNB, k=3
-            )
-            if v.decision is not Decision.MORE:
-                break
-            for request in v.requests:
-                target = cand if request.version is Version.CANDIDATE else base
-                target += [R if rng.random() < 0.9 else W for _ in range(request.attempts)]
+
+        def draw(n: int) -> list[Outcome]:
+            return [R if rng.random() < 0.9 else W for _ in range(n)]
+
+        v = play(cand, base, DEFAULT, draw, draw)
         audit = judge(
             SideAttempts(tuple(cand), 3),
             SideAttempts(tuple(base), 3),
