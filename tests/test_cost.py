@@ -787,3 +787,24 @@ def test_a_latency_increase_within_noise_warns_instead_of_failing() -> None:
             assert "but within noise" in gate.warnings[0]
     slow = compare_spend(base, run(Version.CANDIDATE, 3.0))
     assert slow.latency_check(0.2).exceeded is True
+
+
+def test_the_latency_limit_reads_durations_as_artifacts_keep_them() -> None:
+    """The gate at recording time and `passk gate` on the file must see the same latencies."""
+    from passk_action.core.cost import RECORDED_DURATION_DIGITS
+    from passk_action.store.artifact import DURATION_DIGITS
+
+    assert RECORDED_DURATION_DIGITS == DURATION_DIGITS
+    rows = [record(f"r{i}") for i in range(30)]
+
+    def run(version: Version, offset: float) -> Run:
+        made = [
+            replace(a, duration_s=1.0 + i / 100 + n / 1000 + offset)
+            for i, r in enumerate(rows)
+            for n, a in enumerate(spent(r.id, RIGHT, 0.001, 1.0))
+        ]
+        return run_of(rows, made, version=version)
+
+    exact = compare_spend(run(Version.BASELINE, 0.0), run(Version.CANDIDATE, 0.4))
+    rounded = compare_spend(run(Version.BASELINE, 0.0), run(Version.CANDIDATE, 0.4 + 3e-7))
+    assert exact.latency_check(0.2) == rounded.latency_check(0.2)

@@ -17,6 +17,10 @@ from .model import Attempt, Phase, Run, Usage
 from .student_t import regularized_beta, student_t_quantile, t_975
 
 MTOK = 1_000_000
+RECORDED_DURATION_DIGITS = 4
+"""Decimals of a duration as artifacts keep it (``store/artifact.py``, a test holds the two
+equal): the latency limit reads durations at this precision, so the gate computed when
+attempts are recorded is the gate ``passk gate`` recomputes from the file."""
 
 
 # ------------------------------------------------------------------- pricing
@@ -266,7 +270,7 @@ def summarize_spend(run: Run) -> Spend:
     """The :class:`Spend` of ``run``; latency p50/p95 by :func:`percentile` over main attempts."""
     main = _main(run.attempts)
     decisions = sum(1 for a in main if a.valid)
-    durations = [a.duration_s for a in main]
+    durations = [round(a.duration_s, RECORDED_DURATION_DIGITS) for a in main]
     tokens = [t for a in main if a.usage is not None and (t := a.usage.tokens) is not None]
     costs = [c for a in main if a.usage is not None and (c := a.usage.cost_usd) is not None]
     every_cost = [
@@ -598,6 +602,10 @@ def _row_costs(run: Run) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _recorded_durations(run: Run) -> tuple[float, ...]:
+    return tuple(round(a.duration_s, RECORDED_DURATION_DIGITS) for a in _main(run.attempts))
+
+
 def compare_spend(baseline: Run, candidate: Run) -> SpendComparison:
     base_costs, cand_costs = _row_costs(baseline), _row_costs(candidate)
     per_decision = [
@@ -611,6 +619,6 @@ def compare_spend(baseline: Run, candidate: Run) -> SpendComparison:
         cost=paired_change(_pairs(baseline, candidate, _cost)),
         latency=paired_change(_pairs(baseline, candidate, _latency)),
         cost_per_decision=ratio_change(per_decision),
-        baseline_durations=tuple(a.duration_s for a in _main(baseline.attempts)),
-        candidate_durations=tuple(a.duration_s for a in _main(candidate.attempts)),
+        baseline_durations=_recorded_durations(baseline),
+        candidate_durations=_recorded_durations(candidate),
     )
