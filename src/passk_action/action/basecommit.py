@@ -18,9 +18,8 @@ from ..agents.identity import agent_user
 from ..core.model import Run
 from ..errors import ArtifactError, GitError
 from ..inputs.config import AgentConfig, Config
-from .basesetup import BaseCheckout
+from .basesetup import BaseCheckout, rebase_agent
 from .gitrepo import GitRepo
-from .runtime import rebase_agent
 
 FILES_SHOWN = 5
 

@@ -54,11 +54,13 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 
 from ..agents.identity import AgentUser, agent_user
+from ..errors import GitError
 from ..inputs.config import AgentConfig
+from .gitrepo import GitRepo
 
 RunSetup = Callable[[AgentConfig], None]
 """Runs an agent's setup commands and logs them (the action's folded group, the CLI's lines)."""
@@ -157,9 +159,7 @@ def _entries(tree: Path) -> Iterator[Path]:
             yield Path(folder, name)
 
 
-def _change(
-    path: Path, new_mode: Callable[[int], int], owner: AgentUser | _Owner | None
-) -> None:
+def _change(path: Path, new_mode: Callable[[int], int], owner: AgentUser | _Owner | None) -> None:
     """Give ``path`` the mode ``new_mode(old)`` and, if given, ``owner``; never via a symlink.
 
     Files and folders are changed through a descriptor opened with
@@ -190,3 +190,15 @@ def _change(
         os.fchmod(fd, new_mode(stat.S_IMODE(os.fstat(fd).st_mode)))
     finally:
         os.close(fd)
+
+
+def rebase_agent(agent: AgentConfig, repo: GitRepo, new_root: Path) -> AgentConfig:
+    """The same agent with its working directory moved from ``repo`` into ``new_root``.
+
+    The cwd is taken as a git path (symlinks in the checkout not followed).
+    """
+    try:
+        rel = repo.relative(agent.cwd)
+    except GitError:
+        return agent  # a cwd outside the repository is not part of the commit
+    return replace(agent, cwd=new_root.joinpath(*PurePosixPath(rel).parts))

@@ -14,12 +14,12 @@ from ..github.publish import start_check
 from ..report.escape import inline
 from .comparison import run_comparison
 from .event import PullRequest, pull_request_from, read_payload
-from .gitrepo import GitRepo
+from .gitrepo import GitRepo, short_sha
 from .inputs import ActionInputs
 from .publish import Where, publish_could_not_run, publish_gate
 from .rerun import look_up_record
 from .runtime import Runtime
-from .trusted import trusted_inputs
+from .trusted import BaseCommit, Trusted, protected_change_lines, trust_base
 from .workflow import Workflow
 
 PWN_REQUEST = (
@@ -136,3 +136,21 @@ def finish_check_on_error(
         )
     except GitHubError as error:
         workflow.warning(f"the check run is left in progress: {error}", title="passk")
+
+
+def trusted_inputs(
+    repo: GitRepo, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
+) -> Trusted:
+    """The gate's inputs for the pull request, with its protected changes logged."""
+
+    def warn(message: str) -> None:
+        workflow.warning(message, title="passk")
+
+    trusted = trust_base(repo, inputs.config_path, BaseCommit(pr.base_sha), pr.labels, warn)
+    workflow.line(
+        f"passk: PR #{pr.number} base {short_sha(pr.base_sha)} head {short_sha(pr.head_sha)}"
+        f"{' (from a fork)' if pr.fork else ''}"
+    )
+    for line in protected_change_lines(trusted):
+        workflow.line(line)
+    return trusted

@@ -535,3 +535,7 @@ def _git(
             hint="check out the repository with `actions/checkout` and `fetch-depth: 0`",
         )
     return proc.stdout
+
+
+def short_sha(sha: str) -> str:
+    return sha[:7]

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from ..agents.identity import agent_user
 from ..errors import GitError
 from ..inputs.config import AgentConfig
-from .basesetup import hand_over
-from .gitrepo import GitRepo
-from .runtime import rebase_agent, short_sha
+from .basesetup import hand_over, rebase_agent
+from .gitrepo import GitRepo, short_sha
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from ..core.result import CompareResult, Executions
 from ..errors import GitError, GitHubError
 from ..github.client import GitHubClient
 from .event import PullRequest
-from .gitrepo import GitRepo
+from .gitrepo import GitRepo, short_sha
 from .inputs import ActionInputs
 from .record import GateRecord, find_record
 from .replay import ReplayAgent
-from .runtime import short_sha, step_key
+from .runtime import step_key
 from .trusted import Trusted
 
 RECORDED_FAILURE = (

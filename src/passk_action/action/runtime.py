@@ -7,17 +7,15 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from ..agents.setup import run_setup
 from ..cli.output import now_iso
 from ..core.model import Version
-from ..errors import GitError
 from ..github.publish import MARKER
 from ..inputs.config import AgentConfig
-from .gitrepo import GitRepo
 from .inputs import ActionInputs
 from .workflow import Workflow
 
@@ -135,21 +133,5 @@ def setup_agent(
     )
 
 
-def rebase_agent(agent: AgentConfig, repo: GitRepo, new_root: Path) -> AgentConfig:
-    """The same agent with its working directory moved from ``repo`` into ``new_root``.
-
-    The cwd is taken as a git path (symlinks in the checkout not followed).
-    """
-    try:
-        rel = repo.relative(agent.cwd)
-    except GitError:
-        return agent  # a cwd outside the repository is not part of the commit
-    return replace(agent, cwd=new_root.joinpath(*PurePosixPath(rel).parts))
-
-
 def fraction(value: float | None) -> str:
     return "" if value is None else f"{value:.4f}"
-
-
-def short_sha(sha: str) -> str:
-    return sha[:7]

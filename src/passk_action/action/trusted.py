@@ -19,12 +19,8 @@ from ..errors import ArtifactError, ConfigError, DatasetError
 from ..inputs.config import Config, load_config, parse_config_bytes
 from ..inputs.dataset import format_for, load_dataset, parse_dataset
 from ..store.artifact import run_from_json
-from .event import PullRequest
-from .gitrepo import NOT_IN_TREE, REGULAR_MODES, GitRepo
-from .inputs import ActionInputs
+from .gitrepo import NOT_IN_TREE, REGULAR_MODES, GitRepo, short_sha
 from .protect import Snapshot, protected_changes
-from .runtime import short_sha
-from .workflow import Workflow
 
 
 @dataclass(frozen=True)
@@ -271,21 +267,3 @@ def protected_change_lines(trusted: Trusted) -> list[str]:
         + (f" — allowed by the label {label!r}" if trusted.allowed else "")
         for change in trusted.changes
     ]
-
-
-def trusted_inputs(
-    repo: GitRepo, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
-) -> Trusted:
-    """The gate's inputs for the pull request, with its protected changes logged."""
-
-    def warn(message: str) -> None:
-        workflow.warning(message, title="passk")
-
-    trusted = trust_base(repo, inputs.config_path, BaseCommit(pr.base_sha), pr.labels, warn)
-    workflow.line(
-        f"passk: PR #{pr.number} base {short_sha(pr.base_sha)} head {short_sha(pr.head_sha)}"
-        f"{' (from a fork)' if pr.fork else ''}"
-    )
-    for line in protected_change_lines(trusted):
-        workflow.line(line)
-    return trusted
