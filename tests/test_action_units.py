@@ -16,11 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from passk_action.action import protect
 from passk_action.action.event import pull_request_from
-from passk_action.action.gitrepo import GitRepo
 from passk_action.action.inputs import read_inputs
-from passk_action.action.protect import Snapshot, protected_changes
 from passk_action.action.record import (
     RECORD_PREFIX,
     GateRecord,
@@ -30,7 +27,6 @@ from passk_action.action.record import (
     encode_record,
     find_record,
 )
-from passk_action.action.trusted import authoritative_dataset, effective_config
 from passk_action.action.workflow import (
     SUMMARY_LIMIT_BYTES,
     Workflow,
@@ -46,6 +42,10 @@ from passk_action.errors import GitError, UsageError
 from passk_action.github.publish import MARKER
 from passk_action.inputs.config import parse_config
 from passk_action.inputs.dataset import parse_dataset
+from passk_action.sides import protect
+from passk_action.sides.gitrepo import GitRepo
+from passk_action.sides.protect import Snapshot, protected_changes
+from passk_action.sides.trusted import authoritative_dataset, effective_config
 
 # --- workflow commands ---------------------------------------------------------------
 

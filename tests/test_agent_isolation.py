@@ -176,7 +176,7 @@ def test_root_is_no_agent_user() -> None:
 
 
 def test_the_base_export_is_readable_by_the_agent_user(tmp_path: Path) -> None:
-    from passk_action.action.gitrepo import GitRepo
+    from passk_action.sides.gitrepo import GitRepo
 
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip

@@ -1,4 +1,4 @@
-"""With an agent user, the candidate runs from its own export of HEAD (``action/headcommit.py``).
+"""With an agent user, the candidate runs from its own export of HEAD (``sides/headcommit.py``).
 
 In the container action passk is root and agents run as ``PASSK_AGENT_USER``,
 while the checkout belongs to the runner's user.  The candidate's setup must
@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from fakegithub import FakeGitHub
-from passk_action.action.gitrepo import GitRepo
-from passk_action.action.headcommit import HeadCheckout, head_checkout
 from passk_action.errors import GitError
 from passk_action.inputs.config import AgentConfig
+from passk_action.sides.gitrepo import GitRepo
+from passk_action.sides.headcommit import HeadCheckout, head_checkout
 from test_action_baseline import run_baseline
 from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, run_action, write_agent

@@ -304,7 +304,7 @@ def test_line_endings_a_gitattributes_rewrites_are_no_edit_on_the_laptop_either(
 
 
 def test_the_working_tree_is_what_a_commit_of_those_paths_would_hold(tmp_path: Path) -> None:
-    from passk_action.action.gitrepo import GitRepo
+    from passk_action.sides.gitrepo import GitRepo
 
     root = tmp_path / "repo"
     (root / "folder").mkdir(parents=True)

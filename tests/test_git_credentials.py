@@ -30,11 +30,11 @@ from typing import Any
 import pytest
 
 from fakegithub import FakeGitHub
-from passk_action.action.credentials import credentials_hidden, stored_credentials
-from passk_action.action.gitrepo import GitRepo
 from passk_action.agents.identity import agent_user
 from passk_action.cli import main as cli_main
 from passk_action.errors import UsageError
+from passk_action.sides.credentials import credentials_hidden, stored_credentials
+from passk_action.sides.gitrepo import GitRepo
 from test_action_gate import commit, git
 from test_action_metadata import REPO as CHECKOUT_ROOT
 from test_action_metadata import WORKFLOWS, load_workflow
@@ -327,7 +327,7 @@ def test_a_token_that_cannot_be_hidden_stops_before_any_agent_runs(
     def read_only_mount(fd: int, mode: int) -> None:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
-    monkeypatch.setattr("passk_action.action.credentials.os.fchmod", read_only_mount)
+    monkeypatch.setattr("passk_action.sides.credentials.os.fchmod", read_only_mount)
     ran: list[str] = []
     hidden = credentials_hidden(repo, user, {}, warn=ran.append, note=ran.append)
     with pytest.raises(UsageError) as caught, hidden:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from passk_action.action import main as action_main
-from passk_action.action.gitrepo import GitRepo, token_auth_env
+from passk_action.sides.gitrepo import GitRepo, token_auth_env
 from test_action_gate import (
     EVENTS,
     TOKEN,

@@ -36,11 +36,11 @@ from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 from ..report.run_report import render_run_report
+from ..sides.basecommit import commit_identity
+from ..sides.credentials import credentials_hidden
+from ..sides.gitrepo import GitRepo, token_auth_env
+from ..sides.headcommit import head_checkout
 from ..store.artifact import write_run
-from .basecommit import commit_identity
-from .credentials import credentials_hidden
-from .gitrepo import GitRepo, token_auth_env
-from .headcommit import head_checkout
 from .inputs import ActionInputs
 from .runtime import Runtime, agent_env, fraction, setup_agent
 from .workflow import Workflow

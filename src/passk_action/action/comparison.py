@@ -25,18 +25,18 @@ from ..core.result import CompareResult
 from ..engine import CompareInputs, Session, build_agent, compare, retry_policy
 from ..inputs.config import AgentConfig
 from ..progress import make_progress
+from ..sides.basecommit import assess, base_checkout, baseline_agent_config, plan_for
+from ..sides.basesetup import BaseCheckout
+from ..sides.credentials import credentials_hidden
+from ..sides.gitrepo import GitRepo
+from ..sides.headcommit import HeadCheckout, head_checkout
+from ..sides.trusted import Trusted
 from ..store.artifact import read_run
-from .basecommit import assess, base_checkout, baseline_agent_config, plan_for
-from .basesetup import BaseCheckout
-from .credentials import credentials_hidden
 from .event import PullRequest
-from .gitrepo import GitRepo
-from .headcommit import HeadCheckout, head_checkout
 from .inputs import ActionInputs
 from .replay import ReplayAgent
 from .rerun import Prior, as_reused, keep_recorded_failure
 from .runtime import Runtime, agent_env, setup_agent
-from .trusted import Trusted
 
 CANDIDATE_PATH = ".passk/candidate.json"
 BASE_SETUP_WHERE = (

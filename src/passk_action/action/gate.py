@@ -12,14 +12,14 @@ from ..errors import AgentCouldNotRun, GitHubError, PasskError, UsageError
 from ..github.client import GitHubClient
 from ..github.publish import start_check
 from ..report.escape import inline
+from ..sides.gitrepo import GitRepo, short_sha
+from ..sides.trusted import BaseCommit, Trusted, protected_change_lines, trust_base
 from .comparison import run_comparison
 from .event import PullRequest, pull_request_from, read_payload
-from .gitrepo import GitRepo, short_sha
 from .inputs import ActionInputs
 from .publish import Where, publish_could_not_run, publish_gate
 from .rerun import look_up_record
 from .runtime import Runtime
-from .trusted import BaseCommit, Trusted, protected_change_lines, trust_base
 from .workflow import Workflow
 
 PWN_REQUEST = (

@@ -17,13 +17,13 @@ from ..core.model import Attempt, Phase
 from ..core.result import CompareResult, Executions
 from ..errors import GitError, GitHubError
 from ..github.client import GitHubClient
+from ..sides.gitrepo import GitRepo, short_sha
+from ..sides.trusted import Trusted
 from .event import PullRequest
-from .gitrepo import GitRepo, short_sha
 from .inputs import ActionInputs
 from .record import GateRecord, find_record
 from .replay import ReplayAgent
 from .runtime import step_key
-from .trusted import Trusted
 
 RECORDED_FAILURE = (
     "a re-run cannot overturn the recorded failure for this content; push a commit that "

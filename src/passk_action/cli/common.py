@@ -91,11 +91,11 @@ def warn_persisted_token(cwd: Path) -> None:
 
     ``passk run`` in CI (a shard job) runs the pull request's agent from a
     checkout that ``actions/checkout`` may have left its token in; the CLI
-    hides nothing (the action does, in its container: action/credentials.py).
+    hides nothing (the action does, in its container: sides/credentials.py).
     """
     # Imported here: the action package imports the CLI's helpers at load time.
-    from ..action.credentials import FIX, describe, stored_credentials
-    from ..action.gitrepo import GitRepo
+    from ..sides.credentials import FIX, describe, stored_credentials
+    from ..sides.gitrepo import GitRepo
 
     try:
         found = stored_credentials(GitRepo.discover(cwd), os.environ)

@@ -31,10 +31,10 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..action.basecommit import StalePlan
-    from ..action.basesetup import BaseCheckout
-    from ..action.gitrepo import GitRepo
-    from ..action.trusted import Trusted
+    from ..sides.basecommit import StalePlan
+    from ..sides.basesetup import BaseCheckout
+    from ..sides.gitrepo import GitRepo
+    from ..sides.trusted import Trusted
 
 
 REF_SETUP_WHERE = (
@@ -93,7 +93,7 @@ def add_parser(commands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     # Imported here: the action package imports the CLI's helpers.
-    from ..action.basecommit import working_tree_identity
+    from ..sides.basecommit import working_tree_identity
 
     if args.base is not None and args.baseline:
         raise UsageError(
@@ -151,7 +151,7 @@ def handle(args: argparse.Namespace) -> int:
                 spec = specs[version]
                 if spec is not None and checkout is not None:
                     # REF's setup first, in its checkout, before the working tree's
-                    # code runs (action/basesetup.py); then that checkout is locked.
+                    # code runs (sides/basesetup.py); then that checkout is locked.
                     checkout.prepare(
                         lambda s: agent_setup(s, Version.BASELINE, where=REF_SETUP_WHERE),
                         os.environ,
@@ -243,9 +243,9 @@ def base_side(args: argparse.Namespace) -> Iterator[BaseSide]:
     marks, labels and committed baseline, and the protected changes this
     working tree makes to them, listed on stderr as the action logs them.
     """
-    from ..action.basecommit import assess, base_checkout, baseline_agent_config, plan_for
-    from ..action.gitrepo import GitRepo
-    from ..action.trusted import BaseCommit, protected_change_lines, trust_base, working_tree
+    from ..sides.basecommit import assess, base_checkout, baseline_agent_config, plan_for
+    from ..sides.gitrepo import GitRepo
+    from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree
 
     config_path = Path(args.config)
     repo = GitRepo.discover(config_path.absolute().parent)
