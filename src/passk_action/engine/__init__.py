@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__
-from .agents.http import HttpAgent
-from .agents.identity import agent_user
-from .agents.runner import (
+from .. import __version__
+from ..agents.http import HttpAgent
+from ..agents.identity import agent_user
+from ..agents.runner import (
     Agent,
     AttemptRequest,
     ProcessAgent,
@@ -24,12 +24,12 @@ from .agents.runner import (
     RetryPolicy,
     run_attempts,
 )
-from .agents.worker import WorkerAgent
-from .core.classify import classify_attempts
-from .core.cost import Pricing, priced_attempt, priced_run
-from .core.diff import confirmation_plan
-from .core.gate import ProtectedChange
-from .core.model import (
+from ..agents.worker import WorkerAgent
+from ..core.classify import classify_attempts
+from ..core.cost import Pricing, priced_attempt, priced_run
+from ..core.diff import confirmation_plan
+from ..core.gate import ProtectedChange
+from ..core.model import (
     AgentInfo,
     Attempt,
     Dataset,
@@ -41,11 +41,11 @@ from .core.model import (
     Run,
     Version,
 )
-from .core.result import CompareResult, Executions, evaluate
-from .errors import AgentCouldNotRun, ArtifactError, ConfigError, Interrupted
-from .inputs.config import DEFAULT_CONCURRENCY, AgentConfig, Config
-from .progress import NullProgress, Progress
-from .store.recorder import RunRecorder
+from ..core.result import CompareResult, Executions, evaluate
+from ..errors import AgentCouldNotRun, ArtifactError, ConfigError, Interrupted
+from ..inputs.config import DEFAULT_CONCURRENCY, AgentConfig, Config
+from ..progress import NullProgress, Progress
+from ..store.recorder import RunRecorder
 
 
 def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
