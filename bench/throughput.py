@@ -35,7 +35,8 @@ from pathlib import Path
 from passk_action.agents.runner import Agent, ProcessAgent, ProcessAgentSpec, RetryPolicy
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Row, Version, dataset_digest
-from passk_action.engine import Session, record_run
+from passk_action.engine.recording import record_run
+from passk_action.engine.session import Session
 
 AGENT = """\
 import os, time

@@ -32,7 +32,7 @@ from passk_action.agents.http import (
 from passk_action.agents.runner import AttemptRequest, RetryPolicy, run_attempts
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import Json, Phase, Row, Version
-from passk_action.engine import build_agent
+from passk_action.engine.agents import build_agent
 from passk_action.errors import ConfigError
 from passk_action.inputs.config import HttpAgentConfig, parse_config
 from passk_action.store.artifact import attempt_to_json

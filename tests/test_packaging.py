@@ -52,7 +52,9 @@ def test_wheel_and_sdist_build_check_and_run_the_demo(tmp_path: Path) -> None:
     for packaged in ("schemas/config.schema.json", "schemas/run.schema.json", "py.typed"):
         assert f"passk_action/{packaged}" in names
     with tarfile.open(sdist) as archive:
-        assert any(n.endswith("src/passk_action/engine.py") for n in archive.getnames())
+        packaged_sources = archive.getnames()
+    for module in ("engine/compare.py", "sides/trusted.py"):  # subpackages are found too
+        assert any(n.endswith(f"src/passk_action/{module}") for n in packaged_sources)
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", "--system-site-packages", venv)

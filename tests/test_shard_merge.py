@@ -378,7 +378,8 @@ def test_sharded_workflow_example_is_a_valid_github_workflow() -> None:
 
 def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
     from passk_action.agents.runner import AttemptRequest, FunctionAgent, RetryPolicy
-    from passk_action.engine import CompareInputs, Session, compare
+    from passk_action.engine.compare import CompareInputs, compare
+    from passk_action.engine.session import Session
     from passk_action.inputs.config import parse_config
 
     k = 3

@@ -30,7 +30,9 @@ from ..cli.baseline import previous_baseline
 from ..cli.common import stop_on_signals
 from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
-from ..engine import Session, build_agent, carried_ratchet, record_run, retry_policy
+from ..engine.agents import build_agent
+from ..engine.recording import carried_ratchet, record_run
+from ..engine.session import Session, retry_policy
 from ..errors import EXIT_OK, GitError, UsageError
 from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset

@@ -22,7 +22,9 @@ from ..agents.runner import Agent, RetryPolicy
 from ..cli.common import stop_on_signals
 from ..core.model import Version
 from ..core.result import CompareResult
-from ..engine import CompareInputs, Session, build_agent, compare, retry_policy
+from ..engine.agents import build_agent
+from ..engine.compare import CompareInputs, compare
+from ..engine.session import Session, retry_policy
 from ..inputs.config import AgentConfig
 from ..progress import make_progress
 from ..sides.basecommit import assess, base_checkout, baseline_agent_config, plan_for

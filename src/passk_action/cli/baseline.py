@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.model import Run, Version
-from ..engine import carried_ratchet
+from ..engine.recording import carried_ratchet
 from ..errors import EXIT_OK, ArtifactError, ConfigError
 from ..store.artifact import read_run, write_run
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run, warn

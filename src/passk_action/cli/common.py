@@ -17,7 +17,9 @@ from types import FrameType
 from ..agents.runner import Agent, could_not_run
 from ..agents.setup import run_setup
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
-from ..engine import Session, build_agent, closing, record_run, retry_policy
+from ..engine.agents import build_agent, closing
+from ..engine.recording import record_run
+from ..engine.session import Session, retry_policy
 from ..errors import ArtifactError, GitError, UsageError
 from ..inputs.config import AgentConfig, Config, load_config
 from ..inputs.dataset import load_dataset

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents.runner import Agent
 from ..core.model import Run, Version
-from ..engine import CompareInputs, build_agent, close_agent, compare
+from ..engine.agents import build_agent, close_agent
+from ..engine.compare import CompareInputs, compare
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
 from ..report.compare_report import render_compare_report
 from ..store.artifact import read_run

@@ -1,0 +1,66 @@
+"""The runnable agent for a config entry, and closing what it holds open."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from ..agents.http import HttpAgent
+from ..agents.identity import agent_user
+from ..agents.runner import Agent, ProcessAgent, ProcessAgentSpec
+from ..agents.worker import WorkerAgent
+from ..errors import ConfigError
+from ..inputs.config import DEFAULT_CONCURRENCY, AgentConfig
+
+
+def build_agent(
+    agent: AgentConfig, parent_env: Mapping[str, str], *, concurrency: int | None = None
+) -> Agent:
+    """The runnable agent for one config entry.
+
+    ``concurrency`` sizes what a persistent agent keeps open: the worker pool
+    (one process per slot at most) and the HTTP connection pool.  Without it
+    the worker pool grows to whatever concurrency the run uses.
+    """
+    if agent.http is not None:
+        return HttpAgent(
+            agent.http,
+            parent_env,
+            concurrency=concurrency or DEFAULT_CONCURRENCY,
+            pass_env=agent.pass_env,
+            description=agent.describe(),
+        )
+    assert agent.command is not None
+    spec = ProcessAgentSpec(
+        command=agent.command,
+        cwd=agent.cwd,
+        timeout_s=agent.timeout_s,
+        env=dict(agent.env),
+        pass_env=agent.pass_env,
+        description=agent.describe(),
+        user=agent_user(parent_env),
+    )
+    if agent.protocol == "worker":
+        return WorkerAgent(spec, parent_env, max_workers=concurrency)
+    if agent.protocol != "process":
+        raise ConfigError(
+            f"agent protocol {agent.protocol!r} is not supported by this version of passk",
+            where="agent.protocol",
+            hint="use `process` (one process per attempt) or `worker`",
+        )
+    return ProcessAgent(spec, parent_env)
+
+
+def close_agent(agent: Agent) -> None:
+    """Close what a persistent agent holds open (worker processes, HTTP pools)."""
+    close = getattr(agent, "close", None)
+    if callable(close):
+        close()
+
+
+@contextmanager
+def closing(agent: Agent) -> Iterator[Agent]:
+    try:
+        yield agent
+    finally:
+        close_agent(agent)

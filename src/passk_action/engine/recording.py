@@ -1,0 +1,145 @@
+"""Recording one version: k attempts per row, journaled, written as a run artifact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .. import __version__
+from ..agents.http import HttpAgent
+from ..agents.runner import Agent, AttemptRequest, run_attempts
+from ..core.classify import classify_attempts
+from ..core.cost import priced_attempt
+from ..core.model import (
+    AgentInfo,
+    Attempt,
+    Dataset,
+    EvalSettings,
+    Phase,
+    Row,
+    RowClass,
+    RowRecord,
+    Run,
+    Version,
+)
+from ..errors import AgentCouldNotRun, Interrupted
+from ..store.recorder import RunRecorder
+from .session import Session
+
+
+def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
+    return tuple(
+        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags, r.cluster)
+        for r in dataset.rows
+    )
+
+
+def main_requests(
+    rows: Iterable[Row], k: int, version: Version, recorded: set[tuple[str, int]]
+) -> list[AttemptRequest]:
+    return [
+        AttemptRequest(row, number, Phase.MAIN, version)
+        for row in rows
+        for number in range(1, k + 1)
+        if (row.id, number) not in recorded
+    ]
+
+
+def record_run(
+    dataset: Dataset,
+    rows: Sequence[Row],
+    settings: EvalSettings,
+    agent: Agent,
+    info: AgentInfo,
+    out: Path,
+    session: Session,
+    *,
+    resume: bool = False,
+    ratchet: Iterable[str] = (),
+) -> tuple[Run, int]:
+    """Run ``agent`` k times on ``rows``, journaling every attempt; write the artifact.
+
+    Returns the run and the number of agent executions made now.  With
+    ``resume`` an existing journal for ``out`` is continued: every recorded
+    attempt is kept and only missing attempt numbers are asked.  When the
+    session is stopped the journal stays and :class:`Interrupted` is raised.
+    """
+    records = tuple(
+        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags, r.cluster)
+        for r in rows
+    )
+    header = Run(
+        tool_version=__version__,
+        dataset_digest=dataset.digest,
+        settings=settings,
+        agent=info,
+        created_at=session.now(),
+        rows=records,
+        attempts=(),
+        ratchet=tuple(sorted(set(ratchet))),
+    )
+    recorder = RunRecorder.open(out, header, resume=resume, warn=session.warn)
+    if isinstance(agent, HttpAgent):
+        # A Retry-After the endpoint gave before a stop still holds on --resume.
+        pending = recorder.pending_retry_after() if resume else {}
+        agent.carry_retry_after(pending, recorder.save_retry_after)
+    recorded = {(a.row_id, a.number) for a in recorder.kept}
+    requests = main_requests(rows, settings.k, info.version, recorded)
+    pricing = session.pricing
+
+    def journal(attempt: Attempt) -> None:
+        recorder.append(priced_attempt(attempt, pricing))
+
+    with recorder:
+        try:
+            fresh = run_attempts(
+                requests,
+                agent,
+                concurrency=session.concurrency,
+                retry=session.retry,
+                on_attempt=journal,
+                progress=session.progress,
+                stop=session.stop,
+                fail_fast=True,
+            )
+        except AgentCouldNotRun:
+            # Crashes of an agent that never ran are nothing to resume from;
+            # a journal kept from an earlier, working run stays.
+            if not recorder.kept:
+                recorder.close()
+                recorder.journal_file.unlink(missing_ok=True)
+            raise
+    fresh = [priced_attempt(a, pricing) for a in fresh]
+    done = len(recorder.kept) + len(fresh)
+    expected_total = len(rows) * settings.k
+    if (session.stop is not None and session.stop.is_set()) or done < expected_total:
+        raise Interrupted(
+            f"run stopped with {done} of {expected_total} attempts recorded",
+            where=str(recorder.journal_file),
+            hint=f"continue it with --resume (out: {out})",
+        )
+    order = {r.id: i for i, r in enumerate(rows)}
+    attempts = sorted((*recorder.kept, *fresh), key=lambda a: (order[a.row_id], a.number))
+    return recorder.finish(attempts), len(fresh)
+
+
+def carried_ratchet(
+    previous: Run | None, new_run: Run, dataset: Dataset
+) -> tuple[set[str], list[str]]:
+    """The ratchet after recording ``new_run`` as the baseline, and the rows that left it.
+
+    ratchet' = (ratchet ∩ dataset ids) ∪ {must-not-break rows stable-correct in
+    ``new_run``}.  A row leaves only when it leaves the dataset.
+    """
+    ids = {r.id for r in dataset.rows}
+    old = set(previous.ratchet) if previous is not None else set()
+    grouped = new_run.attempts_by_row()
+    settings = new_run.settings
+    locked = {
+        r.id
+        for r in new_run.rows
+        if r.must_not_break
+        and classify_attempts(grouped.get(r.id, ()), r.expected, settings.k, settings.scoring)
+        is RowClass.STABLE_CORRECT
+    }
+    return (old & ids) | locked, sorted(old - ids)
