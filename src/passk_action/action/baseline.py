@@ -26,17 +26,14 @@ import os
 from dataclasses import replace
 
 from ..agents.identity import agent_user
-from ..cli.baseline import previous_baseline
-from ..cli.common import stop_on_signals
 from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
 from ..engine.agents import build_agent
-from ..engine.recording import carried_ratchet, record_run
-from ..engine.session import Session, retry_policy
+from ..engine.recording import carried_ratchet, previous_baseline, record_run
+from ..engine.session import stop_on_signals
 from ..errors import EXIT_OK, GitError, UsageError
 from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
-from ..progress import make_progress
 from ..report.run_report import render_run_report
 from ..sides.basecommit import commit_identity
 from ..sides.credentials import credentials_hidden
@@ -95,16 +92,8 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         setup_agent(workflow, agent_config, env, Version.BASELINE, where=head.where)
         agent = build_agent(agent_config, env, concurrency=config.concurrency)
         staging = out.with_name(out.name + ".recording.json")
-        session = Session(
-            concurrency=config.concurrency,
-            retry=retry_policy(config),
-            now=runtime.now,
-            progress=make_progress(runtime.stderr, False, False),
-            warn=lambda message: workflow.warning(message, title="passk"),
-            pricing=config.pricing,
-        )
         with workflow.group("passk: recording the baseline"), stop_on_signals() as stop:
-            session = replace(session, stop=stop)
+            session = runtime.session(config, stop)
             try:
                 run, _ = record_run(
                     dataset,

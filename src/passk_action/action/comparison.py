@@ -19,14 +19,12 @@ from dataclasses import replace
 
 from ..agents.identity import agent_user
 from ..agents.runner import Agent, RetryPolicy
-from ..cli.common import stop_on_signals
 from ..core.model import Version
 from ..core.result import CompareResult
 from ..engine.agents import build_agent
 from ..engine.compare import CompareInputs, compare
-from ..engine.session import Session, retry_policy
+from ..engine.session import stop_on_signals
 from ..inputs.config import AgentConfig
-from ..progress import make_progress
 from ..sides.basecommit import assess, base_checkout, baseline_agent_config, plan_for
 from ..sides.basesetup import BaseCheckout
 from ..sides.credentials import credentials_hidden
@@ -166,17 +164,11 @@ def run_comparison(
         }
         # A committed baseline the base commit's agent no longer matches is stale.
         stale = plan_for(assess(repo, baseline_run, pr.base_sha, base.config), base.config, warn)
-        session = Session(
-            concurrency=config.concurrency,
+        session = runtime.session(config, stop)
+        if replay_candidate:
             # Replayed attempts were retried when they were made; retrying a replayed
             # error would only replay it again (and stamp it with retry notes).
-            retry=RetryPolicy(attempts=0) if replay_candidate else retry_policy(config),
-            now=runtime.now,
-            progress=make_progress(runtime.stderr, False, False),
-            stop=stop,
-            warn=warn,
-            pricing=config.pricing,
-        )
+            session = replace(session, retry=RetryPolicy(attempts=0))
         result = compare(
             CompareInputs(
                 config=config,

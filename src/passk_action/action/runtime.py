@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -12,10 +13,11 @@ from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from ..agents.setup import run_setup
-from ..cli.output import now_iso
 from ..core.model import Version
+from ..engine.session import Session, make_session, now_iso
 from ..github.publish import MARKER
-from ..inputs.config import AgentConfig
+from ..inputs.config import AgentConfig, Config
+from ..progress import make_progress
 from .inputs import ActionInputs
 from .workflow import Workflow
 
@@ -30,6 +32,16 @@ class Runtime:
     cwd: Path
     sleep: Callable[[float], None] = time.sleep
     now: Callable[[], str] = now_iso
+
+    def session(self, config: Config, stop: threading.Event | None = None) -> Session:
+        """The session of an action mode: the config's concurrency, progress on stderr."""
+        return make_session(
+            config,
+            now=self.now,
+            progress=make_progress(self.stderr, False, False),
+            warn=lambda message: self.workflow.warning(message, title="passk"),
+            stop=stop,
+        )
 
 
 LEGACY_MARKER = MARKER

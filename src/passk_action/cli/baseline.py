@@ -6,10 +6,10 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from ..core.model import Run, Version
-from ..engine.recording import carried_ratchet
-from ..errors import EXIT_OK, ArtifactError, ConfigError
-from ..store.artifact import read_run, write_run
+from ..core.model import Version
+from ..engine.recording import carried_ratchet, previous_baseline
+from ..errors import EXIT_OK, ConfigError
+from ..store.artifact import write_run
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run, warn
 
 
@@ -37,23 +37,6 @@ def add_parser(commands: Any) -> None:
     )
     add_run_arguments(parser)
     parser.set_defaults(handler=handle)
-
-
-def previous_baseline(path: Any) -> Run | None:
-    """The baseline being replaced, if any: its ratchet must survive."""
-    if not path.exists():
-        return None
-    try:
-        return read_run(path)
-    except ArtifactError as exc:
-        # Refusing would block recording any new baseline; silently dropping
-        # the ratchet would unlock rows.  Refuse, and say how to proceed.
-        raise ArtifactError(
-            "the existing baseline cannot be read, so its ratchet cannot be carried: "
-            f"{exc.message}",
-            where=str(path),
-            hint="restore it from git, or delete it to start a new ratchet deliberately",
-        ) from exc
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -5,28 +5,24 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from ..agents.runner import Agent, could_not_run
 from ..agents.setup import run_setup
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..engine.agents import build_agent, closing
 from ..engine.recording import record_run
-from ..engine.session import Session, retry_policy
-from ..errors import ArtifactError, GitError, UsageError
+from ..engine.session import Session, make_session, now_iso, stop_on_signals
+from ..errors import ArtifactError, GitError
 from ..inputs.config import AgentConfig, Config, load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 from ..store.artifact import write_text_atomic
-from .output import now_iso as now_iso  # re-exported: subcommands import them from here
-from .output import warn as warn
+from .output import warn as warn  # re-exported: subcommands import it from here
 
 
 @dataclass(frozen=True)
@@ -57,18 +53,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def make_session(config: Config, args: argparse.Namespace, stop: threading.Event) -> Session:
-    concurrency = args.concurrency if args.concurrency is not None else config.concurrency
-    if concurrency < 1:
-        raise UsageError("--concurrency must be at least 1", where="--concurrency")
-    return Session(
-        concurrency=concurrency,
-        retry=retry_policy(config),
+def session_for(config: Config, args: argparse.Namespace, stop: threading.Event) -> Session:
+    """The session of a subcommand: ``--concurrency`` and ``--quiet`` over the config."""
+    return make_session(
+        config,
         now=now_iso,
         progress=make_progress(sys.stderr, sys.stderr.isatty(), args.quiet),
-        stop=stop,
         warn=warn,
-        pricing=config.pricing,
+        stop=stop,
+        concurrency=args.concurrency,
     )
 
 
@@ -110,9 +103,7 @@ def warn_persisted_token(cwd: Path) -> None:
         )
 
 
-def prepare_agent(
-    spec: AgentConfig, version: Version, *, concurrency: int | None = None
-) -> Agent:
+def prepare_agent(spec: AgentConfig, version: Version, *, concurrency: int | None = None) -> Agent:
     """Run the agent's ``setup`` (as plain lines on stderr), then build the agent."""
     warn_persisted_token(spec.cwd)
     agent_setup(spec, version)
@@ -138,7 +129,7 @@ def record_agent_run(
     workers and HTTP connections do not outlive it.
     """
     with stop_on_signals() as stop:
-        session = make_session(inputs.config, args, stop)
+        session = session_for(inputs.config, args, stop)
         agent = prepare_agent(agent_config, version, concurrency=session.concurrency)
         with closing(agent):
             run, _ = record_run(
@@ -146,9 +137,7 @@ def record_agent_run(
                 rows,
                 inputs.config.settings,
                 agent,
-                AgentInfo(
-                    version, agent.description, commit, dirty=dirty, fingerprint=fingerprint
-                ),
+                AgentInfo(version, agent.description, commit, dirty=dirty, fingerprint=fingerprint),
                 out,
                 session,
                 resume=args.resume,
@@ -157,38 +146,6 @@ def record_agent_run(
         # Recorded (nothing is lost), but a run without one decision measured nothing.
         raise could_not_run(run.attempts, version, alike=False)
     return run
-
-
-@contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """SIGINT/SIGTERM set an event instead of killing us, so runs stop cleanly.
-
-    The journal keeps what finished; the run can be resumed.  A second signal
-    falls back to the default behaviour for people who really mean it.
-    """
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set():
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-        stop.set()
-        print(
-            f"passk: {signal.Signals(signum).name}: stopping after attempts in flight",
-            file=sys.stderr,
-        )
-
-    for sig in previous:
-        signal.signal(sig, handle)
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def write_output(path: str | None, text: str) -> None:

@@ -15,6 +15,7 @@ from ..agents.runner import Agent
 from ..core.model import Run, Version
 from ..engine.agents import build_agent, close_agent
 from ..engine.compare import CompareInputs, compare
+from ..engine.session import stop_on_signals
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
 from ..report.compare_report import render_compare_report
 from ..store.artifact import read_run
@@ -24,9 +25,8 @@ from .common import (
     add_run_arguments,
     agent_setup,
     load_inputs,
-    make_session,
     prepare_agent,
-    stop_on_signals,
+    session_for,
     warn,
     write_output,
 )
@@ -183,7 +183,7 @@ def handle(args: argparse.Namespace) -> int:
                     candidate_dirty=identity.dirty,
                     **extra,
                 ),
-                make_session(config, args, stop),
+                session_for(config, args, stop),
             )
     for message in result.warnings:
         if message != extra.get("stale_warning"):  # said before the runs began

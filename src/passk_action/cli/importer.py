@@ -33,11 +33,12 @@ from typing import Any
 
 from .. import __version__
 from ..core.model import Version
+from ..engine.session import now_iso
 from ..errors import EXIT_OK, UsageError
 from ..importers import ERROR_CONVENTIONS, HARNESS, ImportOptions, dataset_jsonl
 from ..importers.reader import PARSERS, import_files
 from ..store.artifact import gc_paused, write_run, write_text_atomic
-from .output import now_iso, warn
+from .output import warn
 
 SHOWN = 20
 """Skipped entries printed one per line before the rest is summarized."""

@@ -23,10 +23,10 @@ from ..core.model import (
     Version,
 )
 from ..core.result import CompareResult, Executions, evaluate
-from ..errors import ArtifactError, ConfigError, Interrupted
+from ..errors import ArtifactError, ConfigError
 from ..inputs.config import Config
 from .recording import main_requests, record_run, row_records
-from .session import Session
+from .session import Session, raise_if_stopped
 
 AgentFactory = Callable[[Version], Agent | None]
 """Builds the agent for a version; None when that version cannot be run here."""
@@ -142,7 +142,7 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
             stop=session.stop,
             fail_fast=True,
         )
-        _raise_if_stopped(session, "baseline top-up")
+        raise_if_stopped(session, "baseline top-up")
         notes.append(
             f"the baseline was run on {len(topup_rows)} new or changed row(s) first "
             f"({len(topup_attempts)} executions): {_ids([r.id for r in topup_rows])}"
@@ -314,7 +314,7 @@ def _remeasure(
         progress=session.progress,
         stop=session.stop,
     )
-    _raise_if_stopped(session, "baseline re-measurement")
+    raise_if_stopped(session, "baseline re-measurement")
     at = f" at {inputs.baseline_commit[:7]}" if inputs.baseline_commit else ""
     warnings.append(
         f"{inputs.remeasure}, so it was measured anew{at} ({len(fresh)} executions: "
@@ -364,15 +364,10 @@ def _confirm(
         stop=session.stop,
         fail_fast=all(row_id in answered for row_id in plan),
     )
-    _raise_if_stopped(session, f"{version.value} confirmation")
+    raise_if_stopped(session, f"{version.value} confirmation")
     order = {r.id: i for i, r in enumerate(run.rows)}
     attempts = sorted((*run.attempts, *fresh), key=lambda a: (order.get(a.row_id, 0), a.number))
     return replace(run, attempts=tuple(attempts)), len(fresh)
-
-
-def _raise_if_stopped(session: Session, what: str) -> None:
-    if session.stop is not None and session.stop.is_set():
-        raise Interrupted(f"stopped during the {what}", hint="run the command again")
 
 
 def _ids(ids: Sequence[str], limit: int = 10) -> str:

@@ -22,7 +22,8 @@ from ..core.model import (
     Run,
     Version,
 )
-from ..errors import AgentCouldNotRun, Interrupted
+from ..errors import AgentCouldNotRun, ArtifactError, Interrupted
+from ..store.artifact import read_run
 from ..store.recorder import RunRecorder
 from .session import Session
 
@@ -143,3 +144,20 @@ def carried_ratchet(
         is RowClass.STABLE_CORRECT
     }
     return (old & ids) | locked, sorted(old - ids)
+
+
+def previous_baseline(path: Path) -> Run | None:
+    """The baseline being replaced, if any: its ratchet must survive."""
+    if not path.exists():
+        return None
+    try:
+        return read_run(path)
+    except ArtifactError as exc:
+        # Refusing would block recording any new baseline; silently dropping
+        # the ratchet would unlock rows.  Refuse, and say how to proceed.
+        raise ArtifactError(
+            "the existing baseline cannot be read, so its ratchet cannot be carried: "
+            f"{exc.message}",
+            where=str(path),
+            hint="restore it from git, or delete it to start a new ratchet deliberately",
+        ) from exc

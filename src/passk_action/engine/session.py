@@ -1,15 +1,35 @@
-"""The session: how a recording or a comparison runs and reports, besides what it measures."""
+"""The session: how a recording or a comparison runs and reports, besides what it measures.
+
+Its concurrency and retries (from the config), the clock runs are stamped
+with, where progress and warnings go, and the event that stops a run
+(SIGINT/SIGTERM).  Every shell builds it with :func:`make_session`.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from ..agents.runner import RetryPolicy
 from ..core.cost import Pricing
-from ..inputs.config import Config
+from ..errors import Interrupted, UsageError
 from ..progress import NullProgress, Progress
+
+if TYPE_CHECKING:  # only read: importing it would load yaml and jsonschema
+    from ..inputs.config import Config
+
+
+def now_iso() -> str:
+    """The UTC time now, to the second, as runs and results are stamped (``…Z``)."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def retry_policy(config: Config) -> RetryPolicy:
@@ -29,3 +49,66 @@ class Session:
     warn: Callable[[str], None] = lambda message: None
     pricing: Pricing = field(default_factory=Pricing)
     """Prices for attempts that report tokens but no cost (the config's ``pricing``)."""
+
+
+def make_session(
+    config: Config,
+    *,
+    now: Callable[[], str],
+    progress: Progress,
+    warn: Callable[[str], None],
+    stop: threading.Event | None = None,
+    concurrency: int | None = None,
+) -> Session:
+    """The session for ``config``: its concurrency (unless ``concurrency`` overrides it),
+    retries and prices, with the shell's clock, progress line, warnings and stop event."""
+    if concurrency is None:
+        concurrency = config.concurrency
+    if concurrency < 1:
+        raise UsageError("--concurrency must be at least 1", where="--concurrency")
+    return Session(
+        concurrency=concurrency,
+        retry=retry_policy(config),
+        now=now,
+        progress=progress,
+        stop=stop,
+        warn=warn,
+        pricing=config.pricing,
+    )
+
+
+def raise_if_stopped(session: Session, what: str) -> None:
+    if session.stop is not None and session.stop.is_set():
+        raise Interrupted(f"stopped during the {what}", hint="run the command again")
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """SIGINT/SIGTERM set an event instead of killing us, so runs stop cleanly.
+
+    The journal keeps what finished; the run can be resumed.  A second signal
+    falls back to the default behaviour for people who really mean it.
+    """
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        stop.set()
+        print(
+            f"passk: {signal.Signals(signum).name}: stopping after attempts in flight",
+            file=sys.stderr,
+        )
+
+    for sig in previous:
+        signal.signal(sig, handle)
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
