@@ -1041,13 +1041,15 @@ def test_the_agent_never_sees_the_token(checkout: Checkout, fake: FakeGitHub) ->
     assert fake.violations == []
 
 
-def test_the_cli_subcommand_reads_the_process_environment(
+def test_the_passk_action_command_reads_the_process_environment(
     checkout: Checkout, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
     monkeypatch.setenv("GITHUB_WORKSPACE", str(checkout.repo))
     monkeypatch.setenv("INPUT_GITHUB-TOKEN", TOKEN)
-    assert cli_main(["action"]) == 2
+    from passk_action.program import main as passk
+
+    assert passk(["action"]) == 2
     out = capsys.readouterr().out
     assert out.startswith(f"::add-mask::{TOKEN}\n::error title=passk::")
     assert "pwn request" in out and out.count(TOKEN) == 1

@@ -21,7 +21,7 @@ HEAVY = ("jsonschema", "requests", "yaml", "markdown_it", "urllib3")
 
 PROBE = """
 import contextlib, io, json, sys
-from passk_action.cli import main
+from passk_action.program import main
 with contextlib.redirect_stdout(io.StringIO()) as out:
     code = main(sys.argv[1:])
 print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
@@ -72,3 +72,20 @@ def test_the_chosen_command_is_defined_in_full() -> None:
     assert "--from" in str(result["out"])
     assert "passk_action.cli.importer" in list(result["modules"])  # type: ignore[arg-type]
     assert all(load_command(module).add_parser for module, _ in COMMANDS.values())
+
+
+def test_the_action_is_a_command_the_cli_parses_but_does_not_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`passk action` reaches the action only through the program, which wires the two."""
+    from passk_action.cli import main
+
+    assert main(["action"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("passk: error: passk action: `passk action` is not run by the command")
+    assert main(["action"], delegated={"action": lambda: 7}) == 7
+    result = probe("action", "--help")
+    assert result["code"] == 0 and "usage: passk action" in str(result["out"])
+    modules = result["modules"]
+    assert isinstance(modules, list)
+    assert [m for m in modules if m.startswith("passk_action.action")] == []

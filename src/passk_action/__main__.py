@@ -1,4 +1,4 @@
-"""``python -m passk_action``: the ``passk`` CLI without relying on the console script.
+"""``python -m passk_action``: the ``passk`` program without relying on the console script.
 
 Tests start real runs as subprocesses (to SIGKILL them), and a bare
 ``python -m`` works in any environment where the package imports, even one
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from .cli import main
+from .program import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,6 +9,9 @@ is a result, not an error: it never travels through here.
 
 from __future__ import annotations
 
+import traceback
+from collections.abc import Callable
+
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
@@ -126,13 +129,37 @@ class Interrupted(PasskError):
     exit_code = EXIT_INTERRUPTED
 
 
-def exit_code_for(exc: BaseException) -> int:
-    """Map any exception reaching the CLI's edge to its exit code."""
-    if isinstance(exc, PasskError):
+def run_guarded(
+    entry: Callable[[], int],
+    *,
+    error: Callable[[str], object],
+    fatal: Callable[[str], object] | None = None,
+    traceback_to: Callable[[str], object] | None = None,
+) -> int:
+    """Run one entry point (the CLI's command, the action); every exception becomes its
+    exit code and one line: the boundary both shells share.
+
+    ``error`` prints a :class:`PasskError`'s one line (the user can fix it);
+    ``fatal`` prints an interruption or a bug in passk (default: ``error``);
+    ``traceback_to``, when given (``PASSK_DEBUG``), gets a bug's traceback.
+    A failed gate is a result, not an exception: it never comes through here.
+    """
+    say = fatal or error
+    try:
+        return entry()
+    except PasskError as exc:
+        error(exc.one_line())
         return exc.exit_code
-    if isinstance(exc, KeyboardInterrupt):
+    except KeyboardInterrupt:
+        say("interrupted")
         return EXIT_INTERRUPTED
-    # An unexpected exception is a bug in passk; it still must not look like a
-    # passed gate, and it is not the user's input error either, but 2 keeps the
-    # documented contract "anything but 0/1 means the gate did not decide".
-    return EXIT_USAGE
+    except Exception as exc:  # a bug in passk: one line, the traceback only on request
+        if traceback_to is not None:
+            traceback_to(traceback.format_exc())
+        # Not 0 or 1: anything else documents that the gate did not decide.  Not
+        # the user's input error either, but 2 keeps that contract.
+        say(
+            f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+            "(set PASSK_DEBUG=1 for a traceback, and please report it)"
+        )
+        return EXIT_USAGE

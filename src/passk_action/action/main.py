@@ -14,12 +14,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import EXIT_USAGE, PasskError
+from ..errors import run_guarded
 from .baseline import run_baseline_mode
 from .gate import run_gate_mode
 from .inputs import read_inputs
@@ -44,26 +43,21 @@ def main(
     if token:
         workflow.add_mask(token)  # first thing: before any line could quote it
     runtime = Runtime(env, workflow, err, cwd or Path.cwd(), sleep)
-    try:
+
+    def run() -> int:
         inputs = read_inputs(env, runtime.cwd)
         if inputs.mode == "baseline":
             return run_baseline_mode(inputs, runtime)
         return run_gate_mode(inputs, runtime)
-    except PasskError as exc:
-        workflow.error(exc.one_line(), title="passk")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        workflow.error("interrupted", title="passk")
-        return 130
-    except Exception as exc:  # a bug in passk: one scrubbed line; traceback only on request
-        if env.get("PASSK_DEBUG"):
-            err.write(workflow.scrub(traceback.format_exc()))
-        workflow.error(
-            f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-            "(set PASSK_DEBUG=1 for a traceback, and please report it)",
-            title="passk",
-        )
-        return EXIT_USAGE
+
+    return run_guarded(
+        run,
+        error=lambda line: workflow.error(line, title="passk"),
+        # Scrubbed: a traceback's locals and messages may quote the token.
+        traceback_to=(lambda text: err.write(workflow.scrub(text)))
+        if env.get("PASSK_DEBUG")
+        else None,
+    )
 
 
 __all__ = ["main"]

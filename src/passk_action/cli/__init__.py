@@ -1,4 +1,4 @@
-"""The ``passk`` command line: one module per subcommand, one place for exit codes.
+"""The ``passk`` command line: one module per subcommand.
 
 Subcommand modules are imported only when their command runs: they pull in
 jsonschema, requests, yaml and markdown-it, and ``passk --version`` or
@@ -13,13 +13,12 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, PasskError, UsageError, exit_code_for
+from ..errors import EXIT_USAGE, UsageError, run_guarded
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run an agent k times per row and record every attempt"),
@@ -81,35 +80,45 @@ def load_command(module_name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{module_name}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand; exit 0 (ok / gate passed), 1 (gate failed), 2 (usage or input)."""
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    delegated: Mapping[str, Callable[[], int]] | None = None,
+) -> int:
+    """Run one subcommand; exit 0 (ok / gate passed), 1 (gate failed), 2 (usage or input).
+
+    ``delegated`` runs the commands another part implements (``passk action``,
+    given by ``passk_action/program.py``): the CLI parses them, never imports them.
+    """
     args_list = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(args_list)
-    try:
-        args = parser.parse_args(args_list)
-    except UsageError as exc:
-        print(f"passk: error: {exc.one_line()}", file=sys.stderr)
-        return exc.exit_code
-    except SystemExit as exc:  # --help and --version
-        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    try:
-        code: int = args.handler(args)
-        return code
-    except PasskError as exc:
-        print(f"passk: error: {exc.one_line()}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("passk: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug in passk: one line, the traceback only on request
-        if os.environ.get("PASSK_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"passk: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-            "(set PASSK_DEBUG=1 for a traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return exit_code_for(exc)
+
+    def run() -> int:
+        parser = build_parser(args_list)
+        try:
+            args = parser.parse_args(args_list)
+        except SystemExit as exc:  # --help and --version
+            return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+        handler: Callable[[argparse.Namespace], int] | None = args.handler
+        if handler is None:
+            entry = (delegated or {}).get(args.command)
+            if entry is None:
+                raise UsageError(
+                    f"`passk {args.command}` is not run by the command line alone",
+                    where=f"passk {args.command}",
+                    hint="run it as `passk` (passk_action.program:main) or "
+                    "`python -m passk_action`",
+                )
+            return entry()
+        return handler(args)
+
+    return run_guarded(
+        run,
+        error=lambda line: print(f"passk: error: {line}", file=sys.stderr),
+        fatal=lambda line: print(f"passk: {line}", file=sys.stderr),
+        traceback_to=(lambda text: print(text, end="", file=sys.stderr))
+        if os.environ.get("PASSK_DEBUG")
+        else None,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover
