@@ -58,7 +58,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     repo = GitRepo.discover(inputs.working_directory)
     loaded = load_config(inputs.config_path)
     for message in loaded.warnings:
-        workflow.warning(message, title="passk")
+        workflow.warn(message)
     config = loaded.config
     dataset = load_dataset(config.dataset, config.must_not_break_tags)
     out = config.baseline.artifact
@@ -69,20 +69,17 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     # From before the agent's setup until it is closed: a token actions/checkout
     # persisted is out of its reach (see credentials.py).
 
-    def warn(message: str) -> None:
-        workflow.warning(message, title="passk")
-
     hidden = credentials_hidden(
         repo,
         agent_user(runtime.env),
         runtime.env,
-        warn=warn,
-        note=lambda message: workflow.notice(message, title="passk"),
+        warn=workflow.warn,
+        note=workflow.note,
     )
     with (
         hidden,
         head_checkout(
-            repo, agent_config, runtime.env, warn, version=Version.BASELINE.value
+            repo, agent_config, runtime.env, workflow.warn, version=Version.BASELINE.value
         ) as head,
     ):
         # With an agent user, from an export of HEAD that user may write (headcommit.py).
@@ -116,7 +113,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                     close()
             ratchet, left = carried_ratchet(previous, run, dataset)
             for row_id in left:
-                workflow.warning(f"row {row_id!r} left the ratchet: it is no longer in the dataset")
+                workflow.warn(f"row {row_id!r} left the ratchet: it is no longer in the dataset")
             run = replace(run, ratchet=tuple(sorted(ratchet)))
             write_run(run, out)
             staging.unlink(missing_ok=True)
@@ -181,7 +178,7 @@ def _deliver(
         repo.push(REMOTE, commit, branch, auth=auth)
         if repo.current_branch() == branch:
             repo.fast_forward(commit)
-        workflow.notice(f"baseline committed to {branch} as {commit[:7]}", title="passk")
+        workflow.note(f"baseline committed to {branch} as {commit[:7]}")
         return
     branch = f"passk/baseline-{short}"
     repo.push(REMOTE, commit, branch, auth=auth)
@@ -191,9 +188,8 @@ def _deliver(
         if inputs.repository
         else None
     )
-    workflow.notice(
+    workflow.note(
         f"baseline pushed to the branch {branch}; open the pull request"
         + (f" at {compare_url}" if compare_url else f" from {branch} into {target}")
-        + " (passk does not create it: review the new baseline before merging)",
-        title="passk",
+        + " (passk does not create it: review the new baseline before merging)"
     )

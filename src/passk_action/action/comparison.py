@@ -60,9 +60,6 @@ def run_comparison(
     """The comparison's result, with replayed verdicts marked and a recorded failure kept."""
     workflow = runtime.workflow
 
-    def warn(message: str) -> None:
-        workflow.warning(message, title="passk")
-
     config, base = trusted.config, trusted.sides.base
     baseline_run = trusted.baseline_run
     replay_candidate, replay_baseline = prior.replay_candidate, prior.replay_baseline
@@ -74,7 +71,7 @@ def run_comparison(
             replay_candidate = replay_baseline = None
             recorded_candidate = read_run(inputs.candidate_run)
         elif replay_candidate:
-            warn(
+            workflow.warn(
                 "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
                 "are reused, so a re-run cannot change the result"
             )
@@ -127,8 +124,8 @@ def run_comparison(
                     repo,
                     agent_user(runtime.env),
                     runtime.env,
-                    warn=warn,
-                    note=lambda message: workflow.notice(message, title="passk"),
+                    warn=workflow.warn,
+                    note=workflow.note,
                 )
             )
         baseline_agent: ReplayAgent | None = None
@@ -147,7 +144,9 @@ def run_comparison(
         if head_agent is not None:
             # Exported (and handed to the agent user) even when every verdict is
             # replayed, as the base is; built, set up and announced only if asked.
-            head_export = stack.enter_context(head_checkout(repo, head_agent, runtime.env, warn))
+            head_export = stack.enter_context(
+                head_checkout(repo, head_agent, runtime.env, workflow.warn)
+            )
             head_spec = head_export.agent
             candidate_agent = ReplayAgent(
                 head_agent.describe(),
@@ -163,7 +162,9 @@ def run_comparison(
             if agent is not None
         }
         # A committed baseline the base commit's agent no longer matches is stale.
-        stale = plan_for(assess(repo, baseline_run, pr.base_sha, base.config), base.config, warn)
+        stale = plan_for(
+            assess(repo, baseline_run, pr.base_sha, base.config), base.config, workflow.warn
+        )
         session = runtime.session(config, stop)
         if replay_candidate:
             # Replayed attempts were retried when they were made; retrying a replayed

@@ -32,10 +32,9 @@ PWN_REQUEST = (
 def github_client(inputs: ActionInputs, runtime: Runtime) -> GitHubClient | None:
     """The REST client for the job's token, or None (with a warning) when nothing can be posted."""
     if not inputs.token:
-        runtime.workflow.warning(
+        runtime.workflow.warn(
             "no github-token: nothing is posted to the pull request; the report is in the "
-            "job summary",
-            title="passk",
+            "job summary"
         )
         return None
     try:
@@ -46,7 +45,7 @@ def github_client(inputs: ActionInputs, runtime: Runtime) -> GitHubClient | None
             sleep=runtime.sleep,
         )
     except GitHubError as exc:
-        runtime.workflow.warning(f"nothing is posted to GitHub: {exc.one_line()}", title="passk")
+        runtime.workflow.warn(f"nothing is posted to GitHub: {exc.one_line()}")
         return None
 
 
@@ -70,15 +69,12 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
     repo = GitRepo.discover(inputs.working_directory)
 
-    def warn(message: str) -> None:
-        workflow.warning(message, title="passk")
-
     client = github_client(inputs, runtime)
     check = start_check_run(client, inputs, pr, workflow)
     try:
         with workflow.group("passk: trusted inputs from the base commit"):
             trusted = trusted_inputs(repo, inputs, pr, workflow)
-        prior = look_up_record(client, repo, inputs, pr, trusted, warn)
+        prior = look_up_record(client, repo, inputs, pr, trusted, workflow.warn)
         try:
             result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
         except AgentCouldNotRun as exc:
@@ -135,18 +131,16 @@ def finish_check_on_error(
             "re-run this job.",
         )
     except GitHubError as error:
-        workflow.warning(f"the check run is left in progress: {error}", title="passk")
+        workflow.warn(f"the check run is left in progress: {error}")
 
 
 def trusted_inputs(
     repo: GitRepo, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
 ) -> Trusted:
     """The gate's inputs for the pull request, with its protected changes logged."""
-
-    def warn(message: str) -> None:
-        workflow.warning(message, title="passk")
-
-    trusted = trust_base(repo, inputs.config_path, BaseCommit(pr.base_sha), pr.labels, warn)
+    trusted = trust_base(
+        repo, inputs.config_path, BaseCommit(pr.base_sha), pr.labels, workflow.warn
+    )
     workflow.line(
         f"passk: PR #{pr.number} base {short_sha(pr.base_sha)} head {short_sha(pr.head_sha)}"
         f"{' (from a fork)' if pr.fork else ''}"

@@ -52,7 +52,7 @@ def main(
 
     return run_guarded(
         run,
-        error=lambda line: workflow.error(line, title="passk"),
+        error=lambda line: workflow.error(line),
         # Scrubbed: a traceback's locals and messages may quote the token.
         traceback_to=(lambda text: err.write(workflow.scrub(text)))
         if env.get("PASSK_DEBUG")

@@ -56,13 +56,12 @@ def annotate(workflow: Workflow, result: CompareResult) -> None:
     blocking = {f.id for f in result.gate.failures if f.id}
     for row in result.comparison.rows:
         if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
-            workflow.warning(
+            workflow.warn(
                 f"{row.id}: confirmed regression ({row.baseline_final_class.value} → "
-                f"{row.candidate_final_class.value}); not blocking: the row is not must-not-break",
-                title="passk",
+                f"{row.candidate_final_class.value}); not blocking: the row is not must-not-break"
             )
     for warning in result.gate.warnings:
-        workflow.warning(warning, title="passk")
+        workflow.warn(warning)
 
 
 PART_NOTE = (
@@ -137,10 +136,9 @@ def publish(
         try:
             post_record_parts(client, pr_number, parts, parts_marker, author)
         except GitHubError as exc:
-            workflow.warning(
+            workflow.warn(
                 f"the record's attempts could not be posted ({exc.one_line()}): a re-run "
-                "keeps a recorded failure but measures a pass again",
-                title="passk",
+                "keeps a recorded failure but measures a pass again"
             )
     outcome = upsert_sticky_comment(
         client, pr_number, body, comment_mode, marker=marker, author=author
@@ -148,18 +146,17 @@ def publish(
     if outcome.action == "failed":
         comment_state = "failed"
         if fork and outcome.status == 403:
-            workflow.warning(FORK_COMMENT_NOTICE, title="passk")
+            workflow.warn(FORK_COMMENT_NOTICE)
         else:
-            workflow.warning(f"no comment posted: {outcome.error}", title="passk")
+            workflow.warn(f"no comment posted: {outcome.error}")
     elif outcome.action != "skipped":
         comment_state = outcome.action
         workflow.line(f"passk: comment {outcome.action}: {outcome.url or outcome.comment_id}")
         if outcome.author is not None and outcome.author != author:
             comment_state = "untrusted"  # posted, but a re-run will not trust it
-            workflow.warning(
+            workflow.warn(
                 f"the comment was posted as {outcome.author}, but passk trusts only records "
-                f"by {author}: set the input `comment-author: {outcome.author}`",
-                title="passk",
+                f"by {author}: set the input `comment-author: {outcome.author}`"
             )
     check = publish_check(
         client,
@@ -173,9 +170,9 @@ def publish(
     )
     if check.used == "failed":
         if fork:
-            workflow.warning(FORK_CHECK_NOTICE, title="passk")
+            workflow.warn(FORK_CHECK_NOTICE)
         else:
-            workflow.warning(f"no check run or commit status posted: {check.error}", title="passk")
+            workflow.warn(f"no check run or commit status posted: {check.error}")
     elif check.used == "commit_status":
         workflow.line(
             "passk: creating a check run was refused, so the result is a commit status "
@@ -184,7 +181,7 @@ def publish(
     else:
         workflow.line(f"passk: check run {check_name!r} completed: {check.url or check.id}")
         if check.error:
-            workflow.warning(check.error, title="passk")
+            workflow.warn(check.error)
     return Published(
         comment=comment_state,
         check=check.used,
@@ -282,9 +279,6 @@ def publish_gate(
     "what next" (without it the comment leaves them out).
     """
 
-    def warn(message: str) -> None:
-        workflow.warning(message, title="passk")
-
     result_file = inputs.workspace / RESULT_PATH
     write_result(result, result_file)
     report = render_compare_report(result)
@@ -353,7 +347,7 @@ def publish_gate(
         else:
             why = "the comment that holds passk's record could not be posted"
         unpinned = UNPINNED.format(why=why)
-        warn(unpinned)
+        workflow.warn(unpinned)
         workflow.write_summary(f"\n> ⚠️ {unpinned[0].upper()}{unpinned[1:]}.\n")
     if inputs.comment == "changes" and mode == "off":
         workflow.line("passk: gate passed and no earlier comment to update: no comment (changes)")
@@ -445,7 +439,7 @@ def publish_could_not_run(
                 client, pr.number, body, mode, marker=marker, author=inputs.comment_author
             )
             if outcome.action == "failed":
-                workflow.warning(f"no comment posted: {outcome.error}", title="passk")
+                workflow.warn(f"no comment posted: {outcome.error}")
             elif outcome.action != "skipped":
                 where = outcome.url or outcome.comment_id
                 workflow.line(f"passk: comment {outcome.action}: {where}")
@@ -459,8 +453,6 @@ def publish_could_not_run(
                 check_run_id=check_run_id,
             )
             if check.used == "failed":
-                workflow.warning(
-                    f"no check run or commit status posted: {check.error}", title="passk"
-                )
+                workflow.warn(f"no check run or commit status posted: {check.error}")
     workflow.set_outputs({"passed": "false", "result": "", "reused": "false"})
     return error.exit_code

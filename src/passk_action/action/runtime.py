@@ -39,7 +39,7 @@ class Runtime:
             config,
             now=self.now,
             progress=make_progress(self.stderr, False, False),
-            warn=lambda message: self.workflow.warning(message, title="passk"),
+            warn=self.workflow.warn,
             stop=stop,
         )
 

@@ -23,6 +23,8 @@ SUMMARY_LIMIT_BYTES = 1024 * 1024
 """The runner refuses a step's job summary above 1 MiB, counted in bytes (FACTS.md C1)."""
 SUMMARY_TRUNCATED_NOTE = "\n\n… truncated by passk to fit the 1 MiB job summary limit.\n"
 CRLF = "\r\n"
+TITLE = "passk"
+"""The title of passk's annotations in the log and the run's summary."""
 MAX_ERROR_ANNOTATIONS = 10
 """GitHub shows at most 10 error and 10 warning annotations per step (FACTS.md A3)."""
 
@@ -127,15 +129,17 @@ class Workflow:
     def command(self, name: str, message: str, **properties: str) -> None:
         self.line(format_command(name, self.scrub(message), properties))
 
-    def error(self, message: str, *, title: str | None = None) -> None:
+    def error(self, message: str, *, title: str = TITLE) -> None:
         self.errors_shown += 1
-        self.command("error", message, **({"title": title} if title else {}))
+        self.command("error", message, title=title)
 
-    def warning(self, message: str, *, title: str | None = None) -> None:
+    def warn(self, message: str, *, title: str | None = TITLE) -> None:
+        """A ``::warning`` annotation, titled passk: what the action's ``warn`` callbacks are."""
         self.command("warning", message, **({"title": title} if title else {}))
 
-    def notice(self, message: str, *, title: str | None = None) -> None:
-        self.command("notice", message, **({"title": title} if title else {}))
+    def note(self, message: str) -> None:
+        """A ``::notice`` annotation, titled passk."""
+        self.command("notice", message, title=TITLE)
 
     @contextmanager
     def group(self, title: str) -> Iterator[None]:
