@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from passk_action.core.gate import GatePolicy
 from passk_action.core.model import Attempt, Phase, Run, Usage
+from passk_action.core.notes import Written
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.errors import ArtifactError
 from passk_action.report.compare_report import render_compare_report
@@ -200,7 +201,7 @@ def make_result() -> CompareResult:
         policy=policy,
         comparison=comparison,
         gate=gate,
-        notes=("a note",),
+        notes=(Written("a note"),),
         executions=Executions(
             candidate=6, baseline_topup=0, confirm_baseline=0, confirm_candidate=1, naive=14
         ),

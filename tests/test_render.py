@@ -34,6 +34,7 @@ from passk_action.core.model import (
     Usage,
     Version,
 )
+from passk_action.core.notes import Written
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.core.uncertainty import (
     ErrorBar,
@@ -180,7 +181,7 @@ def compare(
         gate=gate,
         protected_changes=tuple(protected),
         protected_changes_allowed=protected_allowed,
-        notes=notes,
+        notes=tuple(Written(note) for note in notes),
         executions=executions,
         reused=reused,
         created_at="2024-05-02T09:30:00Z",

@@ -20,6 +20,7 @@ from dataclasses import replace
 from ..agents.identity import agent_user
 from ..agents.runner import Agent, RetryPolicy
 from ..core.model import Version
+from ..core.notes import RemeasuredOnRequest, WhereFrom
 from ..core.result import CompareResult
 from ..engine.agents import build_agent
 from ..engine.compare import CompareInputs, compare
@@ -42,10 +43,6 @@ CANDIDATE_PATH = ".passk/candidate.json"
 BASE_SETUP_WHERE = (
     "the base commit's files; set up before any of the pull request's code runs, even if "
     "no row then needs the baseline, and read-only after"
-)
-REMEASURED = (
-    "re-measured on request: the label {label!r} is on the pull request, so the agent was "
-    "asked again instead of replaying the recorded verdicts"
 )
 
 
@@ -186,7 +183,7 @@ def run_comparison(
                 stale_warning=stale.warning,
                 baseline_commit=pr.base_sha,
                 baseline_fingerprint=stale.fingerprint,
-                confirm_hint="give the base branch's passk.yml an `agent:`",
+                baseline_from=WhereFrom.PULL_REQUEST_BASE,
             ),
             session,
         )
@@ -206,7 +203,7 @@ def run_comparison(
     if stands and record is not None and not record.passed:
         result = keep_recorded_failure(result)
     if prior.remeasured is not None:
-        result = replace(result, notes=(*result.notes, REMEASURED.format(label=prior.remeasured)))
+        result = replace(result, notes=(*result.notes, RemeasuredOnRequest(prior.remeasured)))
     ran = result.executions
     workflow.line(
         f"passk: {ran.total} agent execution(s) now (candidate {ran.candidate}, baseline top-up "

@@ -14,6 +14,7 @@ from typing import Any
 from ..core.cost import compare_spend
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
 from ..core.model import Attempt, Phase
+from ..core.notes import VerdictsReused
 from ..core.result import CompareResult, Executions
 from ..errors import GitError, GitHubError
 from ..github.client import GitHubClient
@@ -136,16 +137,10 @@ def as_reused(
         confirm_candidate=candidate.asked[Phase.CONFIRM],
         naive=result.executions.naive,
     )
-    replayed = candidate.replayed + baseline.replayed
-    source = (
-        "this commit"
-        if record.head_sha == head_sha
-        else f"commit {short_sha(record.head_sha)}, which has the same files as this one"
-    )
-    note = (
-        f"verdicts reused from passk's record for {source}: {replayed} "
-        "recorded attempt(s) replayed, errors included"
-        + (f", {asked} missing attempt(s) asked" if asked else ", no agent run")
+    note = VerdictsReused(
+        replayed=candidate.replayed + baseline.replayed,
+        asked=asked,
+        recorded_for=None if record.head_sha == head_sha else record.head_sha,
     )
     return replace(result, reused=True, executions=executions, notes=(*result.notes, note))
 

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents.runner import Agent
 from ..core.model import Run, Version
+from ..core.notes import WhereFrom
 from ..engine.agents import build_agent, close_agent
 from ..engine.compare import CompareInputs, compare
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
 from ..report.compare_report import render_compare_report
+from ..report.notes import sentence
 from ..store.artifact import read_run
 from ..store.results import write_result
 from .common import (
@@ -130,7 +132,8 @@ def handle(args: argparse.Namespace) -> int:
                 "stale_warning": side.plan.warning,
                 "baseline_commit": side.sha,
                 "baseline_fingerprint": side.plan.fingerprint,
-                "confirm_hint": f"give the base config an `agent:` ({args.base} has none)",
+                "baseline_from": WhereFrom.BASE_REF,
+                "base_ref": args.base,
             }
         else:
             inputs = load_inputs(args.config)
@@ -185,9 +188,9 @@ def handle(args: argparse.Namespace) -> int:
                 ),
                 session_for(config, args, stop),
             )
-    for message in result.warnings:
-        if message != extra.get("stale_warning"):  # said before the runs began
-            warn(message)
+    for warning in result.warnings:
+        if not warning.announced:  # the others were said before any agent ran
+            warn(sentence(warning))
     if args.json_out:
         write_result(result, Path(args.json_out))
     write_output(args.markdown, render_compare_report(result))

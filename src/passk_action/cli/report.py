@@ -36,6 +36,7 @@ from ..errors import EXIT_OK
 from ..report.compare_report import render_compare_report
 from ..report.html import render_html_report, render_run_html
 from ..report.junit import junit_for_result, junit_for_run
+from ..report.notes import sentences
 from ..report.run_report import render_run_report, run_report_json
 from ..store.artifact import dump_document, gc_paused
 from ..store.results import AuditedResult, comparison_row_to_json, read_run_or_result
@@ -91,7 +92,7 @@ def result_report_json(result: CompareResult, analysis: Analysis | None = None) 
         "gained": list(cmp.gained),
         "lost": list(cmp.lost),
         "rows": [comparison_row_to_json(records[r.id], r) for r in cmp.rows],
-        "notes": list(result.notes),
+        "notes": sentences(result.notes),
         "executions": result.executions.to_json(),
         "analysis": stats.to_json(),
         "spend": compare_spend(result.baseline, result.candidate).to_json(),

@@ -15,6 +15,7 @@ from .cost import compare_spend
 from .diff import Comparison, compare_runs
 from .gate import GateDecision, GatePolicy, ProtectedChange, decide
 from .model import RowRecord, Run
+from .notes import Note
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +59,10 @@ class CompareResult:
     gate: GateDecision
     protected_changes: tuple[ProtectedChange, ...] = ()
     protected_changes_allowed: bool = False
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     """Plain facts the report must state (top-ups, relabeled rows, reuse, ratchet exits)."""
     executions: Executions = field(default_factory=Executions)
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Note, ...] = ()
     """What a reader must see first: a stale baseline, a confirmation that was skipped."""
     reused: bool = False
     """True when the verdicts were reused from an earlier run on the same head commit."""

@@ -22,9 +22,25 @@ from ..core.model import (
     Run,
     Version,
 )
+from ..core.notes import (
+    BaselineReused,
+    ConfirmationSkipped,
+    DroppedRows,
+    Note,
+    NothingRun,
+    RatchetExits,
+    RecordedCandidate,
+    RelabeledRows,
+    Remeasured,
+    SkipReason,
+    StaleBaseline,
+    ToppedUp,
+    WhereFrom,
+)
 from ..core.result import CompareResult, Executions, evaluate
 from ..errors import ArtifactError, ConfigError
 from ..inputs.config import Config
+from ..report.notes import ids, sentence
 from .recording import main_requests, record_run, row_records
 from .session import Session, raise_if_stopped
 
@@ -49,15 +65,17 @@ class CompareInputs:
     candidate_commit: str | None = None
     candidate_dirty: bool = False
     """The candidate runs from a working tree with uncommitted changes (labelled so)."""
-    remeasure: str | None = None
+    remeasure: StaleBaseline | None = None
     """Why the committed baseline is stale; set, the baseline is measured anew (k per row)."""
     baseline_commit: str | None = None
     """The commit the baseline side runs at (the base), recorded on a re-measured baseline."""
     baseline_fingerprint: tuple[tuple[str, str], ...] | None = None
-    stale_warning: str | None = None
+    stale_warning: Note | None = None
     """A stale baseline used anyway (``baseline.when_stale: warn``), or one only behind."""
-    confirm_hint: str = "set baseline.agent, or run `passk compare --base main`"
-    """How to get confirmation when no baseline agent is available."""
+    baseline_from: WhereFrom = WhereFrom.CONFIG
+    """Where the baseline agent comes from: what a skipped confirmation tells to set."""
+    base_ref: str | None = None
+    """The base a developer named (``passk compare --base REF``)."""
 
 
 def _check_settings(run: Run, settings: EvalSettings, where: str, name: str) -> None:
@@ -86,11 +104,11 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
     settings = config.settings
     rows = row_records(dataset)
     dataset_rows = dataset.by_id()
-    notes: list[str] = []
+    notes: list[Note] = []
     baseline_where = str(config.baseline.artifact)
     _check_settings(inputs.baseline, settings, baseline_where, "baseline")
 
-    warnings: list[str] = []
+    warnings: list[Note] = []
     if inputs.stale_warning is not None:
         warnings.append(inputs.stale_warning)
     committed = inputs.baseline
@@ -114,22 +132,16 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
             relabeled.append(row.id)
     dropped = sorted(set(baseline_rows) - set(dataset_rows))
     if dropped:
-        notes.append(
-            f"{len(dropped)} baseline row(s) are no longer in the dataset: {_ids(dropped)}"
-        )
+        notes.append(DroppedRows(tuple(dropped)))
     if relabeled:
-        notes.append(
-            f"{len(relabeled)} row(s) changed their expected label since the baseline; "
-            "their recorded baseline decisions were scored against the new label: "
-            f"{_ids(relabeled)}"
-        )
+        notes.append(RelabeledRows(tuple(relabeled)))
     topup_attempts: list[Attempt] = []
     if topup_rows:
         agent = inputs.agents(Version.BASELINE)
         if agent is None:
             raise ConfigError(
                 f"{len(topup_rows)} row(s) are new or changed since the baseline was recorded "
-                f"({_ids([r.id for r in topup_rows])}) and no baseline agent is available",
+                f"({ids([r.id for r in topup_rows])}) and no baseline agent is available",
                 where=f"{config.path}: baseline.agent",
                 hint="set baseline.agent, or record the baseline again with `passk baseline`",
             )
@@ -143,12 +155,9 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
             fail_fast=True,
         )
         raise_if_stopped(session, "baseline top-up")
-        notes.append(
-            f"the baseline was run on {len(topup_rows)} new or changed row(s) first "
-            f"({len(topup_attempts)} executions): {_ids([r.id for r in topup_rows])}"
-        )
+        notes.append(ToppedUp(tuple(r.id for r in topup_rows), len(topup_attempts)))
     elif remeasured == 0 and inputs.baseline.dataset_digest == dataset.digest:
-        notes.append("the baseline artifact matches the dataset: no baseline run was needed")
+        notes.append(BaselineReused())
 
     baseline = replace(
         committed,
@@ -165,19 +174,17 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
         # Decisions depend on a row's input alone (as for baseline reuse): a
         # recorded run still holds when only labels, tags or marks changed.
         recorded = {r.id: r.input_digest for r in candidate.rows}
-        stale = [r.id for r in dataset.rows if recorded.get(r.id) != r.input_digest]
-        if stale:
+        other = [r.id for r in dataset.rows if recorded.get(r.id) != r.input_digest]
+        if other:
             raise ArtifactError(
                 f"the candidate run was recorded on another version of the dataset: "
-                f"{len(stale)} row(s) are missing or have another input ({_ids(stale, 3)})",
+                f"{len(other)} row(s) are missing or have another input ({ids(other, 3)})",
                 where="--candidate",
                 hint="run the candidate again on the current dataset",
             )
         # Those executions happened, just earlier (e.g. in sharded jobs): count them.
         candidate_runs = sum(1 for a in candidate.attempts if a.phase is Phase.MAIN)
-        notes.append(
-            f"the candidate's {candidate_runs} main attempts were recorded earlier (--candidate)"
-        )
+        notes.append(RecordedCandidate(candidate_runs))
     else:
         agent = inputs.agents(Version.CANDIDATE)
         if agent is None:
@@ -208,9 +215,7 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
     ratchet = frozenset(ratchet_run.ratchet) & set(dataset_rows)
     left = sorted(set(ratchet_run.ratchet) - set(dataset_rows))
     if left:
-        notes.append(
-            f"{len(left)} row(s) left the ratchet because they left the dataset: {_ids(left)}"
-        )
+        notes.append(RatchetExits(tuple(left)))
     policy = config.gate.policy
 
     # 3. Compare on main attempts, then confirm every lost row on both versions.
@@ -222,24 +227,20 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
     )
     confirm_counts = {Version.BASELINE: 0, Version.CANDIDATE: 0}
     if not plan and config.agent is None and config.baseline.agent is None:
-        notes.append(
-            "both runs are recorded and the config names no agent: nothing was run "
-            "(no lost row needed confirming)"
-        )
+        notes.append(NothingRun())
     if plan:
         baseline_agent = inputs.agents(Version.BASELINE)
         candidate_agent = inputs.agents(Version.CANDIDATE)
         if baseline_agent is None and candidate_agent is None:
-            notes.append(
-                f"confirmation skipped for {len(plan)} lost row(s): both runs are recorded and "
-                "the config names no agent to run them again; the gate used the recorded "
-                "attempts only"
-            )
+            notes.append(ConfirmationSkipped(len(plan), SkipReason.NO_AGENT))
         elif baseline_agent is None or candidate_agent is None:
             warnings.append(
-                f"confirmation skipped for {len(plan)} lost row(s): no baseline agent is "
-                f"available, so the gate used the main attempts only; to confirm, "
-                f"{inputs.confirm_hint}"
+                ConfirmationSkipped(
+                    len(plan),
+                    SkipReason.NO_BASELINE_AGENT,
+                    inputs.baseline_from,
+                    inputs.base_ref,
+                )
             )
         else:
             baseline, confirm_counts[Version.BASELINE] = _confirm(
@@ -288,7 +289,7 @@ def compare(inputs: CompareInputs, session: Session) -> CompareResult:
 
 
 def _remeasure(
-    inputs: CompareInputs, rows: tuple[RowRecord, ...], session: Session, warnings: list[str]
+    inputs: CompareInputs, rows: tuple[RowRecord, ...], session: Session, warnings: list[Note]
 ) -> Run:
     """The baseline measured anew on every row (k attempts each) by the baseline agent.
 
@@ -299,9 +300,10 @@ def _remeasure(
     config, dataset = inputs.config, inputs.dataset
     k = config.settings.k
     agent = inputs.agents(Version.BASELINE)
+    assert inputs.remeasure is not None
     if agent is None:
         raise ConfigError(
-            f"{inputs.remeasure}, and no baseline agent is available to measure it again",
+            f"{sentence(inputs.remeasure)}, and no baseline agent is available to measure it again",
             where=f"{config.path}: baseline.when_stale",
             hint="record the baseline again at the base commit (`passk baseline`), "
             "or set baseline.when_stale: warn",
@@ -315,10 +317,8 @@ def _remeasure(
         stop=session.stop,
     )
     raise_if_stopped(session, "baseline re-measurement")
-    at = f" at {inputs.baseline_commit[:7]}" if inputs.baseline_commit else ""
     warnings.append(
-        f"{inputs.remeasure}, so it was measured anew{at} ({len(fresh)} executions: "
-        f"k = {k} × {len(dataset.rows)} rows); the ratchet is still the committed one"
+        Remeasured(inputs.remeasure, inputs.baseline_commit, len(fresh), k, len(dataset.rows))
     )
     order = {r.id: i for i, r in enumerate(dataset.rows)}
     fresh.sort(key=lambda a: (order[a.row_id], a.number))
@@ -368,8 +368,3 @@ def _confirm(
     order = {r.id: i for i, r in enumerate(run.rows)}
     attempts = sorted((*run.attempts, *fresh), key=lambda a: (order.get(a.row_id, 0), a.number))
     return replace(run, attempts=tuple(attempts)), len(fresh)
-
-
-def _ids(ids: Sequence[str], limit: int = 10) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

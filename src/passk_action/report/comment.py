@@ -32,6 +32,7 @@ from .charts import curve_lines, transition_lines
 from .could_not_run import could_not_run_title
 from .escape import block, code, inline
 from .how_sure import STATISTICS_TITLE, interval_line, noise_sentence, power_text
+from .notes import sentences
 from .phrases import (
     ID_LEN,
     REASON_LEN,
@@ -362,7 +363,7 @@ def _body(
             ]
             more, _ = _list_details("More blocking reasons", shown, max(budget.items, 3))
             lines += more
-    for warning in (*result.warnings, *gate.warnings):
+    for warning in (*sentences(result.warnings), *gate.warnings):
         lines += ["", f"⚠️ {inline(warning, REASON_LEN)}"]
     lines += ["", *numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)]
     note = errors_note(cmp.baseline_metrics, cmp.candidate_metrics)
@@ -390,7 +391,7 @@ def _body(
             "Checks that flipped while the decision held",
             check_flip_items(s),
         ),
-        ("Notes", [inline(n, REASON_LEN) for n in result.notes]),
+        ("Notes", [inline(n, REASON_LEN) for n in sentences(result.notes)]),
     ]
     for title, items in lists:
         block_lines, was_cut = _list_details(title, items, budget.items)

@@ -23,6 +23,7 @@ from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .escape import code, inline
 from .how_sure import noise_sentence, statistics_lines
+from .notes import sentences
 from .phrases import (
     ID_LEN,
     REASON_LEN,
@@ -139,7 +140,7 @@ def render_compare_report(
     stats = analysis if analysis is not None else analyze(result)
     spend = compare_spend(result.baseline, result.candidate)
     lines = [f"# {verdict_line(result, s)}", "", *_header_facts(result), ""]
-    for warning in result.warnings:
+    for warning in sentences(result.warnings):
         lines += [f"> ⚠️ {inline(warning, REASON_LEN)}", ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)
     note = errors_note(cmp.baseline_metrics, cmp.candidate_metrics)
@@ -194,7 +195,7 @@ def render_compare_report(
         "The decision stayed the same on every attempt, but these checks took different "
         "values: that variation is hidden by the verdict alone.",
     )
-    section("Notes", [inline(n, REASON_LEN) for n in result.notes])
+    section("Notes", [inline(n, REASON_LEN) for n in sentences(result.notes)])
     executions = executions_text(result.executions, result.reused)
     lines += ["", "## Executions", "", executions[:1].upper() + executions[1:]]
     return "\n".join(lines) + "\n"

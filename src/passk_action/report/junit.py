@@ -39,6 +39,7 @@ from ..core.model import Attempt, Phase, RowClass, Run
 from ..core.result import CompareResult
 from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
 from .charts import xml_safe
+from .notes import sentences
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]+")
 
@@ -303,7 +304,7 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
             )
     summary = [f"gate {'passed' if result.gate.passed else 'failed'}"]
     summary += [f"warning: {w}" for w in result.gate.warnings]
-    summary += [f"note: {n}" for n in result.notes]
+    summary += [f"note: {n}" for n in sentences(result.notes)]
     _text(testsuite, "system-out", "\n".join(summary))
     return _serialize(root)
 

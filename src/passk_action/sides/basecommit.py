@@ -16,12 +16,19 @@ from pathlib import Path
 
 from ..agents.identity import agent_user
 from ..core.model import Run
+from ..core.notes import (
+    BaselineAgeUnknown,
+    BaselineBehind,
+    Note,
+    StaleBaseline,
+    StaleBaselineHandled,
+    StalePolicy,
+)
 from ..errors import ArtifactError, GitError
 from ..inputs.config import AgentConfig, Config
+from ..report.notes import sentence
 from .basesetup import BaseCheckout, rebase_agent
 from .gitrepo import GitRepo
-
-FILES_SHOWN = 5
 
 
 def baseline_agent_config(config: Config) -> AgentConfig | None:
@@ -95,12 +102,12 @@ class Freshness:
     """How the committed baseline relates to the base commit.
 
     ``stale`` when the fingerprint differs (the base's agent is not the one
-    measured); ``message`` says why, or, without fingerprint paths, how far
-    behind the base the baseline was measured (never stale then).
+    measured), saying why; else, without fingerprint paths, how far behind the
+    base the baseline was measured, if that is worth saying (never stale then).
     """
 
-    stale: bool
-    message: str | None
+    stale: StaleBaseline | None = None
+    behind: BaselineBehind | BaselineAgeUnknown | None = None
     fingerprint: tuple[tuple[str, str], ...] | None = None
     """The base commit's fingerprint (None without fingerprint paths)."""
 
@@ -109,74 +116,61 @@ def assess(repo: GitRepo, run: Run, base_sha: str, config: Config) -> Freshness:
     """Compare the committed baseline ``run`` with the base commit ``base_sha``."""
     paths = fingerprint_paths(repo, config)
     measured = run.agent.commit
-    at = f" (measured at {measured[:7]})" if measured else ""
-    base = base_sha[:7]
     if paths:
         current = repo.fingerprint(base_sha, paths)
         recorded = run.agent.fingerprint
         if recorded == current:
-            return Freshness(False, None, current)
-        if recorded is None:
-            why = f"records no fingerprint of {', '.join(paths)}"
-        else:
+            return Freshness(fingerprint=current)
+        changed = None
+        if recorded is not None:
             before, now = dict(recorded), dict(current)
-            changed = sorted(p for p in set(before) | set(now) if before.get(p) != now.get(p))
-            why = f"was measured on other files: {', '.join(changed)} changed"
+            changed = tuple(
+                sorted(p for p in set(before) | set(now) if before.get(p) != now.get(p))
+            )
         return Freshness(
-            True, f"the committed baseline{at} is stale: it {why} at the base {base}", current
+            stale=StaleBaseline(measured, base_sha, paths, changed), fingerprint=current
         )
     if not measured:
-        return Freshness(False, None)
+        return Freshness()
     if not repo.has_commit(measured):
-        return Freshness(
-            False,
-            f"the baseline was measured at {measured[:7]}, which is not in this checkout, so "
-            "passk cannot tell what changed since (fetch with `fetch-depth: 0`)",
-        )
+        return Freshness(behind=BaselineAgeUnknown(measured))
     behind = repo.commits_between(measured, base_sha)
     artifact = repo.relative(config.baseline.artifact)
     files = [f for f in repo.changed_files(measured, base_sha) if f != artifact]
     if behind == 0 or not files:
-        return Freshness(False, None)
-    shown = ", ".join(files[:FILES_SHOWN])
-    if len(files) > FILES_SHOWN:
-        shown += f" and {len(files) - FILES_SHOWN} more"
-    return Freshness(
-        False,
-        f"the baseline was measured at {measured[:7]}, {behind} commit(s) behind the base "
-        f"{base}; files changed since: {shown} (name what the agent runs under "
-        "agent.fingerprint to re-measure it when those change)",
-    )
+        return Freshness()
+    return Freshness(behind=BaselineBehind(measured, base_sha, behind, tuple(files)))
 
 
 @dataclass(frozen=True)
 class StalePlan:
     """What the comparison does about the committed baseline's freshness."""
 
-    remeasure: str | None = None
-    warning: str | None = None
+    remeasure: StaleBaseline | None = None
+    warning: Note | None = None
     fingerprint: tuple[tuple[str, str], ...] | None = None
 
 
 def plan_for(freshness: Freshness, config: Config, warn: Callable[[str], None]) -> StalePlan:
     """``baseline.when_stale`` applied: re-measure, warn, or fail (exit 2)."""
-    message = freshness.message
-    if message is None:
-        return StalePlan(fingerprint=freshness.fingerprint)
-    if not freshness.stale:
-        warn(message)
-        return StalePlan(warning=message, fingerprint=freshness.fingerprint)
+    fingerprint = freshness.fingerprint
+    if freshness.behind is not None:
+        warn(sentence(freshness.behind))
+        return StalePlan(warning=freshness.behind, fingerprint=fingerprint)
+    stale = freshness.stale
+    if stale is None:
+        return StalePlan(fingerprint=fingerprint)
     policy = config.baseline.when_stale
     if policy == "fail":
         raise ArtifactError(
-            message,
+            sentence(stale),
             where=f"{config.path}: baseline.when_stale",
             hint="record the baseline again at the base commit (`passk baseline`, or the "
             "action's `mode: baseline` on the default branch), or set when_stale: remeasure",
         )
     if policy == "warn":
-        text = f"{message}; it was used anyway (baseline.when_stale: warn)"
-        warn(text)
-        return StalePlan(warning=text, fingerprint=freshness.fingerprint)
-    warn(f"{message}; measuring the baseline anew at the base commit")
-    return StalePlan(remeasure=message, fingerprint=freshness.fingerprint)
+        used = StaleBaselineHandled(stale, StalePolicy.USED_ANYWAY)
+        warn(sentence(used))
+        return StalePlan(warning=used, fingerprint=fingerprint)
+    warn(sentence(StaleBaselineHandled(stale, StalePolicy.REMEASURING)))
+    return StalePlan(remeasure=stale, fingerprint=fingerprint)

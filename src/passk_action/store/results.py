@@ -16,8 +16,10 @@ from typing import Any
 from ..core.diff import RowComparison
 from ..core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
 from ..core.model import RowRecord, Run
+from ..core.notes import Written
 from ..core.result import CompareResult, Executions, evaluate
 from ..errors import ArtifactError
+from ..report.notes import sentences
 from .artifact import (
     DAMAGED_HINT,
     SCHEMA_VERSION,
@@ -95,9 +97,9 @@ def result_to_json(result: CompareResult) -> dict[str, Any]:
         "gained": list(comparison.gained),
         "lost": list(comparison.lost),
         "rows": [comparison_row_to_json(records[r.id], r) for r in comparison.rows],
-        "notes": list(result.notes),
+        "notes": sentences(result.notes),
         # Optional (older result files have none), written only when there are some.
-        **({"warnings": list(result.warnings)} if result.warnings else {}),
+        **({"warnings": sentences(result.warnings)} if result.warnings else {}),
         "executions": result.executions.to_json(),
         "reused": result.reused,
     }
@@ -231,8 +233,8 @@ def _assemble_result(
         gate=gate,
         protected_changes=protected,
         protected_changes_allowed=doc["protected_changes_allowed"],
-        notes=tuple(doc["notes"]),
-        warnings=tuple(doc.get("warnings", ())),
+        notes=tuple(Written(text) for text in doc["notes"]),
+        warnings=tuple(Written(text) for text in doc.get("warnings", ())),
         executions=executions,
         reused=doc["reused"],
         created_at=doc["created_at"],

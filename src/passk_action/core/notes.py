@@ -1,0 +1,212 @@
+"""What a comparison tells its reader besides the numbers, as data: notes and warnings.
+
+The engine and the preparation of the two sides say *what happened* (rows
+dropped, a baseline topped up, a confirmation skipped and why, a stale
+baseline); :mod:`passk_action.report.notes` words it.  A result file keeps
+the words (its format predates these kinds), so a result read back carries
+each one as :class:`Written`.
+
+A warning is what a reader must see first (a stale baseline, a skipped
+confirmation); a note is a plain fact.  Which list a kind goes to is the
+engine's choice, not the kind's: :class:`ConfirmationSkipped` is a note when
+nothing could have run, a warning when only the baseline agent was missing.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class Note:
+    """A fact about one comparison, in fields; every kind below is one."""
+
+    announced: ClassVar[bool] = False
+    """Said when the comparison was prepared, before any agent ran (the CLI does not
+    print it again with the result's warnings)."""
+
+
+# --- the baseline side ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DroppedRows(Note):
+    """Rows of the committed baseline that are no longer in the dataset."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RelabeledRows(Note):
+    """Rows whose expected label changed since the baseline: its decisions are re-scored."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ToppedUp(Note):
+    """The baseline agent ran on new or changed rows (k attempts each) before the candidate."""
+
+    ids: tuple[str, ...]
+    executions: int
+
+
+@dataclass(frozen=True)
+class BaselineReused(Note):
+    """The committed baseline matches the dataset: nothing of it was run again."""
+
+
+@dataclass(frozen=True)
+class RatchetExits(Note):
+    """Rows the committed ratchet locked that left it because they left the dataset."""
+
+    ids: tuple[str, ...]
+
+
+# --- how fresh the committed baseline is -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class StaleBaseline(Note):
+    """The committed baseline measured other files than the base commit's agent runs.
+
+    ``changed`` lists the fingerprint paths whose content differs; None when
+    the baseline records no fingerprint at all (``paths`` are those named).
+    """
+
+    measured_at: str | None
+    """The commit the baseline was measured at (None: not recorded)."""
+    base: str
+    """The base commit's sha."""
+    paths: tuple[str, ...]
+    changed: tuple[str, ...] | None
+
+
+class StalePolicy(enum.Enum):
+    """What ``baseline.when_stale`` did about a :class:`StaleBaseline`."""
+
+    USED_ANYWAY = "warn"
+    REMEASURING = "remeasure"
+
+
+@dataclass(frozen=True)
+class StaleBaselineHandled(Note):
+    """A stale baseline and what ``baseline.when_stale`` does about it."""
+
+    announced: ClassVar[bool] = True
+    stale: StaleBaseline
+    policy: StalePolicy
+
+
+@dataclass(frozen=True)
+class BaselineAgeUnknown(Note):
+    """The commit the baseline was measured at is not in this checkout (a shallow fetch)."""
+
+    announced: ClassVar[bool] = True
+    measured_at: str
+
+
+@dataclass(frozen=True)
+class BaselineBehind(Note):
+    """The baseline was measured commits before the base, and files changed since.
+
+    Never stale (no fingerprint paths name what the agent runs): said so a
+    reader can judge, and can name them.
+    """
+
+    announced: ClassVar[bool] = True
+    measured_at: str
+    base: str
+    commits: int
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Remeasured(Note):
+    """A stale baseline measured anew by the base's agent: k attempts on every row."""
+
+    stale: StaleBaseline
+    at: str | None
+    """The commit the baseline side ran at (None: not known)."""
+    executions: int
+    k: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class RemeasuredOnRequest(Note):
+    """The pull request carries the base config's remeasure label: nothing was replayed."""
+
+    label: str
+
+
+# --- the candidate side ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedCandidate(Note):
+    """The candidate was a recorded run (``--candidate``), not run now."""
+
+    attempts: int
+
+
+@dataclass(frozen=True)
+class VerdictsReused(Note):
+    """A re-run replayed the attempts passk recorded for this content.
+
+    ``recorded_for`` is the commit the record was made for, None when it is
+    this one.
+    """
+
+    replayed: int
+    asked: int
+    recorded_for: str | None
+
+
+# --- confirmation ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NothingRun(Note):
+    """Both runs were recorded, no agent is configured, and no lost row needed confirming."""
+
+
+class WhereFrom(enum.Enum):
+    """Where the baseline agent of a comparison comes from: what to set to get one."""
+
+    CONFIG = "config"
+    """The config itself (``passk compare``): its ``baseline.agent``."""
+    PULL_REQUEST_BASE = "pull-request-base"
+    """The pull request's base commit (the action): its ``passk.yml``."""
+    BASE_REF = "base-ref"
+    """A base a developer named (``passk compare --base REF``)."""
+
+
+class SkipReason(enum.Enum):
+    NO_AGENT = "no-agent"
+    """Both runs are recorded and the config names no agent at all."""
+    NO_BASELINE_AGENT = "no-baseline-agent"
+    """Only one version can run: no baseline agent is available."""
+
+
+@dataclass(frozen=True)
+class ConfirmationSkipped(Note):
+    """Lost rows were not run again; the gate used the attempts it had."""
+
+    lost: int
+    reason: SkipReason
+    baseline_from: WhereFrom = WhereFrom.CONFIG
+    base_ref: str | None = None
+    """The base a developer named (with ``BASE_REF``)."""
+
+
+# --- read back -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Written(Note):
+    """A note as a result file words it (results keep the sentence, not the kind)."""
+
+    text: str

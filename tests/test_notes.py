@@ -1,0 +1,166 @@
+"""Notes and warnings are data (core/notes.py), worded in one place (report/notes.py).
+
+Each expected line is the sentence passk printed before notes were data:
+result files, goldens and users' scripts read these words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+from passk_action.core import notes as kinds
+from passk_action.core.notes import (
+    BaselineAgeUnknown,
+    BaselineBehind,
+    BaselineReused,
+    ConfirmationSkipped,
+    DroppedRows,
+    Note,
+    NothingRun,
+    RatchetExits,
+    RecordedCandidate,
+    RelabeledRows,
+    Remeasured,
+    RemeasuredOnRequest,
+    SkipReason,
+    StaleBaseline,
+    StaleBaselineHandled,
+    StalePolicy,
+    ToppedUp,
+    VerdictsReused,
+    WhereFrom,
+    Written,
+)
+from passk_action.report.notes import sentence
+
+BASE = "b" * 40
+MEASURED = "a" * 40
+STALE = StaleBaseline(MEASURED, BASE, ("agent.py", "prompt.txt"), ("prompt.txt",))
+ELEVEN = tuple(f"r{i}" for i in range(11))
+
+CASES: list[tuple[Note, str]] = [
+    (DroppedRows(("r1", "r2")), "2 baseline row(s) are no longer in the dataset: r1, r2"),
+    (
+        RelabeledRows(("r3",)),
+        "1 row(s) changed their expected label since the baseline; their recorded baseline "
+        "decisions were scored against the new label: r3",
+    ),
+    (
+        ToppedUp(ELEVEN, 33),
+        "the baseline was run on 11 new or changed row(s) first (33 executions): "
+        "r0, r1, r2, r3, r4, r5, r6, r7, r8, r9 and 1 more",
+    ),
+    (BaselineReused(), "the baseline artifact matches the dataset: no baseline run was needed"),
+    (RatchetExits(("r9",)), "1 row(s) left the ratchet because they left the dataset: r9"),
+    (
+        STALE,
+        "the committed baseline (measured at aaaaaaa) is stale: it was measured on other "
+        "files: prompt.txt changed at the base bbbbbbb",
+    ),
+    (
+        StaleBaseline(None, BASE, ("agent.py", "prompt.txt"), None),
+        "the committed baseline is stale: it records no fingerprint of agent.py, prompt.txt "
+        "at the base bbbbbbb",
+    ),
+    (
+        StaleBaselineHandled(STALE, StalePolicy.USED_ANYWAY),
+        "the committed baseline (measured at aaaaaaa) is stale: it was measured on other "
+        "files: prompt.txt changed at the base bbbbbbb; it was used anyway "
+        "(baseline.when_stale: warn)",
+    ),
+    (
+        StaleBaselineHandled(STALE, StalePolicy.REMEASURING),
+        "the committed baseline (measured at aaaaaaa) is stale: it was measured on other "
+        "files: prompt.txt changed at the base bbbbbbb; measuring the baseline anew at the "
+        "base commit",
+    ),
+    (
+        BaselineAgeUnknown(MEASURED),
+        "the baseline was measured at aaaaaaa, which is not in this checkout, so passk cannot "
+        "tell what changed since (fetch with `fetch-depth: 0`)",
+    ),
+    (
+        BaselineBehind(MEASURED, BASE, 3, ("a", "b", "c", "d", "e", "f", "g")),
+        "the baseline was measured at aaaaaaa, 3 commit(s) behind the base bbbbbbb; files "
+        "changed since: a, b, c, d, e and 2 more (name what the agent runs under "
+        "agent.fingerprint to re-measure it when those change)",
+    ),
+    (
+        Remeasured(STALE, BASE, 6, 2, 3),
+        "the committed baseline (measured at aaaaaaa) is stale: it was measured on other "
+        "files: prompt.txt changed at the base bbbbbbb, so it was measured anew at bbbbbbb "
+        "(6 executions: k = 2 × 3 rows); the ratchet is still the committed one",
+    ),
+    (
+        RemeasuredOnRequest("passk:remeasure"),
+        "re-measured on request: the label 'passk:remeasure' is on the pull request, so the "
+        "agent was asked again instead of replaying the recorded verdicts",
+    ),
+    (
+        RecordedCandidate(12),
+        "the candidate's 12 main attempts were recorded earlier (--candidate)",
+    ),
+    (
+        VerdictsReused(8, 0, None),
+        "verdicts reused from passk's record for this commit: 8 recorded attempt(s) "
+        "replayed, errors included, no agent run",
+    ),
+    (
+        VerdictsReused(8, 2, MEASURED),
+        "verdicts reused from passk's record for commit aaaaaaa, which has the same files "
+        "as this one: 8 recorded attempt(s) replayed, errors included, 2 missing attempt(s) "
+        "asked",
+    ),
+    (
+        NothingRun(),
+        "both runs are recorded and the config names no agent: nothing was run (no lost row "
+        "needed confirming)",
+    ),
+    (
+        ConfirmationSkipped(2, SkipReason.NO_AGENT),
+        "confirmation skipped for 2 lost row(s): both runs are recorded and the config names "
+        "no agent to run them again; the gate used the recorded attempts only",
+    ),
+    (
+        ConfirmationSkipped(1, SkipReason.NO_BASELINE_AGENT),
+        "confirmation skipped for 1 lost row(s): no baseline agent is available, so the gate "
+        "used the main attempts only; to confirm, set baseline.agent, or run "
+        "`passk compare --base main`",
+    ),
+    (
+        ConfirmationSkipped(1, SkipReason.NO_BASELINE_AGENT, WhereFrom.PULL_REQUEST_BASE),
+        "confirmation skipped for 1 lost row(s): no baseline agent is available, so the gate "
+        "used the main attempts only; to confirm, give the base branch's passk.yml an `agent:`",
+    ),
+    (
+        ConfirmationSkipped(1, SkipReason.NO_BASELINE_AGENT, WhereFrom.BASE_REF, "release"),
+        "confirmation skipped for 1 lost row(s): no baseline agent is available, so the gate "
+        "used the main attempts only; to confirm, give the base config an `agent:` "
+        "(release has none)",
+    ),
+    (Written("as the file says"), "as the file says"),
+]
+
+
+@pytest.mark.parametrize(("note", "line"), CASES, ids=lambda v: type(v).__name__)
+def test_each_kind_is_worded_as_before(note: Note, line: str) -> None:
+    assert sentence(note) == line
+
+
+def test_every_kind_has_words_and_is_frozen_data() -> None:
+    defined = {
+        cls
+        for _, cls in inspect.getmembers(kinds, inspect.isclass)
+        if issubclass(cls, Note) and cls is not Note
+    }
+    assert defined == {type(note) for note, _ in CASES}
+    for cls in defined:
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def test_only_what_is_said_before_any_agent_runs_is_announced() -> None:
+    announced = {type(note) for note, _ in CASES if note.announced}
+    assert announced == {StaleBaselineHandled, BaselineAgeUnknown, BaselineBehind}
