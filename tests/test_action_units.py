@@ -640,13 +640,14 @@ def test_a_record_of_2000_rows_by_k_5_is_kept_across_part_comments() -> None:
 
 def test_a_recorded_failure_stands_beside_the_spend_limits(tmp_path: Path) -> None:
     """A re-run under cost and latency limits keeps the recorded failure and the limits' own."""
-    from passk_action.action.rerun import keep_recorded_failure
-    from passk_action.core.gate import Rule
+    from passk_action.core.gate import RECORDED_FAILURE_KIND, ProtectedChange, Rule
+    from passk_action.engine.compare import RECORDED_FAILURE
     from passk_action.store.results import read_result, write_result
-    from test_render import spend_limits_scenario
+    from test_render import SPEND_LIMITS, spend_limits_scenario
 
     fresh = spend_limits_scenario()
-    kept = keep_recorded_failure(fresh)
+    standing = ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE)
+    kept = spend_limits_scenario(SPEND_LIMITS, [standing])
     assert [f.rule for f in kept.gate.failures] == [
         Rule.RECORDED_FAILURE,
         Rule.COST,

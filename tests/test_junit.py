@@ -128,12 +128,14 @@ def test_protected_changes_are_extra_testcases_failed_unless_allowed() -> None:
 
 def test_a_recorded_failure_fails_its_testcase_even_with_the_allow_label() -> None:
     """The label allows protected changes, never an earlier failure of the same commit."""
-    from passk_action.action.rerun import keep_recorded_failure
+    from passk_action.core.gate import RECORDED_FAILURE_KIND
+    from passk_action.engine.compare import RECORDED_FAILURE
 
     rows = [row("a", "pay", mnb=True)]
     base = make_run(Version.BASELINE, rows, Attempts().ok("a", "pay", times=3), "b", None)
     cand = make_run(Version.CANDIDATE, rows, Attempts().ok("a", "pay", times=3), "c", None)
-    result = keep_recorded_failure(compare(rows, base, cand, protected_allowed=True))
+    standing = ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE)
+    result = compare(rows, base, cand, protected=[standing], protected_allowed=True)
     assert not result.gate.passed
     xml = junit_for_result(result, suite="x")
     assert ET.fromstring(xml.encode("utf-8")).attrib["failures"] == "1"

@@ -910,7 +910,9 @@ def test_the_noise_sentence_keeps_a_p_value_on_its_side_of_five_percent() -> Non
 SPEND_LIMITS = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.3)
 
 
-def spend_limits_scenario(policy: GatePolicy = SPEND_LIMITS) -> CompareResult:
+def spend_limits_scenario(
+    policy: GatePolicy = SPEND_LIMITS, protected: Sequence[ProtectedChange] = ()
+) -> CompareResult:
     """Every row holds, but the candidate passes both spend limits the base commit sets.
 
     36 attempts a row, 72 a version: the fewest whose latencies bound a p95
@@ -933,6 +935,7 @@ def spend_limits_scenario(policy: GatePolicy = SPEND_LIMITS) -> CompareResult:
         make_run(Version.CANDIDATE, rows, cand, "refund agent (new prompt)", "0123abcdef99"),
         executions=Executions(candidate=72, naive=144),
         policy=policy,
+        protected=protected,
     )
 
 

@@ -378,7 +378,9 @@ def test_sharded_workflow_example_is_a_valid_github_workflow() -> None:
 
 def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
     from passk_action.agents.runner import AttemptRequest, FunctionAgent, RetryPolicy
-    from passk_action.engine.compare import CompareInputs, compare
+    from passk_action.engine.agents import ReadyAgents
+    from passk_action.engine.compare import compare
+    from passk_action.engine.request import CandidateSource, CompareInputs
     from passk_action.engine.session import Session
     from passk_action.inputs.config import parse_config
 
@@ -409,8 +411,9 @@ def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
     ))  # fmt: skip
     session = Session(concurrency=2, retry=RetryPolicy(attempts=0), now=lambda: "t")
     result = compare(
-        CompareInputs(config=config, dataset=dataset, baseline=recorded, candidate=None,
-                      candidate_out=tmp_path / "candidate.json", agents=agents.get),
+        CompareInputs(config=config, dataset=dataset, baseline=recorded,
+                      candidate=CandidateSource(out=tmp_path / "candidate.json")),
+        ReadyAgents(agents),
         session,
     )  # fmt: skip
     assert result.comparison.lost == ("r0",)

@@ -36,12 +36,12 @@ from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
 from ..report.run_report import render_run_report
 from ..sides.basecommit import commit_identity
-from ..sides.credentials import credentials_hidden
+from ..sides.credentials import credentials_hidden, env_without_token
 from ..sides.gitrepo import GitRepo, token_auth_env
 from ..sides.headcommit import head_checkout
 from ..store.artifact import write_run
 from .inputs import ActionInputs
-from .runtime import Runtime, agent_env, fraction, setup_agent
+from .runtime import Runtime, fraction, setup_agent
 from .workflow import Workflow
 
 REMOTE = "origin"
@@ -85,7 +85,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         # With an agent user, from an export of HEAD that user may write (headcommit.py).
         agent_config = head.agent
         head.announce(workflow.line, Version.BASELINE.value)
-        env = agent_env(runtime.env, inputs.token, agent_config)
+        env = env_without_token(runtime.env, inputs.token, agent_config)
         setup_agent(workflow, agent_config, env, Version.BASELINE, where=head.where)
         agent = build_agent(agent_config, env, concurrency=config.concurrency)
         staging = out.with_name(out.name + ".recording.json")

@@ -8,14 +8,12 @@ instead of asking the agent again, and a recorded failure stands.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from ..core.cost import compare_spend
-from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange, decide
-from ..core.model import Attempt, Phase
-from ..core.notes import VerdictsReused
-from ..core.result import CompareResult, Executions
+from ..core.model import Attempt
+from ..engine.asking import Replay
+from ..engine.request import Rerun
 from ..errors import GitError, GitHubError
 from ..github.client import GitHubClient
 from ..sides.gitrepo import GitRepo, short_sha
@@ -23,13 +21,7 @@ from ..sides.trusted import Trusted
 from .event import PullRequest
 from .inputs import ActionInputs
 from .record import GateRecord, find_record
-from .replay import ReplayAgent
 from .runtime import step_key
-
-RECORDED_FAILURE = (
-    "a re-run cannot overturn the recorded failure for this content; push a commit that "
-    "changes a file (an empty or amended commit with the same files keeps the failure)"
-)
 
 
 @dataclass(frozen=True)
@@ -121,44 +113,22 @@ def _tree(repo: GitRepo, sha: str, warn: Callable[[str], None]) -> str | None:
         return None
 
 
-def as_reused(
-    result: CompareResult,
-    candidate: ReplayAgent,
-    baseline: ReplayAgent,
-    record: GateRecord,
-    head_sha: str,
-) -> CompareResult:
-    """Mark a result built from recorded attempts, counting only the executions made now."""
-    asked = sum(candidate.asked.values()) + sum(baseline.asked.values())
-    executions = Executions(
-        candidate=candidate.asked[Phase.MAIN],
-        baseline_topup=baseline.asked[Phase.MAIN],
-        confirm_baseline=baseline.asked[Phase.CONFIRM],
-        confirm_candidate=candidate.asked[Phase.CONFIRM],
-        naive=result.executions.naive,
-    )
-    note = VerdictsReused(
-        replayed=candidate.replayed + baseline.replayed,
-        asked=asked,
-        recorded_for=None if record.head_sha == head_sha else record.head_sha,
-    )
-    return replace(result, reused=True, executions=executions, notes=(*result.notes, note))
+def rerun_of(prior: Prior, pr: PullRequest) -> Rerun:
+    """What the engine replays, and whether a recorded failure stands, from ``prior``.
 
-
-def keep_recorded_failure(result: CompareResult) -> CompareResult:
-    """A failed record without attempts (too large to keep) stays failed on a re-run.
-
-    The failure goes in as a standing protected change, so the result file
-    still re-derives its own gate (`passk gate` agrees with it).
+    A failed record too large to hold its attempts stays failed on a re-run:
+    nothing can be replayed, so the failure itself is the input.
     """
-    changes = (*result.protected_changes, ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE))
-    gate = decide(
-        result.comparison.rows,
-        result.policy,
-        protected_changes=changes,
-        protected_changes_allowed=result.protected_changes_allowed,
-        spend=compare_spend(result.baseline, result.candidate)
-        if result.policy.limits_spend
-        else None,
+    record = prior.record
+    stands = (
+        prior.matching
+        and record is not None
+        and record.candidate_attempts is None
+        and not record.passed
     )
-    return replace(result, protected_changes=changes, gate=gate)
+    return Rerun(
+        replay=Replay(prior.replay_candidate or (), prior.replay_baseline or ()),
+        recorded_for=None if record is None or record.head_sha == pr.head_sha else record.head_sha,
+        failure_stands=stands,
+        remeasured_label=prior.remeasured,
+    )

@@ -107,18 +107,6 @@ def raw_token(env: Mapping[str, str]) -> str:
     return env.get("INPUT_GITHUB-TOKEN", "").strip() or env.get("GITHUB_TOKEN", "").strip()
 
 
-def agent_env(env: Mapping[str, str], token: str, agent: AgentConfig) -> dict[str, str]:
-    """The parent environment for an agent: no variable holding the token, under any name.
-
-    The runner already drops the known token variables; this also catches a
-    copy under another name (``MY_TOKEN: ${{ github.token }}``), unless the
-    config passes it on purpose.
-    """
-    if not token:
-        return dict(env)
-    return {k: v for k, v in env.items() if token not in v or k in agent.pass_env}
-
-
 def setup_agent(
     workflow: Workflow,
     agent: AgentConfig,

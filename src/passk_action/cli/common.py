@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,10 +17,11 @@ from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..engine.agents import build_agent, closing
 from ..engine.recording import record_run
 from ..engine.session import Session, make_session, now_iso, stop_on_signals
-from ..errors import ArtifactError, GitError
+from ..errors import ArtifactError
 from ..inputs.config import AgentConfig, Config, load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
+from ..sides.credentials import warn_persisted_token
 from ..store.artifact import write_text_atomic
 from .output import warn as warn  # re-exported: subcommands import it from here
 
@@ -65,8 +66,10 @@ def session_for(config: Config, args: argparse.Namespace, stop: threading.Event)
     )
 
 
-def agent_setup(spec: AgentConfig, version: Version, *, where: str | None = None) -> None:
-    """Run the agent's ``setup`` (as plain lines on stderr); nothing without one.
+def agent_setup(
+    spec: AgentConfig, env: Mapping[str, str], version: Version, where: str | None = None
+) -> None:
+    """Run the agent's ``setup`` in ``env`` (as plain lines on stderr); nothing without one.
 
     ``where`` says what the working directory is, when it is not the checkout.
     """
@@ -77,36 +80,14 @@ def agent_setup(spec: AgentConfig, version: Version, *, where: str | None = None
 
         if where:
             log(f"in {spec.cwd} ({where})")
-        done = run_setup(spec, os.environ, version, log)
+        done = run_setup(spec, env, version, log)
         log(f"{len(done.commands)} command(s) done in {done.duration_s:.1f}s")
-
-
-def warn_persisted_token(cwd: Path) -> None:
-    """Warn when the checkout ``cwd`` is in keeps a token on disk that the agent could read.
-
-    ``passk run`` in CI (a shard job) runs the pull request's agent from a
-    checkout that ``actions/checkout`` may have left its token in; the CLI
-    hides nothing (the action does, in its container: sides/credentials.py).
-    """
-    # Imported here: the action package imports the CLI's helpers at load time.
-    from ..sides.credentials import FIX, describe, stored_credentials
-    from ..sides.gitrepo import GitRepo
-
-    try:
-        found = stored_credentials(GitRepo.discover(cwd), os.environ)
-    except GitError:
-        return  # not in a git checkout, or no git: nothing persisted for one
-    if found:
-        warn(
-            f"the checkout's git config holds a token that agents can read: {describe(found)} "
-            f"(the passk CLI does not hide it); {FIX}"
-        )
 
 
 def prepare_agent(spec: AgentConfig, version: Version, *, concurrency: int | None = None) -> Agent:
     """Run the agent's ``setup`` (as plain lines on stderr), then build the agent."""
-    warn_persisted_token(spec.cwd)
-    agent_setup(spec, version)
+    warn_persisted_token(spec.cwd, os.environ, warn)
+    agent_setup(spec, os.environ, version)
     return build_agent(spec, os.environ, concurrency=concurrency)
 
 

@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..agents.runner import Agent
-from ..core.model import Run, Version
-from ..core.notes import WhereFrom
-from ..engine.agents import build_agent, close_agent
-from ..engine.compare import CompareInputs, compare
+from ..core.model import Run
+from ..engine.compare import compare
+from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
 from ..report.compare_report import render_compare_report
 from ..report.notes import sentence
+from ..sides.basecommit import working_tree_identity as working_tree_provenance
+from ..sides.gitrepo import GitRepo
+from ..sides.prepare import Base, Local, Shell, prepare
+from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree
 from ..store.artifact import read_run
 from ..store.results import write_result
 from .common import (
@@ -27,22 +26,9 @@ from .common import (
     add_run_arguments,
     agent_setup,
     load_inputs,
-    prepare_agent,
     session_for,
     warn,
     write_output,
-)
-
-if TYPE_CHECKING:
-    from ..sides.basecommit import StalePlan
-    from ..sides.basesetup import BaseCheckout
-    from ..sides.gitrepo import GitRepo
-    from ..sides.trusted import Trusted
-
-
-REF_SETUP_WHERE = (
-    "a checkout of REF; set up before the working tree's agent runs, even if no row then "
-    "needs the baseline, and read-only after"
 )
 
 
@@ -95,9 +81,6 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    # Imported here: the action package imports the CLI's helpers.
-    from ..sides.basecommit import working_tree_identity
-
     if args.base is not None and args.baseline:
         raise UsageError(
             "--baseline cannot be used with --base",
@@ -111,83 +94,38 @@ def handle(args: argparse.Namespace) -> int:
             where="--label",
             hint="labels allow protected changes, which exist only against a base: add --base REF",
         )
-    candidate = read_run(Path(args.candidate)) if args.candidate else None
-    built: dict[Version, Agent | None] = {}
-    checkout: BaseCheckout | None = None
-    with contextlib.ExitStack() as stack:
-        if args.base is not None:
-            side = stack.enter_context(base_side(args))
-            trusted = side.trusted
-            config, dataset, baseline = trusted.config, trusted.dataset, trusted.baseline_run
-            checkout = side.checkout
-            specs = {
-                Version.CANDIDATE: config.agent,
-                Version.BASELINE: checkout.agent if checkout is not None else None,
-            }
-            extra: dict[str, Any] = {
-                "ratchet_source": baseline,
-                "protected_changes": trusted.changes,
-                "protected_changes_allowed": trusted.allowed,
-                "remeasure": side.plan.remeasure,
-                "stale_warning": side.plan.warning,
-                "baseline_commit": side.sha,
-                "baseline_fingerprint": side.plan.fingerprint,
-                "baseline_from": WhereFrom.BASE_REF,
-                "base_ref": args.base,
-            }
-        else:
-            inputs = load_inputs(args.config)
-            config, dataset = inputs.config, inputs.dataset
-            baseline = _committed_baseline(args, config.baseline.artifact)
-            specs = {Version.CANDIDATE: config.agent, Version.BASELINE: config.baseline.agent}
-            extra = {}
-        identity = working_tree_identity(config.path.parent, config)
-        concurrency = args.concurrency if args.concurrency is not None else config.concurrency
-        candidate_out = (
-            Path(args.candidate_out)
-            if args.candidate_out
-            else config.path.parent / ".passk" / "candidate.json"
-        )
-
-        def agents(version: Version) -> Agent | None:
-            """Built on first use: a compare that reuses everything starts no agent."""
-            if version not in built:
-                spec = specs[version]
-                if spec is not None and checkout is not None:
-                    # REF's setup first, in its checkout, before the working tree's
-                    # code runs (sides/basesetup.py); then that checkout is locked.
-                    checkout.prepare(
-                        lambda s: agent_setup(s, Version.BASELINE, where=REF_SETUP_WHERE),
-                        os.environ,
-                    )
-                if spec is None:
-                    built[version] = None
-                elif checkout is not None and version is Version.BASELINE:
-                    built[version] = build_agent(spec, os.environ, concurrency=concurrency)
-                else:
-                    built[version] = prepare_agent(spec, version, concurrency=concurrency)
-                agent = built[version]
-                if agent is not None:
-                    # Closed before the base checkout goes.
-                    stack.callback(close_agent, agent)
-            return built[version]
-
-        with stop_on_signals() as stop:
-            result = compare(
-                CompareInputs(
-                    config=config,
-                    dataset=dataset,
-                    baseline=baseline,
-                    candidate=candidate,
-                    candidate_out=candidate_out,
-                    agents=agents,
-                    resume=args.resume,
-                    candidate_commit=identity.commit,
-                    candidate_dirty=identity.dirty,
-                    **extra,
-                ),
-                session_for(config, args, stop),
-            )
+    recorded = read_run(Path(args.candidate)) if args.candidate else None
+    compared: Base | Local
+    if args.base is not None:
+        compared = read_base(args)
+        config = compared.trusted.config
+    else:
+        inputs = load_inputs(args.config)
+        config = inputs.config
+        baseline = _committed_baseline(args, config.baseline.artifact)
+        compared = Local(config, inputs.dataset, baseline)
+    provenance = working_tree_provenance(config.path.parent, config)
+    candidate = CandidateSource(
+        out=Path(args.candidate_out)
+        if args.candidate_out
+        else config.path.parent / ".passk" / "candidate.json",
+        recorded=recorded,
+        resume=args.resume,
+        commit=provenance.commit,
+        dirty=provenance.dirty,
+    )
+    shell = Shell(warn=warn, note=warn, line=_stderr_line, setup=agent_setup)
+    with (
+        stop_on_signals() as stop,
+        prepare(
+            shell,
+            compared,
+            candidate,
+            env=os.environ,
+            concurrency=args.concurrency if args.concurrency is not None else config.concurrency,
+        ) as prepared,
+    ):
+        result = compare(prepared.inputs, prepared.agents, session_for(config, args, stop))
     for warning in result.warnings:
         if not warning.announced:  # the others were said before any agent ran
             warn(sentence(warning))
@@ -195,6 +133,10 @@ def handle(args: argparse.Namespace) -> int:
         write_result(result, Path(args.json_out))
     write_output(args.markdown, render_compare_report(result))
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _committed_baseline(args: argparse.Namespace, default: Path) -> Run:
@@ -206,18 +148,6 @@ def _committed_baseline(args: argparse.Namespace, default: Path) -> Run:
             hint="record one with `passk baseline` and commit it",
         )
     return read_run(baseline_path)
-
-
-@dataclass(frozen=True)
-class BaseSide:
-    """The baseline side as a pull request into REF sees it."""
-
-    sha: str
-    trusted: Trusted
-    """The action's trusted inputs: the working tree as the head, REF as the base."""
-    checkout: BaseCheckout | None
-    """REF's baseline agent, moved into the checkout of REF (None: REF names none)."""
-    plan: StalePlan
 
 
 def _say_if_base_moved_on(repo: GitRepo, ref: str, sha: str) -> None:
@@ -239,33 +169,19 @@ def _say_if_base_moved_on(repo: GitRepo, ref: str, sha: str) -> None:
         )
 
 
-@contextlib.contextmanager
-def base_side(args: argparse.Namespace) -> Iterator[BaseSide]:
+def read_base(args: argparse.Namespace) -> Base:
     """What the action's gate mode reads from the base commit, read from REF.
 
     The same functions as the action (``trust_base``): REF's config settings,
     marks, labels and committed baseline, and the protected changes this
     working tree makes to them, listed on stderr as the action logs them.
     """
-    from ..sides.basecommit import assess, base_checkout, baseline_agent_config, plan_for
-    from ..sides.gitrepo import GitRepo
-    from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree
-
     config_path = Path(args.config)
     repo = GitRepo.discover(config_path.absolute().parent)
     sha = repo.resolve(args.base)
     _say_if_base_moved_on(repo, args.base, sha)
-    trusted = trust_base(
-        repo, config_path, BaseCommit(sha, args.base), args.labels, warn, head_tree=working_tree
-    )
+    commit = BaseCommit(sha, args.base)
+    trusted = trust_base(repo, config_path, commit, args.labels, warn, head_tree=working_tree)
     for line in protected_change_lines(trusted):
         print(line, file=sys.stderr)
-    base = trusted.sides.base.config
-    plan = plan_for(assess(repo, trusted.baseline_run, sha, base), base, warn)
-    spec = baseline_agent_config(base)
-    if spec is None:
-        yield BaseSide(sha, trusted, None, plan)
-        return
-    # The checkout is made before any agent runs and removed after the last.
-    with base_checkout(repo, sha, spec, os.environ) as checkout:
-        yield BaseSide(sha, trusted, checkout, plan)
+    return Base(repo, commit, trusted)

@@ -1,14 +1,17 @@
-"""The runnable agent for a config entry, and closing what it holds open."""
+"""The runnable agent for a config entry, the agents a comparison asks, closing them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol
 
 from ..agents.http import HttpAgent
 from ..agents.identity import agent_user
 from ..agents.runner import Agent, ProcessAgent, ProcessAgentSpec
 from ..agents.worker import WorkerAgent
+from ..core.model import Version
 from ..errors import ConfigError
 from ..inputs.config import DEFAULT_CONCURRENCY, AgentConfig
 
@@ -64,3 +67,39 @@ def closing(agent: Agent) -> Iterator[Agent]:
         yield agent
     finally:
         close_agent(agent)
+
+
+class AgentSource(Protocol):
+    """The agents of a comparison, by version, each built when it is first needed.
+
+    Asking whether a version is available or how it is described builds
+    nothing: a comparison that replays or reuses everything starts no agent.
+    """
+
+    def available(self, version: Version) -> bool:
+        """Whether this version can be run here at all."""
+        ...
+
+    def describe(self, version: Version) -> str:
+        """How a run names the agent (``AgentInfo.description``); only if available."""
+        ...
+
+    def get(self, version: Version) -> Agent:
+        """The agent, built (setup run) on the first call; only if available."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReadyAgents:
+    """Agents built already (tests, benchmarks, a library caller)."""
+
+    agents: Mapping[Version, Agent]
+
+    def available(self, version: Version) -> bool:
+        return version in self.agents
+
+    def describe(self, version: Version) -> str:
+        return self.agents[version].description
+
+    def get(self, version: Version) -> Agent:
+        return self.agents[version]

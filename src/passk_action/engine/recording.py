@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..agents.http import HttpAgent
-from ..agents.runner import Agent, AttemptRequest, run_attempts
+from ..agents.runner import Agent, AttemptRequest
 from ..core.classify import classify_attempts
 from ..core.cost import priced_attempt
 from ..core.model import (
@@ -25,13 +25,19 @@ from ..core.model import (
 from ..errors import AgentCouldNotRun, ArtifactError, Interrupted
 from ..store.artifact import read_run
 from ..store.recorder import RunRecorder
+from .agents import ReadyAgents
+from .asking import Asker
 from .session import Session
 
 
 def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
+    return _records(dataset.rows)
+
+
+def _records(rows: Iterable[Row]) -> tuple[RowRecord, ...]:
     return tuple(
         RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags, r.cluster)
-        for r in dataset.rows
+        for r in rows
     )
 
 
@@ -65,25 +71,43 @@ def record_run(
     attempt is kept and only missing attempt numbers are asked.  When the
     session is stopped the journal stays and :class:`Interrupted` is raised.
     """
-    records = tuple(
-        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags, r.cluster)
-        for r in rows
-    )
+    asker = Asker(ReadyAgents({info.version: agent}), session)
+    run = measure(dataset, rows, settings, asker, info, out, resume=resume, ratchet=ratchet)
+    return run, asker.count(info.version, Phase.MAIN)
+
+
+def measure(
+    dataset: Dataset,
+    rows: Sequence[Row],
+    settings: EvalSettings,
+    asker: Asker,
+    info: AgentInfo,
+    out: Path,
+    *,
+    resume: bool = False,
+    ratchet: Iterable[str] = (),
+) -> Run:
+    """:func:`record_run` for the version ``info`` names, asked through ``asker`` (which
+    replays what a record holds, and builds the agent only if something is missing)."""
+    session = asker.session
     header = Run(
         tool_version=__version__,
         dataset_digest=dataset.digest,
         settings=settings,
         agent=info,
         created_at=session.now(),
-        rows=records,
+        rows=_records(rows),
         attempts=(),
         ratchet=tuple(sorted(set(ratchet))),
     )
     recorder = RunRecorder.open(out, header, resume=resume, warn=session.warn)
-    if isinstance(agent, HttpAgent):
-        # A Retry-After the endpoint gave before a stop still holds on --resume.
-        pending = recorder.pending_retry_after() if resume else {}
-        agent.carry_retry_after(pending, recorder.save_retry_after)
+
+    def carry_retry_after(agent: Agent) -> None:
+        if isinstance(agent, HttpAgent):
+            # A Retry-After the endpoint gave before a stop still holds on --resume.
+            pending = recorder.pending_retry_after() if resume else {}
+            agent.carry_retry_after(pending, recorder.save_retry_after)
+
     recorded = {(a.row_id, a.number) for a in recorder.kept}
     requests = main_requests(rows, settings.k, info.version, recorded)
     pricing = session.pricing
@@ -93,15 +117,12 @@ def record_run(
 
     with recorder:
         try:
-            fresh = run_attempts(
+            fresh = asker.ask(
                 requests,
-                agent,
-                concurrency=session.concurrency,
-                retry=session.retry,
-                on_attempt=journal,
-                progress=session.progress,
-                stop=session.stop,
+                info.version,
                 fail_fast=True,
+                on_attempt=journal,
+                on_built=carry_retry_after,
             )
         except AgentCouldNotRun:
             # Crashes of an agent that never ran are nothing to resume from;
@@ -121,7 +142,21 @@ def record_run(
         )
     order = {r.id: i for i, r in enumerate(rows)}
     attempts = sorted((*recorder.kept, *fresh), key=lambda a: (order[a.row_id], a.number))
-    return recorder.finish(attempts), len(fresh)
+    return recorder.finish(attempts)
+
+
+def check_settings(run: Run, settings: EvalSettings, where: str, name: str) -> None:
+    """A recorded run was measured with the config's k and scoring, or it cannot be used."""
+    if run.settings != settings:
+        raise ArtifactError(
+            f"the {name} was recorded with k={run.settings.k}, scoring "
+            f"{list(run.settings.scoring.normalize) or 'exact'}; the config has k={settings.k}, "
+            f"scoring {list(settings.scoring.normalize) or 'exact'}",
+            where=where,
+            hint="record it again with the current config (`passk baseline`)"
+            if name == "baseline"
+            else "record it again with the current config",
+        )
 
 
 def carried_ratchet(

@@ -19,11 +19,11 @@ from ..core.model import Run
 from ..core.notes import (
     BaselineAgeUnknown,
     BaselineBehind,
-    Note,
     StaleBaseline,
     StaleBaselineHandled,
     StalePolicy,
 )
+from ..engine.request import StalePlan
 from ..errors import ArtifactError, GitError
 from ..inputs.config import AgentConfig, Config
 from ..report.notes import sentence
@@ -140,15 +140,6 @@ def assess(repo: GitRepo, run: Run, base_sha: str, config: Config) -> Freshness:
     if behind == 0 or not files:
         return Freshness()
     return Freshness(behind=BaselineBehind(measured, base_sha, behind, tuple(files)))
-
-
-@dataclass(frozen=True)
-class StalePlan:
-    """What the comparison does about the committed baseline's freshness."""
-
-    remeasure: StaleBaseline | None = None
-    warning: Note | None = None
-    fingerprint: tuple[tuple[str, str], ...] | None = None
 
 
 def plan_for(freshness: Freshness, config: Config, warn: Callable[[str], None]) -> StalePlan:

@@ -54,7 +54,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..agents.identity import AgentUser
-from ..errors import UsageError
+from ..errors import GitError, UsageError
+from ..inputs.config import AgentConfig
 from .gitrepo import GitRepo
 
 FIX = "set `persist-credentials: false` on actions/checkout"
@@ -109,6 +110,36 @@ def _store_files(helper: str, env: Mapping[str, str]) -> list[Path]:
         named = [f"{home}/.git-credentials", f"{xdg}/git/credentials"]
     paths = [Path(home + name[1:] if name.startswith("~/") else name) for name in named]
     return [path for path in paths if path.is_absolute() and path.is_file()]
+
+
+def env_without_token(env: Mapping[str, str], token: str, agent: AgentConfig) -> dict[str, str]:
+    """The parent environment for an agent: no variable holding the token, under any name.
+
+    The runner already drops the known token variables; this also catches a
+    copy under another name (``MY_TOKEN: ${{ github.token }}``), unless the
+    config passes it on purpose.
+    """
+    if not token:
+        return dict(env)
+    return {k: v for k, v in env.items() if token not in v or k in agent.pass_env}
+
+
+def warn_persisted_token(cwd: Path, env: Mapping[str, str], warn: Say) -> None:
+    """Warn when the checkout ``cwd`` is in keeps a token on disk that the agent could read.
+
+    For the CLI, which hides nothing: ``passk run`` in CI (a shard job) runs the
+    pull request's agent from a checkout that ``actions/checkout`` may have
+    left its token in (the action hides it: :func:`credentials_hidden`).
+    """
+    try:
+        found = stored_credentials(GitRepo.discover(cwd), env)
+    except GitError:
+        return  # not in a git checkout, or no git: nothing persisted for one
+    if found:
+        warn(
+            f"the checkout's git config holds a token that agents can read: {describe(found)} "
+            f"(the passk CLI does not hide it); {FIX}"
+        )
 
 
 def describe(credentials: list[StoredCredential]) -> str:

@@ -1,0 +1,137 @@
+"""Asking a version for attempts: what a record holds is replayed, only the rest is asked.
+
+A re-run of the same content must not re-roll its verdicts.  The attempts an
+earlier run recorded (:class:`Replay`, from the action's record of this
+content) answer every request with the same row, number and phase, decision
+or error alike (an error is what that attempt was; asking again would let a
+re-run turn an unclassified row into a classified one).  Only requests never
+answered reach the agent, which is built then and not before: when
+everything is replayed, no agent is started on either side.  The engine
+numbers attempts the same way on every run, so the same requests come back
+and meet their recorded answers.
+
+:class:`Asker` counts both, per version and phase, so the result says what
+was replayed and how many executions were made now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..agents.runner import Agent, AttemptRequest, RetryPolicy, run_attempts
+from ..core.model import Attempt, Phase, Version
+from .agents import AgentSource
+from .session import Session
+
+Key = tuple[str, int, Phase]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Attempts an earlier run of the same content recorded, to be answered again."""
+
+    candidate: tuple[Attempt, ...] = ()
+    baseline: tuple[Attempt, ...] = ()
+    """The baseline's top-up and confirmation attempts (not the committed artifact's)."""
+
+    def of(self, version: Version) -> tuple[Attempt, ...]:
+        return self.candidate if version is Version.CANDIDATE else self.baseline
+
+
+NO_RETRY = RetryPolicy(attempts=0)
+
+
+@dataclass
+class Asker:
+    """The comparison's way to get attempts from either version, replaying first."""
+
+    agents: AgentSource
+    session: Session
+    replay: Replay = field(default_factory=Replay)
+    asked: dict[tuple[Version, Phase], int] = field(default_factory=dict)
+    """Attempts each version's agent was asked for, by phase."""
+    replayed: dict[tuple[Version, Phase], int] = field(default_factory=dict)
+    """Attempts answered from the record, by version and phase."""
+    _recorded: dict[Version, dict[Key, Attempt]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._recorded = {
+            version: {(a.row_id, a.number, a.phase): a for a in self.replay.of(version)}
+            for version in Version
+        }
+        if self.replay.candidate:
+            # Replayed attempts were retried when they were made; retrying a replayed
+            # error would only replay it again (and stamp it with retry notes).
+            self.session = replace(self.session, retry=NO_RETRY)
+
+    def available(self, version: Version) -> bool:
+        return self.agents.available(version)
+
+    def describe(self, version: Version) -> str:
+        return self.agents.describe(version)
+
+    def count(self, version: Version, phase: Phase) -> int:
+        """Attempts of ``version`` in ``phase`` that its agent was asked for (not replayed)."""
+        return self.asked.get((version, phase), 0)
+
+    def replays(self, version: Version, phase: Phase) -> int:
+        """Attempts of ``version`` in ``phase`` answered from the record."""
+        return self.replayed.get((version, phase), 0)
+
+    def ask(
+        self,
+        requests: Sequence[AttemptRequest],
+        version: Version,
+        *,
+        fail_fast: bool = False,
+        on_attempt: Callable[[Attempt], None] | None = None,
+        on_built: Callable[[Agent], None] | None = None,
+    ) -> list[Attempt]:
+        """The attempts for ``requests``: recorded ones replayed, the rest asked of the agent.
+
+        ``on_attempt`` sees every attempt (the journal); ``on_built`` the agent,
+        when it has to be built.  Ordered as :func:`run_attempts` orders them:
+        by each row's first request, then by number.
+        """
+        recorded = self._recorded[version]
+        replayed = [recorded[key] for key in (_key(r) for r in requests) if key in recorded]
+        missing = [r for r in requests if _key(r) not in recorded]
+        for attempt in replayed:
+            key = (version, attempt.phase)
+            self.replayed[key] = self.replayed.get(key, 0) + 1
+        if on_attempt is not None:
+            for attempt in replayed:
+                on_attempt(attempt)
+        fresh: list[Attempt] = []
+        if missing:
+            agent = self.agents.get(version)
+            if on_built is not None:
+                on_built(agent)
+            fresh = run_attempts(
+                missing,
+                agent,
+                concurrency=self.session.concurrency,
+                retry=self.session.retry,
+                on_attempt=on_attempt,
+                progress=self.session.progress,
+                stop=self.session.stop,
+                fail_fast=fail_fast,
+            )
+            for attempt in fresh:
+                key = (version, attempt.phase)
+                self.asked[key] = self.asked.get(key, 0) + 1
+        if not replayed:
+            return fresh
+        return in_request_order(requests, [*replayed, *fresh])
+
+
+def in_request_order(requests: Iterable[AttemptRequest], attempts: list[Attempt]) -> list[Attempt]:
+    order: dict[str, int] = {}
+    for request in requests:
+        order.setdefault(request.row.id, len(order))
+    return sorted(attempts, key=lambda a: (order[a.row_id], a.number))
+
+
+def _key(request: AttemptRequest) -> Key:
+    return (request.row.id, request.number, request.phase)

@@ -1,0 +1,89 @@
+"""What a comparison is given: what every comparison needs, and what a base commit adds.
+
+Every comparison has a config, the dataset to gate, the committed baseline
+and a candidate (recorded, or run now).  Against a base commit (a pull
+request in the action, ``passk compare --base REF`` on a laptop) it also has
+the base commit itself, the protected changes the head makes, and what to do
+about a stale baseline.  A re-run of the same content in the action adds what
+passk recorded for it (:class:`Rerun`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.gate import ProtectedChange
+from ..core.model import Dataset, Run
+from ..core.notes import Note, StaleBaseline, WhereFrom
+from ..inputs.config import Config
+from .asking import Replay
+
+
+@dataclass(frozen=True)
+class CandidateSource:
+    """Where the candidate's attempts come from, and what its run records about its code."""
+
+    out: Path
+    """Where a candidate run now is journaled and written."""
+    recorded: Run | None = None
+    """A recorded candidate run (``--candidate``, ``candidate-run``): nothing runs."""
+    resume: bool = False
+    """Continue an interrupted candidate run at ``out``."""
+    commit: str | None = None
+    dirty: bool = False
+    """The candidate runs from a working tree with uncommitted changes (labelled so)."""
+
+
+@dataclass(frozen=True)
+class StalePlan:
+    """What the comparison does about the committed baseline's freshness."""
+
+    remeasure: StaleBaseline | None = None
+    """Why the committed baseline is stale; set, the baseline is measured anew (k per row)."""
+    warning: Note | None = None
+    """A stale baseline used anyway (``baseline.when_stale: warn``), or one only behind."""
+    fingerprint: tuple[tuple[str, str], ...] | None = None
+    """The base commit's fingerprint, recorded on a re-measured baseline."""
+
+
+@dataclass(frozen=True)
+class AgainstBase:
+    """A comparison against a base commit: a pull request's, or one a developer named."""
+
+    commit: str
+    """The base commit: the baseline side runs there (recorded on a re-measured baseline)."""
+    ref: str | None = None
+    """The name a developer gave it (``--base main``); None for a pull request's base."""
+    protected_changes: tuple[ProtectedChange, ...] = ()
+    protected_changes_allowed: bool = False
+    stale: StalePlan = field(default_factory=StalePlan)
+
+    @property
+    def baseline_from(self) -> WhereFrom:
+        return WhereFrom.PULL_REQUEST_BASE if self.ref is None else WhereFrom.BASE_REF
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """What passk recorded for an earlier run of the same content (the action's record)."""
+
+    replay: Replay = field(default_factory=Replay)
+    """Its attempts, answered again instead of asking the agent."""
+    recorded_for: str | None = None
+    """The head commit the record was made for; None when it is this one."""
+    failure_stands: bool = False
+    """A failure recorded without its attempts (too large to keep): a re-run keeps it."""
+    remeasured_label: str | None = None
+    """The label that asked to measure again instead of replaying (nothing is replayed)."""
+
+
+@dataclass(frozen=True)
+class CompareInputs:
+    config: Config
+    dataset: Dataset
+    baseline: Run
+    """The committed baseline; its ratchet is the comparison's."""
+    candidate: CandidateSource
+    base: AgainstBase | None = None
+    rerun: Rerun | None = None

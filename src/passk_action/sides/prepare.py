@@ -1,0 +1,271 @@
+"""The one preparation of a comparison, for the action and ``passk compare`` alike.
+
+:func:`prepare` turns what a shell read (a base commit's trusted inputs, or
+a working tree's config) into the engine's typed inputs and an agent
+factory, and holds what must last while agents run:
+
+- the job's token kept out of agents' reach (``credentials.py``), with
+  ``isolate`` (the action), before any agent or setup runs;
+- the base commit's export for the baseline agent (``basesetup.py``), made
+  before any of the head's code runs; its setup runs first, whichever side is
+  built first, and then it is locked;
+- with ``isolate``, the candidate's own export of HEAD for the agent user
+  (``headcommit.py``);
+- whether the committed baseline still measures the base commit's agent
+  (``basecommit.py``), said before any agent runs.
+
+Agents are built on first use only (:class:`LazyAgents`): a comparison that
+replays or reuses everything starts none, runs no setup, and the engine asks
+each version only for what is missing.  Every agent built is closed before
+the exports go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+from ..agents.identity import agent_user
+from ..agents.runner import Agent
+from ..core.model import Dataset, Run, Version
+from ..engine.agents import build_agent, close_agent
+from ..engine.request import AgainstBase, CandidateSource, CompareInputs, Rerun, StalePlan
+from ..inputs.config import AgentConfig, Config
+from .basecommit import assess, base_checkout, baseline_agent_config, plan_for
+from .basesetup import BaseCheckout
+from .credentials import credentials_hidden, env_without_token, warn_persisted_token
+from .gitrepo import GitRepo
+from .headcommit import HeadCheckout, head_checkout
+from .trusted import BaseCommit, Trusted
+
+SetupRunner = Callable[[AgentConfig, Mapping[str, str], Version, "str | None"], None]
+"""Runs an agent's ``setup`` in ``env`` and logs it the shell's way; the last argument
+says what the working directory is, when it is not the checkout."""
+
+PULL_REQUEST_BASE_WHERE = (
+    "the base commit's files; set up before any of the pull request's code runs, even if "
+    "no row then needs the baseline, and read-only after"
+)
+REF_WHERE = (
+    "a checkout of REF; set up before the working tree's agent runs, even if no row then "
+    "needs the baseline, and read-only after"
+)
+
+
+@dataclass(frozen=True)
+class Shell:
+    """How the calling shell (the action's log, the CLI's stderr) shows the preparation."""
+
+    warn: Callable[[str], None]
+    note: Callable[[str], None]
+    """Says what was done (credentials hidden)."""
+    line: Callable[[str], None]
+    """A plain log line (where the candidate runs from)."""
+    setup: SetupRunner
+
+
+@dataclass(frozen=True)
+class Base:
+    """A comparison against a base commit: its repository, the commit, and its trusted
+    inputs (``trusted.trust_base``: the head's rows protected by the base's rules)."""
+
+    repo: GitRepo
+    commit: BaseCommit
+    trusted: Trusted
+
+
+@dataclass(frozen=True)
+class Local:
+    """A comparison in one working tree: its config names both agents."""
+
+    config: Config
+    dataset: Dataset
+    baseline: Run
+    """The committed baseline artifact (or the one ``--baseline`` names)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The engine's inputs, and the agents it may ask for, built on first use."""
+
+    inputs: CompareInputs
+    agents: LazyAgents
+
+
+class LazyAgents:
+    """The comparison's agents by version (:class:`engine.agents.AgentSource`).
+
+    Built on the engine's first request for a version, in the engine's thread:
+    the base export's setup first (once, whichever version comes first), then,
+    for an agent that runs from the head, its own setup; closed when the
+    preparation ends, before the exports go.
+    """
+
+    def __init__(
+        self,
+        specs: Mapping[Version, AgentConfig],
+        *,
+        shell: Shell,
+        env: Mapping[str, str],
+        token: str,
+        stack: contextlib.ExitStack,
+        concurrency: int | None,
+        base_export: BaseCheckout | None = None,
+        base_where: str | None = None,
+        head_export: HeadCheckout | None = None,
+        warn_token: bool = False,
+    ) -> None:
+        self._specs = dict(specs)
+        self._shell = shell
+        self._env = env
+        self._token = token
+        self._stack = stack
+        self._concurrency = concurrency
+        self._base_export = base_export
+        self._base_where = base_where
+        self._head_export = head_export
+        self._warn_token = warn_token
+        self._built: dict[Version, Agent] = {}
+
+    def available(self, version: Version) -> bool:
+        return version in self._specs
+
+    def describe(self, version: Version) -> str:
+        return self._specs[version].describe()
+
+    def get(self, version: Version) -> Agent:
+        built = self._built.get(version)
+        if built is not None:
+            return built
+        if self._base_export is not None:
+            # Before any of the head's code runs, it may still write its export.
+            self._base_export.prepare(self._base_setup, self._env)
+        spec = self._specs[version]
+        env = env_without_token(self._env, self._token, spec)
+        if not (version is Version.BASELINE and self._base_export is not None):
+            # Runs from the head (the checkout, the working tree or HEAD's export).
+            where = None
+            if version is Version.CANDIDATE and self._head_export is not None:
+                self._head_export.announce(self._shell.line, version.value)
+                where = self._head_export.where
+            if self._warn_token:
+                warn_persisted_token(spec.cwd, self._env, self._shell.warn)
+            self._shell.setup(spec, env, version, where)
+        agent = build_agent(spec, env, concurrency=self._concurrency)
+        self._stack.callback(close_agent, agent)
+        self._built[version] = agent
+        return agent
+
+    def _base_setup(self, spec: AgentConfig) -> None:
+        env = env_without_token(self._env, self._token, spec)
+        self._shell.setup(spec, env, Version.BASELINE, self._base_where)
+
+
+@contextlib.contextmanager
+def prepare(
+    shell: Shell,
+    compared: Base | Local,
+    candidate: CandidateSource,
+    *,
+    env: Mapping[str, str],
+    token: str = "",
+    isolate: bool = False,
+    concurrency: int | None = None,
+    rerun: Rerun | None = None,
+) -> Iterator[Prepared]:
+    """Both sides ready for :func:`engine.compare.compare`; undone on the way out.
+
+    ``isolate`` (the action, where agents may run as their own user): hide
+    persisted credentials from agents and run the candidate from its own export
+    of HEAD; without it (the CLI) a token agents could read is only warned
+    about.  ``token`` is taken out of every agent's environment.
+    """
+    with contextlib.ExitStack() as stack:
+        if isinstance(compared, Local):
+            inputs = CompareInputs(
+                compared.config, compared.dataset, compared.baseline, candidate, rerun=rerun
+            )
+            agents = LazyAgents(
+                _local_specs(compared.config),
+                shell=shell,
+                env=env,
+                token=token,
+                stack=stack,
+                concurrency=concurrency,
+                warn_token=True,
+            )
+            yield Prepared(inputs, agents)
+            return
+        trusted = compared.trusted
+        head_agent = trusted.config.agent
+        base_agent = baseline_agent_config(trusted.sides.base.config)
+        if isolate and (head_agent is not None or base_agent is not None):
+            # Before any agent (setup or attempt) runs, and undone after the last one
+            # stops: a token actions/checkout persisted is out of the agents' reach.
+            stack.enter_context(
+                credentials_hidden(
+                    compared.repo, agent_user(env), env, warn=shell.warn, note=shell.note
+                )
+            )
+        base_export = None
+        if base_agent is not None:
+            # Exported now, before the head's code runs at all.
+            base_export = stack.enter_context(
+                base_checkout(compared.repo, compared.commit.sha, base_agent, env)
+            )
+        head_export = None
+        if isolate and head_agent is not None:
+            # Exported (and handed to the agent user) even when every verdict is
+            # replayed, as the base is; built, set up and announced only if asked.
+            head_export = stack.enter_context(
+                head_checkout(compared.repo, head_agent, env, shell.warn)
+            )
+        specs: dict[Version, AgentConfig] = {}
+        if head_agent is not None:
+            specs[Version.CANDIDATE] = head_export.agent if head_export else head_agent
+        if base_export is not None:
+            specs[Version.BASELINE] = base_export.agent
+        inputs = CompareInputs(
+            trusted.config,
+            trusted.dataset,
+            trusted.baseline_run,
+            candidate,
+            base=_against(compared, shell),
+            rerun=rerun,
+        )
+        agents = LazyAgents(
+            specs,
+            shell=shell,
+            env=env,
+            token=token,
+            stack=stack,
+            concurrency=concurrency,
+            base_export=base_export,
+            base_where=PULL_REQUEST_BASE_WHERE if compared.commit.ref is None else REF_WHERE,
+            head_export=head_export,
+            warn_token=not isolate,
+        )
+        yield Prepared(inputs, agents)
+
+
+def _local_specs(config: Config) -> dict[Version, AgentConfig]:
+    """A working tree's agents: ``agent`` is the candidate, ``baseline.agent`` the baseline."""
+    specs = {Version.CANDIDATE: config.agent, Version.BASELINE: config.baseline.agent}
+    return {version: spec for version, spec in specs.items() if spec is not None}
+
+
+def _against(base: Base, shell: Shell) -> AgainstBase:
+    """What the base commit adds: its protected changes, and what to do about staleness."""
+    trusted = base.trusted
+    base_config = trusted.sides.base.config
+    # A committed baseline the base commit's agent no longer matches is stale.
+    freshness = assess(base.repo, trusted.baseline_run, base.commit.sha, base_config)
+    stale: StalePlan = plan_for(freshness, base_config, shell.warn)
+    return AgainstBase(
+        commit=base.commit.sha,
+        ref=base.commit.ref,
+        protected_changes=trusted.changes,
+        protected_changes_allowed=trusted.allowed,
+        stale=stale,
+    )

@@ -1,0 +1,425 @@
+"""The engine's phases, one at a time, with in-process agents (no process, no git).
+
+Each phase returns what it made and what it has to say: the baseline side
+(reuse, top-up, re-measurement), the candidate side, confirmation, and the
+decision; a re-run's recorded attempts and a standing failure are inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from passk_action.agents.runner import Agent, AttemptRequest, FunctionAgent, RetryPolicy
+from passk_action.core.gate import RECORDED_FAILURE_KIND, Rule
+from passk_action.core.model import (
+    AgentInfo,
+    Attempt,
+    Dataset,
+    EvalSettings,
+    Phase,
+    Row,
+    RowRecord,
+    Run,
+    Version,
+    dataset_digest,
+)
+from passk_action.core.notes import (
+    BaselineReused,
+    ConfirmationSkipped,
+    DroppedRows,
+    NothingRun,
+    RatchetExits,
+    RecordedCandidate,
+    RelabeledRows,
+    Remeasured,
+    RemeasuredOnRequest,
+    SkipReason,
+    StaleBaseline,
+    ToppedUp,
+    VerdictsReused,
+    WhereFrom,
+)
+from passk_action.core.result import CompareResult
+from passk_action.engine.agents import ReadyAgents
+from passk_action.engine.asking import Asker, Replay
+from passk_action.engine.baseline import baseline_side, reuse
+from passk_action.engine.candidate import candidate_side
+from passk_action.engine.compare import compare
+from passk_action.engine.confirm import confirm
+from passk_action.engine.recording import row_records
+from passk_action.engine.request import (
+    AgainstBase,
+    CandidateSource,
+    CompareInputs,
+    Rerun,
+    StalePlan,
+)
+from passk_action.engine.session import Session
+from passk_action.errors import ArtifactError, ConfigError
+from passk_action.inputs.config import Config, parse_config
+
+K = 2
+BASE_SHA = "b" * 40
+
+
+def rows_of(*ids: str, mnb: tuple[str, ...] = ()) -> tuple[Row, ...]:
+    return tuple(Row(id=i, input={"id": i}, expected="deny", must_not_break=i in mnb) for i in ids)
+
+
+def dataset_of(rows: tuple[Row, ...]) -> Dataset:
+    return Dataset(rows=rows, source="data.jsonl", digest=dataset_digest(rows))
+
+
+def config_of(tmp_path: Path, *, baseline_agent: bool = True, agent: bool = True) -> Config:
+    text = f"dataset: data.jsonl\nk: {K}\nconfirm: {{attempts: 2, must_not_break_attempts: 2}}\n"
+    if agent:
+        text += "agent: {command: [candidate]}\n"
+    if baseline_agent:
+        text += "baseline: {agent: {command: [baseline]}}\n"
+    return parse_config(text, tmp_path / "passk.yml").config
+
+
+def committed(dataset: Dataset, rows: tuple[Row, ...], *, ratchet: tuple[str, ...] = ()) -> Run:
+    """A baseline recorded on ``rows``: every row right, k times."""
+    return Run(
+        tool_version="0.1.0",
+        dataset_digest=dataset.digest,
+        settings=EvalSettings(k=K),
+        agent=AgentInfo(Version.BASELINE, "baseline"),
+        created_at="2026-01-01T00:00:00Z",
+        rows=tuple(RowRecord(r.id, r.input_digest, r.expected, r.must_not_break) for r in rows),
+        attempts=tuple(Attempt(r.id, n, Phase.MAIN, "deny") for r in rows for n in (1, 2)),
+        ratchet=ratchet,
+    )
+
+
+def answering(decide: Callable[[AttemptRequest], str], name: str) -> FunctionAgent:
+    return FunctionAgent(lambda request: {"decision": decide(request)}, name)
+
+
+ALWAYS_RIGHT = answering(lambda request: "deny", "baseline")
+
+
+class Counting:
+    """An agent source that records which versions were built, and can refuse to build."""
+
+    def __init__(self, agents: Mapping[Version, Agent], *, buildable: bool = True) -> None:
+        self.agents = dict(agents)
+        self.built: list[Version] = []
+        self.buildable = buildable
+
+    def available(self, version: Version) -> bool:
+        return version in self.agents
+
+    def describe(self, version: Version) -> str:
+        return self.agents[version].description
+
+    def get(self, version: Version) -> Agent:
+        assert self.buildable, f"the {version.value} agent was built"
+        self.built.append(version)
+        return self.agents[version]
+
+
+def session() -> Session:
+    return Session(concurrency=2, retry=RetryPolicy(attempts=0), now=lambda: "now")
+
+
+def inputs_for(
+    tmp_path: Path,
+    dataset: Dataset,
+    baseline: Run,
+    *,
+    config: Config | None = None,
+    recorded: Run | None = None,
+    base: AgainstBase | None = None,
+    rerun: Rerun | None = None,
+) -> CompareInputs:
+    return CompareInputs(
+        config=config or config_of(tmp_path),
+        dataset=dataset,
+        baseline=baseline,
+        candidate=CandidateSource(out=tmp_path / "candidate.json", recorded=recorded),
+        base=base,
+        rerun=rerun,
+    )
+
+
+# --- the baseline side ------------------------------------------------------------------
+
+
+def test_reuse_keeps_unchanged_rows_and_tops_up_new_or_changed_ones() -> None:
+    old = rows_of("a", "b", "gone")
+    now = (*rows_of("a"), replace(rows_of("b")[0], expected="approve"), *rows_of("new"))
+    changed = replace(rows_of("a")[0], input={"id": "other"})
+    held = reuse(committed(dataset_of(old), old), (*now, changed))
+    assert [a.row_id for a in held.attempts] == ["a", "a", "b", "b"]
+    assert [r.id for r in held.topup] == ["new", "a"]
+    assert (held.relabeled, held.dropped) == (("b",), ("gone",))
+
+
+def test_the_baseline_side_says_what_it_reused_topped_up_and_dropped(tmp_path: Path) -> None:
+    old = rows_of("a", "gone")
+    now = rows_of("a", "new")
+    dataset = dataset_of(now)
+    agents = Counting({Version.BASELINE: ALWAYS_RIGHT})
+    side = baseline_side(
+        inputs_for(tmp_path, dataset, committed(dataset_of(old), old)),
+        row_records(dataset),
+        Asker(agents, session()),
+    )
+    assert side.notes == (DroppedRows(("gone",)), ToppedUp(("new",), K))
+    assert [(a.row_id, a.number) for a in side.run.attempts] == [
+        ("a", 1),
+        ("a", 2),
+        ("new", 1),
+        ("new", 2),
+    ]
+    assert side.run.rows == row_records(dataset) and agents.built == [Version.BASELINE]
+
+
+def test_a_baseline_that_matches_runs_nothing(tmp_path: Path) -> None:
+    rows = rows_of("a", "b")
+    dataset = dataset_of(rows)
+    agents = Counting({Version.BASELINE: ALWAYS_RIGHT}, buildable=False)
+    side = baseline_side(
+        inputs_for(tmp_path, dataset, committed(dataset, rows)),
+        row_records(dataset),
+        Asker(agents, session()),
+    )
+    assert side.notes == (BaselineReused(),) and side.warnings == ()
+
+
+def test_a_relabeled_row_is_rescored_not_rerun(tmp_path: Path) -> None:
+    old = rows_of("a")
+    now = (replace(old[0], expected="approve"),)
+    side = baseline_side(
+        inputs_for(tmp_path, dataset_of(now), committed(dataset_of(old), old)),
+        row_records(dataset_of(now)),
+        Asker(Counting({}, buildable=False), session()),
+    )
+    assert side.notes == (RelabeledRows(("a",)),)
+
+
+def test_a_new_row_without_a_baseline_agent_is_an_error_naming_it(tmp_path: Path) -> None:
+    old, now = rows_of("a"), rows_of("a", "new")
+    with pytest.raises(ConfigError, match=r"1 row\(s\) are new or changed .*\(new\)"):
+        baseline_side(
+            inputs_for(tmp_path, dataset_of(now), committed(dataset_of(old), old)),
+            row_records(dataset_of(now)),
+            Asker(Counting({}), session()),
+        )
+
+
+STALE = StaleBaseline("a" * 40, BASE_SHA, ("agent.py",), ("agent.py",))
+
+
+def test_a_stale_baseline_is_measured_anew_at_the_base_and_says_so(tmp_path: Path) -> None:
+    rows = rows_of("a", "b")
+    dataset = dataset_of(rows)
+    fingerprint = (("agent.py", "sha"),)
+    base = AgainstBase(BASE_SHA, stale=StalePlan(remeasure=STALE, fingerprint=fingerprint))
+    baseline = committed(dataset, rows, ratchet=("a",))
+    side = baseline_side(
+        inputs_for(tmp_path, dataset, baseline, base=base),
+        row_records(dataset),
+        Asker(ReadyAgents({Version.BASELINE: ALWAYS_RIGHT}), session()),
+    )
+    assert side.warnings == (Remeasured(STALE, BASE_SHA, 2 * K, K, 2),)
+    assert side.notes == ()  # measured anew: not "matches the dataset"
+    assert side.run.agent == AgentInfo(
+        Version.BASELINE, "baseline", BASE_SHA, fingerprint=fingerprint
+    )
+    assert side.run.ratchet == ("a",)  # the committed ratchet stays
+
+
+def test_a_stale_baseline_without_a_baseline_agent_says_why_it_is_stale(tmp_path: Path) -> None:
+    rows = rows_of("a")
+    dataset = dataset_of(rows)
+    base = AgainstBase(BASE_SHA, stale=StalePlan(remeasure=STALE))
+    with pytest.raises(ConfigError, match=r"is stale: .* and no baseline agent is available"):
+        baseline_side(
+            inputs_for(tmp_path, dataset, committed(dataset, rows), base=base),
+            row_records(dataset),
+            Asker(Counting({}), session()),
+        )
+
+
+# --- the candidate side -----------------------------------------------------------------
+
+
+def test_a_recorded_candidate_counts_its_attempts_and_runs_nothing(tmp_path: Path) -> None:
+    rows = rows_of("a", "b")
+    dataset = dataset_of(rows)
+    recorded = replace(committed(dataset, rows), agent=AgentInfo(Version.CANDIDATE, "c"))
+    side = candidate_side(
+        inputs_for(tmp_path, dataset, committed(dataset, rows), recorded=recorded),
+        Asker(Counting({}, buildable=False), session()),
+    )
+    assert (side.run, side.recorded_main, side.notes) == (
+        recorded,
+        2 * K,
+        (RecordedCandidate(2 * K),),
+    )
+
+
+def test_a_recorded_candidate_on_other_inputs_is_refused(tmp_path: Path) -> None:
+    rows = rows_of("a", "b")
+    recorded = committed(dataset_of(rows[:1]), rows[:1])
+    with pytest.raises(ArtifactError, match=r"1 row\(s\) are missing or have another input \(b\)"):
+        candidate_side(
+            inputs_for(
+                tmp_path, dataset_of(rows), committed(dataset_of(rows), rows), recorded=recorded
+            ),
+            Asker(Counting({}), session()),
+        )
+
+
+def test_no_candidate_and_no_agent_is_an_error(tmp_path: Path) -> None:
+    rows = rows_of("a")
+    with pytest.raises(ConfigError, match="no candidate run was given"):
+        candidate_side(
+            inputs_for(tmp_path, dataset_of(rows), committed(dataset_of(rows), rows)),
+            Asker(Counting({}), session()),
+        )
+
+
+# --- confirmation -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("base", "where", "ref"),
+    [
+        (None, WhereFrom.CONFIG, None),
+        (AgainstBase(BASE_SHA), WhereFrom.PULL_REQUEST_BASE, None),
+        (AgainstBase(BASE_SHA, ref="main"), WhereFrom.BASE_REF, "main"),
+    ],
+)
+def test_confirmation_without_a_baseline_agent_warns_where_to_get_one(
+    tmp_path: Path, base: AgainstBase | None, where: WhereFrom, ref: str | None
+) -> None:
+    rows = rows_of("a")
+    run = committed(dataset_of(rows), rows)
+    inputs = inputs_for(tmp_path, dataset_of(rows), run, base=base)
+    done = confirm(
+        inputs, {"a": 2}, run, run, Asker(Counting({Version.CANDIDATE: ALWAYS_RIGHT}), session())
+    )
+    assert done.warnings == (ConfirmationSkipped(1, SkipReason.NO_BASELINE_AGENT, where, ref),)
+    assert (done.baseline, done.candidate, done.made) == (run, run, 0)
+
+
+def test_confirmation_with_no_agent_at_all_is_a_note(tmp_path: Path) -> None:
+    rows = rows_of("a")
+    run = committed(dataset_of(rows), rows)
+    config = config_of(tmp_path, agent=False, baseline_agent=False)
+    inputs = inputs_for(tmp_path, dataset_of(rows), run, config=config)
+    asker = Asker(Counting({}), session())
+    assert confirm(inputs, {"a": 2}, run, run, asker).notes == (
+        ConfirmationSkipped(1, SkipReason.NO_AGENT),
+    )
+    assert confirm(inputs, {}, run, run, asker).notes == (NothingRun(),)
+
+
+def test_confirmation_numbers_attempts_after_each_rows_last(tmp_path: Path) -> None:
+    rows = rows_of("a", "b")
+    run = committed(dataset_of(rows), rows)
+    inputs = inputs_for(tmp_path, dataset_of(rows), run)
+    agents = ReadyAgents({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: ALWAYS_RIGHT})
+    done = confirm(inputs, {"b": 2}, run, run, Asker(agents, session()))
+    extra = [
+        (a.row_id, a.number, a.phase) for a in done.candidate.attempts if a.phase is Phase.CONFIRM
+    ]
+    assert extra == [("b", 3, Phase.CONFIRM), ("b", 4, Phase.CONFIRM)] and done.made == 4
+
+
+# --- replay and the decision ------------------------------------------------------------
+
+
+def flaky_on(row_id: str) -> FunctionAgent:
+    """A candidate that loses ``row_id``: right on odd attempts, wrong on even ones."""
+    return answering(
+        lambda r: "approve" if r.row.id == row_id and r.number % 2 == 0 else "deny", "candidate"
+    )
+
+
+def first_run(tmp_path: Path) -> tuple[CompareInputs, CompareResult]:
+    rows = rows_of("a", "b", "new", mnb=("a",))
+    dataset = dataset_of(rows)
+    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows[:2]), base=AgainstBase(BASE_SHA))
+    agents = {Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: flaky_on("a")}
+    return inputs, compare(inputs, ReadyAgents(agents), session())
+
+
+def test_a_rerun_replays_every_recorded_attempt_and_asks_nothing(tmp_path: Path) -> None:
+    inputs, first = first_run(tmp_path)
+    assert first.executions.total > 0 and not first.reused
+    recorded = first.candidate.attempts
+    extras = tuple(
+        a for a in first.baseline.attempts if a.phase is Phase.CONFIRM or a.row_id == "new"
+    )
+    rerun = Rerun(Replay(recorded, extras), recorded_for="c" * 40)
+    nothing = Counting(
+        {Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: ALWAYS_RIGHT}, buildable=False
+    )
+    again = compare(replace(inputs, rerun=rerun), nothing, session())
+    assert again.gate == first.gate
+    assert again.candidate.attempts == recorded
+    assert again.reused and again.executions.total == 0
+    replayed = len(recorded) + len(extras)
+    assert again.notes[-1] == VerdictsReused(replayed, 0, "c" * 40)
+
+
+def test_a_rerun_asks_only_for_what_the_record_lacks(tmp_path: Path) -> None:
+    inputs, first = first_run(tmp_path)
+    recorded = first.candidate.attempts[1:]
+    agents = Counting({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: flaky_on("a")})
+    again = compare(replace(inputs, rerun=Rerun(Replay(recorded))), agents, session())
+    assert again.executions.candidate == 1 and again.reused
+    assert Version.CANDIDATE in agents.built
+    note = again.notes[-1]
+    assert isinstance(note, VerdictsReused) and note.replayed == len(recorded) and note.asked > 0
+
+
+def test_a_standing_recorded_failure_is_an_input_the_decision_keeps(tmp_path: Path) -> None:
+    rows = rows_of("a")
+    dataset = dataset_of(rows)
+    agents = ReadyAgents({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: ALWAYS_RIGHT})
+    inputs = inputs_for(
+        tmp_path,
+        dataset,
+        committed(dataset, rows),
+        base=AgainstBase(BASE_SHA, protected_changes_allowed=True),
+        rerun=Rerun(failure_stands=True, remeasured_label=None),
+    )
+    result = compare(inputs, agents, session())
+    assert not result.gate.passed
+    assert [f.rule for f in result.gate.failures] == [Rule.RECORDED_FAILURE]
+    assert [c.kind for c in result.protected_changes] == [RECORDED_FAILURE_KIND]
+
+
+def test_the_notes_come_in_phase_order(tmp_path: Path) -> None:
+    rows = rows_of("a", "new")
+    dataset = dataset_of(rows)
+    baseline = committed(dataset, rows[:1] + rows_of("gone"), ratchet=("gone",))
+    agents = ReadyAgents({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: ALWAYS_RIGHT})
+    inputs = inputs_for(
+        tmp_path, dataset, baseline, rerun=Rerun(remeasured_label="passk:remeasure")
+    )
+    result = compare(inputs, agents, session())
+    assert result.notes == (
+        DroppedRows(("gone",)),
+        ToppedUp(("new",), K),
+        RatchetExits(("gone",)),
+        RemeasuredOnRequest("passk:remeasure"),
+    )
+    assert result.executions.to_json() == {
+        "candidate": 2 * K,
+        "baseline_topup": K,
+        "confirm_baseline": 0,
+        "confirm_candidate": 0,
+        "total": 3 * K,
+        "naive": 2 * 2 * K,
+    }
