@@ -1,5 +1,5 @@
 """The house rules that tools can check: ruff and strict mypy are clean, core and report are
-pure, and no two modules import each other."""
+pure, no two modules and no two parts import each other, and one function decides the gate."""
 
 from __future__ import annotations
 
@@ -76,14 +76,14 @@ def test_core_and_report_modules_do_no_io(module: Path) -> None:
     assert not imported & FORBIDDEN_IN_CORE, f"{module.name} imports {imported & FORBIDDEN_IN_CORE}"
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _import_graph() -> dict[str, set[str]]:
+def _import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """Module -> the package modules it imports (at any depth of the file)."""
-    files = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    files = {_module_name(path, package): path for path in package.rglob("*.py")}
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -116,7 +116,7 @@ def test_no_import_cycles() -> None:
             if nxt.startswith(node + ".") or node.startswith(nxt + "."):
                 continue
             if state.get(nxt) == 1:
-                cycles.append([*path[path.index(nxt):], nxt])
+                cycles.append([*path[path.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt, [*path, nxt])
         state[node] = 2
@@ -125,3 +125,83 @@ def test_no_import_cycles() -> None:
         if start not in state:
             visit(start, [start])
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def _part(module: str) -> str:
+    """The part a module belongs to: its folder under the package, or itself at the top."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "passk_action"
+
+
+def part_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Part -> the other parts it imports, counting every import anywhere in a module
+    (inside functions and under ``TYPE_CHECKING`` too: an import dodged there is still one)."""
+    graph: dict[str, set[str]] = {}
+    for module, imported in _import_graph(package).items():
+        edges = graph.setdefault(_part(module), set())
+        edges.update(_part(other) for other in imported if _part(other) != _part(module))
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    found: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    return found
+
+
+def test_no_two_parts_import_each_other() -> None:
+    """The parts form layers: core below everything, the action and the CLI two shells
+    on top that share the preparation (sides) and the engine, never each other."""
+    graph = part_graph()
+    cycles = _cycles(graph)
+    assert not cycles, "parts importing each other: " + "; ".join(" -> ".join(c) for c in cycles)
+    assert "cli" not in graph["action"] and "action" not in graph["cli"]
+    assert graph["core"] <= {"errors"}, "the pure core imports only the error tree"
+
+
+def test_the_part_graph_sees_imports_in_functions_and_under_type_checking(
+    tmp_path: Path,
+) -> None:
+    """A circle dodged by importing inside a function, or only for the type checker, is
+    still a circle between parts."""
+    package = tmp_path / "passk_action"
+    sources = {
+        "__init__.py": "",
+        "a/__init__.py": "",
+        "a/x.py": "def f():\n    from ..b.y import g\n",
+        "b/__init__.py": "",
+        "b/y.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..a import x\n",
+        "c.py": "from .a.x import f\n",
+    }
+    for name, text in sources.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text, encoding="utf-8")
+    graph = part_graph(package)
+    assert graph == {"passk_action": set(), "a": {"b"}, "b": {"a"}, "c": {"a"}}
+    assert _cycles(graph) == [["a", "b", "a"]]
+
+
+def test_only_evaluate_decides_the_gate() -> None:
+    """``core.result.evaluate`` is the one path to a decision: nothing else calls ``decide``
+    (a re-run's standing failure is an input to the engine, not a patch on its result)."""
+    callers = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name == "decide":
+                    callers.append(_module_name(path))
+    assert callers == ["passk_action.core.result"]
