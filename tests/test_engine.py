@@ -423,3 +423,28 @@ def test_the_notes_come_in_phase_order(tmp_path: Path) -> None:
         "total": 3 * K,
         "naive": 2 * 2 * K,
     }
+
+
+def test_a_rerun_without_a_baseline_agent_still_says_it_replayed_and_ran_nothing(
+    tmp_path: Path,
+) -> None:
+    """A base config that names no agent (its baseline is only ever reused): replaying the
+    candidate's recorded attempts is still no agent execution, and the result says reused.
+    (It used to count every replayed attempt as run now and report ``reused: false``.)"""
+    rows = rows_of("a", "b")
+    dataset = dataset_of(rows)
+    inputs = inputs_for(
+        tmp_path,
+        dataset,
+        committed(dataset, rows),
+        config=config_of(tmp_path, baseline_agent=False),
+        base=AgainstBase(BASE_SHA),
+    )
+    first = compare(inputs, ReadyAgents({Version.CANDIDATE: ALWAYS_RIGHT}), session())
+    assert first.executions.candidate == 2 * K and not first.reused
+    recorded = first.candidate.attempts
+    nothing = Counting({Version.CANDIDATE: ALWAYS_RIGHT}, buildable=False)
+    again = compare(replace(inputs, rerun=Rerun(Replay(recorded))), nothing, session())
+    assert again.reused and again.executions.total == 0
+    assert again.notes[-1] == VerdictsReused(len(recorded), 0, None)
+    assert again.gate == first.gate

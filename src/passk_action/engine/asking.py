@@ -75,10 +75,6 @@ class Asker:
         """Attempts of ``version`` in ``phase`` that its agent was asked for (not replayed)."""
         return self.asked.get((version, phase), 0)
 
-    def replays(self, version: Version, phase: Phase) -> int:
-        """Attempts of ``version`` in ``phase`` answered from the record."""
-        return self.replayed.get((version, phase), 0)
-
     def ask(
         self,
         requests: Sequence[AttemptRequest],

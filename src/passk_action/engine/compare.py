@@ -58,7 +58,7 @@ def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> Com
         must_not_break_attempts=config.confirm.must_not_break_attempts,
     )
     confirmed = confirm(inputs, plan, baseline.run, candidate.run, asker)
-    reused = _reused(inputs, rerun, asker)
+    reused = _reused(rerun, asker)
     notes = [*baseline.notes, *candidate.notes, *exits, *confirmed.notes]
     if reused is not None:
         notes.append(reused)
@@ -90,7 +90,7 @@ def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> Com
         protected_changes_allowed=allowed,
         notes=tuple(notes),
         warnings=(*baseline.warnings, *confirmed.warnings),
-        executions=_executions(inputs, candidate, asker, reused is not None, confirmed.made),
+        executions=_executions(inputs, candidate, asker, confirmed.made),
         reused=reused is not None,
         created_at=session.now(),
         tool_version=__version__,
@@ -113,29 +113,23 @@ def _protected_changes(
     return changes, allowed
 
 
-def _reused(inputs: CompareInputs, rerun: Rerun, asker: Asker) -> VerdictsReused | None:
+def _reused(rerun: Rerun, asker: Asker) -> VerdictsReused | None:
     """The note that verdicts were replayed from passk's record, when they were."""
-    if not (
-        rerun.replay.candidate
-        and asker.available(Version.CANDIDATE)
-        and asker.available(Version.BASELINE)
-    ):
+    if not rerun.replay.candidate:
         return None
     asked = sum(asker.asked.values())
     return VerdictsReused(sum(asker.replayed.values()), asked, rerun.recorded_for)
 
 
 def _executions(
-    inputs: CompareInputs, candidate: CandidateSide, asker: Asker, reused: bool, confirmed: int
+    inputs: CompareInputs, candidate: CandidateSide, asker: Asker, confirmed: int
 ) -> Executions:
     """Agent executions made now (recorded ones made earlier count), and the naive way's.
 
     The naive way runs both versions on every row, k times, plus the same
-    confirmations.
+    confirmations.  Replayed attempts were made by an earlier run: they are not.
     """
-
-    def made(version: Version, phase: Phase) -> int:
-        return asker.count(version, phase) + (0 if reused else asker.replays(version, phase))
+    made = asker.count
 
     return Executions(
         candidate=candidate.recorded_main + made(Version.CANDIDATE, Phase.MAIN),
