@@ -54,7 +54,7 @@ ONLY_THE_LAPTOP = {
     "sides.credentials.warn_persisted_token",
     # The candidate's run records the working tree's commit and whether it is dirty (the
     # action's is the pull request's head commit, from the event).
-    "sides.basecommit.working_tree_identity",
+    "sides.freshness.working_tree_identity",
     "sides.gitrepo.GitRepo.head_sha",
     "sides.gitrepo.GitRepo.is_dirty",
 }

@@ -18,7 +18,7 @@ from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Run, Versi
 from passk_action.engine.request import CandidateSource
 from passk_action.inputs.config import AgentConfig, Config, parse_config
 from passk_action.sides import prepare as prepare_module
-from passk_action.sides.basesetup import BaseCheckout
+from passk_action.sides.exports import BaseCheckout
 from passk_action.sides.prepare import LazyAgents, Local, Shell, prepare
 
 TOKEN = "ghs_prepareSecretToken0123456789abcdef"

@@ -35,8 +35,8 @@ from ..errors import EXIT_OK, GitError, UsageError
 from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
 from ..report.run_report import render_run_report
-from ..sides.basecommit import commit_identity
 from ..sides.credentials import credentials_hidden, env_without_token
+from ..sides.freshness import commit_identity
 from ..sides.gitrepo import GitRepo, token_auth_env
 from ..sides.headcommit import head_checkout
 from ..store.artifact import write_run

@@ -59,7 +59,7 @@ def handle(args: argparse.Namespace) -> int:
     # once the new run is complete and its ratchet computed.
     staging = out.with_name(out.name + ".recording.json")
     # Imported here: the action package imports the CLI's helpers.
-    from ..sides.basecommit import working_tree_identity
+    from ..sides.freshness import working_tree_identity
 
     identity = working_tree_identity(config.path.parent, config)
     if identity.dirty:

@@ -58,7 +58,7 @@ def handle(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if args.shard is not None else None
     rows = inputs.dataset.rows if shard is None else shard_rows(inputs.dataset.rows, shard)
     # Imported here: the action package imports the CLI's helpers.
-    from ..sides.basecommit import working_tree_identity
+    from ..sides.freshness import working_tree_identity
 
     identity = working_tree_identity(inputs.config.path.parent, inputs.config)
     run = record_agent_run(

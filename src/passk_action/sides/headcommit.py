@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ..agents.identity import agent_user
 from ..errors import GitError
 from ..inputs.config import AgentConfig
-from .basesetup import hand_over, rebase_agent
+from .exports import hand_over, rebase_agent
 from .gitrepo import GitRepo, short_sha
 
 

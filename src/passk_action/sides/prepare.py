@@ -32,9 +32,9 @@ from ..core.model import Dataset, Run, Version
 from ..engine.agents import build_agent, close_agent
 from ..engine.request import AgainstBase, CandidateSource, CompareInputs, Rerun, StalePlan
 from ..inputs.config import AgentConfig, Config
-from .basecommit import assess, base_checkout, baseline_agent_config, plan_for
-from .basesetup import BaseCheckout
 from .credentials import credentials_hidden, env_without_token, warn_persisted_token
+from .exports import BaseCheckout
+from .freshness import assess, base_checkout, baseline_agent_config, plan_for
 from .gitrepo import GitRepo
 from .headcommit import HeadCheckout, head_checkout
 from .trusted import BaseCommit, Trusted

@@ -27,7 +27,7 @@ from ..engine.request import StalePlan
 from ..errors import ArtifactError, GitError
 from ..inputs.config import AgentConfig, Config
 from ..report.notes import sentence
-from .basesetup import BaseCheckout, rebase_agent
+from .exports import BaseCheckout, rebase_agent
 from .gitrepo import GitRepo
 
 
