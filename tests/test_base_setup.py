@@ -28,7 +28,7 @@ import yaml
 from fakegithub import FakeGitHub
 from passk_action.agents.identity import agent_user
 from passk_action.cli import main as cli_main
-from passk_action.sides.exports import hand_over, lock
+from passk_action.sides.ownership import hand_over, lock
 from test_action_gate import commit, git
 from test_agent_isolation import system_python
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent

@@ -1,4 +1,4 @@
-"""With an agent user, the candidate runs from its own export of HEAD (``sides/headcommit.py``).
+"""With an agent user, the candidate runs from its own export of HEAD (``sides/exports.py``).
 
 In the container action passk is root and agents run as ``PASSK_AGENT_USER``,
 while the checkout belongs to the runner's user.  The candidate's setup must
@@ -25,8 +25,8 @@ import pytest
 from fakegithub import FakeGitHub
 from passk_action.errors import GitError
 from passk_action.inputs.config import AgentConfig
+from passk_action.sides.exports import HeadExport, head_export
 from passk_action.sides.gitrepo import GitRepo
-from passk_action.sides.headcommit import HeadCheckout, head_checkout
 from test_action_baseline import run_baseline
 from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, run_action, write_agent
@@ -225,9 +225,9 @@ def test_an_agent_outside_the_repository_is_not_moved_nor_said_to_be(tmp_path: P
     elsewhere = AgentConfig(command=("python3", "agent.py"), http=None, cwd=tmp_path / "elsewhere")
     inside = AgentConfig(command=("python3", "agent.py"), http=None, cwd=repo_dir)
     warned: list[str] = []
-    with head_checkout(repo, elsewhere, AGENT_USER, warned.append) as head:
-        assert head == HeadCheckout(elsewhere)  # no export, no claim where it runs
-    with head_checkout(repo, inside, AGENT_USER, warned.append) as head:
+    with head_export(repo, elsewhere, AGENT_USER, warned.append) as head:
+        assert head == HeadExport(elsewhere)  # no export, no claim where it runs
+    with head_export(repo, inside, AGENT_USER, warned.append) as head:
         moved = head.agent.cwd
         assert moved != repo_dir and (moved / "agent.py").read_text() == "print('{}')\n"
         assert moved.stat().st_uid == pwd.getpwnam("nobody").pw_uid

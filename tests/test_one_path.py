@@ -36,8 +36,8 @@ ONLY_THE_ACTION = {
     # Agents may run as their own user there: the job's token is hidden from them and
     # the candidate gets its own export of HEAD (a no-op without an agent user).
     "sides.credentials.credentials_hidden",
-    "sides.headcommit.head_checkout",
-    "sides.headcommit.HeadCheckout.announce",
+    "sides.exports.head_export",
+    "sides.exports.HeadExport.announce",
     # The head is the checked-out commit; the record of this content is keyed by its tree.
     "sides.trusted.head_commit",
     "sides.gitrepo.GitRepo.tree_sha",
@@ -54,7 +54,7 @@ ONLY_THE_LAPTOP = {
     "sides.credentials.warn_persisted_token",
     # The candidate's run records the working tree's commit and whether it is dirty (the
     # action's is the pull request's head commit, from the event).
-    "sides.freshness.working_tree_identity",
+    "sides.provenance.working_tree_provenance",
     "sides.gitrepo.GitRepo.head_sha",
     "sides.gitrepo.GitRepo.is_dirty",
 }

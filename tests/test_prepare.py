@@ -18,7 +18,7 @@ from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Run, Versi
 from passk_action.engine.request import CandidateSource
 from passk_action.inputs.config import AgentConfig, Config, parse_config
 from passk_action.sides import prepare as prepare_module
-from passk_action.sides.exports import BaseCheckout
+from passk_action.sides.exports import BaseExport
 from passk_action.sides.prepare import LazyAgents, Local, Shell, prepare
 
 TOKEN = "ghs_prepareSecretToken0123456789abcdef"
@@ -69,7 +69,7 @@ def test_the_base_exports_setup_runs_first_once_whichever_side_is_built_first(
     config = config_of(tmp_path)
     assert config.agent is not None and config.baseline.agent is not None
     log = Log()
-    export = BaseCheckout(tmp_path, config.baseline.agent)
+    export = BaseExport(tmp_path, config.baseline.agent)
     env = {"PATH": "/bin", "COPY": f"x{TOKEN}x", "HOME": "/h"}
     with contextlib.ExitStack() as stack:
         agents = LazyAgents(

@@ -36,9 +36,9 @@ from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
 from ..report.run_report import render_run_report
 from ..sides.credentials import credentials_hidden, env_without_token
-from ..sides.freshness import commit_identity
+from ..sides.exports import head_export
 from ..sides.gitrepo import GitRepo, token_auth_env
-from ..sides.headcommit import head_checkout
+from ..sides.provenance import commit_provenance
 from ..store.artifact import write_run
 from .inputs import ActionInputs
 from .runtime import Runtime, fraction, setup_agent
@@ -78,11 +78,11 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     )
     with (
         hidden,
-        head_checkout(
+        head_export(
             repo, agent_config, runtime.env, workflow.warn, version=Version.BASELINE.value
         ) as head,
     ):
-        # With an agent user, from an export of HEAD that user may write (headcommit.py).
+        # With an agent user, from an export of HEAD that user may write (sides/exports.py).
         agent_config = head.agent
         head.announce(workflow.line, Version.BASELINE.value)
         env = env_without_token(runtime.env, inputs.token, agent_config)
@@ -102,7 +102,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                         agent.description,
                         commit_sha,
                         # What the agent ran, so a later gate can tell when this goes stale.
-                        fingerprint=commit_identity(repo, "HEAD", config).fingerprint,
+                        fingerprint=commit_provenance(repo, "HEAD", config).fingerprint,
                     ),
                     staging,
                     session,

@@ -58,7 +58,7 @@ def setup_env(parent_env: Mapping[str, str], agent: AgentConfig) -> dict[str, st
     }
     env.update(identity_env(agent_user(parent_env)))
     # The config's env wins, as it does for the agent's attempts: a HOME it names
-    # (the baseline's own, basesetup.py) is where setup installs and the agent looks.
+    # (the baseline's own, sides/exports.py) is where setup installs and the agent looks.
     env.update(agent.env)
     return env
 

@@ -9,6 +9,7 @@ from typing import Any
 from ..core.model import Version
 from ..engine.recording import carried_ratchet, previous_baseline
 from ..errors import EXIT_OK, ConfigError
+from ..sides.provenance import working_tree_provenance
 from ..store.artifact import write_run
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run, warn
 
@@ -58,11 +59,8 @@ def handle(args: argparse.Namespace) -> int:
     # Record to a side file first: the committed baseline is replaced only
     # once the new run is complete and its ratchet computed.
     staging = out.with_name(out.name + ".recording.json")
-    # Imported here: the action package imports the CLI's helpers.
-    from ..sides.freshness import working_tree_identity
-
-    identity = working_tree_identity(config.path.parent, config)
-    if identity.dirty:
+    provenance = working_tree_provenance(config.path.parent, config)
+    if provenance.dirty:
         warn(
             "the working tree has uncommitted changes: the baseline records them "
             "(commit the agent's files first so the baseline matches a commit)"
@@ -74,9 +72,9 @@ def handle(args: argparse.Namespace) -> int:
         args,
         staging,
         version=Version.BASELINE,
-        commit=args.commit or identity.commit,
-        dirty=identity.dirty if args.commit is None else False,
-        fingerprint=identity.fingerprint,
+        commit=args.commit or provenance.commit,
+        dirty=provenance.dirty if args.commit is None else False,
+        fingerprint=provenance.fingerprint,
     )
     ratchet, left = carried_ratchet(previous, run, dataset)
     for row_id in left:

@@ -15,9 +15,9 @@ from ..engine.session import stop_on_signals
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
 from ..report.compare_report import render_compare_report
 from ..report.notes import sentence
-from ..sides.freshness import working_tree_identity as working_tree_provenance
 from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, Local, Shell, prepare
+from ..sides.provenance import working_tree_provenance
 from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree
 from ..store.artifact import read_run
 from ..store.results import write_result

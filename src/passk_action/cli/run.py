@@ -9,6 +9,7 @@ from typing import Any
 from ..core.model import Version
 from ..core.shard import parse_shard, shard_rows
 from ..errors import EXIT_OK, ConfigError
+from ..sides.provenance import working_tree_provenance
 from ..store.artifact import write_run
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run
 
@@ -57,10 +58,7 @@ def handle(args: argparse.Namespace) -> int:
         agent_config = config.require_agent("`passk run`")
     shard = parse_shard(args.shard) if args.shard is not None else None
     rows = inputs.dataset.rows if shard is None else shard_rows(inputs.dataset.rows, shard)
-    # Imported here: the action package imports the CLI's helpers.
-    from ..sides.freshness import working_tree_identity
-
-    identity = working_tree_identity(inputs.config.path.parent, inputs.config)
+    provenance = working_tree_provenance(inputs.config.path.parent, inputs.config)
     run = record_agent_run(
         inputs,
         rows,
@@ -68,9 +66,9 @@ def handle(args: argparse.Namespace) -> int:
         args,
         Path(args.out),
         version=version,
-        commit=identity.commit,
-        dirty=identity.dirty,
-        fingerprint=identity.fingerprint,
+        commit=provenance.commit,
+        dirty=provenance.dirty,
+        fingerprint=provenance.fingerprint,
     )
     if shard is not None:
         # Label the artifact so `passk merge` can tell a missing or doubled shard.

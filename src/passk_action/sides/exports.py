@@ -1,6 +1,10 @@
-"""The baseline agent's ``setup``, run in the base commit's export before any of the PR's code.
+"""The exports agents run from: the base commit's, set up then locked; HEAD's, the agent user's.
 
-The baseline side runs from an export of the base commit (``GitRepo.export``)
+The base commit's export
+------------------------
+
+The baseline agent's ``setup`` runs there before any of the PR's code.  The
+baseline side runs from an export of the base commit (``GitRepo.export``)
 that belongs to passk and is read-only, so the pull request's code (the
 candidate agent and its setup, running as the same agent user) cannot change
 what the baseline runs.  But a real setup writes into the agent's directory:
@@ -45,29 +49,55 @@ candidate all run as one user: the export is made writable for the setup and
 read-only after it, so an agent writing there by mistake is stopped, but any
 process of that user could change the modes back.  There is no boundary to
 keep there, and this module does not pretend to keep one.
+
+HEAD's export
+-------------
+
+Where the action runs the checked-out agent (the candidate, or the baseline mode's agent).
+
+In the container action passk is root and agents run as ``PASSK_AGENT_USER``
+(``agents/identity.py``), but the checkout belongs to the runner's user: a
+setup that writes into the agent's folder (``npm ci``, ``uv sync``, ``python
+-m venv .venv``) fails there with EACCES, while the same setup works for the
+baseline, which runs from an export of the base commit (above).
+
+So with an agent user, the checked-out agent runs from its own export of
+``HEAD`` (``GitRepo.export``: the commit's files read from git objects, no
+hook or filter, outside the checkout), handed to the agent user for the
+whole run and removed afterwards.  It is the pull request's own code, so it
+is never locked; and it reaches none of passk's files: passk writes its
+results into the checkout, never into the export, and the agent user cannot
+write the checkout.  The side effect: only the commit's files are there,
+not what earlier workflow steps left uncommitted or untracked in the
+workspace.  The export has no ``.git`` either (``credentials.py`` still
+hides the checkout's, which stays readable by absolute path).
+
+Without an agent user (the runner action, a laptop, ``passk compare``)
+nothing changes: the agent runs in the checkout, as passk's own user, who
+may write there anyway.  If ``HEAD`` cannot be exported, the agent runs in
+the checkout as before, with a warning.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from ..agents.identity import AgentUser, agent_user
+from ..agents.identity import agent_user
 from ..errors import GitError
-from ..inputs.config import AgentConfig
-from .gitrepo import GitRepo
+from ..inputs.config import AgentConfig, Config
+from .gitrepo import GitRepo, short_sha
+from .ownership import hand_over, writable
 
 RunSetup = Callable[[AgentConfig], None]
 """Runs an agent's setup commands and logs them (the action's folded group, the CLI's lines)."""
 
 
 @dataclass
-class BaseCheckout:
+class BaseExport:
     """The base commit's export (``tree``) and the baseline agent moved into it.
 
     :meth:`prepare` runs the agent's setup at most once; call it before the
@@ -109,87 +139,94 @@ class BaseCheckout:
                 raise
 
 
+def baseline_agent_config(config: Config) -> AgentConfig | None:
+    """The agent the baseline side runs: ``baseline.agent``, else ``agent``."""
+    return config.baseline.agent or config.agent
+
+
 @contextlib.contextmanager
-def writable(tree: Path, user: AgentUser | None) -> Iterator[None]:
-    """``tree`` writable by ``user`` (None: passk's own user) inside; locked again after.
+def base_export(
+    repo: GitRepo, sha: str, agent: AgentConfig, env: Mapping[str, str]
+) -> Iterator[BaseExport]:
+    """``agent`` moved into a read-only export of commit ``sha`` (``GitRepo.export``: no
+    hooks, no filters, nothing shared with the checkout), removed afterwards.
 
-    Locked in ``finally``: a setup that fails or is interrupted leaves nothing
-    writable behind either.
+    Its setup is not run yet: :meth:`BaseExport.prepare` does, before the
+    candidate is built (this module's docstring says why).  With an agent user
+    (``PASSK_AGENT_USER`` in ``env``), an agent with a setup gets a ``HOME`` of
+    its own beside the export, locked with it, since that user's home is the
+    candidate's too.
     """
-    hand_over(tree, user)
-    try:
-        yield
-    finally:
-        lock(tree, as_root=user is not None)
-
-
-def hand_over(tree: Path, user: AgentUser | None) -> None:
-    """Every file and folder of ``tree`` writable by its owner, owned by ``user`` if given."""
-    for path in _entries(tree):
-        _change(path, lambda mode: mode | stat.S_IWUSR, user)
-
-
-def lock(tree: Path, *, as_root: bool) -> None:
-    """Nothing in ``tree`` writable; with ``as_root``, everything owned by passk (root).
-
-    What the owner may read and run, everyone may: the agent user is "others"
-    for root's files, and must still read and run what its setup made.
-    """
-    passk = _Owner(os.geteuid(), os.getegid()) if as_root else None
-    for path in _entries(tree):
-        _change(path, _read_only, passk)
-
-
-def _read_only(mode: int) -> int:
-    owner = mode & 0o500
-    return owner | owner >> 3 | owner >> 6
+    with repo.export(sha) as tree:
+        moved = rebase_agent(agent, repo, tree)
+        home = None
+        if agent.setup and agent_user(env) is not None:
+            home = tree.parent / "home"
+            home.mkdir(mode=0o755)
+            moved = replace(moved, env={"HOME": str(home), **moved.env})
+        yield BaseExport(tree, moved, home)
 
 
 @dataclass(frozen=True)
-class _Owner:
-    uid: int
-    gid: int
+class HeadExport:
+    """The agent to run, and where it runs when that is not the checkout."""
+
+    agent: AgentConfig
+    where: str | None = None
+    """``the files of HEAD <sha7>, owned by <user>``; None: in the checkout itself."""
+
+    def announce(self, log: Callable[[str], None], version: str) -> None:
+        """Say once where the agent runs, when that is not the checkout."""
+        if self.where is not None:
+            log(
+                f"passk: the {version} runs from {self.where} (an export of the commit: "
+                "uncommitted or untracked files of the workspace are not there)"
+            )
 
 
-def _entries(tree: Path) -> Iterator[Path]:
-    """``tree`` and everything under it; symlinked folders are listed, never entered."""
-    yield tree
-    for folder, dirs, files in os.walk(tree, followlinks=False):
-        for name in (*dirs, *files):
-            yield Path(folder, name)
+@contextlib.contextmanager
+def head_export(
+    repo: GitRepo,
+    agent: AgentConfig,
+    env: Mapping[str, str],
+    warn: Callable[[str], None],
+    *,
+    version: str = "candidate",
+) -> Iterator[HeadExport]:
+    """``agent`` moved into an export of ``HEAD`` owned by the agent user; removed after.
 
-
-def _change(path: Path, new_mode: Callable[[int], int], owner: AgentUser | _Owner | None) -> None:
-    """Give ``path`` the mode ``new_mode(old)`` and, if given, ``owner``; never via a symlink.
-
-    Files and folders are changed through a descriptor opened with
-    ``O_NOFOLLOW``, so a path swapped for a symlink meanwhile can never make
-    passk (root) change a file outside the export.  A symlink or special file
-    only changes owner (a symlink's mode is no permission).
+    Without an agent user (``PASSK_AGENT_USER`` in ``env``), ``agent`` as it is.
     """
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
+    user = agent_user(env)
+    if user is None or not _in_repository(repo, agent):
+        yield HeadExport(agent)
         return
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        if owner is not None:
-            os.chown(path, owner.uid, owner.gid, follow_symlinks=False)
-        return
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    with contextlib.ExitStack() as stack:
+        try:
+            sha = repo.head_sha()
+            tree = stack.enter_context(repo.export(sha, side="head"))
+        except GitError as exc:
+            warn(
+                f"the {version} runs in the checkout, which {user.name} cannot write, because "
+                f"HEAD could not be exported ({exc.one_line()}); a setup that writes into its "
+                "folder (npm ci, a venv) fails there"
+            )
+            yield HeadExport(agent)
+            return
+        hand_over(tree, user)
+        yield HeadExport(
+            rebase_agent(agent, repo, tree),
+            f"the files of HEAD {short_sha(sha)}, owned by {user.name}",
+        )
+
+
+def _in_repository(repo: GitRepo, agent: AgentConfig) -> bool:
+    """Whether the agent's cwd is part of the commit (one outside the checkout is not moved)."""
     try:
-        fd = os.open(path, flags)
-    except OSError:
-        # Unreadable to us, so we are not root (root opens anything), and a path
-        # change cannot reach beyond our own files: change it by name.
-        if owner is None and not path.is_symlink():
-            os.chmod(path, new_mode(stat.S_IMODE(mode)))
-        return
-    try:
-        if owner is not None:
-            os.fchown(fd, owner.uid, owner.gid)
-        os.fchmod(fd, new_mode(stat.S_IMODE(os.fstat(fd).st_mode)))
-    finally:
-        os.close(fd)
+        repo.relative(agent.cwd)
+    except GitError:
+        return False
+    return True
 
 
 def rebase_agent(agent: AgentConfig, repo: GitRepo, new_root: Path) -> AgentConfig:

@@ -1,20 +1,18 @@
-"""What the base commit says about the baseline side: its agent, its checkout, its freshness.
+"""Whether the committed baseline still measures what the base commit's agent runs.
 
-Shared by the action's gate mode and ``passk compare --base REF``, so a
-laptop runs the baseline side exactly as the pull request's job does: the
-base commit's config names the agent, which runs from a checkout of that
-commit; the committed baseline is checked against what the base commit's
-agent runs (``agent.fingerprint``) before it is trusted.
+The base config's ``agent.fingerprint`` names the files the agent runs; a
+baseline measured on other contents of them is stale, and
+``baseline.when_stale`` says what to do: re-measure it at the base, use it
+with a warning, or fail.  Without fingerprint paths a baseline is never
+stale, but how far behind the base it was measured is said.  Shared by the
+action's gate mode and ``passk compare --base REF``.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from ..agents.identity import agent_user
 from ..core.model import Run
 from ..core.notes import (
     BaselineAgeUnknown,
@@ -24,39 +22,10 @@ from ..core.notes import (
     StalePolicy,
 )
 from ..engine.request import StalePlan
-from ..errors import ArtifactError, GitError
-from ..inputs.config import AgentConfig, Config
+from ..errors import ArtifactError
+from ..inputs.config import Config
 from ..report.notes import sentence
-from .exports import BaseCheckout, rebase_agent
 from .gitrepo import GitRepo
-
-
-def baseline_agent_config(config: Config) -> AgentConfig | None:
-    """The agent the baseline side runs: ``baseline.agent``, else ``agent``."""
-    return config.baseline.agent or config.agent
-
-
-@contextlib.contextmanager
-def base_checkout(
-    repo: GitRepo, sha: str, agent: AgentConfig, env: Mapping[str, str]
-) -> Iterator[BaseCheckout]:
-    """``agent`` moved into a read-only export of commit ``sha`` (``GitRepo.export``: no
-    hooks, no filters, nothing shared with the checkout), removed afterwards.
-
-    Its setup is not run yet: :meth:`BaseCheckout.prepare` does, before the
-    candidate is built (``basesetup.py`` says why).  With an agent user
-    (``PASSK_AGENT_USER`` in ``env``), an agent with a setup gets a ``HOME`` of
-    its own beside the export, locked with it, since that user's home is the
-    candidate's too.
-    """
-    with repo.export(sha) as tree:
-        moved = rebase_agent(agent, repo, tree)
-        home = None
-        if agent.setup and agent_user(env) is not None:
-            home = tree.parent / "home"
-            home.mkdir(mode=0o755)
-            moved = replace(moved, env={"HOME": str(home), **moved.env})
-        yield BaseCheckout(tree, moved, home)
 
 
 def fingerprint_paths(repo: GitRepo, config: Config) -> tuple[str, ...]:
@@ -65,36 +34,6 @@ def fingerprint_paths(repo: GitRepo, config: Config) -> tuple[str, ...]:
     if not named and config.agent is not None:
         named = config.agent.fingerprint
     return tuple(sorted({repo.relative(path) for path in named}))
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What a run records about the code it measured."""
-
-    commit: str | None = None
-    dirty: bool = False
-    fingerprint: tuple[tuple[str, str], ...] | None = None
-
-
-def working_tree_identity(start: Path, config: Config) -> Identity:
-    """HEAD, whether tracked files changed, and the fingerprint of the working tree's files.
-
-    Outside a git repository (or without git) nothing can be told: all unknown.
-    """
-    try:
-        repo = GitRepo.discover(start)
-        paths = fingerprint_paths(repo, config)
-        commit = repo.head_sha()
-        fingerprint = repo.fingerprint(repo.working_tree(paths), paths) if paths else None
-        return Identity(commit=commit, dirty=repo.is_dirty(), fingerprint=fingerprint)
-    except GitError:
-        return Identity()
-
-
-def commit_identity(repo: GitRepo, sha: str, config: Config) -> Identity:
-    """Commit ``sha`` and the fingerprint of its files (a checkout of exactly that commit)."""
-    paths = fingerprint_paths(repo, config)
-    return Identity(commit=sha, fingerprint=repo.fingerprint(sha, paths) if paths else None)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Files of the pull request's base commit are read from git objects (never
 checked out over the candidate); the base agent runs in an export of the
 base commit's files to a temporary directory, always removed afterwards (so
-does the candidate, when agents run as another user: ``headcommit.py``).
+does the candidate, when agents run as another user: ``exports.py``).
 No git call runs a hook (``core.hooksPath=/dev/null``).  Every git call gets
 ``-c safe.directory=*``: in a container action the workspace belongs to
 another user, and git would otherwise refuse to read it.
@@ -186,8 +186,16 @@ class GitRepo:
     def resolve(self, ref: str) -> str:
         """The full sha of the commit ``ref`` names (a branch, tag or sha)."""
         proc = subprocess.run(
-            ["git", "-c", "safe.directory=*", "rev-parse", "--verify", "--quiet",
-             "--end-of-options", f"{ref}^{{commit}}"],
+            [
+                "git",
+                "-c",
+                "safe.directory=*",
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                f"{ref}^{{commit}}",
+            ],
             cwd=self.root,
             capture_output=True,
             check=False,
@@ -223,9 +231,7 @@ class GitRepo:
         whole = any(p in ("", ".") for p in paths)
         named = [p for p in paths if p not in ("", ".")]
         # A path reached through a symlinked folder is not in any commit: git stores the link.
-        present = [
-            p for p in named if os.path.lexists(self.root / p) and not self._beyond_link(p)
-        ]
+        present = [p for p in named if os.path.lexists(self.root / p) and not self._beyond_link(p)]
         ignored = self._ignored_untracked(present)
         with tempfile.TemporaryDirectory(prefix="passk-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
@@ -233,8 +239,16 @@ class GitRepo:
             gone = [p for p in named if p not in present or p in ignored]
             if gone and not whole:
                 self.run(
-                    ("--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch",
-                     "--", *gone),
+                    (
+                        "--literal-pathspecs",
+                        "rm",
+                        "-r",
+                        "-q",
+                        "--cached",
+                        "--ignore-unmatch",
+                        "--",
+                        *gone,
+                    ),
                     what="read the working tree",
                     env=env,
                 )
@@ -263,15 +277,22 @@ class GitRepo:
         if not paths:
             return set()
         out = self.run(
-            ("--literal-pathspecs", "ls-files", "-z", "--others", "--ignored",
-             "--exclude-standard", "--directory", "--", *paths),
+            (
+                "--literal-pathspecs",
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+                "--",
+                *paths,
+            ),
             what="list ignored files",
         )
         listed = {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p}
         # An ignored folder is listed once, as itself, for the paths inside it.
-        return {
-            p for p in paths if any(p == i or p.startswith(i + "/") for i in listed)
-        }
+        return {p for p in paths if any(p == i or p.startswith(i + "/") for i in listed)}
 
     def is_dirty(self) -> bool:
         """True when tracked files have uncommitted changes (staged or not)."""

@@ -6,13 +6,13 @@ factory, and holds what must last while agents run:
 
 - the job's token kept out of agents' reach (``credentials.py``), with
   ``isolate`` (the action), before any agent or setup runs;
-- the base commit's export for the baseline agent (``basesetup.py``), made
+- the base commit's export for the baseline agent (``exports.py``), made
   before any of the head's code runs; its setup runs first, whichever side is
   built first, and then it is locked;
 - with ``isolate``, the candidate's own export of HEAD for the agent user
-  (``headcommit.py``);
+  (``exports.py``);
 - whether the committed baseline still measures the base commit's agent
-  (``basecommit.py``), said before any agent runs.
+  (``freshness.py``), said before any agent runs.
 
 Agents are built on first use only (:class:`LazyAgents`): a comparison that
 replays or reuses everything starts none, runs no setup, and the engine asks
@@ -33,10 +33,9 @@ from ..engine.agents import build_agent, close_agent
 from ..engine.request import AgainstBase, CandidateSource, CompareInputs, Rerun, StalePlan
 from ..inputs.config import AgentConfig, Config
 from .credentials import credentials_hidden, env_without_token, warn_persisted_token
-from .exports import BaseCheckout
-from .freshness import assess, base_checkout, baseline_agent_config, plan_for
+from .exports import BaseExport, HeadExport, base_export, baseline_agent_config, head_export
+from .freshness import assess, plan_for
 from .gitrepo import GitRepo
-from .headcommit import HeadCheckout, head_checkout
 from .trusted import BaseCommit, Trusted
 
 SetupRunner = Callable[[AgentConfig, Mapping[str, str], Version, "str | None"], None]
@@ -111,9 +110,9 @@ class LazyAgents:
         token: str,
         stack: contextlib.ExitStack,
         concurrency: int | None,
-        base_export: BaseCheckout | None = None,
+        base_export: BaseExport | None = None,
         base_where: str | None = None,
-        head_export: HeadCheckout | None = None,
+        head_export: HeadExport | None = None,
         warn_token: bool = False,
     ) -> None:
         self._specs = dict(specs)
@@ -208,24 +207,24 @@ def prepare(
                     compared.repo, agent_user(env), env, warn=shell.warn, note=shell.note
                 )
             )
-        base_export = None
+        base_exported = None
         if base_agent is not None:
             # Exported now, before the head's code runs at all.
-            base_export = stack.enter_context(
-                base_checkout(compared.repo, compared.commit.sha, base_agent, env)
+            base_exported = stack.enter_context(
+                base_export(compared.repo, compared.commit.sha, base_agent, env)
             )
-        head_export = None
+        head_exported = None
         if isolate and head_agent is not None:
             # Exported (and handed to the agent user) even when every verdict is
             # replayed, as the base is; built, set up and announced only if asked.
-            head_export = stack.enter_context(
-                head_checkout(compared.repo, head_agent, env, shell.warn)
+            head_exported = stack.enter_context(
+                head_export(compared.repo, head_agent, env, shell.warn)
             )
         specs: dict[Version, AgentConfig] = {}
         if head_agent is not None:
-            specs[Version.CANDIDATE] = head_export.agent if head_export else head_agent
-        if base_export is not None:
-            specs[Version.BASELINE] = base_export.agent
+            specs[Version.CANDIDATE] = head_exported.agent if head_exported else head_agent
+        if base_exported is not None:
+            specs[Version.BASELINE] = base_exported.agent
         inputs = CompareInputs(
             trusted.config,
             trusted.dataset,
@@ -241,9 +240,9 @@ def prepare(
             token=token,
             stack=stack,
             concurrency=concurrency,
-            base_export=base_export,
+            base_export=base_exported,
             base_where=PULL_REQUEST_BASE_WHERE if compared.commit.ref is None else REF_WHERE,
-            head_export=head_export,
+            head_export=head_exported,
             warn_token=not isolate,
         )
         yield Prepared(inputs, agents)

@@ -103,9 +103,7 @@ def protected_changes(
     ):
         if old_limit is not None and (new_limit is None or new_limit > old_limit):
             what = "removed" if new_limit is None else f"raised to {new_limit:g}"
-            changes.append(
-                ProtectedChange(SPEND_LIMIT_LOOSENED, f"{key} {old_limit:g} is {what}")
-            )
+            changes.append(ProtectedChange(SPEND_LIMIT_LOOSENED, f"{key} {old_limit:g} is {what}"))
     if bc.scoring.normalize != hc.scoring.normalize:
         changes.append(
             ProtectedChange(
