@@ -44,7 +44,7 @@ from passk_action.inputs.config import parse_config
 from passk_action.inputs.dataset import parse_dataset
 from passk_action.sides import protect
 from passk_action.sides.gitrepo import GitRepo
-from passk_action.sides.protect import Snapshot, protected_changes
+from passk_action.sides.protect import ProtectedInputs, protected_changes
 from passk_action.sides.trusted import authoritative_dataset, effective_config
 
 # --- workflow commands ---------------------------------------------------------------
@@ -394,11 +394,11 @@ def snapshot(
     config: str = BASE_CONFIG,
     rows: list[dict[str, Any]] | None = None,
     baseline: bytes | None = b"{}",
-) -> Snapshot:
+) -> ProtectedInputs:
     cfg = parse_config(config, Path("/repo/passk.yml")).config
     text = "".join(json.dumps(r) + "\n" for r in (rows if rows is not None else BASE_ROWS))
     dataset = parse_dataset(text.encode(), "data.jsonl", "jsonl", cfg.must_not_break_tags)
-    return Snapshot(cfg, dataset, baseline)
+    return ProtectedInputs(cfg, dataset, baseline)
 
 
 def _rows(**edits: dict[str, Any]) -> list[dict[str, Any]]:
@@ -442,7 +442,7 @@ def _rows(**edits: dict[str, Any]) -> list[dict[str, Any]]:
         (snapshot(BASE_CONFIG + "scoring: {normalize: [strip]}\n"), protect.SCORING_CHANGED, None),
     ],
 )
-def test_each_protected_edit_is_found(head: Snapshot, kind: str, row: str | None) -> None:
+def test_each_protected_edit_is_found(head: ProtectedInputs, kind: str, row: str | None) -> None:
     [change] = protected_changes(snapshot(), head)
     assert (change.kind, change.id) == (kind, row)
 

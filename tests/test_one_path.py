@@ -39,13 +39,13 @@ ONLY_THE_ACTION = {
     "sides.exports.head_export",
     "sides.exports.HeadExport.announce",
     # The head is the checked-out commit; the record of this content is keyed by its tree.
-    "sides.trusted.head_commit",
+    "sides.trusted.checked_out_commit",
     "sides.gitrepo.GitRepo.tree_sha",
 }
 ONLY_THE_LAPTOP = {
     # The head is the working tree, and the base a ref to resolve (and to say when it
     # has moved on); a token on disk is only warned about.
-    "sides.trusted.working_tree",
+    "sides.trusted.working_tree_copies",
     "sides.gitrepo.GitRepo.working_tree",
     "sides.gitrepo.GitRepo._ignored_untracked",
     "sides.gitrepo.GitRepo._beyond_link",

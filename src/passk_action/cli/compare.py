@@ -18,7 +18,7 @@ from ..report.notes import sentence
 from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, Local, Shell, prepare
 from ..sides.provenance import working_tree_provenance
-from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree
+from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree_copies
 from ..store.artifact import read_run
 from ..store.results import write_result
 from .common import (
@@ -181,7 +181,9 @@ def read_base(args: argparse.Namespace) -> Base:
     sha = repo.resolve(args.base)
     _say_if_base_moved_on(repo, args.base, sha)
     commit = BaseCommit(sha, args.base)
-    trusted = trust_base(repo, config_path, commit, args.labels, warn, head_tree=working_tree)
+    trusted = trust_base(
+        repo, config_path, commit, args.labels, warn, head_tree=working_tree_copies
+    )
     for line in protected_change_lines(trusted):
         print(line, file=sys.stderr)
     return Base(repo, commit, trusted)

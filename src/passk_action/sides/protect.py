@@ -38,8 +38,9 @@ SPEND_LIMIT_LOOSENED = "spend-limit-loosened"
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    """One side of the pull request: its config, dataset and baseline artifact bytes."""
+class ProtectedInputs:
+    """What protects the gate on one side of the pull request: its config, its dataset and
+    its baseline artifact's bytes."""
 
     config: Config
     dataset: Dataset
@@ -51,7 +52,7 @@ class Snapshot:
 
 
 def protected_changes(
-    base: Snapshot, head: Snapshot, *, ratchet: Iterable[str] = ()
+    base: ProtectedInputs, head: ProtectedInputs, *, ratchet: Iterable[str] = ()
 ) -> tuple[ProtectedChange, ...]:
     """Every protected edit from ``base`` to ``head``, config first, then rows by id.
 

@@ -20,14 +20,17 @@ from ..inputs.config import Config, load_config, parse_config_bytes
 from ..inputs.dataset import format_for, load_dataset, parse_dataset
 from ..store.artifact import run_from_json
 from .gitrepo import NOT_IN_TREE, REGULAR_MODES, GitRepo, short_sha
-from .protect import Snapshot, protected_changes
+from .protect import ProtectedInputs, protected_changes
 
 
 @dataclass(frozen=True)
-class Sides:
-    base: Snapshot
-    head: Snapshot
+class BaseAndHead:
+    """What protects the gate, as the base commit and the head each have it."""
+
+    base: ProtectedInputs
+    head: ProtectedInputs
     base_run_where: str
+    """How messages name the base's baseline artifact (``path@sha7``)."""
 
 
 HEAD_COMMIT = "HEAD"
@@ -65,26 +68,26 @@ HeadTree = Callable[[GitRepo, Sequence[str]], str]
 """Given the protected git paths, the tree-ish whose entries stand for the head's copies."""
 
 
-def head_commit(repo: GitRepo, paths: Sequence[str]) -> str:
+def checked_out_commit(repo: GitRepo, paths: Sequence[str]) -> str:
     """The action's head: what the checked-out commit holds (a ``.gitattributes`` that
     rewrites line endings in the checkout does not make its files an edit)."""
     return HEAD_COMMIT
 
 
-def working_tree(repo: GitRepo, paths: Sequence[str]) -> str:
+def working_tree_copies(repo: GitRepo, paths: Sequence[str]) -> str:
     """A laptop's head: HEAD with the working tree's copies of ``paths``, uncommitted
     changes included, cleaned by git as ``git add`` would (what the developer would push)."""
     return repo.working_tree(paths)
 
 
-def load_sides(
+def read_both_sides(
     repo: GitRepo,
     config_path: Path,
     base: BaseCommit,
     warn: Callable[[str], None],
     *,
-    head_tree: HeadTree = head_commit,
-) -> Sides:
+    head_tree: HeadTree = checked_out_commit,
+) -> BaseAndHead:
     """Read the head from the checkout and the base from git objects of the base commit.
 
     Protected files are named by their git paths, never by following the
@@ -161,14 +164,14 @@ def load_sides(
             head_files[rel] = head_entry.kind
         elif os.path.lexists(repo.root / rel):
             head_files[rel] = NOT_IN_TREE
-    return Sides(
-        base=Snapshot(base_config, base_dataset, base_baseline, base_files),
-        head=Snapshot(head_config, head_dataset, head_baseline, head_files),
+    return BaseAndHead(
+        base=ProtectedInputs(base_config, base_dataset, base_baseline, base_files),
+        head=ProtectedInputs(head_config, head_dataset, head_baseline, head_files),
         base_run_where=f"{artifact_rel}{at}",
     )
 
 
-def authoritative_dataset(base: Snapshot, head: Snapshot, allowed: bool) -> Dataset:
+def authoritative_dataset(base: ProtectedInputs, head: ProtectedInputs, allowed: bool) -> Dataset:
     """The rows to gate: the head's, protected by the base's marks and labels.
 
     A row is must-not-break when the head marks it, when the base did (by id,
@@ -213,7 +216,7 @@ def effective_config(base: Config, head: Config) -> Config:
 class Trusted:
     """The gate's inputs after the base commit has had its say."""
 
-    sides: Sides
+    sides: BaseAndHead
     baseline_run: Run
     changes: tuple[ProtectedChange, ...]
     allowed: bool
@@ -228,7 +231,7 @@ def trust_base(
     labels: Collection[str],
     warn: Callable[[str], None],
     *,
-    head_tree: HeadTree = head_commit,
+    head_tree: HeadTree = checked_out_commit,
 ) -> Trusted:
     """Read both sides, list the protected changes, and build what the gate runs on.
 
@@ -236,7 +239,7 @@ def trust_base(
     among them allows the protected changes.  Shared by the action and
     ``passk compare --base``, so both gate the same rows by the same rules.
     """
-    sides = load_sides(repo, config_path, base, warn, head_tree=head_tree)
+    sides = read_both_sides(repo, config_path, base, warn, head_tree=head_tree)
     base_side, head_side = sides.base, sides.head
     try:
         baseline_run = run_from_json(json.loads(base_side.baseline or b""), sides.base_run_where)
