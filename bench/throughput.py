@@ -1,7 +1,7 @@
 """Throughput of ``passk run``: wall time against the ideal ceil(N*k / C) * L.
 
 An agent that sleeps a fixed latency L answers N rows x k attempts at
-concurrency C, through the same path ``passk run`` takes (``record_run``: the
+concurrency C, through the same path ``passk run`` takes (``measure_run``: the
 runner, retries, the fsync'd journal, the artifact).  With no overhead at all
 the run takes ceil(N*k / C) * L; the ratio of the measured wall time to that
 is the figure of merit (target: <= 1.10 with the worker protocol).
@@ -35,7 +35,7 @@ from pathlib import Path
 from passk_action.agents.runner import Agent, ProcessAgent, ProcessAgentSpec, RetryPolicy
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Row, Version, dataset_digest
-from passk_action.engine.recording import record_run
+from passk_action.engine.measuring import measure_run
 from passk_action.engine.session import Session
 
 AGENT = """\
@@ -78,7 +78,7 @@ def timed_run(agent: Agent, rows: int, k: int, concurrency: int, out: Path) -> f
         concurrency=concurrency, retry=RetryPolicy(attempts=0), now=lambda: "2026-01-01T00:00:00Z"
     )
     started = time.perf_counter()
-    run, _ = record_run(
+    run, _ = measure_run(
         dataset,
         dataset.rows,
         EvalSettings(k=k),

@@ -16,9 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from passk_action.action.event import pull_request_from
-from passk_action.action.inputs import read_inputs
-from passk_action.action.record import (
+from passk_action.action.comment_record import (
     RECORD_PREFIX,
     GateRecord,
     RecordError,
@@ -27,6 +25,8 @@ from passk_action.action.record import (
     encode_record,
     find_record,
 )
+from passk_action.action.event import pull_request_from
+from passk_action.action.inputs import read_inputs
 from passk_action.action.workflow import (
     SUMMARY_LIMIT_BYTES,
     Workflow,
@@ -586,8 +586,8 @@ def test_the_base_export_is_the_commits_files_read_only_and_without_hooks(tmp_pa
 
 def test_a_record_of_2000_rows_by_k_5_is_kept_across_part_comments() -> None:
     from fakegithub import FakeGitHub
+    from passk_action.action.comment_record import ATTEMPTS_LIMIT, split_record
     from passk_action.action.publish import post_record_parts
-    from passk_action.action.record import ATTEMPTS_LIMIT, split_record
     from passk_action.github.client import GitHubClient
 
     token = "ghs_partsTestToken0123456789abcdef"

@@ -28,7 +28,7 @@ from passk_action import __version__
 from passk_action.cli import main
 from passk_action.cli.common import load_inputs
 from passk_action.core.model import AgentInfo, Attempt, EvalSettings, Phase, Run, Version
-from passk_action.engine.recording import row_records
+from passk_action.engine.measuring import row_records
 from passk_action.store.artifact import write_run
 
 AGENT = [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"]

@@ -19,7 +19,7 @@ import yaml
 
 from passk_action.cli import main
 from passk_action.core.model import AgentInfo, EvalSettings, Run, Version
-from passk_action.engine.recording import row_records
+from passk_action.engine.measuring import row_records
 from passk_action.inputs.config import load_config
 from passk_action.inputs.dataset import load_dataset
 from passk_action.store.artifact import Journal, journal_path, read_journal, read_run

@@ -50,7 +50,7 @@ from passk_action.engine.baseline import baseline_side, reuse
 from passk_action.engine.candidate import candidate_side
 from passk_action.engine.compare import compare
 from passk_action.engine.confirm import confirm
-from passk_action.engine.recording import row_records
+from passk_action.engine.measuring import row_records
 from passk_action.engine.request import (
     AgainstBase,
     CandidateSource,

@@ -29,7 +29,7 @@ from ..agents.identity import agent_user
 from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
 from ..engine.agents import build_agent
-from ..engine.recording import carried_ratchet, previous_baseline, record_run
+from ..engine.measuring import carried_ratchet, measure_run, previous_baseline
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_OK, GitError, UsageError
 from ..inputs.config import load_config
@@ -92,7 +92,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         with workflow.group("passk: recording the baseline"), stop_on_signals() as stop:
             session = runtime.session(config, stop)
             try:
-                run, _ = record_run(
+                run, _ = measure_run(
                     dataset,
                     dataset.rows,
                     config.settings,

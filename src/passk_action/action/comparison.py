@@ -29,7 +29,7 @@ from ..sides.trusted import BaseCommit, Trusted
 from ..store.artifact import read_run
 from .event import PullRequest
 from .inputs import ActionInputs
-from .rerun import Prior, rerun_of
+from .rerun import RecordLookup, rerun_of
 from .runtime import Runtime, setup_agent
 
 CANDIDATE_PATH = ".passk/candidate.json"
@@ -41,7 +41,7 @@ def run_comparison(
     repo: GitRepo,
     pr: PullRequest,
     trusted: Trusted,
-    prior: Prior,
+    prior: RecordLookup,
 ) -> CompareResult:
     """The comparison's result; what passk recorded for this content is replayed or stands."""
     workflow = runtime.workflow

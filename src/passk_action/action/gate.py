@@ -1,6 +1,6 @@
 """Gate mode on a pull request, as its four phases.
 
-1. trusted inputs from the base commit (``trusted.py``);
+1. trusted inputs from the base commit (``sides/trusted.py``);
 2. the record of an earlier run of this content (``rerun.py``);
 3. the comparison: candidate, baseline top-up, confirmation (``comparison.py``);
 4. the result file, summary, comment and check (``publish.py``).
@@ -17,7 +17,7 @@ from ..sides.trusted import BaseCommit, Trusted, protected_change_lines, trust_b
 from .comparison import run_comparison
 from .event import PullRequest, pull_request_from, read_payload
 from .inputs import ActionInputs
-from .publish import Where, publish_could_not_run, publish_gate
+from .publish import GatedFiles, publish_could_not_run, publish_gate
 from .rerun import look_up_record
 from .runtime import Runtime
 from .workflow import Workflow
@@ -79,7 +79,7 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
         except AgentCouldNotRun as exc:
             return publish_could_not_run(exc, inputs, workflow, client, pr, check_run_id=check)
-        where = Where(
+        where = GatedFiles(
             dataset=trusted.dataset,
             dataset_path=repo.relative(trusted.config.dataset),
             config_path=inputs.config,

@@ -25,10 +25,10 @@ from ..report.compare_report import render_compare_report
 from ..report.could_not_run import could_not_run_title, render_could_not_run
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
+from .comment_record import RECORD_PREFIX, login_of, our_comments, record_for, split_record
 from .event import PullRequest
 from .inputs import ActionInputs
-from .record import RECORD_PREFIX, login_of, our_comments, record_for, split_record
-from .rerun import Prior
+from .rerun import RecordLookup
 from .runtime import LEGACY_MARKER, fraction, step_key
 from .workflow import Workflow
 
@@ -191,8 +191,8 @@ def publish(
 
 
 @dataclass(frozen=True)
-class Where:
-    """Where the gated rows and the config are, as the repository names them."""
+class GatedFiles:
+    """The gated dataset and the config, and the paths the repository names them by."""
 
     dataset: Dataset
     dataset_path: str
@@ -202,7 +202,7 @@ class Where:
     allow_label: str | None
 
 
-def dataset_annotations(result: CompareResult, where: Where | None) -> list[Annotation]:
+def dataset_annotations(result: CompareResult, where: GatedFiles | None) -> list[Annotation]:
     """A check-run annotation on the dataset line of each blocking row (and confirmed ones)."""
     if where is None:
         return []
@@ -236,7 +236,9 @@ def step_label(inputs: ActionInputs) -> str | None:
     return f"{inputs.check_name} ({config})"
 
 
-def comment_context(inputs: ActionInputs, pr: PullRequest, where: Where | None) -> CommentContext:
+def comment_context(
+    inputs: ActionInputs, pr: PullRequest, where: GatedFiles | None
+) -> CommentContext:
     """What the comment needs besides the result: commits, row inputs, the label, the paths."""
     return CommentContext(
         step=step_label(inputs),
@@ -267,10 +269,10 @@ def publish_gate(
     workflow: Workflow,
     client: GitHubClient | None,
     pr: PullRequest,
-    prior: Prior,
+    prior: RecordLookup,
     committed_baseline: Run,
     *,
-    where: Where | None = None,
+    where: GatedFiles | None = None,
     check_run_id: int | None = None,
 ) -> int:
     """Write, summarise and post the result; the exit code is the gate's, whatever GitHub says.

@@ -1,6 +1,6 @@
 """Phase 2 of gate mode: what an earlier run of the same content recorded.
 
-The sticky comment carries a record of the verdicts (``record.py``); when it
+The sticky comment carries a record of the verdicts (``comment_record.py``); when it
 matches this content, dataset and settings, its attempts are replayed
 instead of asking the agent again, and a recorded failure stands.
 """
@@ -18,14 +18,14 @@ from ..errors import GitError, GitHubError
 from ..github.client import GitHubClient
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.trusted import Trusted
+from .comment_record import GateRecord, find_record
 from .event import PullRequest
 from .inputs import ActionInputs
-from .record import GateRecord, find_record
 from .runtime import step_key
 
 
 @dataclass(frozen=True)
-class Prior:
+class RecordLookup:
     """The pull request's comments and what passk recorded for this content, if anything."""
 
     comments: list[dict[str, Any]]
@@ -45,7 +45,7 @@ def look_up_record(
     pr: PullRequest,
     trusted: Trusted,
     warn: Callable[[str], None],
-) -> Prior:
+) -> RecordLookup:
     """Find passk's record in the pull request's comments and whether it covers this run."""
     comments: list[dict[str, Any]] = []
     if inputs.comment == "off":
@@ -96,7 +96,7 @@ def look_up_record(
         if matching and record is not None and record.base_sha == pr.base_sha
         else None
     )
-    return Prior(
+    return RecordLookup(
         comments, record, head_tree, matching, replay_candidate, replay_baseline, remeasured
     )
 
@@ -113,7 +113,7 @@ def _tree(repo: GitRepo, sha: str, warn: Callable[[str], None]) -> str | None:
         return None
 
 
-def rerun_of(prior: Prior, pr: PullRequest) -> Rerun:
+def rerun_of(prior: RecordLookup, pr: PullRequest) -> Rerun:
     """What the engine replays, and whether a recorded failure stands, from ``prior``.
 
     A failed record too large to hold its attempts stays failed on a re-run:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.model import Version
-from ..engine.recording import carried_ratchet, previous_baseline
+from ..engine.measuring import carried_ratchet, previous_baseline
 from ..errors import EXIT_OK, ConfigError
 from ..sides.provenance import working_tree_provenance
 from ..store.artifact import write_run

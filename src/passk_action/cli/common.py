@@ -15,7 +15,7 @@ from ..agents.runner import Agent, could_not_run
 from ..agents.setup import run_setup
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..engine.agents import build_agent, closing
-from ..engine.recording import record_run
+from ..engine.measuring import measure_run
 from ..engine.session import Session, make_session, now_iso, stop_on_signals
 from ..errors import ArtifactError
 from ..inputs.config import AgentConfig, Config, load_config
@@ -113,7 +113,7 @@ def record_agent_run(
         session = session_for(inputs.config, args, stop)
         agent = prepare_agent(agent_config, version, concurrency=session.concurrency)
         with closing(agent):
-            run, _ = record_run(
+            run, _ = measure_run(
                 inputs.dataset,
                 rows,
                 inputs.config.settings,

@@ -25,7 +25,7 @@ from ..core.notes import (
 from ..errors import ConfigError
 from ..report.notes import ids, sentence
 from .asking import Asker
-from .recording import main_requests
+from .measuring import main_requests
 from .request import CompareInputs
 from .session import raise_if_stopped
 

@@ -10,7 +10,7 @@ from ..core.notes import Note, RecordedCandidate
 from ..errors import ArtifactError, ConfigError
 from ..report.notes import ids
 from .asking import Asker
-from .recording import check_settings, measure
+from .measuring import check_settings, measure
 from .request import CompareInputs
 
 

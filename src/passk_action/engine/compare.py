@@ -24,7 +24,7 @@ from .asking import Asker
 from .baseline import baseline_side
 from .candidate import CandidateSide, candidate_side
 from .confirm import confirm
-from .recording import check_settings, row_records
+from .measuring import check_settings, row_records
 from .request import CompareInputs, Rerun
 from .session import Session
 

@@ -6,7 +6,7 @@ shards holding the same row, a dataset row no shard holds, a shard missing
 from the set, or shards recorded on another dataset version, with other
 settings, by another agent version or by another passk.  The merged run
 lists rows in dataset order and attempts by row then number, as
-:func:`passk_action.engine.recording.record_run` does, so it is equal to a
+:func:`passk_action.engine.measuring.measure_run` does, so it is equal to a
 single-machine run up to timings.
 """
 

@@ -1,4 +1,8 @@
-"""Recording one version: k attempts per row, journaled, written as a run artifact."""
+"""Measuring one version: k attempts per row, journaled, written as a run artifact.
+
+(Not to be confused with ``store/recorder.py``, which journals the attempts a
+measurement makes, nor with the action's record of verdicts in its comment.)
+"""
 
 from __future__ import annotations
 
@@ -52,7 +56,7 @@ def main_requests(
     ]
 
 
-def record_run(
+def measure_run(
     dataset: Dataset,
     rows: Sequence[Row],
     settings: EvalSettings,
@@ -87,7 +91,7 @@ def measure(
     resume: bool = False,
     ratchet: Iterable[str] = (),
 ) -> Run:
-    """:func:`record_run` for the version ``info`` names, asked through ``asker`` (which
+    """:func:`measure_run` for the version ``info`` names, asked through ``asker`` (which
     replays what a record holds, and builds the agent only if something is missing)."""
     session = asker.session
     header = Run(
