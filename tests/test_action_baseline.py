@@ -130,3 +130,16 @@ def test_baseline_mode_refuses_pull_request_events(
     out = io.StringIO()
     assert action_main(env, stdout=out, stderr=io.StringIO(), cwd=repo) == 2
     assert "mode baseline records the default branch" in out.getvalue()
+
+
+def test_a_row_that_left_the_dataset_leaves_the_ratchet_with_a_warning(
+    pushed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, _ = pushed
+    lines = (repo / "data.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (repo / "data.jsonl").write_text("".join(lines[:1] + lines[2:]), encoding="utf-8")  # r2
+    git(repo, "commit", "-q", "-am", "dataset: r2 retired")
+    code, stdout, _, _ = run_baseline(repo, tmp_path, "pull-request")
+    assert code == 0, stdout
+    # Untitled, as it always was (every other warning of the action is titled passk).
+    assert "::warning::row 'r2' left the ratchet: it is no longer in the dataset" in stdout

@@ -28,7 +28,7 @@ from dataclasses import replace
 from ..agents.identity import agent_user
 from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
-from ..engine.agents import build_agent
+from ..engine.agents import build_agent, close_agent
 from ..engine.measuring import carried_ratchet, measure_run, previous_baseline
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_OK, GitError, UsageError
@@ -108,12 +108,12 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                     session,
                 )
             finally:
-                close = getattr(agent, "close", None)
-                if callable(close):
-                    close()
+                close_agent(agent)
             ratchet, left = carried_ratchet(previous, run, dataset)
             for row_id in left:
-                workflow.warn(f"row {row_id!r} left the ratchet: it is no longer in the dataset")
+                workflow.warn(
+                    f"row {row_id!r} left the ratchet: it is no longer in the dataset", title=None
+                )
             run = replace(run, ratchet=tuple(sorted(ratchet)))
             write_run(run, out)
             staging.unlink(missing_ok=True)
