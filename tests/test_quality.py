@@ -105,25 +105,15 @@ def _import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
 
 def test_no_import_cycles() -> None:
     graph = _import_graph()
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    cycles: list[list[str]] = []
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in sorted(graph[node]):
-            # A package's __init__ importing its own submodules is how packages
-            # re-export; only cycles between distinct modules count.
-            if nxt.startswith(node + ".") or node.startswith(nxt + "."):
-                continue
-            if state.get(nxt) == 1:
-                cycles.append([*path[path.index(nxt) :], nxt])
-            elif nxt not in state:
-                visit(nxt, [*path, nxt])
-        state[node] = 2
-
-    for start in sorted(graph):
-        if start not in state:
-            visit(start, [start])
+    # A package's __init__ importing its own submodules is how packages re-export;
+    # only cycles between distinct modules count.
+    between_modules = {
+        node: {
+            nxt for nxt in edges if not (nxt.startswith(node + ".") or node.startswith(nxt + "."))
+        }
+        for node, edges in graph.items()
+    }
+    cycles = _cycles(between_modules)
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
