@@ -1065,6 +1065,22 @@ def test_a_broken_base_config_is_named_as_the_base_commit(
     assert f"in the base commit {checkout.base_sha[:7]}: invalid YAML" in error
 
 
+def test_an_agent_that_cannot_be_built_is_an_input_error_naming_its_key(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    """Built on first use, in the comparison's own thread: its error is the one line the
+    CLI prints too (where, what, the fix), and the check fails with it."""
+    http = {"url": "http://127.0.0.1:9/agent", "headers": {"X-Key": "${PASSK_UNSET_KEY}"}}
+    head = checkout.head(RIGHT, apply=[edit_config(lambda c: c.update(agent={"http": http}))])
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 2, outcome.stdout
+    [error] = [x for x in outcome.stdout.splitlines() if x.startswith("::error")]
+    assert "headers.X-Key: header 'X-Key' references ${PASSK_UNSET_KEY}, which is not set" in error
+    [check] = fake.check_runs
+    assert check["conclusion"] == "failure"
+    assert "which is not set" in check["output"]["title"]
+
+
 # --- a recorded candidate run (merged shards) ------------------------------------------
 
 
