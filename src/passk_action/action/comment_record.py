@@ -342,9 +342,7 @@ def our_comments(
 ) -> list[Mapping[str, Any]]:
     """Comments that start with ``marker`` and were written by ``author``, oldest first."""
     mine = [
-        c
-        for c in comments
-        if str(c.get("body") or "").startswith(marker) and login_of(c) == author
+        c for c in comments if str(c.get("body") or "").startswith(marker) and login_of(c) == author
     ]
     return sorted(mine, key=lambda c: (str(c.get("created_at", "")), _id(c)))
 
