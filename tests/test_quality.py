@@ -195,3 +195,34 @@ def test_only_evaluate_decides_the_gate() -> None:
                 if name == "decide":
                     callers.append(_module_name(path))
     assert callers == ["passk_action.core.result"]
+
+
+FUNCTION_LINES = 140
+MODULE_LINES = 900
+SHELLS_AND_ENGINE = ("engine", "sides", "action", "cli")
+
+
+def _functions() -> list[tuple[int, str]]:
+    """Every function of the package, with its length in lines (decorators included)."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                length = (node.end_lineno or node.lineno) - first + 1
+                found.append((length, f"{_module_name(path)}.{node.name}"))
+    return sorted(found, reverse=True)
+
+
+def test_no_function_is_over_140_lines() -> None:
+    """A function a reader cannot hold in view is several (`engine.compare` was 205)."""
+    assert [f for f in _functions() if f[0] > FUNCTION_LINES] == []
+
+
+@pytest.mark.parametrize("part", SHELLS_AND_ENGINE)
+def test_the_engine_the_sides_and_the_shells_keep_modules_under_900_lines(part: str) -> None:
+    sizes = {
+        _module_name(path): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (PACKAGE / part).rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > MODULE_LINES} == {}
