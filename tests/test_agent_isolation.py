@@ -27,8 +27,7 @@ from passk_action.agents.identity import AGENT_USER_ENV, agent_user
 from passk_action.agents.runner import AttemptRequest, ProcessAgent, ProcessAgentSpec
 from passk_action.core.model import Phase, Row, Version
 from passk_action.errors import UsageError
-
-SRC = Path(__file__).resolve().parents[1] / "src"
+from pythons import agent_user_python, copy_sources
 
 # The agent reports what it could reach of its parent, and who it runs as.
 PROBE = r"""
@@ -85,17 +84,6 @@ needs_root = pytest.mark.skipif(
 )
 
 
-def system_python() -> str:
-    """A Python that an unprivileged user may run (ours may live under /root)."""
-    for candidate in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
-        path = Path(candidate)
-        if path.exists() and os.stat(path.resolve()).st_mode & 0o005 == 0o005:
-            parents = path.resolve().parents
-            if all(os.stat(p).st_mode & 0o001 for p in parents):
-                return candidate
-    pytest.skip("no Python that an unprivileged user can run")
-
-
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A folder every user can read (pytest's tmp_path is private to root)."""
@@ -113,10 +101,12 @@ def shared_dir() -> Iterator[Path]:
 def test_an_unprivileged_passk_hides_its_proc_files_from_its_agents(shared_dir: Path) -> None:
     """The non-root path, for real: passk (here, its stand-in) runs as nobody."""
     nobody = pwd.getpwnam("nobody")
-    python = system_python()
+    python = agent_user_python()
+    # passk's code as nobody: a copy it can read (the clone may sit in a private folder).
+    sources = copy_sources(shared_dir)
     env = {"PATH": "/usr/bin:/bin", "GITHUB_TOKEN": "SEKRIT-TOKEN"}
     done = subprocess.run(
-        [python, str(shared_dir / "parent.py"), str(SRC), str(shared_dir / "probe.py"),
+        [python, str(shared_dir / "parent.py"), str(sources), str(shared_dir / "probe.py"),
          str(shared_dir)],
         user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[], env=env, cwd=shared_dir,
         capture_output=True, text=True, timeout=60,
@@ -136,7 +126,7 @@ def test_a_root_passk_runs_agents_as_the_agent_user(
     nobody = pwd.getpwnam("nobody")
     env = {**os.environ, AGENT_USER_ENV: "nobody", "GITHUB_TOKEN": "SEKRIT-TOKEN"}
     spec = ProcessAgentSpec(
-        command=(system_python(), str(shared_dir / "probe.py")),
+        command=(agent_user_python(), str(shared_dir / "probe.py")),
         cwd=shared_dir,
         timeout_s=20,
         user=agent_user(env),

@@ -29,8 +29,8 @@ from fakegithub import FakeGitHub
 from passk_action.agents.identity import agent_user
 from passk_action.cli import main as cli_main
 from passk_action.sides.ownership import hand_over, lock
+from pythons import agent_user_python
 from test_action_gate import commit, git
-from test_agent_isolation import system_python
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 
 # Writes its folder (as `npm ci`, a venv) and its HOME (as `pip install --user`).
@@ -117,7 +117,7 @@ def project(shared: Path, agent_env: dict[str, str]) -> tuple[Path, str, str]:
 
     Returns the checkout (on the head) and the base and head commits.
     """
-    python = system_python() if agent_env else sys.executable
+    python = agent_user_python() if agent_env else sys.executable
     repo = make_repo(shared, {"command": [python, "agent.py"], "setup": [SETUP]})
     (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\nbuild/\n")
     write_agent(repo, extra=NEEDS_STAMP)

@@ -35,10 +35,10 @@ from passk_action.cli import main as cli_main
 from passk_action.errors import UsageError
 from passk_action.sides.credentials import credentials_hidden, stored_credentials
 from passk_action.sides.gitrepo import GitRepo
+from pythons import agent_user_python
 from test_action_gate import commit, git
 from test_action_metadata import REPO as CHECKOUT_ROOT
 from test_action_metadata import WORKFLOWS, load_workflow
-from test_agent_isolation import system_python
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 from test_base_setup import NEEDS_STAMP, agent_user_env, project, shared  # noqa: F401
 
@@ -247,7 +247,7 @@ def test_hidden_even_from_an_owner_and_restored_when_the_run_fails(
 
     def agent_reads() -> str:
         proc = subprocess.run(
-            [system_python(), "-c", f"print(open({str(git_dir / 'config')!r}).read())"],
+            [agent_user_python(), "-c", f"print(open({str(git_dir / 'config')!r}).read())"],
             user=user.uid, group=user.gid, extra_groups=[], capture_output=True, text=True,
             check=False, cwd="/",
         )  # fmt: skip

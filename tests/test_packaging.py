@@ -1,8 +1,8 @@
 """The wheel and sdist build, pass `twine check`, and the installed wheel runs the demo.
 
 Built without build isolation (no network): the build backend comes from the
-dev environment.  The wheel goes into a fresh venv that sees the system's
-site-packages for its four dependencies only; passk itself must come from the
+dev environment.  The wheel goes into a fresh venv that sees this
+interpreter's packages for its four dependencies only; passk itself must come from the
 wheel, so a file missing from the package (a schema, the scripted agent)
 fails here rather than for a user.
 """
@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pythons import venv_like_this_python
+
 REPO = Path(__file__).resolve().parents[1]
 
 pytest.importorskip("build", reason="the dev extra installs build (pip install -e '.[dev]')")
@@ -26,7 +28,11 @@ pytest.importorskip("twine", reason="the dev extra installs twine (pip install -
 
 def run(*args: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(a) for a in args], check=True, capture_output=True, text=True, timeout=120,
+        [str(a) for a in args],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -42,8 +48,14 @@ def test_wheel_and_sdist_build_check_and_run_the_demo(tmp_path: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes((REPO / name).read_bytes())
     run(
-        sys.executable, "-m", "build", "--no-isolation", "--skip-dependency-check",
-        "--outdir", dist, source,
+        sys.executable,
+        "-m",
+        "build",
+        "--no-isolation",
+        "--skip-dependency-check",
+        "--outdir",
+        dist,
+        source,
     )
     (wheel,) = dist.glob("*.whl")
     (sdist,) = dist.glob("*.tar.gz")
@@ -57,16 +69,30 @@ def test_wheel_and_sdist_build_check_and_run_the_demo(tmp_path: Path) -> None:
         assert any(n.endswith(f"src/passk_action/{module}") for n in packaged_sources)
 
     venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", "--system-site-packages", venv)
-    python = venv / "bin" / "python"
+    # passk's four dependencies from this interpreter (however it was installed),
+    # passk itself only from the wheel.
+    python = venv_like_this_python(venv, without=["passk-action"]) / "python"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
-    run(python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-        "--force-reinstall", wheel, env=env)
+    run(
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-index",
+        "--force-reinstall",
+        wheel,
+        env=env,
+    )
     located = run(python, "-c", "import passk_action; print(passk_action.__file__)", env=env)
     assert located.stdout.startswith(str(venv))  # the wheel, not the checkout
     version = run(venv / "bin" / "passk", "--version", env=env)
     assert version.stdout.startswith("passk ")
-    demo = run("bash", REPO / "examples" / "refunds" / "demo.sh",
-               env={**env, "PASSK_DEMO_OUT": str(tmp_path / "demo")})
+    demo = run(
+        "bash",
+        REPO / "examples" / "refunds" / "demo.sh",
+        env={**env, "PASSK_DEMO_OUT": str(tmp_path / "demo")},
+    )
     assert "Demo OK" in demo.stdout

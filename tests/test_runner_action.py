@@ -34,6 +34,7 @@ from llm_project import (
     make_project,
 )
 from package_index import PackageIndex
+from pythons import venv_like_this_python
 from test_action_gate import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
 
@@ -183,7 +184,7 @@ def test_the_runner_variant_runs_the_agent_with_what_the_job_installed(
     event.write_text(json.dumps(payload), encoding="utf-8")
     summary = tmp_path / "summary.md"
     env = {
-        "PATH": os.environ["PATH"],
+        "PATH": f"{job_python(tmp_path, with_requirements=True)}:{os.environ['PATH']}",
         "HOME": str(tmp_path),
         # The job's environment: the module "installed" by an earlier step.
         "PYTHONPATH": str(site),
@@ -258,36 +259,25 @@ def pull_request_event(tmp: Path, base: str, head: str) -> Path:
 def job_python(tmp: Path, *, with_requirements: bool) -> Path:
     """The job's Python (what actions/setup-python puts first on PATH): its bin directory.
 
-    With requirements, it is what `pip install -r requirements.txt` in an earlier
-    step leaves: openai (this machine's, through the system site-packages) and
-    passk-action (installed from this repository, offline). Without, it is a
-    bare interpreter: `import openai` fails in it as in a job that never
-    installed the SDK.
+    It imports what the interpreter running these tests imports (passk's
+    dependencies among them, which the runner action would otherwise download),
+    however that one was installed, but never passk itself: an agent's
+    ``passk_action.serve`` must come from the action. With requirements, it is
+    what `pip install -r requirements.txt` in an earlier step leaves (openai);
+    without, `import openai` fails in it as in a job that never installed the SDK.
     """
     venv = tmp / ("job-python" if with_requirements else "bare-python")
-    flags = ["--system-site-packages"] if with_requirements else []
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", *flags, str(venv)], check=True)
-    if with_requirements:
-        subprocess.run(
-            [
-                str(venv / "bin" / "python"),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--no-deps",
-                "--no-index",
-                "--no-build-isolation",
-                "--disable-pip-version-check",
-                str(REPO),
-            ],
-            check=True,
+    hidden = ["passk-action"] if with_requirements else ["passk-action", "openai"]
+    bin_dir = venv_like_this_python(venv, without=hidden)
+    for module, present in (("openai", with_requirements), ("passk_action", False)):
+        check = subprocess.run(
+            [str(bin_dir / "python3"), "-c", f"import {module}"],
+            env={"PATH": os.environ["PATH"]},
             capture_output=True,
-            timeout=300,
+            check=False,
         )
-    check = subprocess.run([str(venv / "bin" / "python3"), "-c", "import openai"], check=False)
-    assert (check.returncode == 0) == with_requirements
-    return venv / "bin"
+        assert (check.returncode == 0) == present, (module, check.stderr)
+    return bin_dir
 
 
 def job_env(
@@ -356,8 +346,10 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
     groups = re.findall(r"^::group::passk: setup of the (\w+) agent \(1 command\(s\)\)$", log, re.M)
     assert groups == ["baseline", "candidate"], log
     assert log.count(f"$ {SETUP}") == 2
-    for requirement in ("openai", "passk-action"):
-        assert log.count(f"Requirement already satisfied: {requirement}") == 2, log
+    # requirements.txt lists only the SDK: the agent's `passk_action.serve` is the
+    # action's own (the job's Python has no passk, see job_python).
+    assert log.count("Requirement already satisfied: openai") == 2, log
+    assert "passk-action" not in log
     assert index.requests == []  # all met: pip asked the index nothing
 
     result = json.loads((repo / outputs["result"]).read_text(encoding="utf-8"))
