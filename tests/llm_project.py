@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from passk_action import __version__
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "refunds-llm"
 KEY = "sk-test-llm-project-0123456789abcdef"
@@ -156,13 +158,16 @@ def normalized_comment(body: str, project: Project) -> str:
     The candidate's p95 latency is wall time (the fake's 429 windows make it
     vary); the verdict record keeps every attempt's duration (checked apart,
     by :func:`decode_record`); the commits are named by placeholders so the
-    file reads the same however git hashes. The baseline's p95 comes from the
-    committed artifact and stays.
+    file reads the same however git hashes, and passk's version by one, so a
+    release changes no golden. The baseline's p95 comes from the committed
+    artifact and stays.
     """
     assert len(LATENCY.findall(body)) == 1, body
     text = LATENCY.sub(r"p95 \1 → <candidate p95> (<change>)", body)
     assert len(RECORD.findall(text)) == 1
     text = RECORD.sub("<!-- passk:record v1 <record> -->", text)
+    assert text.count(f"passk `{__version__}`") == 1, text
+    text = text.replace(f"passk `{__version__}`", "passk `<version>`")
     return text.replace(project.head[:12], "<head>").replace(project.base[:12], "<base>")
 
 

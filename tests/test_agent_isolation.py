@@ -29,6 +29,9 @@ from passk_action.core.model import Phase, Row, Version
 from passk_action.errors import UsageError
 from pythons import agent_user_python, copy_sources
 
+# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+pytestmark = pytest.mark.any_python
+
 # The agent reports what it could reach of its parent, and who it runs as.
 PROBE = r"""
 import json, os, sys

@@ -33,6 +33,9 @@ from pythons import agent_user_python
 from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 
+# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+pytestmark = pytest.mark.any_python
+
 # Writes its folder (as `npm ci`, a venv) and its HOME (as `pip install --user`).
 SETUP = (
     'mkdir -p build && echo ok > build/stamp && echo ok > "$HOME/installed" '

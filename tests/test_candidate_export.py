@@ -34,10 +34,13 @@ from test_base_setup import NEEDS_STAMP, project, setup_cwds, shared  # noqa: F4
 
 AGENT_USER = {"PASSK_AGENT_USER": "nobody"}
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or os.geteuid() != 0,
-    reason="agents run as another user only when passk is root (the container action)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or os.geteuid() != 0,
+        reason="agents run as another user only when passk is root (the container action)",
+    ),
+    pytest.mark.any_python,  # .ci/run runs these again in a fresh venv (tests/pythons.py)
+]
 
 UNTRACKED = "left-by-an-earlier-step.txt"
 

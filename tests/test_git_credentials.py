@@ -42,6 +42,9 @@ from test_action_metadata import WORKFLOWS, load_workflow
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 from test_base_setup import NEEDS_STAMP, agent_user_env, project, shared  # noqa: F401
 
+# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+pytestmark = pytest.mark.any_python
+
 BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
 HEADER = f"AUTHORIZATION: basic {BASIC}"
 KEY = "http.https://github.com/.extraheader"

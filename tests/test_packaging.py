@@ -20,6 +20,9 @@ import pytest
 
 from pythons import venv_like_this_python
 
+# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+pytestmark = pytest.mark.any_python
+
 REPO = Path(__file__).resolve().parents[1]
 
 pytest.importorskip("build", reason="the dev extra installs build (pip install -e '.[dev]')")

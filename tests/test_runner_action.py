@@ -38,6 +38,9 @@ from pythons import venv_like_this_python
 from test_action_gate import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
 
+# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+pytestmark = pytest.mark.any_python
+
 REPO = Path(__file__).resolve().parents[1]
 RUNNER_ACTION = REPO / "runner" / "action.yml"
 CONTAINER_ACTION = REPO / "action.yml"
