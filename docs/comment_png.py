@@ -9,17 +9,22 @@ Chromium (Debian's ``chromium``; Chrome works too)::
     python docs/comment_png.py            # writes docs/comment.png
     python docs/comment_png.py --html x   # also keeps the page it drew
 
-Run it again after changing the comment's layout and commit the new PNG.
+Run it again after changing the comment's layout and commit the new PNG: the
+PNG carries the sha256 of the golden it drew (a ``tEXt`` chunk, key
+``passk-golden``), and tests/test_docs.py fails when the golden has changed
+since.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import html
 import shutil
 import subprocess
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -76,6 +81,39 @@ def page(markdown: str) -> str:
     )
 
 
+DIGEST_KEY = b"passk-golden"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def golden_digest(markdown: bytes) -> str:
+    """What the PNG records of the golden it drew: its path and sha256."""
+    return f"{GOLDEN.relative_to(ROOT).as_posix()} sha256:{hashlib.sha256(markdown).hexdigest()}"
+
+
+def png_text(png: bytes) -> dict[str, str]:
+    """The PNG's ``tEXt`` chunks, key -> text (Latin-1, as the PNG specification says)."""
+    if not png.startswith(PNG_SIGNATURE):
+        raise ValueError("not a PNG file")
+    found, at = {}, len(PNG_SIGNATURE)
+    while at + 8 <= len(png):
+        length = int.from_bytes(png[at : at + 4], "big")
+        kind, data = png[at + 4 : at + 8], png[at + 8 : at + 8 + length]
+        if kind == b"tEXt":
+            key, _, text = data.partition(b"\0")
+            found[key.decode("latin-1")] = text.decode("latin-1")
+        at += 12 + length
+    return found
+
+
+def with_text(png: bytes, key: bytes, text: str) -> bytes:
+    """The PNG with one ``tEXt`` chunk added right after its header chunk (IHDR)."""
+    data = key + b"\0" + text.encode("latin-1")
+    chunk = len(data).to_bytes(4, "big") + b"tEXt" + data
+    chunk += zlib.crc32(b"tEXt" + data).to_bytes(4, "big")
+    header_end = len(PNG_SIGNATURE) + 12 + int.from_bytes(png[8:12], "big")
+    return png[:header_end] + chunk + png[header_end:]
+
+
 def browser() -> str:
     for name in BROWSERS:
         found = shutil.which(name)
@@ -89,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="where the PNG goes")
     parser.add_argument("--html", type=Path, help="also write the page drawn here")
     args = parser.parse_args(argv)
-    text = page(GOLDEN.read_text(encoding="utf-8"))
+    golden = GOLDEN.read_bytes()
+    text = page(golden.decode("utf-8"))
     if args.html:
         args.html.write_text(text, encoding="utf-8")
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if done.returncode != 0 or not args.out.exists():
         sys.exit(f"chromium failed: {html.unescape(done.stderr[-2000:])}")
+    args.out.write_bytes(with_text(args.out.read_bytes(), DIGEST_KEY, golden_digest(golden)))
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

@@ -9,14 +9,20 @@ the code they describe, and the README's two commands are the ones CI runs.
   of that section of PATH, and no figure of the coverage table appears anywhere else.
 - The README's action inputs/outputs are ``action.yml``'s, and its command table names
   every subcommand, in short cells.
+- Every citation of a fact of ``tests/specs/FACTS.md`` names one it has (by the path
+  outside ``src/`` and ``tests/``), and ``docs/comment.png`` records the digest of the
+  golden comment it drew, which must be the golden's today.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import subprocess
 import unicodedata
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -293,3 +299,91 @@ def test_the_readme_starts_with_the_two_commands_ci_runs() -> None:
     assert [re.sub(r" --(quiet|disable-pip-version-check)", "", line) for line in pip] == [
         "python3 -m pip install -e '.[dev]'"
     ]
+
+
+# -- references and pictures that could drift -------------------------------------------
+
+FACTS = REPO / "tests" / "specs" / "FACTS.md"
+FACTS_CITATION = re.compile(
+    r"(?P<path>[\w./-]*)FACTS\.md,?\s+(?:§\s?)?(?P<first>[A-Z]\d+)(?:\s*[-/]\s*(?P<last>[A-Z]\d+))?"
+)
+
+
+def tracked_text_files() -> list[Path]:
+    """The repository's own text files (the vendored specs excepted: they are copies)."""
+    names = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    found = []
+    for name in names:
+        path = REPO / name
+        if name.startswith("tests/specs/") or not path.is_file():
+            continue
+        if path.suffix in {".png", ".gz", ".whl", ".json", ".jsonl"}:
+            continue
+        found.append(path)
+    return found
+
+
+def facts_sections() -> set[str]:
+    """The ids of tests/specs/FACTS.md's facts: **A1.** ... (bold, at a line's start or bullet)."""
+    return set(re.findall(r"^(?:- )?\*\*([A-Z]\d+)\.", FACTS.read_text(encoding="utf-8"), re.M))
+
+
+def test_every_facts_citation_names_a_fact_that_exists_where_a_reader_can_find_it() -> None:
+    known = facts_sections()
+    assert {"A1", "C1", "D1", "E1", "G1"} <= known
+    wrong = []
+    for path in tracked_text_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in FACTS_CITATION.finditer(text):
+            where = f"{rel(path)}: {match.group(0)!r}"
+            for fact in filter(None, (match["first"], match["last"])):
+                if fact not in known:
+                    wrong.append(f"{where}: tests/specs/FACTS.md has no fact {fact}")
+            # Code and tests cite by section (tests/specs/README.md says where the file is);
+            # a file a user reads on its own (an action.yml, the docs) names the path.
+            inside = rel(path).startswith(("src/", "tests/"))
+            if not inside and match["path"] != "tests/specs/":
+                wrong.append(f"{where}: write tests/specs/FACTS.md, the file's path")
+    assert not wrong, wrong
+
+
+def test_the_citation_check_can_fail() -> None:
+    found = [m.groupdict() for m in FACTS_CITATION.finditer("(FACTS.md D1) FACTS.md §E1/E2 x")]
+    assert found == [
+        {"path": "", "first": "D1", "last": None},
+        {"path": "", "first": "E1", "last": "E2"},
+    ]
+    assert "Z9" not in facts_sections()
+
+
+def load_comment_png() -> Any:
+    spec = importlib.util.spec_from_file_location("comment_png", REPO / "docs" / "comment_png.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_picture_draws_the_current_golden_comment() -> None:
+    drawer = load_comment_png()
+    recorded = drawer.png_text((REPO / "docs" / "comment.png").read_bytes())
+    assert "comment.png" in README.read_text(encoding="utf-8")
+    assert recorded.get("passk-golden") == drawer.golden_digest(drawer.GOLDEN.read_bytes()), (
+        f"docs/comment.png was drawn from another version of {rel(drawer.GOLDEN)}: "
+        "run `python docs/comment_png.py` (needs Chromium) and commit the PNG"
+    )
+
+
+def test_the_picture_check_reads_what_the_drawer_writes() -> None:
+    drawer = load_comment_png()
+    png = (REPO / "docs" / "comment.png").read_bytes()
+    again = drawer.with_text(png, b"other", "text")
+    assert drawer.png_text(again) == {**drawer.png_text(png), "other": "text"}
+    assert drawer.golden_digest(b"a") != drawer.golden_digest(b"b")
+    with pytest.raises(ValueError):
+        drawer.png_text(b"GIF89a")
