@@ -15,6 +15,7 @@ from typing import Any
 from ..core.cost import summarize_spend
 from ..core.diff import Confirmation
 from ..core.model import Dataset, Run
+from ..core.money import plain_decimal
 from ..core.result import CompareResult
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, AgentCouldNotRun, GitHubError
 from ..github.client import GitHubClient
@@ -383,7 +384,7 @@ def comment_mode(
 
 def _number(value: float | None) -> str:
     """A plain decimal number for a workflow expression; empty when unknown."""
-    return "" if value is None else f"{value:.6g}"
+    return "" if value is None else plain_decimal(value)
 
 
 def gate_outputs(result: CompareResult, result_path: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ from enum import Enum
 from .cost import LimitCheck, SpendComparison
 from .diff import Confirmation, RowComparison
 from .model import RowClass
+from .money import usd_plain
 
 
 class Rule(str, Enum):
@@ -241,7 +242,8 @@ def _spend_rules(
                 )
             )
         else:
-            detail = f"(${base.cost_per_decision:.6g} -> ${cand.cost_per_decision or 0:.6g})"
+            cost = cand.cost_per_decision or 0
+            detail = f"({usd_plain(base.cost_per_decision)} -> {usd_plain(cost)})"
             _limit_rule(
                 Rule.COST,
                 "gate.max_cost_increase",

@@ -6,9 +6,8 @@ Pure: takes a :class:`~passk_action.core.cost.SpendComparison` (or one run's
 
 from __future__ import annotations
 
-import math
-
 from ..core.cost import PairedChange, RelativeChange, Spend, SpendComparison, relative_change
+from ..core.money import usd
 
 PERCENTILE_NOTE = (
     "Latency is each main attempt's wall time; p50 and p95 by linear interpolation "
@@ -19,18 +18,8 @@ NONE = "—"
 
 
 def money(value: float | None, extra: int = 0) -> str:
-    """US dollars to three significant digits at least cents: $0.000164, $0.0123, $1,234.50.
-
-    ``extra`` more decimals when two figures would otherwise read alike.
-    """
-    if value is None:
-        return NONE
-    if value == 0:
-        return "$0"
-    magnitude = abs(value)
-    decimals = 2 if magnitude >= 1 else max(2, 2 - math.floor(math.log10(magnitude)))
-    sign = "-" if value < 0 else ""
-    return f"{sign}${magnitude:,.{decimals + extra}f}"
+    """US dollars as :func:`~passk_action.core.money.usd` writes them; ``—`` when unknown."""
+    return NONE if value is None else usd(value, extra)
 
 
 def seconds(value: float | None, extra: int = 0) -> str:
