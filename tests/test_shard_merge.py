@@ -426,3 +426,35 @@ def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
         # Naive: both versions on every row, plus the same confirmations.
         "naive": 2 * 4 * k + 4,
     }
+
+
+def test_a_gate_of_two_recorded_runs_says_no_agent_ran(tmp_path: Path) -> None:
+    from passk_action.agents.runner import RetryPolicy
+    from passk_action.engine import CompareInputs, Session, compare
+    from passk_action.inputs.config import parse_config
+    from passk_action.report.phrases import executions_text
+    from passk_action.store.results import result_from_json, result_to_json
+
+    k = 3
+    rows = tuple(Row(id=f"r{i}", input={"n": i}, expected="deny") for i in range(3))
+    dataset = Dataset(rows=rows, source="data.jsonl", digest=dataset_digest(rows))
+    config = parse_config(f"dataset: data.jsonl\nk: {k}\n", tmp_path / "passk.yml").config
+
+    def recorded(version: Version) -> Run:
+        run = make_run(dataset, rows, settings=EvalSettings(k=k), agent=AgentInfo(version, "x"))
+        return replace(run, attempts=tuple(
+            Attempt(r.id, n, Phase.MAIN, "deny") for r in rows for n in range(1, k + 1)
+        ))  # fmt: skip
+
+    result = compare(
+        CompareInputs(config=config, dataset=dataset, baseline=recorded(Version.BASELINE),
+                      candidate=recorded(Version.CANDIDATE),
+                      candidate_out=tmp_path / "candidate.json", agents=lambda _: None),
+        Session(concurrency=1, retry=RetryPolicy(attempts=0), now=lambda: "t"),
+    )  # fmt: skip
+    assert result.executions.candidate_recorded == result.executions.total == 9
+    assert result.executions.ran_now == 0
+    said = "no agent was run: the candidate's 9 main attempts were recorded earlier"
+    assert executions_text(result.executions, reused=False) == said
+    again = result_from_json(result_to_json(result), "result.json").result  # in the file too
+    assert executions_text(again.executions, reused=False) == said

@@ -31,12 +31,22 @@ class Executions:
     confirm_baseline: int = 0
     confirm_candidate: int = 0
     naive: int = 0
+    candidate_recorded: int = 0
+    """Of ``candidate``, the main attempts recorded before this comparison (a run given
+    with ``--candidate``: merged shards, an import), which ran no agent now."""
+
+    @property
+    def ran_now(self) -> int:
+        """The agent executions this comparison made itself."""
+        return self.total - self.candidate_recorded
 
     @property
     def total(self) -> int:
         return self.candidate + self.baseline_topup + self.confirm_baseline + self.confirm_candidate
 
     def to_json(self) -> dict[str, int]:
+        """The counts; ``candidate_recorded`` only when some were (results before it had none)."""
+        recorded = {"candidate_recorded": self.candidate_recorded} if self.candidate_recorded else {}
         return {
             "candidate": self.candidate,
             "baseline_topup": self.baseline_topup,
@@ -44,6 +54,7 @@ class Executions:
             "confirm_candidate": self.confirm_candidate,
             "total": self.total,
             "naive": self.naive,
+            **recorded,
         }
 
 

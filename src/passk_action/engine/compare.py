@@ -137,4 +137,5 @@ def _executions(
         confirm_baseline=made(Version.BASELINE, Phase.CONFIRM),
         confirm_candidate=made(Version.CANDIDATE, Phase.CONFIRM),
         naive=2 * len(inputs.dataset.rows) * inputs.config.settings.k + confirmed,
+        candidate_recorded=candidate.recorded_main,
     )

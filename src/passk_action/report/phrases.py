@@ -338,15 +338,26 @@ def reason_parts(failures: Sequence[GateFailure]) -> list[tuple[str, list[str]]]
 
 
 def executions_text(executions: Executions, reused: bool) -> str:
-    """How many times the agent ran, by side and phase, or that a re-run replayed them."""
+    """How many times the agent ran, by side and phase, or that a re-run replayed them.
+
+    Attempts recorded before the comparison (a ``--candidate`` run: merged shards,
+    an import) ran no agent now, and are said apart.
+    """
     if reused:
         text = "reused recorded verdicts for this commit: no agent was run again"
         if executions.total:
             text += f" ({plural(executions.total, 'agent execution')} recorded)"
         return text
-    text = f"{plural(executions.total, 'agent execution')}"
+    recorded = executions.candidate_recorded
+    earlier = (
+        f"the candidate's {plural(recorded, 'main attempt')} {'was' if recorded == 1 else 'were'} "
+        "recorded earlier"
+    )
+    if executions.ran_now == 0:
+        return "no agent was run" + (f": {earlier}" if recorded else "")
+    text = f"{plural(executions.ran_now, 'agent execution')}"
     detail = [
-        f"candidate {executions.candidate}",
+        f"candidate {executions.candidate - recorded}",
         f"baseline top-up {executions.baseline_topup}",
         f"confirmation {executions.confirm_baseline} baseline + "
         f"{executions.confirm_candidate} candidate",
@@ -354,6 +365,8 @@ def executions_text(executions: Executions, reused: bool) -> str:
     text += f" ({', '.join(detail)})"
     if executions.naive:
         text += f" instead of {executions.naive} for re-running both versions on every row"
+    if recorded:
+        text += f"; {earlier}"
     return text
 
 

@@ -220,6 +220,7 @@ def _assemble_result(
                 "confirm_baseline",
                 "confirm_candidate",
                 "naive",
+                "candidate_recorded",
             )
         }
     )
