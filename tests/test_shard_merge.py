@@ -458,3 +458,45 @@ def test_a_gate_of_two_recorded_runs_says_no_agent_ran(tmp_path: Path) -> None:
     assert executions_text(result.executions, reused=False) == said
     again = result_from_json(result_to_json(result), "result.json").result  # in the file too
     assert executions_text(again.executions, reused=False) == said
+
+
+def test_a_candidate_recorded_on_another_dataset_version_says_what_moved(tmp_path: Path) -> None:
+    from passk_action.agents.runner import RetryPolicy
+    from passk_action.engine import CompareInputs, Session, compare
+    from passk_action.inputs.config import parse_config
+    from passk_action.report.compare_report import render_compare_report
+
+    k = 2
+    rows = (
+        Row(id="r0", input={"n": 0}, expected="deny"),
+        Row(id="r1", input={"n": 1}, expected="deny"),
+        Row(id="r2", input={"n": 2}, expected="deny", must_not_break=True),
+    )
+    then = (
+        Row(id="r0", input={"n": 0}, expected="deny"),
+        Row(id="r1", input={"n": 1}, expected="approve"),  # relabeled since
+        Row(id="r2", input={"n": 2}, expected="deny"),  # marked since
+        Row(id="r9", input={"n": 9}, expected="deny"),  # removed since
+    )
+    dataset = Dataset(rows=rows, source="data.jsonl", digest=dataset_digest(rows))
+    old = Dataset(rows=then, source="data.jsonl", digest=dataset_digest(then))
+    config = parse_config(f"dataset: data.jsonl\nk: {k}\n", tmp_path / "passk.yml").config
+
+    def recorded(data: Dataset, version: Version) -> Run:
+        run = make_run(data, data.rows, settings=EvalSettings(k=k), agent=AgentInfo(version, "x"))
+        return replace(run, attempts=tuple(
+            Attempt(r.id, n, Phase.MAIN, "deny") for r in data.rows for n in range(1, k + 1)
+        ))  # fmt: skip
+
+    result = compare(
+        CompareInputs(config=config, dataset=dataset, baseline=recorded(dataset, Version.BASELINE),
+                      candidate=recorded(old, Version.CANDIDATE),
+                      candidate_out=tmp_path / "candidate.json", agents=lambda _: None),
+        Session(concurrency=1, retry=RetryPolicy(attempts=0), now=lambda: "t"),
+    )  # fmt: skip
+    (line,) = [ln for ln in render_compare_report(result).splitlines() if "**Dataset:**" in ln]
+    assert line == (
+        f"- **Dataset:** `{dataset.digest[:19]}` · 3 rows · k = 2 · the candidate run was "
+        f"recorded on `{old.digest[:19]}`; since then: 1 row removed, 2 rows changed "
+        "(expected ×1, must_not_break ×1)"
+    )

@@ -14,9 +14,11 @@ The PR comment (:mod:`.comment`) shows the same sections, shorter.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from ..core.cost import compare_spend
 from ..core.gate import GateDecision, GateFailure, Rule
+from ..core.model import RowRecord
 from ..core.result import CompareResult
 from ..core.stats import Metrics
 from ..core.uncertainty import Analysis, analyze
@@ -107,14 +109,52 @@ def _gate_items(gate: GateDecision, limit: int) -> list[str]:
     return lines
 
 
+def dataset_changes(before: Sequence[RowRecord], after: Sequence[RowRecord]) -> str:
+    """What differs between two versions of a dataset's rows, e.g. ``1 row added, 2 changed
+    (expected ×2)``; empty when only the row order or a field passk does not record differs."""
+    old, new = {r.id: r for r in before}, {r.id: r for r in after}
+    added, removed = len(new.keys() - old.keys()), len(old.keys() - new.keys())
+    fields: Counter[str] = Counter()
+    changed = 0
+    for row_id in old.keys() & new.keys():
+        was, now = old[row_id], new[row_id]
+        differ = [
+            name
+            for name, a, b in (
+                ("input", was.input_digest, now.input_digest),
+                ("expected", was.expected, now.expected),
+                ("must_not_break", was.must_not_break, now.must_not_break),
+                ("tags", was.tags, now.tags),
+                ("cluster", was.cluster, now.cluster),
+            )
+            if a != b
+        ]
+        changed += bool(differ)
+        fields.update(differ)
+    parts = [f"{plural(added, 'row')} added"] if added else []
+    parts += [f"{plural(removed, 'row')} removed"] if removed else []
+    if changed:
+        which = ", ".join(f"{name} ×{n}" for name, n in sorted(fields.items()))
+        parts.append(f"{plural(changed, 'row')} changed ({which})")
+    return ", ".join(parts)
+
+
 def _header_facts(result: CompareResult) -> list[str]:
     base, cand = result.baseline, result.candidate
-    digests = {base.dataset_digest, cand.dataset_digest}
-    dataset = " vs ".join(code(short_digest(d), 40) for d in sorted(digests))
+    dataset = code(short_digest(base.dataset_digest), 40)
+    facts = f"{dataset} · {plural(len(result.rows), 'row')} · k = {cand.settings.k}"
+    if cand.dataset_digest != base.dataset_digest:
+        # A candidate run recorded earlier, on a version of the dataset whose inputs
+        # match (labels, tags or marks moved since): say what moved.
+        changes = dataset_changes(cand.rows, base.rows) or "the same rows in another form"
+        facts += (
+            f" · the candidate run was recorded on {code(short_digest(cand.dataset_digest), 40)}"
+            f"; since then: {changes}"
+        )
     return [
         f"- **Baseline:** {agent_text(base.agent)}",
         f"- **Candidate:** {agent_text(cand.agent)}",
-        f"- **Dataset:** {dataset} · {plural(len(result.rows), 'row')} · k = {cand.settings.k}",
+        f"- **Dataset:** {facts}",
     ]
 
 
