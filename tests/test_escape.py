@@ -9,13 +9,15 @@ one table cell, and never yields a link, image, code span, emphasis or HTML.
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from passk_action.report.escape import WORD_JOINER, block, code, inline
+from passk_action.report.escape import WORD_JOINER, block, code, for_terminal, inline
 
 MARKER = "<!-- passk:sticky-comment -->"
 
@@ -141,7 +143,8 @@ def test_any_text_renders_inert_and_unchanged(raw: str) -> None:
     assert {t.type for t in tokens} <= {"text"}
     if tokens:
         rendered = visible("".join(t.content for t in tokens))
-        expected = visible(" ".join(raw.split()))
+        # A word joiner in the value itself is unsafe (U+FFFD below), not invisible.
+        expected = " ".join(raw.replace(WORD_JOINER, "\ufffd").split())
         # Control characters become U+FFFD; compare everything else exactly.
         assert len(rendered) == len("x " + expected)
         for got, want in zip(rendered[2:], expected, strict=True):
@@ -269,3 +272,59 @@ def test_zero_width_and_format_characters_are_shown_not_hidden(invisible: str) -
     assert inline(f"r1{invisible}") == "r1\ufffd"
     assert code(f"r1{invisible}") == "`r1\ufffd`"
     assert block(f"err{invisible}or") == "```\nerr\ufffdor\n```"
+
+
+# --- the same Markdown in a terminal ---------------------------------------------------
+
+_SAFE_TEXT = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Cf", "Zl", "Zp")), max_size=60
+)
+
+
+@given(_SAFE_TEXT)
+@settings(max_examples=400)
+def test_a_terminal_reads_an_inline_value_as_it_was(value: str) -> None:
+    # inline() keeps the value inert on GitHub; for_terminal gives it back as written
+    # (whitespace collapsed, as inline does), wherever it sits in a line.
+    one_line = " ".join(value.split())
+    shown = for_terminal(f"- **Note:** {inline(value, 1000)} · end")
+    assert shown == f"- **Note:** {one_line} · end"
+
+
+def test_a_terminal_shows_no_backslash_before_a_backtick() -> None:
+    markdown = "- " + inline("record one with `passk baseline`, then commit it *now*")
+    assert "\\`" in markdown
+    assert for_terminal(markdown) == "- record one with `passk baseline`, then commit it *now*"
+
+
+def test_code_spans_and_fenced_blocks_are_shown_as_written() -> None:
+    span = code("C:\\path\\*x*")
+    fenced = block("a \\` b\n&lt;kept&gt;")
+    markdown = f"see {span} and \\*this\\*\n{fenced}\nafter \\| it"
+    assert for_terminal(markdown) == (f"see {span} and *this*\n{fenced}\nafter | it")
+    assert for_terminal("a lone ` backtick, \\| here") == "a lone ` backtick, | here"
+    # As in CommonMark: a backslash before the closing backtick is the span's own.
+    assert for_terminal("`a \\` b") == "`a \\` b"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("stdout", "markdown", "shown"),
+    [
+        (_Terminal(), True, "run `passk baseline`\n"),  # a person reads it
+        (io.StringIO(), True, "run \\`passk baseline\\`\n"),  # a pipe or a file: Markdown
+        (_Terminal(), False, "run \\`passk baseline\\`\n"),  # JSON and the like: as written
+    ],
+)
+def test_the_cli_shows_markdown_as_read_only_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, stdout: io.StringIO, markdown: bool, shown: str
+) -> None:
+    from passk_action.cli.common import write_output
+
+    monkeypatch.setattr("sys.stdout", stdout)
+    write_output(None, inline("run `passk baseline`"), markdown=markdown)
+    assert stdout.getvalue() == shown

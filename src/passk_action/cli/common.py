@@ -21,6 +21,7 @@ from ..errors import ArtifactError
 from ..inputs.config import AgentConfig, Config, load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
+from ..report.escape import for_terminal
 from ..sides.credentials import warn_persisted_token
 from ..store.artifact import write_text_atomic
 from .output import warn as warn  # re-exported: subcommands import it from here
@@ -129,13 +130,17 @@ def record_agent_run(
     return run
 
 
-def write_output(path: str | None, text: str) -> None:
+def write_output(path: str | None, text: str, *, markdown: bool = False) -> None:
     """Write to a file, or to stdout when no path (or '-') is given.
 
     Stdout is flushed here, so a full disk or a closed pipe is an error now
-    (exit 2) rather than a truncated output and exit 0.
+    (exit 2) rather than a truncated output and exit 0.  Markdown bound for a
+    terminal is shown as read, without the escapes that keep values inert on
+    GitHub (``report.escape.for_terminal``); a file or a pipe gets the Markdown.
     """
     if path in (None, "-"):
+        if markdown and sys.stdout.isatty():
+            text = for_terminal(text)
         try:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
             sys.stdout.flush()

@@ -131,7 +131,7 @@ def handle(args: argparse.Namespace) -> int:
             warn(sentence(warning))
     if args.json_out:
         write_result(result, Path(args.json_out))
-    write_output(args.markdown, render_compare_report(result))
+    write_output(args.markdown, render_compare_report(result), markdown=True)
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
 
 

@@ -145,5 +145,5 @@ def _report(args: argparse.Namespace) -> int:
             text = junit_for_run(run, suite=suite)
         else:
             text = render_run_report(run)
-    write_output(args.out, text)
+    write_output(args.out, text, markdown=args.format == "md")
     return EXIT_OK

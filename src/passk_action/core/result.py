@@ -46,7 +46,9 @@ class Executions:
 
     def to_json(self) -> dict[str, int]:
         """The counts; ``candidate_recorded`` only when some were (results before it had none)."""
-        recorded = {"candidate_recorded": self.candidate_recorded} if self.candidate_recorded else {}
+        recorded = {"candidate_recorded": self.candidate_recorded}
+        if not self.candidate_recorded:
+            recorded = {}
         return {
             "candidate": self.candidate,
             "baseline_topup": self.baseline_topup,

@@ -36,6 +36,7 @@ row.  (An emoji joined with U+200D shows its parts separately.)
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from typing import Literal
@@ -195,3 +196,67 @@ def block(text: str, max_len: int = 2000, *, keep: Literal["head", "tail"] = "ta
 def _longest_backtick_run(text: str) -> int:
     runs = re.findall(r"`+", text)
     return max((len(r) for r in runs), default=0)
+
+
+_TERMINAL_TOKEN = re.compile(r"\\([!-/:-@\[-`{-~])|(`+)")
+_FENCE = re.compile(r"\s{0,3}(`{3,}|~{3,})")
+
+
+def _plain_line(line: str) -> str:
+    """One Markdown line as read: escapes and entities undone, code spans kept as written."""
+    out: list[str] = []
+    at = 0
+    text_start = 0
+
+    def text_until(end: int) -> None:
+        out.append(html.unescape(line[text_start:end]))
+
+    while True:
+        match = _TERMINAL_TOKEN.search(line, at)
+        if match is None:
+            break
+        if match.group(1) is not None:  # \` \* \| ...: the character itself
+            text_until(match.start())
+            out.append(match.group(1))
+            text_start = at = match.end()
+            continue
+        fence = match.group(2)
+        closing = re.compile(rf"(?<!`){fence}(?!`)").search(line, match.end())
+        if closing is None:  # a lone backtick run is literal text
+            at = match.end()
+            continue
+        text_until(match.start())
+        out.append(line[match.start() : closing.end()])  # a code span, verbatim
+        text_start = at = closing.end()
+    text_until(len(line))
+    return "".join(out)
+
+
+def for_terminal(markdown: str) -> str:
+    """Markdown this module escaped, as a person reads it in a terminal.
+
+    The report stays Markdown (headings, lists, tables, code spans), but the
+    escapes that keep values inert on GitHub are undone: ``\\```, ``\\*`` and
+    ``&lt;`` read as `` ` ``, ``*`` and ``<``, and the invisible word joiners go.
+    Code spans and fenced blocks are shown as written (their backslashes are
+    the value's own).  Only for a terminal: the result is no longer inert.
+    """
+    lines: list[str] = []
+    fence: str | None = None
+    for line in markdown.split("\n"):
+        opened = _FENCE.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)
+        elif fence is not None:
+            closed = _FENCE.match(line)
+            if (
+                closed
+                and closed.group(1)[0] == fence[0]
+                and len(closed.group(1)) >= len(fence)
+                and not line.strip().strip(fence[0])
+            ):
+                fence = None
+        else:
+            line = _plain_line(line)
+        lines.append(line.replace(WORD_JOINER, ""))
+    return "\n".join(lines)
