@@ -33,7 +33,9 @@ def read_payload(path: str | None) -> dict[str, Any]:
         raise UsageError(
             "GITHUB_EVENT_PATH is not set",
             where="GITHUB_EVENT_PATH",
-            hint="run passk action inside a GitHub Actions job (the runner sets it)",
+            hint="run passk action inside a GitHub Actions job (the runner sets it); on a "
+            "laptop, `passk compare --base main` gives the pull request's verdict without one, "
+            "and `passk action --event-from main..HEAD --out event.json` writes one",
         )
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -91,3 +93,4 @@ def pull_request_from(payload: dict[str, Any], where: str) -> PullRequest:
         labels=labels,
         fork=fork,
     )
+

@@ -98,8 +98,10 @@ def main(
             args = parser.parse_args(args_list)
         except SystemExit as exc:  # --help and --version
             return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-        handler: Callable[[argparse.Namespace], int] | None = args.handler
-        if handler is None:
+        # A handler may leave the command to the part that implements it (None).
+        handler: Callable[[argparse.Namespace], int | None] | None = args.handler
+        code = handler(args) if handler is not None else None
+        if code is None:
             entry = (delegated or {}).get(args.command)
             if entry is None:
                 raise UsageError(
@@ -109,7 +111,7 @@ def main(
                     "`python -m passk_action`",
                 )
             return entry()
-        return handler(args)
+        return code
 
     return run_guarded(
         run,

@@ -48,6 +48,13 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_label_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--label NAME`` (repeatable, into ``args.labels``): a label of the pull request."""
+    parser.add_argument(
+        "--label", action="append", default=[], dest="labels", metavar="NAME", help=help_text
+    )
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     parser.add_argument(
