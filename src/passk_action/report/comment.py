@@ -41,6 +41,7 @@ from .phrases import (
     confirmation_words,
     counts_text,
     divergence_text,
+    errors_line,
     errors_note,
     executions_text,
     id_list,
@@ -366,6 +367,9 @@ def _body(
     for warning in (*sentences(result.warnings), *gate.warnings):
         lines += ["", f"⚠️ {inline(warning, REASON_LEN)}"]
     lines += ["", *numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)]
+    errors = errors_line(result.baseline, result.candidate)
+    if errors is not None:
+        lines += ["", errors]
     note = errors_note(cmp.baseline_metrics, cmp.candidate_metrics)
     if note:
         lines += ["", note]

@@ -31,6 +31,7 @@ from .phrases import (
     REASON_LEN,
     agent_text,
     capped,
+    errors_line,
     errors_note,
     executions_text,
     percent,
@@ -183,6 +184,9 @@ def render_compare_report(
     for warning in sentences(result.warnings):
         lines += [f"> ⚠️ {inline(warning, REASON_LEN)}", ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)
+    errors = errors_line(result.baseline, result.candidate)
+    if errors is not None:
+        lines += ["", errors]
     note = errors_note(cmp.baseline_metrics, cmp.candidate_metrics)
     if note:
         lines += ["", note]

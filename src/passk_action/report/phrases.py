@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
+from ..core.causes import Kind, causes_of
 from ..core.classify import is_correct
 from ..core.diff import Change, Confirmation, DivergentCheck, RowComparison
 from ..core.gate import GateFailure, Rule
-from ..core.model import AgentInfo, Attempt, Scoring
+from ..core.model import AgentInfo, Attempt, Phase, Run, Scoring
 from ..core.result import Executions
 from ..core.stats import Metrics
 from ..core.uncertainty import ErrorBar, p_value_text
@@ -385,3 +386,54 @@ def errors_note(base: Metrics, cand: Metrics) -> str | None:
         f"{percent(cand.attempt_accuracy)} on the candidate); pass^k counts them as "
         "attempts that were not right."
     )
+
+
+# --- errors by cause ------------------------------------------------------------------
+
+KIND_ADVICE = {
+    Kind.TRANSIENT: (
+        "transient (rate limits, server errors, timeouts, dropped connections)",
+        "run again later, or give `retry:` a longer `max_backoff_s` for longer outages",
+    ),
+    Kind.KEY: (
+        "like a missing or refused API key",
+        "set the key where the agent runs (the step's `env:` in a workflow; pull requests "
+        "from forks get no secrets)",
+    ),
+}
+"""What each kind of cause looks like, and what to do about it."""
+
+
+def errors_line(baseline: Run, candidate: Run) -> str | None:
+    """``**Errors:** baseline none · candidate 4: RateLimitError 429 ×3, ...`` and what they
+    look like; None when neither version's main attempts errored.
+
+    Main attempts only, as the numbers' ``errors`` count them; each error is the
+    attempt's last try (its retries are in the result).
+    """
+    sides = []
+    every = []
+    for name, run in (("baseline", baseline), ("candidate", candidate)):
+        main = [a for a in run.attempts if a.phase is Phase.MAIN and a.error is not None]
+        every += main
+        found = causes_of(main)
+        if not found:
+            sides.append(f"{name} none")
+            continue
+        listed = ", ".join(f"{inline(c.name, VALUE_LEN)} ×{n}" for c, n in found)
+        sides.append(f"{name} {len(main)}: {listed}")
+    if not every:
+        return None
+    text = "**Errors:** " + " · ".join(sides)
+    found = causes_of(every)
+    kinds = Counter({c.kind: 0 for c, _ in found})
+    for c, n in found:
+        kinds[c.kind] += n
+    for kind in (Kind.TRANSIENT, Kind.KEY):
+        if kinds[kind]:
+            looks, advice = KIND_ADVICE[kind]
+            who = "They look" if kinds[kind] == len(every) else f"{kinds[kind]} of them look"
+            if kinds[kind] == 1 and len(every) > 1:
+                who = "1 of them looks"
+            text += f". {who} {looks}: {advice}"
+    return text + "."
