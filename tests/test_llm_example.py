@@ -334,6 +334,9 @@ def test_a_missing_api_key_stops_the_run_with_a_clear_error(
     err = capsys.readouterr().err
     assert "the candidate agent could not run: its first 2 attempt(s) all failed" in err
     assert "AgentError: OPENAI_API_KEY is not set: export your provider's key" in err
+    # The hint fits the cause: the key, not agent.setup or the runner action.
+    assert "the agent's API key is missing or refused" in err
+    assert "agent.setup" not in err
     assert not out.exists()
     assert server.state.counters.requests == 0
 

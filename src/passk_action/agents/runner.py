@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..core.causes import Kind, dominant_kind
 from ..core.model import Attempt, Json, Phase, Row, Usage, Version, split_error_detail
 from ..errors import AgentCouldNotRun, AgentError, UsageError
 from ..progress import Progress
@@ -822,10 +823,34 @@ def could_not_run(
         ),
         stderr_tail=tail,
         where="baseline.agent" if version is Version.BASELINE else "agent",
-        hint="run the agent command by hand in its working directory; install what it needs "
-        "with agent.setup, or run the action on the job's runner (runner/action.yml)",
+        hint=could_not_run_hint(attempts),
         attempts=len(attempts),
     )
+
+
+KEY_HINT = (
+    "the agent's API key is missing or refused: set it where the agent runs (in a "
+    "workflow, the passk step's `env:`, e.g. OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}; "
+    "pull requests from forks get no secrets), then run again"
+)
+TRANSIENT_HINT = (
+    "the agent's provider was failing (rate limits, server errors, timeouts): run again "
+    "later, or give `retry:` more attempts and a longer `max_backoff_s`"
+)
+SETUP_HINT = (
+    "run the agent command by hand in its working directory; install what it needs "
+    "with agent.setup, or run the action on the job's runner (runner/action.yml)"
+)
+
+
+def could_not_run_hint(attempts: Sequence[Attempt]) -> str:
+    """The fix that fits why a version could not run: its key, its provider, or its setup."""
+    kind = dominant_kind(attempts)
+    if kind is Kind.KEY:
+        return KEY_HINT
+    if kind is Kind.TRANSIENT:
+        return TRANSIENT_HINT
+    return SETUP_HINT
 
 
 def _label(requests: Sequence[AttemptRequest]) -> str:

@@ -9,9 +9,10 @@ same attempt later may well answer) and when they are about the **key** (a
 missing or refused credential: no wait helps), so a hint can fit the cause.
 
 The rules read the first line of the detail only, and only for well-known
-shapes: an HTTP status after ``code``, ``status`` or ``HTTP``, an exception
-class name (``...Error``, ``...Exception``, ``...Timeout``), words about an
-API key.  Anything else is named by its reason code and is neither.
+shapes: an HTTP status after ``code``, ``status``, ``HTTP`` or ``answered``, or
+opening a parenthesis (``(429 from ...)``), an exception class name
+(``...Error``, ``...Exception``, ``...Timeout``), words about an API key, a rate
+limit or an unreachable host.  Anything else is named by its reason code and is neither.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from enum import Enum
 from .model import Attempt
 
 _STATUS = re.compile(
-    r"(?:\b(?:error code|status code|status|code|http(?:/\d(?:\.\d)?)?)\s*[:=]?\s*)([1-5]\d\d)\b",
+    r"(?:\b(?:error code|status code|status|code|answered|http(?:/\d(?:\.\d)?)?)\s*[:=]?\s*"
+    r"|\()([1-5]\d\d)(?=\b)(?!\.\d)",
     re.IGNORECASE,
 )
 _EXCEPTION = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Timeout))\b")
@@ -39,6 +41,11 @@ _TRANSIENT_NAMES = re.compile(
     r"BadGateway|GatewayTimeout|TooManyRequests|ServerError",
 )
 _KEY_NAMES = re.compile(r"Authentication|PermissionDenied|Unauthori[sz]ed|InvalidApiKey")
+_TRANSIENT_WORDS = re.compile(
+    r"rate[ -]?limit|cannot reach|unreachable|timed out|connection (?:refused|reset|error|"
+    r"aborted)|overloaded|temporarily unavailable",
+    re.IGNORECASE,
+)
 _TRANSIENT_REASONS = frozenset({"timeout", "connection-error"})
 
 
@@ -89,6 +96,7 @@ def cause(error: str, detail: str | None) -> Cause:
         or status in (408, 425, 429)
         or (status is not None and 500 <= status <= 599)
         or (exception is not None and _TRANSIENT_NAMES.search(exception))
+        or (status is None and _TRANSIENT_WORDS.search(line))
     ):
         return Cause(name, Kind.TRANSIENT)
     return Cause(name, Kind.OTHER)
