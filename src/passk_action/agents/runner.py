@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..core.causes import Kind, dominant_kind
+from ..core.causes import Kind, cause, dominant_kind
 from ..core.model import Attempt, Json, Phase, Row, Usage, Version, split_error_detail
 from ..errors import AgentCouldNotRun, AgentError, UsageError
 from ..progress import Progress
@@ -873,6 +873,7 @@ def run_attempts(
     rng: random.Random | None = None,
     stop: threading.Event | None = None,
     fail_fast: bool = False,
+    second_chance: Callable[[AttemptRequest], bool] | None = None,
 ) -> list[Attempt]:
     """Run ``requests`` with at most ``concurrency`` in flight; return the finished attempts.
 
@@ -894,6 +895,13 @@ def run_attempts(
       them starts until one of them succeeds or two fail differently, and if
       all fail alike :class:`AgentCouldNotRun` is raised after they are
       handed to ``on_attempt``.  An agent whose setup failed raises it too.
+    - ``second_chance`` names the requests (the rows a gate rests on) whose
+      error, after its retries, is held back until every other attempt is
+      done when it looks transient (a rate limit, a server error, a timeout:
+      ``core.causes``) and retries are on: then, after ``retry.max_backoff_s``,
+      each is tried again with the whole retry budget, and its earlier
+      failures join its ``retries``.  A short outage costs time, not an
+      unclassified row; a re-run replays the final attempt, retries included.
 
     The result is ordered by the first appearance of each row in ``requests``,
     then by attempt number, whatever order attempts finished in.
@@ -947,7 +955,19 @@ def run_attempts(
         row_order.setdefault(request.row.id, len(row_order))
     finished: list[Attempt] = []
     pending = deque(requests)
-    in_flight: set[Future[Attempt | None]] = set()
+    in_flight: dict[Future[Attempt | None], AttemptRequest] = {}
+    held: dict[tuple[str, int], tuple[AttemptRequest, Attempt]] = {}
+    """Errors of second-chance requests, held back until the rest is done."""
+    second_round = False
+
+    def hand_over(attempt: Attempt) -> None:
+        finished.append(attempt)
+        # Called from this thread only, so the journal never sees two
+        # attempts at once and needs no lock of its own.
+        if on_attempt is not None:
+            on_attempt(attempt)
+        if progress is not None:
+            progress.advance(attempt)
     watch = FirstAttemptsWatch(
         min(len(requests), 2 * concurrency) if fail_fast else 0,
         requests[0].version if requests else None,
@@ -966,26 +986,47 @@ def run_attempts(
             while pending and len(in_flight) < concurrency and not halt.is_set():
                 if not watch.settled and started >= watch.window:
                     break  # wait for the verdict on the first attempts
-                in_flight.add(pool.submit(attempt_with_retries, pending.popleft()))
+                request = pending.popleft()
+                in_flight[pool.submit(attempt_with_retries, request)] = request
                 started += 1
             if not in_flight:
                 break  # stopped with nothing left running
             done, _ = wait(in_flight, timeout=_POLL_S, return_when=FIRST_COMPLETED)
             for future in done:
-                in_flight.discard(future)
+                request = in_flight.pop(future)
                 result = future.result()
                 if result is None:
                     continue
-                finished.append(result)
-                # Called from this thread only, so the journal never sees two
-                # attempts at once and needs no lock of its own.
-                if on_attempt is not None:
-                    on_attempt(result)
-                if progress is not None:
-                    progress.advance(result)
+                key = (result.row_id, result.number)
+                if second_round:
+                    _, first = held.pop(key)
+                    earlier = (*first.retries, _retry_note(first))
+                    hand_over(replace(result, retries=(*earlier, *result.retries)))
+                    continue
+                if (
+                    result.error is not None
+                    and retry.attempts > 0
+                    and second_chance is not None
+                    and second_chance(request)
+                    and cause(result.error, result.detail).kind is Kind.TRANSIENT
+                ):
+                    held[key] = (request, result)
+                else:
+                    hand_over(result)
                 unrunnable = watch.add(result)
                 if unrunnable is not None:
+                    for _, attempt in held.values():
+                        hand_over(attempt)  # recorded as they are: the version cannot run
                     raise unrunnable
+            if not pending and not in_flight and held and not second_round:
+                # Everything else is done: the held errors get their second chance
+                # after the longest backoff, with the whole retry budget again.
+                second_round = True
+                if sleep is not None:
+                    sleep(retry.max_backoff_s)
+                else:
+                    (stop or halt).wait(retry.max_backoff_s)
+                pending.extend(request for request, _ in held.values())
     except BaseException:
         halt_now()
         raise

@@ -113,6 +113,8 @@ class Asker:
                 progress=self.session.progress,
                 stop=self.session.stop,
                 fail_fast=fail_fast,
+                sleep=self.session.sleep,
+                second_chance=self.session.second_chance,
             )
             for attempt in fresh:
                 key = (version, attempt.phase)

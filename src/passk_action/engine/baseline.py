@@ -142,7 +142,8 @@ def remeasure(
             "or set baseline.when_stale: warn",
         )
     requests = main_requests(dataset.rows, k, Version.BASELINE, set())
-    fresh = asker.ask(requests, Version.BASELINE)
+    # A base agent that cannot run stops after its first attempts, as every run does.
+    fresh = asker.ask(requests, Version.BASELINE, fail_fast=True)
     raise_if_stopped(asker.session, "baseline re-measurement")
     base = inputs.base
     commit = base.commit if base is not None else None

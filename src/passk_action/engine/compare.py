@@ -12,6 +12,8 @@ re-run replays what passk recorded and asks only for the rest (``asking.py``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import __version__
 from ..core.cost import priced_run
 from ..core.diff import confirmation_plan
@@ -39,6 +41,8 @@ def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> Com
     config, dataset = inputs.config, inputs.dataset
     check_settings(inputs.baseline, config.settings, str(config.baseline.artifact), "baseline")
     rerun = inputs.rerun or Rerun()
+    # The ratchet's rows are gated like must-not-break ones: theirs get a second chance too.
+    session = replace(session, gated=session.gated | frozenset(inputs.baseline.ratchet))
     asker = Asker(agents, session, rerun.replay)
     rows = row_records(dataset)
     baseline = baseline_side(inputs, rows, asker)

@@ -7,6 +7,7 @@ measurement makes, nor with the action's record of verdicts in its comment.)
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
@@ -75,7 +76,10 @@ def measure_run(
     attempt is kept and only missing attempt numbers are asked.  When the
     session is stopped the journal stays and :class:`Interrupted` is raised.
     """
-    asker = Asker(ReadyAgents({info.version: agent}), session)
+    # The ratchet's rows are gated like must-not-break ones: theirs get a second chance too.
+    ratchet = tuple(ratchet)
+    gated = replace(session, gated=session.gated | frozenset(ratchet))
+    asker = Asker(ReadyAgents({info.version: agent}), gated)
     run = measure(dataset, rows, settings, asker, info, out, resume=resume, ratchet=ratchet)
     return run, asker.count(info.version, Phase.MAIN)
 

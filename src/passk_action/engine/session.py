@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ..agents.runner import RetryPolicy
+from ..agents.runner import AttemptRequest, RetryPolicy
 from ..core.cost import Pricing
 from ..errors import Interrupted, UsageError
 from ..progress import NullProgress, Progress
@@ -49,6 +49,15 @@ class Session:
     warn: Callable[[str], None] = lambda message: None
     pricing: Pricing = field(default_factory=Pricing)
     """Prices for attempts that report tokens but no cost (the config's ``pricing``)."""
+    sleep: Callable[[float], None] | None = None
+    """Waits between retries (tests fake it); None: a real wait that a stop cuts short."""
+    gated: frozenset[str] = frozenset()
+    """Rows a gate rests on besides the must-not-break ones (the ratchet): their transient
+    errors get a second chance once a run is otherwise done (see ``run_attempts``)."""
+
+    def second_chance(self, request: AttemptRequest) -> bool:
+        """Whether ``request``'s row is gated: must-not-break, or in :attr:`gated`."""
+        return request.row.must_not_break or request.row.id in self.gated
 
 
 def make_session(
