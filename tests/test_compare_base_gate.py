@@ -61,6 +61,35 @@ def reproduce_command(comment: str) -> list[str]:
     return words[1:]
 
 
+def comparable(comment: str) -> list[str]:
+    """A comment's visible lines, less the hidden record, the link to the workflow run and
+    the candidate's p95 latency (wall time: each run has its own)."""
+    lines = comment.rstrip("\n").splitlines()
+    assert lines[0] == "<!-- passk:sticky-comment -->" and lines[-1].startswith("<!-- passk:record")
+    return [
+        re.sub(
+            r"(p95 [^→]+ → )[^·]+",
+            r"\1<p95> ",
+            re.sub(r"\[this workflow run\]\([^)]*\)", "this workflow run", line),
+        )
+        for line in lines[1:-1]
+    ]
+
+
+def why_block(text: str) -> list[str]:
+    """The lines of "Why it failed" up to the three numbers (or the next heading)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("**Why it failed**")), None)
+    if start is None:
+        return []
+    end = next(
+        i
+        for i in range(start + 1, len(lines))
+        if lines[i].startswith(("| ", "- **Baseline:**", "#", "⚠️", "> ⚠️"))
+    )
+    return [line for line in lines[start:end] if line]
+
+
 Edit = Callable[[Path], None]
 
 TRICKS: dict[str, tuple[list[Edit], dict[str, Any], list[tuple[str | None, str, str]]]] = {
@@ -181,6 +210,13 @@ def test_the_laptop_and_the_pull_request_block_the_same_trick_for_the_same_reaso
     assert gate_section(report) == gate_section(action.summary)
     # The console names the protected change as the action's log does.
     assert protected_lines(err) == protected_lines(action.stdout) != []
+    # --comment previews the comment the pull request got, and the report and the job
+    # summary start with its "Why it failed" block.
+    code, _, report, _ = laptop(checkout, capsys, [*reproduce, "--comment", "comment.md"])
+    preview = (checkout.repo / "comment.md").read_text(encoding="utf-8")
+    assert comparable(preview) == comparable(comment)
+    why = why_block(comment)
+    assert why and why_block(report) == why_block(action.summary) == why
     assert fake.violations == []
 
 

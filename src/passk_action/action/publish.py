@@ -284,7 +284,8 @@ def publish_gate(
 
     result_file = inputs.workspace / RESULT_PATH
     write_result(result, result_file)
-    report = render_compare_report(result)
+    # The job summary starts with the comment's "Why it failed", inputs included.
+    report = render_compare_report(result, context=comment_context(inputs, pr, where))
     write_text_atomic(inputs.workspace / REPORT_PATH, report)
 
     with workflow.group("passk: gate"):

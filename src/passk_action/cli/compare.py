@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.model import Run
+from ..core.result import CompareResult
 from ..engine.compare import compare
 from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
+from ..github.publish import MARKER
+from ..report.comment import CommentContext, render_comment
 from ..report.compare_report import render_compare_report
 from ..report.notes import sentence
 from ..sides.gitrepo import GitRepo
@@ -48,6 +51,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--json", default=None, dest="json_out", help="write the result JSON here")
     parser.add_argument(
         "--markdown", default=None, help="write the Markdown report here (default: stdout)"
+    )
+    parser.add_argument(
+        "--comment",
+        default=None,
+        metavar="FILE",
+        help="also write the pull-request comment the action would post for this result "
+        "(its hidden verdict record aside), to preview it before you push",
     )
     parser.add_argument(
         "--candidate-out",
@@ -126,13 +136,39 @@ def handle(args: argparse.Namespace) -> int:
         ) as prepared,
     ):
         result = compare(prepared.inputs, prepared.agents, session_for(config, args, stop))
+        dataset = prepared.inputs.dataset
     for warning in result.warnings:
         if not warning.announced:  # the others were said before any agent ran
             warn(sentence(warning))
     if args.json_out:
         write_result(result, Path(args.json_out))
-    write_output(args.markdown, render_compare_report(result), markdown=True)
+    if isinstance(compared, Base):
+        base_sha = compared.commit.sha
+        allow_label = compared.trusted.sides.base.config.gate.allow_label
+    else:
+        base_sha, allow_label = None, config.gate.allow_label
+    context = CommentContext(
+        head_sha=result.candidate.agent.commit,
+        base_sha=base_sha,
+        base_ref=args.base,
+        config=args.config,
+        inputs={row.id: row.input for row in dataset.rows},
+        allow_label=allow_label,
+        result_path=args.json_out,
+    )
+    if args.comment:
+        write_output(args.comment, comment_preview(result, context))
+    write_output(args.markdown, render_compare_report(result, context=context), markdown=True)
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
+
+
+PREVIEW_RECORD = "<!-- passk:record preview: a pull request's run keeps its verdicts here -->"
+"""Where the action's comment carries its machine-readable verdict record."""
+
+
+def comment_preview(result: CompareResult, context: CommentContext) -> str:
+    """The comment the action would post for ``result``: the same renderer, marker and limit."""
+    return render_comment(result, marker=MARKER, record=PREVIEW_RECORD, context=context)
 
 
 def _stderr_line(line: str) -> None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..core.causes import Kind, causes_of, dominant_kind
 from ..core.cost import compare_spend
 from ..core.diff import RowComparison
 from ..core.gate import GateFailure, Rule
@@ -35,6 +35,7 @@ from .how_sure import STATISTICS_TITLE, interval_line, noise_sentence, power_tex
 from .notes import sentences
 from .phrases import (
     ID_LEN,
+    KIND_ADVICE,
     REASON_LEN,
     VALUE_LEN,
     capped,
@@ -118,11 +119,11 @@ def verdict_heading(result: CompareResult, context: CommentContext) -> str:
 def _answers(attempts: Sequence[Attempt]) -> str:
     """``approve ×4, deny ×5`` and the errors: what one version did over every attempt."""
     text = counts_text(ranked_counts([a.decision for a in attempts]))
-    errors = Counter(a.error for a in attempts if a.error is not None)
-    if errors:
-        ranked = sorted(errors.items(), key=lambda item: (-item[1], item[0]))
+    causes = causes_of(attempts)
+    if causes:
+        ranked = [(c.name, n) for c, n in causes]
         text = ("" if text == "—" else text + ", ") + (
-            f"{plural(sum(errors.values()), 'error')} ({counts_text(ranked)})"
+            f"{plural(sum(n for _, n in ranked), 'error')} ({counts_text(ranked)})"
         )
     return text
 
@@ -172,9 +173,16 @@ def _blocking_row(
         f"· candidate {_answers(cand_all)}",
     ]
     if failure.rule is Rule.UNCLASSIFIED:
-        lines.append(
-            "- cannot be judged: fewer than k valid answers; fix these errors, then re-run"
-        )
+        kind = dominant_kind([*base_all, *cand_all])
+        if kind is Kind.TRANSIENT or kind is Kind.KEY:
+            looks, advice = KIND_ADVICE[kind]
+            lines.append(
+                f"- cannot be judged: fewer than k valid answers; they look {looks}: {advice}"
+            )
+        else:
+            lines.append(
+                "- cannot be judged: fewer than k valid answers; fix these errors, then re-run"
+            )
     else:
         lines.append("- " + confirmation_words(row, base_confirm, cand_confirm, want, scoring))
         lines.append(f"- {divergence_text(row.first_divergent_check)}")
@@ -321,6 +329,40 @@ def _footer(result: CompareResult) -> list[str]:
     return ["", "---", "", footer]
 
 
+def why_it_failed(
+    result: CompareResult, context: CommentContext, *, blocking: int, items: int
+) -> tuple[list[str], bool]:
+    """The "Why it failed" block: each blocking row once, with the expected label against
+    each version's answers, what confirmation showed and the first divergent check.
+
+    The comment, the job summary and the CLI report start with it.  ``blocking``
+    rows are shown in full, the rest by id in a folded list of at most ``items``
+    (at least 3).  Returns the lines (none when the gate passed) and whether
+    anything was left out.
+    """
+    gate = result.gate
+    if not gate.failures:
+        return [], False
+    by_row = (result.baseline.attempts_by_row(), result.candidate.attempts_by_row())
+    expected = {r.id: r.expected for r in result.rows}
+    rows = {r.id: r for r in result.comparison.rows}
+    lines = ["", f"**Why it failed** ({plural(len(gate.failures), 'blocking reason')})"]
+    for failure in gate.failures[:blocking]:
+        row = rows.get(failure.id) if failure.id is not None else None
+        lines += _blocking_row(failure, row, result, context, by_row, expected)
+    rest = gate.failures[blocking:]
+    if not rest:
+        return lines, False
+    shown = [
+        f"{code(f.id, ID_LEN)}: {inline(f.reason, REASON_LEN)}"
+        if f.id is not None
+        else inline(f.reason, REASON_LEN)
+        for f in rest
+    ]
+    more, _ = _list_details("More blocking reasons", shown, max(items, 3))
+    return lines + more, True
+
+
 def _body(
     result: CompareResult,
     s: Sections,
@@ -344,26 +386,8 @@ def _body(
             f"**Resolved:** the earlier run on {short_sha(context.resolved_from)} failed; this one "
             "passes.",
         ]
-    cut = False
-    by_row = (result.baseline.attempts_by_row(), result.candidate.attempts_by_row())
-    expected = {r.id: r.expected for r in result.rows}
-    rows = {r.id: r for r in cmp.rows}
-    if gate.failures:
-        lines += ["", f"**Why it failed** ({plural(len(gate.failures), 'blocking reason')})"]
-        for failure in gate.failures[: budget.blocking]:
-            row = rows.get(failure.id) if failure.id is not None else None
-            lines += _blocking_row(failure, row, result, context, by_row, expected)
-        rest = gate.failures[budget.blocking :]
-        if rest:
-            cut = True
-            shown = [
-                f"{code(f.id, ID_LEN)}: {inline(f.reason, REASON_LEN)}"
-                if f.id is not None
-                else inline(f.reason, REASON_LEN)
-                for f in rest
-            ]
-            more, _ = _list_details("More blocking reasons", shown, max(budget.items, 3))
-            lines += more
+    why, cut = why_it_failed(result, context, blocking=budget.blocking, items=budget.items)
+    lines += why
     for warning in (*sentences(result.warnings), *gate.warnings):
         lines += ["", f"⚠️ {inline(warning, REASON_LEN)}"]
     lines += ["", *numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)]

@@ -23,6 +23,7 @@ from ..core.result import CompareResult
 from ..core.stats import Metrics
 from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
+from .comment import CommentContext, why_it_failed
 from .escape import code, inline
 from .how_sure import noise_sentence, statistics_lines
 from .notes import sentences
@@ -166,8 +167,13 @@ def render_compare_report(
     analysis: Analysis | None = None,
     charts: bool = True,
     statistics: bool = True,
+    context: CommentContext | None = None,
 ) -> str:
     """The full Markdown report of a comparison (job summary, ``passk compare``).
+
+    It starts, as the pull-request comment does, with "Why it failed" (every
+    blocking row in full; ``context`` adds the rows' inputs), then the facts
+    and the numbers.
 
     ``analysis`` defaults to :func:`~.uncertainty.analyze` of ``result``
     without clusters; pass one computed with the dataset's clusters when you
@@ -180,7 +186,10 @@ def render_compare_report(
     cmp = result.comparison
     stats = analysis if analysis is not None else analyze(result)
     spend = compare_spend(result.baseline, result.candidate)
-    lines = [f"# {verdict_line(result, s)}", "", *_header_facts(result), ""]
+    why, _ = why_it_failed(
+        result, context or CommentContext(), blocking=list_limit, items=list_limit
+    )
+    lines = [f"# {verdict_line(result, s)}", *why, "", *_header_facts(result), ""]
     for warning in sentences(result.warnings):
         lines += [f"> ⚠️ {inline(warning, REASON_LEN)}", ""]
     lines += _numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)
