@@ -459,15 +459,18 @@ LIMITED = BASE_CONFIG.replace(
     [
         (
             LIMITED.replace(", max_cost_increase: 0.25", ""),
-            "gate.max_cost_increase 0.25 is removed",
+            "gate.max_cost_increase +25% is removed: with the allow label this pull request is "
+            "held to no limit, the new setting; without it, to the base's +25%",
         ),
         (
             LIMITED.replace("max_cost_increase: 0.25", "max_cost_increase: 3"),
-            "gate.max_cost_increase 0.25 is raised to 3",
+            "gate.max_cost_increase +25% is raised to +300%: with the allow label this pull "
+            "request is held to +300%, the new setting; without it, to the base's +25%",
         ),
         (
             LIMITED.replace(", max_latency_p95_increase: 0.5", ""),
-            "gate.max_latency_p95_increase 0.5 is removed",
+            "gate.max_latency_p95_increase +50% is removed: with the allow label this pull "
+            "request is held to no limit, the new setting; without it, to the base's +50%",
         ),
     ],
 )
@@ -488,6 +491,12 @@ def test_the_gate_limits_and_prices_come_from_the_base() -> None:
     assert effective.gate.policy.max_cost_increase == 0.25
     assert effective.gate.policy.max_latency_p95_increase == 0.5
     assert effective.pricing == base.pricing
+    # Allowed by label, the head's spend limits stand (removed here); the rest stays the base's.
+    allowed = effective_config(base, head, allowed=True)
+    assert allowed.gate.policy.max_cost_increase is None
+    assert allowed.gate.policy.max_latency_p95_increase is None
+    assert allowed.pricing == base.pricing and allowed.k == base.k
+    assert allowed.gate.policy.block_on_any_regression == base.gate.policy.block_on_any_regression
 
 
 def test_strengthening_edits_are_not_protected_changes() -> None:

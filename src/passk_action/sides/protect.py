@@ -51,6 +51,11 @@ class ProtectedInputs:
     is left out (a moved or deleted file is judged by its content instead)."""
 
 
+def _limit(value: float) -> str:
+    """A relative limit as people write it: 0.25 -> ``+25%``."""
+    return f"{value * 100:+.10g}%"
+
+
 def protected_changes(
     base: ProtectedInputs, head: ProtectedInputs, *, ratchet: Iterable[str] = ()
 ) -> tuple[ProtectedChange, ...]:
@@ -103,8 +108,18 @@ def protected_changes(
         ),
     ):
         if old_limit is not None and (new_limit is None or new_limit > old_limit):
-            what = "removed" if new_limit is None else f"raised to {new_limit:g}"
-            changes.append(ProtectedChange(SPEND_LIMIT_LOOSENED, f"{key} {old_limit:g} is {what}"))
+            old_text = _limit(old_limit)
+            if new_limit is None:
+                what, held = "removed", "no limit"
+            else:
+                what, held = f"raised to {_limit(new_limit)}", _limit(new_limit)
+            changes.append(
+                ProtectedChange(
+                    SPEND_LIMIT_LOOSENED,
+                    f"{key} {old_text} is {what}: with the allow label this pull request is "
+                    f"held to {held}, the new setting; without it, to the base's {old_text}",
+                )
+            )
     if bc.scoring.normalize != hc.scoring.normalize:
         changes.append(
             ProtectedChange(

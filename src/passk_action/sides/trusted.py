@@ -194,18 +194,30 @@ def authoritative_dataset(base: ProtectedInputs, head: ProtectedInputs, allowed:
     return Dataset(rows=tuple(rows), source=head.dataset.source, digest=dataset_digest(rows))
 
 
-def effective_config(base: Config, head: Config) -> Config:
+def effective_config(base: Config, head: Config, allowed: bool = False) -> Config:
     """The head's agent and rows, with every setting that protects the gate from the base.
 
     The prices come from the base too: a pull request cannot make its
     candidate look cheaper by editing them (both runs are priced alike).
+    When the protected changes are allowed by label, the head's spend limits
+    (``gate.max_cost_increase``, ``gate.max_latency_p95_increase``) stand, as
+    its rows do: a maintainer approved the raise, so the pull request that
+    makes a deliberate increase is held to the limit it sets, not to the one
+    it replaces.  Every other gate setting stays the base's.
     """
+    gate = base.gate
+    if allowed:
+        gate = replace(
+            gate,
+            max_cost_increase=head.gate.max_cost_increase,
+            max_latency_p95_increase=head.gate.max_latency_p95_increase,
+        )
     return replace(
         head,
         k=base.k,
         scoring=base.scoring,
         confirm=base.confirm,
-        gate=base.gate,
+        gate=gate,
         pricing=base.pricing,
         must_not_break_tags=base.must_not_break_tags,
         baseline=base.baseline,
@@ -256,7 +268,7 @@ def trust_base(
         baseline_run=baseline_run,
         changes=changes,
         allowed=allowed,
-        config=effective_config(base_side.config, head_side.config),
+        config=effective_config(base_side.config, head_side.config, allowed),
         dataset=authoritative_dataset(base_side, head_side, allowed),
     )
 
