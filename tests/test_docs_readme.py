@@ -1,11 +1,13 @@
-"""The README's "Gate your repository in five steps" runs as written.
+"""The README's "Gate your repository in five steps" runs as written: the newcomer's path.
 
-Blocks titled ``title="FILE"`` are the files a reader writes; the ``sh`` block's
+Blocks titled ``title="FILE"`` are the files a reader writes; the ``sh`` blocks'
 commands run in the reader's repository (``passk`` through the CLI's ``main``,
-``git`` as itself), in order.  The workflow must be one GitHub accepts and
-carry the protections the threat model asks for.  Then the gate it sets up is
-used: ``passk compare --base main``, as step 5 suggests, passes on the committed
-agent and fails on a change that breaks the must-not-break row.
+``git`` as itself), in order: their own agent, its rows and config, the
+baseline, the workflow, then a branch and ``passk compare --base main
+--comment comment.md`` before pushing.  The workflow must be one GitHub accepts
+and carry the protections the threat model asks for.  Then the gate it sets up
+is used: the committed agent passes, and a change on the branch that breaks
+the must-not-break row fails, with the comment the pull request would get.
 """
 
 from __future__ import annotations
@@ -81,25 +83,46 @@ def test_the_five_steps_gate_a_repository_as_written(
                 git(repo, *argv[1:])
             ran.append(argv[0] + " " + argv[1])
     assert written == ["agent.py", "data.jsonl", "passk.yml", WORKFLOW]
-    assert ran == ["git add", "git commit", "passk baseline", "git add", "git commit"]
+    assert ran == [
+        "git add", "git commit", "passk baseline", "git add", "git commit",  # steps 1-4
+        "git switch", "passk compare",  # a branch, and the verdict before pushing
+    ]  # fmt: skip
+    assert git(repo, "branch", "--show-current") == "my-change\n"
     # Step 4 committed the agent, its rows and the baseline; the workflow is
     # the one file left to commit.
-    assert git(repo, "status", "--porcelain") == "?? .github/\n"
+    assert git(repo, "status", "--porcelain") == "?? .github/\n?? comment.md\n"
     check_workflow(load_workflow(repo / WORKFLOW))
 
-    # "Before you push": the committed agent passes its own gate, and the
-    # baseline measured what main runs (no warning that it is behind) ...
-    assert COMPARE in README.read_text(encoding="utf-8")
+    # "Before you push": the committed agent passed its own gate (the README's
+    # command ran above, exit 0), its comment says so, and the baseline measured
+    # what main runs (no warning that it is behind) ...
+    readme_compare = next(
+        line for _, _, body in five_steps() for line in body.splitlines() if COMPARE in line
+    )
+    assert "✅ passk: passed" in (repo / "comment.md").read_text(encoding="utf-8")
     capsys.readouterr()
     assert main([*shlex.split(COMPARE)[1:], "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err
-    # ... and a change that breaks the must-not-break row r-1 (12 days, with a
-    # receipt: approve) fails it.
+    # ... and a change on the branch that breaks the must-not-break row r-1 (12
+    # days, with a receipt: approve) fails it, with the comment the pull request
+    # would get: why, first.
     agent = repo / "agent.py"
     agent.write_text(agent.read_text().replace("<= 30", "<= 10"), encoding="utf-8")
-    assert main([*shlex.split(COMPARE)[1:], "--quiet", "--json", "result.json"]) == 1
+    argv = [*shlex.split(readme_compare)[1:], "--quiet", "--json", "result.json"]
+    assert main(argv) == 1
     failures = json.loads((repo / "result.json").read_text(encoding="utf-8"))["gate"]["failures"]
     assert [(f["id"], f["rule"]) for f in failures] == [("r-1", "must-not-break")]
+    comment = (repo / "comment.md").read_text(encoding="utf-8").splitlines()
+    assert comment[0] == "<!-- passk:sticky-comment -->"
+    assert comment[1] == "### ❌ passk: 1 must-not-break row broke: `r-1`"
+    assert comment[3] == "**Why it failed** (1 blocking reason)"
+    answers = [line for line in comment if line.startswith("- expected approve · baseline")]
+    assert len(answers) == 1 and re.fullmatch(
+        r"- expected approve · baseline approve ×\d+ · candidate deny ×\d+", answers[0]
+    ), answers
+    assert "**Reproduce locally:** `passk compare --config passk.yml --base main " in "\n".join(
+        comment
+    )
 
 
 def check_workflow(workflow: dict[str, Any]) -> None:
