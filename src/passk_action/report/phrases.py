@@ -411,9 +411,18 @@ def errors_line(baseline: Run, candidate: Run) -> str | None:
     Main attempts only, as the numbers' ``errors`` count them; each error is the
     attempt's last try (its retries are in the result).
     """
+    return _errors_text((("baseline", baseline), ("candidate", candidate)))
+
+
+def run_errors_line(run: Run) -> str | None:
+    """One run's errors by cause (``passk report`` of a run), as :func:`errors_line` says them."""
+    return _errors_text(((run.agent.version.value, run),))
+
+
+def _errors_text(named: Sequence[tuple[str, Run]]) -> str | None:
     sides = []
     every = []
-    for name, run in (("baseline", baseline), ("candidate", candidate)):
+    for name, run in named:
         main = [a for a in run.attempts if a.phase is Phase.MAIN and a.error is not None]
         every += main
         found = causes_of(main)

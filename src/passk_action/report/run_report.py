@@ -26,6 +26,7 @@ from .phrases import (
     percent,
     plural,
     ranked_counts,
+    run_errors_line,
     short_digest,
 )
 from .spend import run_spend_lines
@@ -115,6 +116,9 @@ def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
         "**Errors by reason:** "
         + (counts_text(view.errors_by_reason.items()) if view.errors_by_reason else "none"),
     ]
+    by_cause = run_errors_line(run)
+    if by_cause is not None:
+        lines += ["", by_cause]
     lines += run_spend_lines(summarize_spend(run))
 
     lines += _imported_lines(run, view.summaries)
