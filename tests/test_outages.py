@@ -33,6 +33,7 @@ from passk_action.core.model import (
     Version,
     dataset_digest,
 )
+from passk_action.core.result import CompareResult
 from passk_action.engine import CompareInputs, Session, compare, row_records
 from passk_action.errors import AgentCouldNotRun
 from passk_action.inputs.config import parse_config
@@ -155,25 +156,30 @@ def project(tmp_path: Path) -> tuple[Dataset, Run, object]:
     return dataset, baseline, config
 
 
-def test_an_outage_on_a_must_not_break_row_costs_time_not_a_red_check(tmp_path: Path) -> None:
+def run_compare(
+    tmp_path: Path, agent: Outage, session: Session, remeasure: str | None = None
+) -> CompareResult:
     dataset, baseline, config = project(tmp_path)
+    inputs = CompareInputs(
+        config=config,  # type: ignore[arg-type]
+        dataset=dataset,
+        baseline=baseline,
+        candidate=None,
+        candidate_out=tmp_path / "candidate.json",
+        agents=lambda version: FunctionAgent(agent),
+        remeasure=remeasure,
+    )
+    return compare(inputs, session)
+
+
+def test_an_outage_on_a_must_not_break_row_costs_time_not_a_red_check(tmp_path: Path) -> None:
     outage = Outage(calls=2)  # first try and its one retry refused, for each row
     waits: list[float] = []
     session = Session(
         concurrency=1, retry=RetryPolicy(attempts=1, max_backoff_s=30.0), now=lambda: "t",
         sleep=waits.append,
     )  # fmt: skip
-    result = compare(
-        CompareInputs(
-            config=config,  # type: ignore[arg-type]
-            dataset=dataset,
-            baseline=baseline,
-            candidate=None,
-            candidate_out=tmp_path / "candidate.json",
-            agents=lambda version: FunctionAgent(outage),
-        ),
-        session,
-    )
+    result = run_compare(tmp_path, outage, session)
     assert result.gate.passed, result.gate.failures
     attempts = {(a.row_id, a.number): a for a in result.candidate.attempts}
     # r0's first attempt was refused twice, then answered on its second chance.
@@ -187,22 +193,10 @@ def test_an_outage_on_a_must_not_break_row_costs_time_not_a_red_check(tmp_path: 
 def test_re_measuring_a_stale_baseline_stops_when_the_base_agent_cannot_run(
     tmp_path: Path,
 ) -> None:
-    dataset, baseline, config = project(tmp_path)
     broken = Outage(calls=10**6)
+    session = Session(concurrency=1, retry=RetryPolicy(attempts=0), now=lambda: "t")
     with pytest.raises(AgentCouldNotRun, match="baseline"):
-        compare(
-            CompareInputs(
-                config=config,  # type: ignore[arg-type]
-                dataset=dataset,
-                baseline=baseline,
-                candidate=None,
-                candidate_out=tmp_path / "candidate.json",
-                agents=lambda version: FunctionAgent(broken),
-                remeasure="the baseline is stale",
-            ),
-            Session(concurrency=1, retry=RetryPolicy(attempts=0), now=lambda: "t",
-                    sleep=lambda s: None),
-        )  # fmt: skip
+        run_compare(tmp_path, broken, session, remeasure="the baseline is stale")
     # min(rows × k, 2 × concurrency) = 2 attempts, not all 6.
     assert sum(broken.seen.values()) == 2
 

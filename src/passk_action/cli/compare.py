@@ -26,6 +26,7 @@ from ..store.artifact import read_run
 from ..store.results import write_result
 from .common import (
     add_config_argument,
+    add_label_argument,
     add_run_arguments,
     agent_setup,
     load_inputs,
@@ -77,13 +78,9 @@ def add_parser(commands: Any) -> None:
         "labels, the baseline artifact and ratchet, and the agent that runs the baseline side "
         "from a clean checkout of REF; edits to those are protected changes and fail the gate",
     )
-    parser.add_argument(
-        "--label",
-        action="append",
-        default=[],
-        dest="labels",
-        metavar="NAME",
-        help="with --base: a label the pull request carries (repeatable); REF's "
+    add_label_argument(
+        parser,
+        "with --base: a label the pull request carries (repeatable); REF's "
         "gate.allow_label allows the protected changes, as on GitHub",
     )
     add_run_arguments(parser)
