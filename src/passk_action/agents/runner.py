@@ -968,6 +968,7 @@ def run_attempts(
             on_attempt(attempt)
         if progress is not None:
             progress.advance(attempt)
+
     watch = FirstAttemptsWatch(
         min(len(requests), 2 * concurrency) if fail_fast else 0,
         requests[0].version if requests else None,
