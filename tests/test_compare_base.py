@@ -173,7 +173,7 @@ def test_without_base_or_baseline_agent_the_skipped_confirmation_comes_first(
     # Right after the title, why it failed and the three facts (backticks escaped by the
     # renderer).
     facts = next(i for i, line in enumerate(lines) if line.startswith("- **Dataset:**"))
-    assert lines[3] == "**Why it failed** (1 blocking reason)" and facts > 3
+    assert lines[2] == "**Why it failed** (1 blocking reason)" and facts > 2
     assert lines[facts + 2] == "> ⚠️ " + warning.replace("`", "\\`")
     assert f"passk: warning: {warning}" in capsys.readouterr().err
 
