@@ -74,7 +74,8 @@ def test_a_cheap_models_cost_failure_and_output_read_as_decimals() -> None:
     _, gate = _gate(0.00003, 4.55788e-05, GatePolicy(max_cost_increase=0.25))
     assert [f.rule for f in gate.failures] == [Rule.COST]
     assert gate.failures[0].reason == (
-        "cost per decision +52% ($0.00003 -> $0.0000455788), over gate.max_cost_increase +25%"
+        "cost per decision +52% ($0.00003 -> $0.0000455788), at least +52% with 95% confidence, "
+        "over gate.max_cost_increase +25%"
     )
     assert _number(4.55788e-05) == "0.0000455788"  # the cost-per-decision output
     assert _number(None) == ""
