@@ -71,7 +71,8 @@ def test_a_raised_cost_limit_holds_the_pull_request_to_the_limit_the_label_allow
     assert ("protected-change", said) in rules
     assert (
         "cost",
-        "cost per decision +50% ($0.001 -> $0.0015), over gate.max_cost_increase +25%",
+        "cost per decision +50% ($0.001 -> $0.0015), at least +50% with 95% confidence, "
+        "over gate.max_cost_increase +25%",
     ) in rules
     assert "is held to +60%, the new setting; without it, to the base" in comment
 
@@ -87,5 +88,9 @@ def test_a_raised_cost_limit_holds_the_pull_request_to_the_limit_the_label_allow
     code, result, _ = gate(repo, capsys, ALLOW)
     assert code == 1
     assert [(f["rule"], f["reason"]) for f in result["gate"]["failures"]] == [
-        ("cost", "cost per decision +80% ($0.001 -> $0.0018), over gate.max_cost_increase +60%")
+        (
+            "cost",
+            "cost per decision +80% ($0.001 -> $0.0018), at least +80% with 95% confidence, "
+            "over gate.max_cost_increase +60%",
+        )
     ]
