@@ -33,8 +33,13 @@ from passk_action.core.model import (
     Version,
     dataset_digest,
 )
+from passk_action.core.notes import StaleBaseline
 from passk_action.core.result import CompareResult
-from passk_action.engine import CompareInputs, Session, compare, row_records
+from passk_action.engine.agents import ReadyAgents
+from passk_action.engine.compare import compare
+from passk_action.engine.measuring import row_records
+from passk_action.engine.request import AgainstBase, CandidateSource, CompareInputs, StalePlan
+from passk_action.engine.session import Session
 from passk_action.errors import AgentCouldNotRun
 from passk_action.inputs.config import parse_config
 
@@ -157,19 +162,19 @@ def project(tmp_path: Path) -> tuple[Dataset, Run, object]:
 
 
 def run_compare(
-    tmp_path: Path, agent: Outage, session: Session, remeasure: str | None = None
+    tmp_path: Path, agent: Outage, session: Session, remeasure: StaleBaseline | None = None
 ) -> CompareResult:
     dataset, baseline, config = project(tmp_path)
+    base = AgainstBase("0" * 40, stale=StalePlan(remeasure=remeasure)) if remeasure else None
     inputs = CompareInputs(
         config=config,  # type: ignore[arg-type]
         dataset=dataset,
         baseline=baseline,
-        candidate=None,
-        candidate_out=tmp_path / "candidate.json",
-        agents=lambda version: FunctionAgent(agent),
-        remeasure=remeasure,
+        candidate=CandidateSource(out=tmp_path / "candidate.json"),
+        base=base,
     )
-    return compare(inputs, session)
+    agents = {version: FunctionAgent(agent) for version in Version}
+    return compare(inputs, ReadyAgents(agents), session)
 
 
 def test_an_outage_on_a_must_not_break_row_costs_time_not_a_red_check(tmp_path: Path) -> None:
@@ -196,7 +201,8 @@ def test_re_measuring_a_stale_baseline_stops_when_the_base_agent_cannot_run(
     broken = Outage(calls=10**6)
     session = Session(concurrency=1, retry=RetryPolicy(attempts=0), now=lambda: "t")
     with pytest.raises(AgentCouldNotRun, match="baseline"):
-        run_compare(tmp_path, broken, session, remeasure="the baseline is stale")
+        stale = StaleBaseline(None, "0" * 40, ("agent.py",), None)
+        run_compare(tmp_path, broken, session, remeasure=stale)
     # min(rows × k, 2 × concurrency) = 2 attempts, not all 6.
     assert sum(broken.seen.values()) == 2
 

@@ -430,7 +430,10 @@ def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
 
 def test_a_gate_of_two_recorded_runs_says_no_agent_ran(tmp_path: Path) -> None:
     from passk_action.agents.runner import RetryPolicy
-    from passk_action.engine import CompareInputs, Session, compare
+    from passk_action.engine.agents import ReadyAgents
+    from passk_action.engine.compare import compare
+    from passk_action.engine.request import CandidateSource, CompareInputs
+    from passk_action.engine.session import Session
     from passk_action.inputs.config import parse_config
     from passk_action.report.phrases import executions_text
     from passk_action.store.results import result_from_json, result_to_json
@@ -448,8 +451,9 @@ def test_a_gate_of_two_recorded_runs_says_no_agent_ran(tmp_path: Path) -> None:
 
     result = compare(
         CompareInputs(config=config, dataset=dataset, baseline=recorded(Version.BASELINE),
-                      candidate=recorded(Version.CANDIDATE),
-                      candidate_out=tmp_path / "candidate.json", agents=lambda _: None),
+                      candidate=CandidateSource(out=tmp_path / "candidate.json",
+                                                recorded=recorded(Version.CANDIDATE))),
+        ReadyAgents({}),
         Session(concurrency=1, retry=RetryPolicy(attempts=0), now=lambda: "t"),
     )  # fmt: skip
     assert result.executions.candidate_recorded == result.executions.total == 9
@@ -462,7 +466,10 @@ def test_a_gate_of_two_recorded_runs_says_no_agent_ran(tmp_path: Path) -> None:
 
 def test_a_candidate_recorded_on_another_dataset_version_says_what_moved(tmp_path: Path) -> None:
     from passk_action.agents.runner import RetryPolicy
-    from passk_action.engine import CompareInputs, Session, compare
+    from passk_action.engine.agents import ReadyAgents
+    from passk_action.engine.compare import compare
+    from passk_action.engine.request import CandidateSource, CompareInputs
+    from passk_action.engine.session import Session
     from passk_action.inputs.config import parse_config
     from passk_action.report.compare_report import render_compare_report
 
@@ -490,8 +497,9 @@ def test_a_candidate_recorded_on_another_dataset_version_says_what_moved(tmp_pat
 
     result = compare(
         CompareInputs(config=config, dataset=dataset, baseline=recorded(dataset, Version.BASELINE),
-                      candidate=recorded(old, Version.CANDIDATE),
-                      candidate_out=tmp_path / "candidate.json", agents=lambda _: None),
+                      candidate=CandidateSource(out=tmp_path / "candidate.json",
+                                                recorded=recorded(old, Version.CANDIDATE))),
+        ReadyAgents({}),
         Session(concurrency=1, retry=RetryPolicy(attempts=0), now=lambda: "t"),
     )  # fmt: skip
     (line,) = [ln for ln in render_compare_report(result).splitlines() if "**Dataset:**" in ln]

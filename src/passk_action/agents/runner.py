@@ -861,6 +861,91 @@ def _label(requests: Sequence[AttemptRequest]) -> str:
     return label
 
 
+def _check_requests(requests: Sequence[AttemptRequest], concurrency: int) -> None:
+    if concurrency < 1:
+        raise UsageError(
+            f"concurrency must be at least 1, got {concurrency}",
+            where="concurrency",
+            hint="use 1 for one attempt at a time",
+        )
+    seen: set[tuple[str, int]] = set()
+    for request in requests:
+        key = (request.row.id, request.number)
+        if key in seen:
+            raise ValueError(f"attempt {request.number} of row {request.row.id!r} requested twice")
+        seen.add(key)
+
+
+@dataclass
+class _Tries:
+    """One request tried, then retried after a backoff while it errors; None once halted."""
+
+    agent: Agent
+    retry: RetryPolicy
+    halt: threading.Event
+    wait_between: Callable[[float], object]
+    rng: random.Random
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: AttemptRequest) -> Attempt | None:
+        notes: list[str] = []
+        for retry_index in range(self.retry.attempts + 1):
+            if self.halt.is_set():
+                return None
+            try:
+                attempt = _run_once(self.agent, request)
+            except AttemptCancelled:
+                return None
+            if attempt.valid or retry_index == self.retry.attempts:
+                break
+            notes.append(_retry_note(attempt))
+            with self.lock:
+                delay = self.retry.delay(retry_index, self.rng)
+            self.wait_between(delay)
+        if notes:
+            attempt = replace(attempt, retries=(*attempt.retries, *notes))
+        return attempt
+
+
+class _HeldBack:
+    """Transient errors of gated requests, held back for a second chance (``run_attempts``)."""
+
+    def __init__(self, rule: Callable[[AttemptRequest], bool] | None, retry: RetryPolicy) -> None:
+        self.rule, self.retry = rule, retry
+        self.held: dict[tuple[str, int], tuple[AttemptRequest, Attempt]] = {}
+        self.second_round = False
+
+    def hold(self, request: AttemptRequest, result: Attempt) -> bool:
+        """Hold ``result`` back when it earns a second chance; whether it did."""
+        if (
+            result.error is None
+            or self.retry.attempts == 0
+            or self.rule is None
+            or not self.rule(request)
+            or cause(result.error, result.detail).kind is not Kind.TRANSIENT
+        ):
+            return False
+        self.held[(result.row_id, result.number)] = (request, result)
+        return True
+
+    def attempts(self) -> list[Attempt]:
+        return [attempt for _, attempt in self.held.values()]
+
+    def due(self) -> bool:
+        return bool(self.held) and not self.second_round
+
+    def start(self) -> list[AttemptRequest]:
+        """The second round begins: the held requests, to be tried again."""
+        self.second_round = True
+        return [request for request, _ in self.held.values()]
+
+    def answered(self, result: Attempt) -> Attempt:
+        """The second chance's attempt, the first round's failures kept in its ``retries``."""
+        _, first = self.held.pop((result.row_id, result.number))
+        earlier = (*first.retries, _retry_note(first))
+        return replace(result, retries=(*earlier, *result.retries))
+
+
 def run_attempts(
     requests: Sequence[AttemptRequest],
     agent: Agent,
@@ -906,44 +991,13 @@ def run_attempts(
     The result is ordered by the first appearance of each row in ``requests``,
     then by attempt number, whatever order attempts finished in.
     """
-    if concurrency < 1:
-        raise UsageError(
-            f"concurrency must be at least 1, got {concurrency}",
-            where="concurrency",
-            hint="use 1 for one attempt at a time",
-        )
-    seen: set[tuple[str, int]] = set()
-    for request in requests:
-        key = (request.row.id, request.number)
-        if key in seen:
-            raise ValueError(f"attempt {request.number} of row {request.row.id!r} requested twice")
-        seen.add(key)
-
+    _check_requests(requests, concurrency)
     # ``halt`` is ours: set on ``stop`` or when the journal raises.  Workers
     # wait on it between retries so a stop cuts a long backoff short.
     halt = threading.Event()
-    wait_between = sleep if sleep is not None else halt.wait
-    random_source = rng if rng is not None else random.Random()
-    rng_lock = threading.Lock()
-
-    def attempt_with_retries(request: AttemptRequest) -> Attempt | None:
-        notes: list[str] = []
-        for retry_index in range(retry.attempts + 1):
-            if halt.is_set():
-                return None
-            try:
-                attempt = _run_once(agent, request)
-            except AttemptCancelled:
-                return None
-            if attempt.valid or retry_index == retry.attempts:
-                break
-            notes.append(_retry_note(attempt))
-            with rng_lock:
-                delay = retry.delay(retry_index, random_source)
-            wait_between(delay)
-        if notes:
-            attempt = replace(attempt, retries=(*attempt.retries, *notes))
-        return attempt
+    attempt_with_retries = _Tries(
+        agent, retry, halt, sleep if sleep is not None else halt.wait, rng or random.Random()
+    )
 
     def halt_now() -> None:
         halt.set()
@@ -956,9 +1010,7 @@ def run_attempts(
     finished: list[Attempt] = []
     pending = deque(requests)
     in_flight: dict[Future[Attempt | None], AttemptRequest] = {}
-    held: dict[tuple[str, int], tuple[AttemptRequest, Attempt]] = {}
-    """Errors of second-chance requests, held back until the rest is done."""
-    second_round = False
+    held = _HeldBack(second_chance, retry)
 
     def hand_over(attempt: Attempt) -> None:
         finished.append(attempt)
@@ -998,36 +1050,21 @@ def run_attempts(
                 result = future.result()
                 if result is None:
                     continue
-                key = (result.row_id, result.number)
-                if second_round:
-                    _, first = held.pop(key)
-                    earlier = (*first.retries, _retry_note(first))
-                    hand_over(replace(result, retries=(*earlier, *result.retries)))
+                if held.second_round:
+                    hand_over(held.answered(result))
                     continue
-                if (
-                    result.error is not None
-                    and retry.attempts > 0
-                    and second_chance is not None
-                    and second_chance(request)
-                    and cause(result.error, result.detail).kind is Kind.TRANSIENT
-                ):
-                    held[key] = (request, result)
-                else:
+                if not held.hold(request, result):
                     hand_over(result)
                 unrunnable = watch.add(result)
                 if unrunnable is not None:
-                    for _, attempt in held.values():
+                    for attempt in held.attempts():
                         hand_over(attempt)  # recorded as they are: the version cannot run
                     raise unrunnable
-            if not pending and not in_flight and held and not second_round:
+            if not pending and not in_flight and held.due():
                 # Everything else is done: the held errors get their second chance
                 # after the longest backoff, with the whole retry budget again.
-                second_round = True
-                if sleep is not None:
-                    sleep(retry.max_backoff_s)
-                else:
-                    (stop or halt).wait(retry.max_backoff_s)
-                pending.extend(request for request, _ in held.values())
+                (sleep or (stop or halt).wait)(retry.max_backoff_s)
+                pending.extend(held.start())
     except BaseException:
         halt_now()
         raise

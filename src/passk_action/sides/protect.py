@@ -56,6 +56,33 @@ def _limit(value: float) -> str:
     return f"{value * 100:+.10g}%"
 
 
+def _spend_limit_changes(base: Config, head: Config) -> list[ProtectedChange]:
+    """A spend limit removed or raised, saying which limit holds the pull request."""
+    changes: list[ProtectedChange] = []
+    for key, old_limit, new_limit in (
+        ("gate.max_cost_increase", base.gate.max_cost_increase, head.gate.max_cost_increase),
+        (
+            "gate.max_latency_p95_increase",
+            base.gate.max_latency_p95_increase,
+            head.gate.max_latency_p95_increase,
+        ),
+    ):
+        if old_limit is not None and (new_limit is None or new_limit > old_limit):
+            old_text = _limit(old_limit)
+            if new_limit is None:
+                what, held = "removed", "no limit"
+            else:
+                what, held = f"raised to {_limit(new_limit)}", _limit(new_limit)
+            changes.append(
+                ProtectedChange(
+                    SPEND_LIMIT_LOOSENED,
+                    f"{key} {old_text} is {what}: with the allow label this pull request is "
+                    f"held to {held}, the new setting; without it, to the base's {old_text}",
+                )
+            )
+    return changes
+
+
 def protected_changes(
     base: ProtectedInputs, head: ProtectedInputs, *, ratchet: Iterable[str] = ()
 ) -> tuple[ProtectedChange, ...]:
@@ -99,27 +126,7 @@ def protected_changes(
         changes.append(
             ProtectedChange(REGRESSION_BLOCK_OFF, "gate.block_on_any_regression is turned off")
         )
-    for key, old_limit, new_limit in (
-        ("gate.max_cost_increase", bc.gate.max_cost_increase, hc.gate.max_cost_increase),
-        (
-            "gate.max_latency_p95_increase",
-            bc.gate.max_latency_p95_increase,
-            hc.gate.max_latency_p95_increase,
-        ),
-    ):
-        if old_limit is not None and (new_limit is None or new_limit > old_limit):
-            old_text = _limit(old_limit)
-            if new_limit is None:
-                what, held = "removed", "no limit"
-            else:
-                what, held = f"raised to {_limit(new_limit)}", _limit(new_limit)
-            changes.append(
-                ProtectedChange(
-                    SPEND_LIMIT_LOOSENED,
-                    f"{key} {old_text} is {what}: with the allow label this pull request is "
-                    f"held to {held}, the new setting; without it, to the base's {old_text}",
-                )
-            )
+    changes += _spend_limit_changes(bc, hc)
     if bc.scoring.normalize != hc.scoring.normalize:
         changes.append(
             ProtectedChange(
