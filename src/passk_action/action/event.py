@@ -93,4 +93,3 @@ def pull_request_from(payload: dict[str, Any], where: str) -> PullRequest:
         labels=labels,
         fork=fork,
     )
-
