@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
@@ -458,6 +458,82 @@ class GitRepo:
     def fast_forward(self, commit: str) -> None:
         """Move the checked-out branch and index to ``commit``; the working tree stays."""
         self.run(("reset", "--quiet", "--mixed", commit), what="advance the branch")
+
+    def is_shallow(self) -> bool:
+        """Whether the clone is shallow (``fetch-depth: 1``): older commits are not here."""
+        out = self.run(("rev-parse", "--is-shallow-repository"), what="ask if the clone is shallow")
+        return out.strip() == b"true"
+
+    def path_commits(self, tip: str, path: str) -> list[tuple[str, str]]:
+        """(sha, committer date) of the commits that changed ``path``, newest first.
+
+        Along ``tip``'s first parents only: the versions the branch itself
+        held, not those of the branches merged into it.
+        """
+        out = self.run(
+            ("--literal-pathspecs", "log", "--first-parent", "--format=%H %cI", tip, "--", path),
+            what=f"list the commits that changed {path}",
+        )
+        found = []
+        for line in out.decode("ascii").splitlines():
+            sha, _, date = line.partition(" ")
+            found.append((sha, date))
+        return found
+
+    def blob_ids(self, names: Sequence[str]) -> list[str | None]:
+        """The blob each ``<commit>:<path>`` names; None where there is none (a deleted file)."""
+        if not names:
+            return []
+        if any("\n" in name for name in names):
+            raise GitError("a path holds a line break", where="git cat-file", hint="rename it")
+        out = self.run(
+            ("cat-file", "--batch-check=%(objectname) %(objecttype)"),
+            what="look up blobs",
+            stdin="".join(f"{name}\n" for name in names).encode("utf-8", "surrogateescape"),
+        )
+        ids: list[str | None] = []
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            oid, _, kind = line.rpartition(" ")
+            ids.append(oid if kind == "blob" else None)
+        return ids
+
+    def blobs(self, oids: Sequence[str]) -> Generator[tuple[str, bytes], None, None]:
+        """Each blob's bytes, one at a time from one ``git cat-file --batch``.
+
+        Asked for one by one, so only one blob is in memory at a time, and
+        stopping early (closing the generator) ends the process.
+        """
+        proc = subprocess.Popen(
+            ["git", "-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null",
+             "cat-file", "--batch"],
+            cwd=self.root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            for oid in oids:
+                proc.stdin.write(f"{oid}\n".encode("ascii"))
+                proc.stdin.flush()
+                header = proc.stdout.readline().split()
+                if len(header) != 3 or header[1] != b"blob":
+                    raise GitError(
+                        f"cannot read the blob {oid[:12]}",
+                        where="git cat-file",
+                        hint="check out the repository with `actions/checkout` and "
+                        "`fetch-depth: 0`",
+                    )
+                size = int(header[2])
+                data = proc.stdout.read(size + 1)
+                if len(data) != size + 1:
+                    raise GitError(f"the blob {oid[:12]} ends early", where="git cat-file")
+                yield oid, data[:size]
+        finally:
+            proc.stdin.close()
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
 
 
 def token_auth_env(server_url: str, token: str, environ: Mapping[str, str]) -> dict[str, str]:
