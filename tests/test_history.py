@@ -206,7 +206,7 @@ def test_a_shallow_clone_says_how_many_baselines_it_could_read(repo: Repo, tmp_p
     (note,) = notes(history)
     assert note == (
         f"{len(history.baselines)} baseline{'s' if len(history.baselines) > 1 else ''} "
-        "readable on main in this shallow clone; `fetch-depth: 0` gives all"
+        "readable on main in this shallow clone; fetch-depth: 0 gives all"
     )
 
 

@@ -24,6 +24,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from passk_action.core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
+from passk_action.core.history import History, HistoryBuilder, summarize_version
 from passk_action.core.model import (
     AgentInfo,
     Attempt,
@@ -482,6 +483,53 @@ def test_comment_golden_rerun_replay() -> None:
     text = render_comment(result, marker=MARKER, record=RECORD, context=PR_CONTEXT)
     assert_golden("comment_rerun.md", text)
     assert text.splitlines()[3].startswith("Re-run of the same commit")
+
+
+def history_on_main() -> History:
+    """Six baselines of the failed scenario's rows on main, read from a shallow clone."""
+    rows = {r.id: r for r in failed_scenario().rows}
+    # Newest first; "C" stable-correct, "F" flip, "-" not in that baseline.
+    lines = {
+        "refund-001": "CCCCCC",
+        "refund-002": "FCFCCC",
+        "refund-003": "CC----",
+        "refund-004": "CFCCFC",
+        "refund-005": "FFFFFF",
+    }
+    builder = HistoryBuilder(10)
+    for i in range(6):
+        attempts = Attempts()
+        held = [rows[row_id] for row_id, codes in lines.items() if codes[i] != "-"]
+        for record in held:
+            if lines[record.id][i] == "C":
+                attempts.ok(record.id, record.expected, times=3)
+            else:
+                attempts.ok(record.id, record.expected, times=2).ok(record.id, "escalate")
+        run = make_run(Version.BASELINE, held, attempts, "refund agent", f"{i:x}" * 12)
+        builder.add(f"{6 - i:x}" * 40, f"2024-04-{20 + 6 - i}T10:00:00Z", summarize_version(run))
+    return builder.build(branch="main", artifact=".passk/baseline.json", shallow=True)
+
+
+def test_comment_golden_with_history_marks() -> None:
+    """Each blocking or lost row says whether main's baselines had the same trouble."""
+    context = replace(PR_CONTEXT, history=history_on_main())
+    text = render_comment(failed_scenario(), marker=MARKER, record=RECORD, context=context)
+    assert_golden("comment_history.md", text)
+    marks = [line for line in text.splitlines() if "history:" in line]
+    assert marks == [
+        "- history: stable-correct in each of the last 6 baselines on main (new trouble)",
+        "- history: stable-correct in each of the 2 baselines on main since it joined"
+        " (new trouble)",
+        "- history: flip in 2 of the last 6 baselines on main (old trouble)",
+        "- `refund-002`: stable-correct → flip (with confirmation attempts: baseline flip, "
+        "candidate flip); the baseline also varies: it answered wrong on confirmation; "
+        "history: flip in 2 of the last 6 baselines on main (old trouble)",
+    ]
+    note = "6 baselines readable on main in this shallow clone; fetch-depth: 0 gives all"
+    assert f"- {note}" in text
+    # Without a history the comment is the one it always was.
+    plain = render_comment(failed_scenario(), marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    assert "history" not in plain
 
 
 def test_comment_golden_two_steps_in_one_workflow() -> None:

@@ -12,7 +12,9 @@ from ..errors import AgentCouldNotRun, GitHubError, PasskError, UsageError
 from ..github.client import GitHubClient
 from ..github.publish import start_check
 from ..report.escape import inline
+from ..report.history import summary_line
 from ..sides.gitrepo import GitRepo, short_sha
+from ..sides.history import base_history
 from ..sides.trusted import BaseCommit, Trusted, protected_change_lines, trust_base
 from .comparison import run_comparison
 from .event import PullRequest, pull_request_from, read_payload
@@ -74,6 +76,14 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     try:
         with workflow.group("passk: trusted inputs from the base commit"):
             trusted = trusted_inputs(repo, inputs, pr, workflow)
+            # Before any agent runs: the marks come from the base's git objects alone.
+            history = base_history(
+                repo,
+                pr.base_sha,
+                repo.relative(trusted.config.baseline.artifact),
+                branch=pr.base_ref or None,
+            )
+            workflow.line(summary_line(history))
         prior = look_up_record(client, repo, inputs, pr, trusted, workflow.warn)
         try:
             result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
@@ -99,6 +109,7 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         trusted.baseline_run,
         where=where,
         check_run_id=check,
+        history=history,
     )
 
 

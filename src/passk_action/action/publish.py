@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.cost import summarize_spend
 from ..core.diff import Confirmation
+from ..core.history import History
 from ..core.model import Dataset, Run
 from ..core.money import plain_decimal
 from ..core.result import CompareResult
@@ -238,7 +239,10 @@ def step_label(inputs: ActionInputs) -> str | None:
 
 
 def comment_context(
-    inputs: ActionInputs, pr: PullRequest, where: GatedFiles | None
+    inputs: ActionInputs,
+    pr: PullRequest,
+    where: GatedFiles | None,
+    history: History | None = None,
 ) -> CommentContext:
     """What the comment needs besides the result: commits, row inputs, the label, the paths."""
     return CommentContext(
@@ -251,6 +255,7 @@ def comment_context(
         allow_label=where.allow_label if where else None,
         result_path=RESULT_PATH,
         details_url=inputs.details_url(),
+        history=history,
     )
 
 
@@ -275,11 +280,13 @@ def publish_gate(
     *,
     where: GatedFiles | None = None,
     check_run_id: int | None = None,
+    history: History | None = None,
 ) -> int:
     """Write, summarise and post the result; the exit code is the gate's, whatever GitHub says.
 
     ``where`` says where the rows and the config live, for the comment's inputs and
-    "what next" (without it the comment leaves them out).
+    "what next" (without it the comment leaves them out); ``history`` marks lost rows
+    with their history on the base branch.
     """
 
     result_file = inputs.workspace / RESULT_PATH
@@ -306,7 +313,7 @@ def publish_gate(
             step=step_key(inputs).id,
         )
     )
-    context = comment_context(inputs, pr, where)
+    context = comment_context(inputs, pr, where, history)
     if prior.record is not None and not prior.record.passed and result.gate.passed:
         context = replace(context, resolved_from=prior.record.head_sha)
     mode = comment_mode(

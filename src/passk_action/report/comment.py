@@ -24,6 +24,7 @@ from ..core.causes import Kind, causes_of, dominant_kind
 from ..core.cost import compare_spend
 from ..core.diff import RowComparison
 from ..core.gate import GateFailure, Rule
+from ..core.history import History
 from ..core.model import Attempt, Json, Phase
 from ..core.result import CompareResult
 from ..core.stats import Metrics
@@ -31,6 +32,8 @@ from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .could_not_run import could_not_run_title
 from .escape import block, code, inline
+from .history import mark as history_mark
+from .history import notes as history_notes
 from .how_sure import STATISTICS_TITLE, interval_line, noise_sentence, power_text
 from .notes import sentences
 from .phrases import (
@@ -90,6 +93,8 @@ class CommentContext:
     """The workflow run's page, where the job summary is."""
     resolved_from: str | None = None
     """Head commit of an earlier failing run on this pull request, when this one passes."""
+    history: History | None = None
+    """Each row's class in the base branch's recorded baselines: marks lost rows new or old."""
 
 
 # --- the verdict ------------------------------------------
@@ -149,6 +154,7 @@ def _blocking_row(
     context: CommentContext,
     by_row: tuple[Mapping[str, Sequence[Attempt]], Mapping[str, Sequence[Attempt]]],
     expected: Mapping[str, str],
+    marks: Mapping[str, str],
 ) -> list[str]:
     if failure.rule is Rule.PROTECTED_CHANGE or failure.rule is Rule.RECORDED_FAILURE:
         what = "protected change" if failure.rule is Rule.PROTECTED_CHANGE else "earlier run"
@@ -172,6 +178,8 @@ def _blocking_row(
         f"- expected {inline(want, VALUE_LEN)} · baseline {_answers(base_all)} "
         f"· candidate {_answers(cand_all)}",
     ]
+    if row.id in marks:
+        lines.append(f"- history: {marks[row.id]}")
     if failure.rule is Rule.UNCLASSIFIED:
         kind = dominant_kind([*base_all, *cand_all])
         if kind is Kind.TRANSIENT or kind is Kind.KEY:
@@ -197,6 +205,21 @@ def _blocking_row(
             "</details>",
         ]
     return lines
+
+
+def history_marks(result: CompareResult, history: History | None) -> dict[str, str]:
+    """Each lost or blocking row's history on the base branch, escaped, by row id."""
+    if history is None:
+        return {}
+    wanted = {f.id for f in result.gate.failures if f.id is not None}
+    wanted.update(result.comparison.lost)
+    marks = {}
+    for record in result.rows:
+        if record.id in wanted:
+            text = history_mark(history, record.id, record.input_digest)
+            if text is not None:
+                marks[record.id] = inline(text, REASON_LEN)
+    return marks
 
 
 # --- the three numbers, with direction -----------------------------------------
@@ -281,6 +304,10 @@ def _what_next(result: CompareResult, context: CommentContext) -> list[str]:
 # --- collapsed sections -----------------------------------------------------------
 
 
+def _with_history(item: str, row_id: str, marks: Mapping[str, str]) -> str:
+    return f"{item}; history: {marks[row_id]}" if row_id in marks else item
+
+
 def _details(title: str, body: Sequence[str]) -> list[str]:
     if not body:
         return []
@@ -346,10 +373,11 @@ def why_it_failed(
     by_row = (result.baseline.attempts_by_row(), result.candidate.attempts_by_row())
     expected = {r.id: r.expected for r in result.rows}
     rows = {r.id: r for r in result.comparison.rows}
+    marks = history_marks(result, context.history)
     lines = ["", f"**Why it failed** ({plural(len(gate.failures), 'blocking reason')})"]
     for failure in gate.failures[:blocking]:
         row = rows.get(failure.id) if failure.id is not None else None
-        lines += _blocking_row(failure, row, result, context, by_row, expected)
+        lines += _blocking_row(failure, row, result, context, by_row, expected, marks)
     rest = gate.failures[blocking:]
     if not rest:
         return lines, False
@@ -370,7 +398,9 @@ def _body(
     context: CommentContext,
     budget: _Budget,
     spend: str | None = None,
+    marks: Mapping[str, str] | None = None,
 ) -> list[str]:
+    marks = marks or {}
     gate = result.gate
     cmp = result.comparison
     lines = [verdict_heading(result, context)]
@@ -413,13 +443,22 @@ def _body(
     chart = curve_lines(stats) + transition_lines(cmp.rows)
     lines += _details("pass^j chart and rows by class", chart)
     lists = [
-        ("Rows lost that do not block", [lost_item(r, s) for r in other_lost]),
+        (
+            "Rows lost that do not block",
+            [_with_history(lost_item(r, s), r.id, marks) for r in other_lost],
+        ),
         ("Rows gained", [gained_item(r) for r in s.gained]),
         (
             "Checks that flipped while the decision held",
             check_flip_items(s),
         ),
-        ("Notes", [inline(n, REASON_LEN) for n in sentences(result.notes)]),
+        (
+            "Notes",
+            [
+                inline(n, REASON_LEN)
+                for n in (*sentences(result.notes), *history_notes(context.history))
+            ],
+        ),
     ]
     for title, items in lists:
         block_lines, was_cut = _list_details(title, items, budget.items)
@@ -469,9 +508,10 @@ def render_comment(
     s = sections(result)
     stats = analysis if analysis is not None else analyze(result)
     spend = cost_line(compare_spend(result.baseline, result.candidate))
+    marks = history_marks(result, ctx.history)
     text = ""
     for budget in _BUDGETS:
-        lines = _body(result, s, stats, ctx, budget, spend)
+        lines = _body(result, s, stats, ctx, budget, spend, marks)
         text = "\n".join([marker, *lines, "", record])
         if len(text) <= limit:
             break

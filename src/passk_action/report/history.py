@@ -93,7 +93,7 @@ def notes(history: History | None) -> list[str]:
     if history.cut_short:
         out.append(
             f"{_baselines(len(history.baselines))} readable {where} in this shallow clone; "
-            "`fetch-depth: 0` gives all"
+            "fetch-depth: 0 gives all"
         )
     if history.skipped:
         first = history.skipped[0]
