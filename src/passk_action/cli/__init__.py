@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "report mean accuracy, pass^k and flip rate of a run artifact or result"),
     "compare": ("compare", "compare the candidate with the baseline and decide the gate"),
     "gate": ("gate", "re-derive the gate decision from a result file (no agent runs)"),
+    "history": (
+        "history",
+        "each row's class in the last N baselines committed on a branch (from git)",
+    ),
     "merge": (
         "merge",
         "join shard artifacts (passk run --shard I/N) into the run one machine would record",

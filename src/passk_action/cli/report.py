@@ -30,17 +30,20 @@ from pathlib import Path
 from typing import Any
 
 from ..core.cost import compare_spend
+from ..core.history import History
 from ..core.result import CompareResult
 from ..core.uncertainty import Analysis, analyze
-from ..errors import EXIT_OK
+from ..errors import EXIT_OK, UsageError
+from ..inputs.config import load_config
 from ..report.compare_report import render_compare_report
 from ..report.html import render_html_report, render_run_html
 from ..report.junit import junit_for_result, junit_for_run
 from ..report.notes import sentences
 from ..report.run_report import render_run_report, run_report_json
+from ..sides.history import history_at
 from ..store.artifact import dump_document, gc_paused
 from ..store.results import AuditedResult, comparison_row_to_json, read_run_or_result
-from .common import write_output
+from .common import add_config_argument, write_output
 
 JSON_SHAPE = (
     "--format json prints a report, not the artifact. Of a result: gate, baseline.metrics, "
@@ -70,6 +73,14 @@ def add_parser(commands: Any) -> None:
         default=None,
         help="JUnit suite name, the classname is passk.SUITE (default: the artifact's file name)",
     )
+    parser.add_argument(
+        "--history",
+        default=None,
+        metavar="REF",
+        help="with --format html: also draw the three numbers over the baselines "
+        "committed on REF (e.g. main), read from git as `passk history` does",
+    )
+    add_config_argument(parser)
     parser.add_argument("--out", default=None, help="write here instead of stdout")
     parser.set_defaults(handler=handle)
 
@@ -114,6 +125,14 @@ def dump_report(doc: dict[str, Any]) -> str:
     return dump_document(doc, line_lists=("rows",), raw=raw)
 
 
+def _history(args: argparse.Namespace) -> History | None:
+    """The baselines' history on ``--history REF``, for the HTML report; None without it."""
+    if args.history is None:
+        return None
+    config = load_config(Path(args.config)).config
+    return history_at(config.path.parent, config.baseline.artifact, args.history)
+
+
 def handle(args: argparse.Namespace) -> int:
     # A large result is millions of objects and no garbage: the collector
     # would only rescan them while the report is computed.
@@ -123,6 +142,12 @@ def handle(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     path = Path(args.artifact)
+    if args.history is not None and args.format != "html":
+        raise UsageError(
+            "--history draws a chart: it needs --format html",
+            where="--history",
+            hint="add --format html, or see `passk history` for the history as text",
+        )
     loaded = read_run_or_result(path)
     suite = args.suite if args.suite is not None else path.stem
     if isinstance(loaded, AuditedResult):
@@ -130,7 +155,7 @@ def _report(args: argparse.Namespace) -> int:
         if args.format == "json":
             text = dump_report(result_report_json(result))
         elif args.format == "html":
-            text = render_html_report(result)
+            text = render_html_report(result, history=_history(args))
         elif args.format == "junit":
             text = junit_for_result(result, suite=suite)
         else:
@@ -140,7 +165,7 @@ def _report(args: argparse.Namespace) -> int:
         if args.format == "json":
             text = dump_report(run_report_json(run))
         elif args.format == "html":
-            text = render_run_html(run)
+            text = render_run_html(run, history=_history(args))
         elif args.format == "junit":
             text = junit_for_run(run, suite=suite)
         else:

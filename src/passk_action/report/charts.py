@@ -22,6 +22,7 @@ text (tooltips and labels), so color is never the only carrier.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -143,6 +144,22 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}"
 
 
+def _pct_or_na(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{_pct(value)}%"
+
+
+def _runs(values: Sequence[float]) -> list[list[int]]:
+    """The points (1-based) of each stretch of values with no NaN: one line each."""
+    runs: list[list[int]] = [[]]
+    for j, value in enumerate(values, 1):
+        if math.isnan(value):
+            if runs[-1]:
+                runs.append([])
+        else:
+            runs[-1].append(j)
+    return [run for run in runs if run]
+
+
 def mermaid_curve(
     series: Sequence[Series],
     *,
@@ -208,17 +225,24 @@ def svg_curve(
     title: str,
     x_label: str = "attempts j",
     y_label: str = "share of rows",
+    x_ticks: Sequence[str] | None = None,
 ) -> str:
     """A line chart of shares over j = 1..n, y fixed at 0..100 %, with a legend.
 
     Each point carries a tooltip with its exact value (and interval); the
     description lists every value, so a screen reader gets the numbers too.
+    ``x_ticks`` names the points instead of their numbers (e.g. commits); a
+    NaN value is a point with no value, drawn as a gap in its line.
     """
     if not series:
         raise ValueError("a curve needs at least one series")
     n = len(series[0].values)
     if n == 0 or any(len(s.values) != n for s in series):
         raise ValueError("every series needs the same, non-zero number of points")
+    if x_ticks is not None and len(x_ticks) != n:
+        raise ValueError("x_ticks needs one name per point")
+    ticks = [str(j) for j in range(1, n + 1)] if x_ticks is None else list(x_ticks)
+    at = "j = " if x_ticks is None else ""
     width = 640.0
     left, right, bottom = 56.0, 16.0, 48.0
     # Legend entries flow left to right and wrap, so long labels never clip.
@@ -240,8 +264,10 @@ def svg_curve(
     def y_at(share: float) -> float:
         return top + plot_h * (1 - min(max(share, 0.0), 1.0))
 
+    short = at.replace(" ", "")
     desc = "; ".join(
-        f"{s.label}: " + ", ".join(f"j={j} {_pct(v)}%" for j, v in enumerate(s.values, 1))
+        f"{s.label}: "
+        + ", ".join(f"{short}{ticks[j - 1]} {_pct_or_na(v)}" for j, v in enumerate(s.values, 1))
         for s in series
     )
     out = _svg_open(chart_id, width, height, title, desc)
@@ -262,7 +288,7 @@ def svg_curve(
             continue
         out.append(
             f'<text x="{_num(x_at(j))}" y="{_num(top + plot_h + 16)}" text-anchor="middle" '
-            f'fill="#374151">{j}</text>'
+            f'fill="#374151">{xml_text(ticks[j - 1])}</text>'
         )
     out.append(
         f'<text x="{_num(left + plot_w / 2)}" y="{_num(height - 10)}" text-anchor="middle" '
@@ -277,14 +303,17 @@ def svg_curve(
         dash = ' stroke-dasharray="6 4"' if s.dashed else ""
         cls = f"series series-{index}"
         out.append(f'<g class="{cls}" data-label="{xml_text(s.label)}">')
-        points = " ".join(f"{_num(x_at(j))},{_num(y_at(v))}" for j, v in enumerate(s.values, 1))
-        if n > 1:
-            out.append(
-                f'<polyline points="{points}" fill="none" stroke="{color}" '
-                f'stroke-width="2.5"{dash}/>'
-            )
+        for run in _runs(s.values):
+            points = " ".join(f"{_num(x_at(j))},{_num(y_at(s.values[j - 1]))}" for j in run)
+            if len(run) > 1:
+                out.append(
+                    f'<polyline points="{points}" fill="none" stroke="{color}" '
+                    f'stroke-width="2.5"{dash}/>'
+                )
         for j, v in enumerate(s.values, 1):
-            tip = f"{s.label}, j = {j}: {_pct(v)}%"
+            if math.isnan(v):
+                continue
+            tip = f"{s.label}, {at}{ticks[j - 1]}: {_pct(v)}%"
             if s.intervals is not None:
                 low, high = s.intervals[j - 1]
                 tip += f" (95% CI {_pct(low)}%–{_pct(high)}%)"

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ..core.classify import is_correct
 from ..core.diff import Change, RowComparison
 from ..core.gate import GateFailure, Rule
+from ..core.history import History
 from ..core.model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
 from ..core.result import CompareResult
 from ..core.stats import RowSummary, summarize_run
@@ -42,6 +43,7 @@ from .charts import (
     xml_text,
 )
 from .compare_report import render_compare_report
+from .history_html import history_section
 from .how_sure import ERROR_BAR_NOTE, STATISTICS_TITLE, noise_sentence, power_paragraphs
 from .html_page import markdown_html, page
 from .phrases import DETAIL_LEN, interval_text, percent, se_text
@@ -362,14 +364,18 @@ _COMPARE_SHOW = (
 )
 
 
-def render_html_report(result: CompareResult, *, analysis: Analysis | None = None) -> str:
+def render_html_report(
+    result: CompareResult, *, analysis: Analysis | None = None, history: History | None = None
+) -> str:
     """The self-contained HTML report of a comparison (``passk report --format html``).
 
     Sections: the report text (via :func:`.compare_report.render_compare_report`),
     statistics (error bars, the paired comparison, the smallest detectable
     change), charts (pass^j/pass@j curve, transition matrix, per-check flip
-    rates) and every row in a sortable, filterable table whose first cell
-    opens the row's attempts.  ``analysis`` as in the Markdown report.
+    rates), with ``history`` the three numbers over the base branch's
+    baselines (:mod:`.history_html`), and every row in a sortable, filterable
+    table whose first cell opens the row's attempts.  ``analysis`` as in the
+    Markdown report.
     """
     stats = analysis if analysis is not None else analyze(result)
     cmp = result.comparison
@@ -436,6 +442,7 @@ def render_html_report(result: CompareResult, *, analysis: Analysis | None = Non
         '<section id="charts"><h2>Charts</h2><div class="figures">',
         *charts,
         "</div></section>",
+        *([history_section(history)] if history is not None else []),
         f'<section id="rows"><h2>Rows ({len(cmp.rows)})</h2>',
         "<p>Rows that block the gate come first, then rows lost, gained and otherwise changed. "
         "Click a row id for its attempts; click a column title to sort.</p>",
@@ -449,6 +456,7 @@ def render_html_report(result: CompareResult, *, analysis: Analysis | None = Non
         ("summary", "Summary"),
         ("statistics", "Statistics"),
         ("charts", "Charts"),
+        *([("history", "History")] if history is not None else []),
         ("rows", "Rows"),
     ]
     return page(title, nav, sections)
@@ -510,8 +518,11 @@ def _run_row(
     )
 
 
-def render_run_html(run: Run) -> str:
-    """The self-contained HTML report of one recorded run: its numbers, charts and rows."""
+def render_run_html(run: Run, *, history: History | None = None) -> str:
+    """The self-contained HTML report of one recorded run: its numbers, charts and rows.
+
+    With ``history``, the three numbers over the base branch's baselines too.
+    """
     version, summaries = analyze_one_run(run.rows, run)
     by_row = run.attempts_by_row()
     records = {r.id: r for r in run.rows}
@@ -563,6 +574,7 @@ def render_run_html(run: Run) -> str:
         '<section id="charts"><h2>Charts</h2><div class="figures">',
         *charts,
         "</div></section>",
+        *([history_section(history)] if history is not None else []),
         f'<section id="rows"><h2>Rows ({len(summaries)})</h2>',
         "<p>Must-not-break rows that are not stable-correct come first. Click a row id for its "
         "attempts; click a column title to sort.</p>",
@@ -575,6 +587,7 @@ def render_run_html(run: Run) -> str:
         ("summary", "Summary"),
         ("statistics", "Statistics"),
         ("charts", "Charts"),
+        *([("history", "History")] if history is not None else []),
         ("rows", "Rows"),
     ]
     return page(f"passk: {run.agent.version.value} run", nav, sections)

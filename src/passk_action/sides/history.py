@@ -17,6 +17,7 @@ reads the same history again.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from ..core.history import History, HistoryBuilder, VersionSummary, summarize_version
 from ..errors import ArtifactError, PasskError
@@ -87,3 +88,17 @@ def base_history(
         return read_history(repo, tip, artifact, last=last, branch=branch)
     except PasskError as exc:
         return History(branch=branch, artifact=artifact, wanted=last, problem=exc.one_line())
+
+
+def history_at(
+    folder: Path, artifact: Path, ref: str = "HEAD", *, last: int = HISTORY_DEPTH
+) -> History:
+    """The history of ``artifact`` on the branch ``ref`` names, in the repository of ``folder``.
+
+    For the CLI: ``HEAD`` is named by the checked-out branch.  Raises
+    GitError outside a git repository or for a ref that names no commit.
+    """
+    repo = GitRepo.discover(folder)
+    tip = repo.resolve(ref)
+    branch = repo.current_branch() if ref == "HEAD" else ref
+    return read_history(repo, tip, repo.relative(artifact), last=last, branch=branch)
