@@ -10,18 +10,27 @@ branch merged in whose own versions are not the branch's history.
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from helpers import attempts, record, run_of
-from passk_action.sides.history import base_history, read_history
-from passk_action.sides.gitrepo import GitRepo
-from passk_action.core.history import History, HistoryBuilder, history_of, summarize_version
-from passk_action.core.model import Phase, RowClass, RowRecord, Version
+from passk_action.core.history import (
+    CODES,
+    History,
+    HistoryBuilder,
+    history_of,
+    summarize_version,
+)
+from passk_action.core.model import EvalSettings, Phase, RowClass, RowRecord, Scoring, Version
+from passk_action.core.stats import compute_metrics, summarize_run
 from passk_action.report.history import history_json, history_text, mark, notes
+from passk_action.sides.gitrepo import GitRepo
+from passk_action.sides.history import base_history, read_history
 from passk_action.store import blob
 from passk_action.store.artifact import dump_run
 
@@ -316,3 +325,27 @@ def test_history_json_is_the_same_history_as_data(repo: Repo) -> None:
     assert doc["ratchet_exits"] == [{"id": "d", "commit": doc["baselines"][2]["commit"],
                                      "left_dataset": True}]  # fmt: skip
     json.dumps(doc)
+
+
+def test_a_version_summary_is_what_summarize_run_says_whatever_the_attempt_order() -> None:
+    """The one-pass fold agrees with the report's summaries: shuffled attempts, errors,
+    confirmations (left out), normalization, rows without attempts."""
+    rng = random.Random(24)
+    for case in range(50):
+        rows = [record(f"r{i}", rng.choice(["deny", "Deny "]), i % 3 == 0) for i in range(8)]
+        made = []
+        for row in rows[:-1]:
+            answers = [
+                rng.choice(["deny", "approve", "DENY", None]) for _ in range(rng.randint(1, 4))
+            ]
+            made += attempts(row.id, answers)
+            made += attempts(row.id, ["approve"], start=10, phase=Phase.CONFIRM)
+        rng.shuffle(made)
+        run = replace(
+            run_of(rows, made, version=Version.BASELINE),
+            settings=EvalSettings(k=3, scoring=Scoring(("strip", "casefold") if case % 2 else ())),
+        )
+        summaries = summarize_run(run.rows, run.attempts_by_row(), 3, run.settings.scoring)
+        version = summarize_version(run)
+        assert [code for _, _, code in version.rows] == [CODES[s.row_class] for s in summaries]
+        assert version.metrics == compute_metrics(summaries, 3)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .model import RowClass, Run
-from .stats import Metrics, compute_metrics, summarize_run
+from .model import Phase, RowClass, Run
+from .stats import Metrics, compute_metrics, summarize_decisions
 
 CODES: Mapping[RowClass, str] = {
     RowClass.STABLE_CORRECT: "C",
@@ -52,9 +52,23 @@ class VersionSummary:
 
 
 def summarize_version(run: Run) -> VersionSummary:
-    """Reduce a baseline run to its numbers, row classes (main attempts) and ratchet."""
+    """Reduce a baseline run to its numbers, row classes (main attempts) and ratchet.
+
+    The same summaries as :func:`~.stats.summarize_run` over main attempts,
+    gathered in one pass: a version is read once and dropped, so grouping
+    every attempt by row first would only cost time.
+    """
     settings = run.settings
-    summaries = summarize_run(run.rows, run.attempts_by_row(), settings.k, settings.scoring)
+    decisions: dict[str, list[tuple[int, str | None]]] = {row.id: [] for row in run.rows}
+    for attempt in run.attempts:
+        if attempt.phase is Phase.MAIN:
+            decisions[attempt.row_id].append((attempt.number, attempt.decision))
+    summaries = [
+        summarize_decisions(
+            row, tuple(d for _, d in sorted(decisions[row.id])), settings.k, settings.scoring
+        )
+        for row in run.rows
+    ]
     return VersionSummary(
         metrics=compute_metrics(summaries, settings.k),
         rows=tuple(

@@ -124,7 +124,8 @@ def _date(iso: str) -> str:
 
 
 def _row_line(row: RowHistory, history: History, what: str) -> str:
-    return f"  {plain_id(row.id, ID_WIDTH):<{ID_WIDTH}} {row.codes}  {what}"
+    locked = "; locked by the ratchet" if row.locked else ""
+    return f"  {plain_id(row.id, ID_WIDTH):<{ID_WIDTH}} {row.codes}  {what}{locked}"
 
 
 def _flip_text(row: RowHistory, history: History) -> str:
