@@ -48,11 +48,11 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
-def test_the_five_steps_gate_a_repository_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def follow_the_five_steps(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A reader's repository made at ``repo`` and set up as the README says, run from there."""
     # The reader's repository: it exists already, with a default branch.
-    repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.name", "Dev")
@@ -88,6 +88,13 @@ def test_the_five_steps_gate_a_repository_as_written(
         "git switch", "passk compare",  # a branch, and the verdict before pushing
     ]  # fmt: skip
     assert git(repo, "branch", "--show-current") == "my-change\n"
+
+
+def test_the_five_steps_gate_a_repository_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "repo"
+    follow_the_five_steps(repo, monkeypatch, capsys)
     # Step 4 committed the agent, its rows and the baseline; the workflow is
     # the one file left to commit.
     assert git(repo, "status", "--porcelain") == "?? .github/\n?? comment.md\n"
