@@ -68,7 +68,10 @@ def test_lost_rows_are_marked_new_or_old_trouble_from_mains_baselines(
     assert outcome.code == 1, outcome.stdout
     (body,) = fake.comment_bodies(7)
     assert history_lines(body) == MARKS
-    assert "passk: history: 3 baselines of .passk/baseline.json read on main" in outcome.stdout
+    log = outcome.stdout
+    assert "passk: history: 3 baselines of .passk/baseline.json read on main" in log
+    # Read with the trusted inputs, before any agent (setup or attempt) ran.
+    assert log.index("passk: history:") < log.index("::endgroup::") < log.index("agent execution")
     # Reading the history asked no agent anything: only the candidate and confirmations ran.
     assert {version for _, _, version in outcome.asked} <= {"candidate", "baseline"}
     assert not [a for a in outcome.asked if a[2] == "baseline" and a[0] not in ("r1", "r3")]
