@@ -231,7 +231,7 @@ def test_no_baseline_yet(tmp_path: Path) -> None:
     repo.commit("x\n", "start", path="README.md")
     history = read(repo)
     assert history.baselines == () and history.problem is None
-    assert notes(history) == ["no baseline was ever committed on main before this one"]
+    assert notes(history) == ["no version of the baseline artifact is committed on main"]
     assert mark(history, "a") is None
 
 

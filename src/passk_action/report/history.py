@@ -89,7 +89,7 @@ def notes(history: History | None) -> list[str]:
         return [f"the history of the baseline {where} could not be read: {history.problem}"]
     out = []
     if not history.baselines and not history.skipped:
-        out.append(f"no baseline was ever committed {where} before this one")
+        out.append(f"no version of the baseline artifact is committed {where}")
     if history.cut_short:
         out.append(
             f"{_baselines(len(history.baselines))} readable {where} in this shallow clone; "
