@@ -114,6 +114,11 @@ def test_the_loop_from_a_production_failure_to_a_locked_row(
     assert main(argv) == 1
     failures = json.loads((repo / "r.json").read_text(encoding="utf-8"))["gate"]["failures"]
     assert {(f["id"], f["rule"]) for f in failures} >= {("r-4", "must-not-break")}
+    # The report says the loss is new: main's baselines had r-4 right since it joined.
+    out, err = capsys.readouterr()
+    assert "history" not in err  # nothing limited it: the report says the rest
+    mark = "stable-correct in the one baseline on main since it joined (new trouble)"
+    assert f"- history: {mark}" in out.splitlines()  # under "Why it failed"
 
 
 def test_masking_keeps_which_commit_is_which() -> None:

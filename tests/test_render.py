@@ -532,6 +532,25 @@ def test_comment_golden_with_history_marks() -> None:
     assert "history" not in plain
 
 
+def test_the_compare_report_marks_lost_rows_with_their_history_too() -> None:
+    """The job summary and `passk compare --base` say what the comment says."""
+    context = CommentContext(history=history_on_main())
+    text = render_compare_report(failed_scenario(), context=context)
+    marked = [line.split(":")[0] for line in text.splitlines() if "; history: " in line]
+    assert marked == [
+        "- `refund-001` (must-not-break)",
+        "- `refund-003` (must-not-break)",
+        "- `refund-004` (ratchet)",
+        "- `refund-002`",
+    ]
+    # The "Why it failed" block, shared with the comment, marks its rows too.
+    assert text.count("\n- history: ") == 3
+    assert "- 6 baselines readable on main in this shallow clone; fetch-depth: 0 gives all" in text
+    assert render_compare_report(failed_scenario()) == render_compare_report(
+        failed_scenario(), context=CommentContext()
+    )
+
+
 def test_comment_golden_two_steps_in_one_workflow() -> None:
     """Two passk steps, two comments: each keyed by its own marker, each naming its step."""
     first = render_comment(

@@ -291,8 +291,8 @@ def publish_gate(
 
     result_file = inputs.workspace / RESULT_PATH
     write_result(result, result_file)
-    # The job summary starts with the comment's "Why it failed", inputs included.
-    report = render_compare_report(result, context=comment_context(inputs, pr, where))
+    # The job summary starts with the comment's "Why it failed", inputs and history included.
+    report = render_compare_report(result, context=comment_context(inputs, pr, where, history))
     write_text_atomic(inputs.workspace / REPORT_PATH, report)
 
     with workflow.group("passk: gate"):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.history import History
 from ..core.model import Run
 from ..core.result import CompareResult
 from ..engine.compare import compare
@@ -17,8 +18,10 @@ from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageEr
 from ..github.publish import MARKER
 from ..report.comment import CommentContext, render_comment
 from ..report.compare_report import render_compare_report
+from ..report.history import notes as history_notes
 from ..report.notes import sentence
 from ..sides.gitrepo import GitRepo
+from ..sides.history import base_history
 from ..sides.prepare import Base, Local, Shell, prepare
 from ..sides.provenance import working_tree_provenance
 from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree_copies
@@ -103,9 +106,19 @@ def handle(args: argparse.Namespace) -> int:
         )
     recorded = read_run(Path(args.candidate)) if args.candidate else None
     compared: Base | Local
+    history: History | None = None
     if args.base is not None:
         compared = read_base(args)
         config = compared.trusted.config
+        # As the action does, before any agent runs: lost rows say if they wobbled before.
+        history = base_history(
+            compared.repo,
+            compared.commit.sha,
+            compared.repo.relative(config.baseline.artifact),
+            branch=args.base,
+        )
+        for note in history_notes(history):  # said only when something limited it
+            _stderr_line(f"passk: history: {note}")
     else:
         inputs = load_inputs(args.config)
         config = inputs.config
@@ -152,6 +165,7 @@ def handle(args: argparse.Namespace) -> int:
         inputs={row.id: row.input for row in dataset.rows},
         allow_label=allow_label,
         result_path=args.json_out,
+        history=history,
     )
     if args.comment:
         write_output(args.comment, comment_preview(result, context))

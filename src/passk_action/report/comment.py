@@ -32,8 +32,9 @@ from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .could_not_run import could_not_run_title
 from .escape import block, code, inline
-from .history import mark as history_mark
+from .history import marks as history_marks
 from .history import notes as history_notes
+from .history import with_mark
 from .how_sure import STATISTICS_TITLE, interval_line, noise_sentence, power_text
 from .notes import sentences
 from .phrases import (
@@ -207,21 +208,6 @@ def _blocking_row(
     return lines
 
 
-def history_marks(result: CompareResult, history: History | None) -> dict[str, str]:
-    """Each lost or blocking row's history on the base branch, escaped, by row id."""
-    if history is None:
-        return {}
-    wanted = {f.id for f in result.gate.failures if f.id is not None}
-    wanted.update(result.comparison.lost)
-    marks = {}
-    for record in result.rows:
-        if record.id in wanted:
-            text = history_mark(history, record.id, record.input_digest)
-            if text is not None:
-                marks[record.id] = inline(text, REASON_LEN)
-    return marks
-
-
 # --- the three numbers, with direction -----------------------------------------
 
 
@@ -302,10 +288,6 @@ def _what_next(result: CompareResult, context: CommentContext) -> list[str]:
 
 
 # --- collapsed sections -----------------------------------------------------------
-
-
-def _with_history(item: str, row_id: str, marks: Mapping[str, str]) -> str:
-    return f"{item}; history: {marks[row_id]}" if row_id in marks else item
 
 
 def _details(title: str, body: Sequence[str]) -> list[str]:
@@ -445,7 +427,7 @@ def _body(
     lists = [
         (
             "Rows lost that do not block",
-            [_with_history(lost_item(r, s), r.id, marks) for r in other_lost],
+            [with_mark(lost_item(r, s), marks.get(r.id)) for r in other_lost],
         ),
         ("Rows gained", [gained_item(r) for r in s.gained]),
         (

@@ -25,6 +25,9 @@ from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .comment import CommentContext, why_it_failed
 from .escape import code, inline
+from .history import marks as history_marks
+from .history import notes as history_notes
+from .history import with_mark
 from .how_sure import noise_sentence, statistics_lines
 from .notes import sentences
 from .phrases import (
@@ -172,7 +175,8 @@ def render_compare_report(
     """The full Markdown report of a comparison (job summary, ``passk compare``).
 
     It starts, as the pull-request comment does, with "Why it failed" (every
-    blocking row in full; ``context`` adds the rows' inputs), then the facts
+    blocking row in full; ``context`` adds the rows' inputs, and with its
+    ``history`` each lost row's history on the base branch), then the facts
     and the numbers.
 
     ``analysis`` defaults to :func:`~.uncertainty.analyze` of ``result``
@@ -182,6 +186,8 @@ def render_compare_report(
     power paragraph (the HTML report has its own section for each).
     """
     s = sections(result)
+    history = context.history if context is not None else None
+    marks = history_marks(result, history)
     gate = result.gate
     cmp = result.comparison
     stats = analysis if analysis is not None else analyze(result)
@@ -233,13 +239,13 @@ def render_compare_report(
 
     section(
         "Confirmed regressions",
-        [regression_item(r) for r in s.regressions],
+        [with_mark(regression_item(r), marks.get(r.id)) for r in s.regressions],
         "Lost rows where, on confirmation, the baseline was right every time and the "
         "candidate was not.",
     )
     section(
         "Less stable without a confirmed regression",
-        [lost_item(r, s) for r in s.less_stable],
+        [with_mark(lost_item(r, s), marks.get(r.id)) for r in s.less_stable],
     )
     section("Rows gained", [gained_item(r) for r in s.gained])
     section(
@@ -248,7 +254,10 @@ def render_compare_report(
         "The decision stayed the same on every attempt, but these checks took different "
         "values: that variation is hidden by the verdict alone.",
     )
-    section("Notes", [inline(n, REASON_LEN) for n in sentences(result.notes)])
+    section(
+        "Notes",
+        [inline(n, REASON_LEN) for n in (*sentences(result.notes), *history_notes(history))],
+    )
     executions = executions_text(result.executions, result.reused)
     lines += ["", "## Executions", "", executions[:1].upper() + executions[1:]]
     return "\n".join(lines) + "\n"

@@ -15,7 +15,9 @@ from typing import Any
 
 from ..core.history import ABSENT, CODES, TROUBLE, History, RowHistory
 from ..core.model import RowClass
-from .phrases import percent, plain_id, plural
+from ..core.result import CompareResult
+from .escape import inline
+from .phrases import REASON_LEN, percent, plain_id, plural
 
 CODE_KEY = ", ".join(f"{code} {row_class.value}" for row_class, code in CODES.items())
 """What the letters of a row's line mean."""
@@ -78,6 +80,26 @@ def mark(history: History | None, row_id: str, input_digest: str | None = None) 
         return f"in none of {last} {where}: a new row"
     text, old = _classes_among(row, history)
     return f"{text} ({'old' if old else 'new'} trouble)"
+
+
+def marks(result: CompareResult, history: History | None) -> dict[str, str]:
+    """Each blocking or lost row's :func:`mark`, made inert for Markdown, by row id."""
+    if history is None:
+        return {}
+    wanted = {f.id for f in result.gate.failures if f.id is not None}
+    wanted.update(result.comparison.lost)
+    found = {}
+    for record in result.rows:
+        if record.id in wanted:
+            text = mark(history, record.id, record.input_digest)
+            if text is not None:
+                found[record.id] = inline(text, REASON_LEN)
+    return found
+
+
+def with_mark(item: str, marked: str | None) -> str:
+    """A row's list item, and its history after it when it has one."""
+    return item if marked is None else f"{item}; history: {marked}"
 
 
 def notes(history: History | None) -> list[str]:
