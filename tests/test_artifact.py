@@ -166,11 +166,14 @@ def test_v2_round_trip_through_the_whole_document_path_matches_the_streaming_one
 @pytest.mark.parametrize(
     ("usage", "message"),
     [
-        ({"input_tokens": -1}, "'usage.input_tokens' must be an integer >= 0"),
-        ({"input_tokens": 1.5}, "'usage.input_tokens' must be an integer >= 0"),
-        ({"cost_usd": "1"}, "'usage.cost_usd' must be a finite number >= 0"),
+        ({"input_tokens": -1}, "'usage.input_tokens' must be a whole number from 0 to 10^12"),
+        ({"input_tokens": 1.5}, "'usage.input_tokens' must be a whole number from 0 to 10^12"),
+        ({"input_tokens": 10**13}, "'usage.input_tokens' must be a whole number from 0"),
+        ({"cost_usd": "1"}, "'usage.cost_usd' must be a number from 0 to 10^12"),
+        ({"cost_usd": 10**400}, "'usage.cost_usd' must be a number from 0 to 10^12"),
+        ({"cost_usd": 1e308}, "'usage.cost_usd' must be a number from 0 to 10^12"),
         ({"model": ""}, "'usage.model' must be a non-empty string"),
-        ({"cached": True}, "'usage.cached' must be a finite number >= 0"),
+        ({"cached": True}, "'usage.cached' must be a number from 0 to 10^12"),
         ([], "'usage' must be an object"),
     ],
 )

@@ -792,7 +792,7 @@ def test_a_latency_increase_within_noise_warns_instead_of_failing() -> None:
 def test_the_latency_limit_reads_durations_as_artifacts_keep_them() -> None:
     """The gate at recording time and `passk gate` on the file must see the same latencies."""
     from passk_action.core.cost import RECORDED_DURATION_DIGITS
-    from passk_action.store.artifact import DURATION_DIGITS
+    from passk_action.store.codec import DURATION_DIGITS
 
     assert RECORDED_DURATION_DIGITS == DURATION_DIGITS
     rows = [record(f"r{i}") for i in range(30)]

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from passk_action.cli import main
-from passk_action.store import artifact
+from passk_action.store import artifact, atomic
 from passk_action.store.artifact import journal_path, read_run
 
 K = 3
@@ -96,7 +96,7 @@ def fill_disk_after(monkeypatch: pytest.MonkeyPatch, budget: int, *, appends: bo
         return FillingFile(handle, left) if "w" in mode else handle
 
     monkeypatch.setattr(artifact.Path, "open", open_)
-    monkeypatch.setattr(artifact.os, "fdopen", fdopen)
+    monkeypatch.setattr(atomic.os, "fdopen", fdopen)
 
 
 @pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full")

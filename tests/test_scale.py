@@ -1,6 +1,6 @@
 """Analysis at scale: the streaming reader and the fast paths give what the plain ones give.
 
-The streaming reader (``artifact.stream_canonical``) reads files in our own
+The streaming reader (``lines.stream_canonical``) reads files in our own
 one-item-per-line layout without holding the parsed document; anything else
 goes through the whole-document path.  Its contract: an accepted file loads
 *equal* to the whole-document path, and any file (valid, invalid or laid out
@@ -31,17 +31,11 @@ from passk_action.core.stats import compute_metrics, pass_hat_k, summarize_row, 
 from passk_action.core.uncertainty import check_stability, mcnemar_exact_p, pass_at_k, pass_curve
 from passk_action.errors import ArtifactError
 from passk_action.store import results
-from passk_action.store.artifact import (
-    _stream_run_document,
-    compact_json,
-    dump_document,
-    dump_run,
-    parse_json_file,
-    read_run,
-    run_from_json,
-    stream_canonical,
-    write_run,
-)
+from passk_action.store.artifact import read_run, write_run
+from passk_action.store.codec import compact_json, dump_document, dump_run
+from passk_action.store.document import run_from_json
+from passk_action.store.jsonfile import parse_json_file
+from passk_action.store.lines import stream_canonical, stream_run_document
 from passk_action.store.results import (
     AuditedResult,
     dump_result,
@@ -98,8 +92,8 @@ def test_a_run_streams_equal_and_reindented_reads_equal(tmp_path: Path) -> None:
     canonical, pretty = tmp_path / "run.json", tmp_path / "pretty.json"
     write_run(run, canonical)
     pretty.write_text(json.dumps(json.loads(dump_run(run)), indent=2), encoding="utf-8")
-    assert stream_canonical(canonical, _stream_run_document) == run
-    assert stream_canonical(pretty, _stream_run_document) is None
+    assert stream_canonical(canonical, stream_run_document) == run
+    assert stream_canonical(pretty, stream_run_document) is None
     assert read_run(canonical) == read_run(pretty) == run
     assert read_run_or_result(canonical) == run
 
@@ -127,7 +121,7 @@ def test_lines_the_text_fast_path_must_not_take_still_read_equal(tmp_path: Path)
     )
     path = tmp_path / "run.json"
     path.write_text(text, encoding="utf-8")
-    fast = stream_canonical(path, _stream_run_document)
+    fast = stream_canonical(path, stream_run_document)
     assert fast is not None
     assert fast == run_from_json(json.loads(text), str(path))
     assert fast.attempts[0].row_id == "refund-001" and fast.attempts[0].duration_s == 2.0

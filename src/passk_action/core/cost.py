@@ -15,10 +15,11 @@ from dataclasses import dataclass, replace
 
 from .model import Attempt, Phase, Run, Usage
 from .student_t import regularized_beta, student_t_quantile, t_975
+from .values import MAX_RELATIVE_CHANGE
 
 MTOK = 1_000_000
 RECORDED_DURATION_DIGITS = 4
-"""Decimals of a duration as artifacts keep it (``store/artifact.py``, a test holds the two
+"""Decimals of a duration as artifacts keep it (``store/codec.py``, a test holds the two
 equal): the latency limit reads durations at this precision, so the gate computed when
 attempts are recorded is the gate ``passk gate`` recomputes from the file."""
 
@@ -166,10 +167,16 @@ def paired_change(pairs: Sequence[tuple[float, float]]) -> PairedChange:
 
 
 def relative_change(baseline: float | None, candidate: float | None) -> float | None:
-    """candidate / baseline - 1; None when either is missing or the baseline is 0."""
+    """candidate / baseline - 1; None when either is missing or the baseline is 0.
+
+    Capped at :data:`~passk_action.core.values.MAX_RELATIVE_CHANGE`: both are
+    finite (bounded amounts or durations, see ``core/values.py``) but their
+    ratio is not when the baseline is tiny (10^-320 dollars); the cap is
+    above every limit a config can set, so the gate decides the same.
+    """
     if baseline is None or candidate is None or baseline <= 0:
         return None
-    return candidate / baseline - 1
+    return min(candidate / baseline - 1, MAX_RELATIVE_CHANGE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import UsageError
-from ..store.artifact import parse_json_file
+from ..store.jsonfile import parse_json_file
 from . import Imported, ImportOptions, Parsed, build_import, inspect_ai, promptfoo, tau_bench
 
 

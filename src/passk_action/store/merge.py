@@ -19,7 +19,8 @@ from pathlib import Path
 from ..core.model import Attempt, Dataset, RowRecord, Run
 from ..core.shard import Shard, assign_shards
 from ..errors import ArtifactError
-from .artifact import parse_json_file, run_from_json, shard_from_json
+from .document import run_from_json, shard_from_json
+from .jsonfile import parse_json_file
 
 _SHOWN_IDS = 10
 

@@ -17,14 +17,9 @@ from pathlib import Path
 
 from ..core.model import Attempt, Phase, Run
 from ..errors import ArtifactError
-from .artifact import (
-    Journal,
-    journal_path,
-    read_journal,
-    read_run,
-    write_run,
-    write_text_atomic,
-)
+from .artifact import read_run, write_run
+from .atomic import write_text_atomic
+from .journal import Journal, journal_path, read_journal
 
 
 def retry_after_path(out: Path) -> Path:

@@ -20,28 +20,20 @@ from ..core.notes import Written
 from ..core.result import CompareResult, Executions, evaluate
 from ..errors import ArtifactError
 from ..report.notes import sentences
-from .artifact import (
-    DAMAGED_HINT,
-    SCHEMA_VERSION,
+from .atomic import write_text_atomic
+from .codec import SCHEMA_VERSION, cluster_from_json, compact_json, dump_document, run_to_json
+from .document import DAMAGED_HINT, check_version, run_from_json, validate_header, with_hint
+from .jsonfile import parse_json_file
+from .lines import (
     CanonicalLines,
     Interner,
     NotCanonical,
     RunSections,
-    _check_version,
-    _comma_follows,
-    _decode_at,
-    cluster_from_json,
-    compact_json,
-    dump_document,
-    parse_json_file,
-    run_from_json,
+    comma_follows,
+    decode_at,
     run_from_sections,
-    run_to_json,
     stream_canonical,
     stream_run_members,
-    validate_header,
-    with_hint,
-    write_text_atomic,
 )
 
 RESULT_KIND = "passk-result"
@@ -170,7 +162,7 @@ def result_from_json(doc: Any, where: str) -> AuditedResult:
 
 
 def _result_from_json(doc: Any, where: str) -> AuditedResult:
-    _check_version(doc, where, RESULT_KIND)
+    check_version(doc, where, RESULT_KIND)
     validate_header(doc, where, "result.schema.json", big_lists=("rows",))
     baseline = run_from_json(doc["baseline"]["run"], f"{where}: baseline.run")
     candidate = run_from_json(doc["candidate"]["run"], f"{where}: candidate.run")
@@ -315,8 +307,8 @@ def _stream_document(
     first: dict[str, Any] = {}
     for _ in range(2):
         key, line, start = lines.member(2)
-        first[key], end = _decode_at(line, start)
-        if not _comma_follows(line, end) or key in ("rows", "attempts"):
+        first[key], end = decode_at(line, start)
+        if not comma_follows(line, end) or key in ("rows", "attempts"):
             raise NotCanonical
     if list(first) != ["schema_version", "kind"]:
         raise NotCanonical
@@ -361,7 +353,7 @@ def _stream_result_members(
             header[key] = []
             more = lines.items(2, add_record)
         elif key in ("baseline", "candidate") and rest.startswith(_SIDE_OPEN):
-            metrics, end = _decode_at(line, start + len(_SIDE_OPEN))
+            metrics, end = decode_at(line, start + len(_SIDE_OPEN))
             if line[end:] not in (_SIDE_RUN + "\n", _SIDE_RUN):
                 raise NotCanonical
             side_where = f"{where}: {key}.run"
@@ -371,15 +363,15 @@ def _stream_result_members(
             header[key] = {"metrics": metrics, "run": sections.header}
             more = lines.expect("  }}")
         else:
-            header[key], end = _decode_at(line, start)
-            more = _comma_follows(line, end)
+            header[key], end = decode_at(line, start)
+            more = comma_follows(line, end)
             if key in ("rows", "baseline", "candidate"):
                 raise NotCanonical
     if lines.expect("}"):
         raise NotCanonical
     if set(runs) != {"baseline", "candidate"} or "rows" not in header:
         raise NotCanonical
-    _check_version(header, where, RESULT_KIND)
+    check_version(header, where, RESULT_KIND)
     validate_header(header, where, "result.schema.json", big_lists=("rows",))
     baseline = run_from_sections(runs["baseline"], f"{where}: baseline.run")
     candidate = run_from_sections(runs["candidate"], f"{where}: candidate.run")

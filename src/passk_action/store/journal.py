@@ -1,0 +1,170 @@
+"""The crash-safe journal of a run in progress: one attempt per line, fsync'd as written.
+
+While a run is in progress its attempts go to a *journal* next to the
+artifact (``<artifact>.journal.jsonl``): a header line, then one attempt per
+line, each flushed and fsync'd as it completes, so a run killed at any moment
+loses at most the attempts in flight and can be resumed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from ..core.model import Attempt, Run
+from ..errors import ArtifactError
+from .atomic import write_text_atomic, writing
+from .codec import attempt_from_json, attempt_to_json, compact_json, header_to_json, row_to_json
+from .document import check_consistency, run_from_json, with_hint
+from .jsonfile import SURROGATE_ESCAPE, unstorable_path
+
+
+def journal_path(artifact: Path) -> Path:
+    return artifact.with_name(artifact.name + ".journal.jsonl")
+
+
+@dataclass(frozen=True)
+class JournalContents:
+    header: Run
+    """The run as the journal's header line describes it, with no attempts."""
+    attempts: tuple[Attempt, ...]
+    warnings: tuple[str, ...]
+
+
+def _journal_header_line(header: Run) -> str:
+    doc = header_to_json(header)
+    doc["rows"] = [row_to_json(r) for r in header.rows]
+    return compact_json(doc) + "\n"
+
+
+class Journal:
+    """Append-only log of attempts, one JSON line each, fsync'd as written."""
+
+    def __init__(self, path: Path, handle: IO[str]):
+        self.path = path
+        self._handle = handle
+        self._broken = False
+
+    @classmethod
+    def create(cls, path: Path, header: Run) -> Journal:
+        """Start a new journal (replacing any old one) with the run's header line.
+
+        The header is written atomically: a disk that fills up here leaves no
+        journal with half a header, which no resume could read.
+        """
+        write_text_atomic(path, _journal_header_line(header))
+        return cls.reopen(path)
+
+    @classmethod
+    def rewrite(cls, path: Path, header: Run, attempts: Iterable[Attempt]) -> Journal:
+        """Replace a journal by ``header`` and ``attempts`` at once, then append to it.
+
+        Atomic (temporary file, fsync, rename): a resumed run killed while the
+        journal is rewritten still finds every attempt recorded before.
+        """
+        lines = [_journal_header_line(header)]
+        lines.extend(compact_json(attempt_to_json(a)) + "\n" for a in attempts)
+        write_text_atomic(path, "".join(lines))
+        return cls.reopen(path)
+
+    @classmethod
+    def reopen(cls, path: Path) -> Journal:
+        """Continue appending to an existing journal (after :func:`read_journal`)."""
+        with writing(path):
+            return cls(path, path.open("a", encoding="utf-8", newline="\n"))
+
+    def append(self, attempt: Attempt) -> None:
+        try:
+            with writing(self.path):
+                self._handle.write(compact_json(attempt_to_json(attempt)) + "\n")
+                self._sync()
+        except ArtifactError:
+            # Part of the line may be on disk: a resume drops it as a torn last
+            # line.  Nothing more is appended after it.
+            self._broken = True
+            raise
+
+    def _sync(self) -> None:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        if self._broken:
+            # A failed write was reported already; the buffered rest is lost.
+            with contextlib.suppress(OSError):
+                self._handle.close()
+            return
+        with writing(self.path):
+            self._handle.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    for number, line in enumerate(lines, start=1):
+        if line or number - 1 != last:
+            yield number, line, number - 1 == last
+
+
+def read_journal(path: Path) -> JournalContents:
+    """See :func:`_read_journal`; every error says how to get going again."""
+    try:
+        return _read_journal(path)
+    except ArtifactError as exc:
+        raise with_hint(exc, "start the run anew without --resume") from exc.__cause__
+
+
+def _read_journal(path: Path) -> JournalContents:
+    """Read a journal back; a torn last line (a crash mid-write) is dropped with a warning.
+
+    Any other damaged line is an error: it means the file was edited, and
+    silently skipping it could drop recorded attempts.
+    """
+    warnings: list[str] = []
+    header: Run | None = None
+    attempts: list[Attempt] = []
+    try:
+        lines = list(_journal_lines(path))
+    except OSError as exc:
+        raise ArtifactError(f"cannot read journal: {exc.strerror}", where=str(path)) from exc
+    if not lines:
+        raise ArtifactError("journal is empty", where=str(path), hint="start the run anew")
+    for number, raw, is_last in lines:
+        where = f"{path}:{number}"
+        try:
+            text = raw.decode("utf-8")
+            doc = json.loads(text)
+            if "\\u" in text and SURROGATE_ESCAPE.search(text) and unstorable_path(doc) is not None:
+                # passk writes storable text only: this line was edited.
+                raise ValueError("a lone surrogate")
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            # ValueError: JSONDecodeError, and an integer of more than 4,300 digits.
+            # Only the final line can be torn: every earlier one ended with "\n".
+            if is_last and number > 1:
+                warnings.append(f"{where}: dropped a torn last line (the run was killed mid-write)")
+                continue
+            raise ArtifactError(
+                "damaged journal line", where=where, hint="start the run anew without --resume"
+            ) from exc
+        if header is None:
+            doc = dict(doc) if isinstance(doc, dict) else doc
+            if isinstance(doc, dict):
+                doc["attempts"] = []
+            header = run_from_json(doc, where)
+            continue
+        attempts.append(attempt_from_json(doc, where))
+    assert header is not None
+    check_consistency(header.rows, tuple(attempts), str(path))
+    return JournalContents(header=header, attempts=tuple(attempts), warnings=tuple(warnings))

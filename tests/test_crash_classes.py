@@ -1,0 +1,341 @@
+"""The 15 crash classes fuzzing found (issue 25), each through the real CLI.
+
+Every case writes the smallest project that reached ``passk: internal
+error`` (or hung) before its fix, runs ``passk_action.cli.main`` as a user
+would, and checks the contract: exit 0 with a result, or exit 2 with one
+line ``passk: error: ...`` naming where; never an internal error or a
+traceback, and within a time bound.  Each fix is at the cause (a value
+rule, a bound, a check where the string enters), so each case names the
+rule that now holds.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from passk_action.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN_RUN = ROOT / "tests" / "golden" / "artifacts" / "valid_v2.json"
+TAU = ROOT / "tests" / "data" / "importers" / "tau_bench_retail.json"
+PROMPTFOO = ROOT / "tests" / "data" / "importers" / "promptfoo_refunds.json"
+INSPECT = ROOT / "tests" / "data" / "importers" / "inspect_refunds.json"
+TIME_BOUND_S = 20
+HUGE = 10**400
+"""An integer beyond any float (float() raises OverflowError)."""
+DIGITS_4301 = "9" * 4301
+"""An integer longer than Python's integer-string limit (int() raises ValueError)."""
+AGENT = [sys.executable, "-c", 'print(\'{"decision": "deny"}\')']
+
+
+class _TooSlow(Exception):
+    pass
+
+
+@contextmanager
+def time_bound(seconds: int) -> Iterator[None]:
+    """Fail a case that runs longer than ``seconds`` (the pass^j hang was one)."""
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise _TooSlow(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_cli(
+    argv: list[str], cwd: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> tuple[int, str, str]:
+    monkeypatch.chdir(cwd)
+    with time_bound(TIME_BOUND_S):
+        code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_clean(code: int, err: str, outcome: str, where: str = "") -> None:
+    assert "internal error" not in err, err
+    assert "Traceback" not in err, err
+    if outcome == "ok":
+        assert code == 0, err
+        return
+    assert code == 2, err
+    errors = [line for line in err.splitlines() if line.startswith("passk: error:")]
+    assert len(errors) == 1, err
+    assert where in errors[0], errors[0]
+
+
+def golden_run() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(GOLDEN_RUN.read_text("utf-8"))
+    return doc
+
+
+def config_text(**extra: Any) -> str:
+    doc = {"dataset": "data.jsonl", "k": 3, "agent": {"command": AGENT}, **extra}
+    return yaml.safe_dump(doc)
+
+
+DATA = '{"id": "a", "input": {"n": 1}, "expected": "deny"}\n'
+
+
+@dataclass(frozen=True)
+class Case:
+    number: int
+    name: str
+    files: Callable[[], dict[str, str]]
+    argv: list[str]
+    outcome: str
+    """"ok" (exit 0) or "error" (exit 2, one line naming ``where``)."""
+    where: str = ""
+    extra: Callable[[Path, str], None] | None = field(default=None, compare=False)
+
+
+def _json(doc: Any) -> str:
+    # ASCII: a lone surrogate is written as the escape another tool would write.
+    return json.dumps(doc)
+
+
+def _run_with(edit: Callable[[dict[str, Any]], None]) -> dict[str, str]:
+    doc = golden_run()
+    edit(doc)
+    # json.dumps writes 10**400 as its digits: what another tool could write.
+    return {"run.json": _json(doc)}
+
+
+def _attempt(doc: dict[str, Any], **fields: Any) -> None:
+    doc["attempts"][4].update(fields)
+
+
+def _tau(edit: Callable[[list[Any]], None]) -> dict[str, str]:
+    doc = json.loads(TAU.read_text("utf-8"))
+    edit(doc)
+    return {"tau.json": _json(doc)}
+
+
+def _tau_reward(doc: list[Any]) -> None:
+    doc[0]["reward"] = HUGE
+
+
+def _promptfoo(edit: Callable[[dict[str, Any]], None]) -> dict[str, str]:
+    doc = json.loads(PROMPTFOO.read_text("utf-8"))
+    edit(doc)
+    return {"pf.json": _json(doc)}
+
+
+def _inspect(edit: Callable[[dict[str, Any]], None]) -> dict[str, str]:
+    doc = json.loads(INSPECT.read_text("utf-8"))
+    edit(doc)
+    return {"inspect.json": _json(doc)}
+
+
+def _deep_vars(doc: dict[str, Any]) -> None:
+    deep: Any = "x"
+    for _ in range(900):
+        deep = {"v": deep}
+    doc["results"]["results"][0]["vars"] = deep
+
+
+def _inspect_cost(doc: dict[str, Any]) -> None:
+    sample = doc["samples"][0]
+    sample["model_usage"] = {"openai/gpt-4o-mini": {"input_tokens": 5, "total_cost": HUGE}}
+
+
+def _surrogate_tau(doc: list[Any]) -> None:
+    doc[0]["task_id"] = "\ud800"
+
+
+def _huge_k(doc: dict[str, Any]) -> None:
+    doc["settings"]["k"] = 10**12
+
+
+IMPORT_TAU = ["import", "--from", "tau-bench", "--out", "out.json", "tau.json"]
+REPORT = ["report", "run.json"]
+RUN_PASSK = ["run", "--config", "passk.yml", "--out", "run.json", "--quiet"]
+
+CASES = [
+    Case(
+        1,
+        "http URL the schema accepts but urllib rejects",
+        lambda: {
+            "passk.yml": config_text(agent={"http": {"url": "http://h:99999/x"}}),
+            "data.jsonl": DATA,
+        },
+        RUN_PASSK,
+        "error",
+        "passk.yml: agent.http.url",
+    ),
+    Case(
+        2,
+        "a 401-digit gate.max_cost_increase",
+        lambda: {"passk.yml": config_text(gate={"max_cost_increase": 10**400}), "data.jsonl": DATA},
+        RUN_PASSK,
+        "error",
+        "passk.yml: gate.max_cost_increase",
+    ),
+    Case(
+        3,
+        "a 401-digit pricing price",
+        lambda: {
+            "passk.yml": config_text(
+                pricing={"models": {"m": {"input_per_mtok": 10**400, "output_per_mtok": 1}}}
+            ),
+            "data.jsonl": DATA,
+        },
+        RUN_PASSK,
+        "error",
+        "passk.yml: pricing.models.m.input_per_mtok",
+    ),
+    Case(
+        4,
+        "an integer over 4,300 digits in a JSONL line",
+        lambda: {
+            "passk.yml": config_text(),
+            "data.jsonl": '{"id": "a", "input": ' + DIGITS_4301 + ', "expected": "deny"}\n',
+        },
+        RUN_PASSK,
+        "error",
+        "data.jsonl:1",
+    ),
+    Case(
+        4,
+        "an integer over 4,300 digits in a CSV input cell",
+        lambda: {
+            "passk.yml": config_text(dataset="data.csv"),
+            "data.csv": f"id,input,expected\na,[{DIGITS_4301}],deny\n",
+        },
+        RUN_PASSK,
+        "error",
+        "data.csv:2",
+    ),
+    Case(
+        5,
+        "an integer over 4,300 digits in a JSON file read whole",
+        lambda: {"run.json": json.dumps(golden_run(), indent=1)[:-2] + f',"x": {DIGITS_4301}}}'},
+        REPORT,
+        "error",
+        "run.json",
+    ),
+    Case(
+        6,
+        "duration_s: 10**400",
+        lambda: _run_with(lambda doc: _attempt(doc, duration_s=HUGE)),
+        REPORT,
+        "error",
+        "run.json: attempts[4]",
+    ),
+    Case(
+        7,
+        "usage.cost_usd: 10**400",
+        lambda: _run_with(lambda doc: _attempt(doc, usage={"cost_usd": HUGE})),
+        REPORT,
+        "error",
+        "run.json: attempts[4]",
+    ),
+    Case(
+        8,
+        "a decision that is a lone surrogate",
+        lambda: _run_with(lambda doc: _attempt(doc, decision="\ud800")),
+        [*REPORT, "--format", "json"],
+        "error",
+        "run.json: attempts[4].decision",
+    ),
+    Case(
+        9,
+        "an imported run declaring k = 10**12 (the pass^j hang)",
+        lambda: _run_with(_huge_k),
+        REPORT,
+        "error",
+        "run.json: settings.k",
+    ),
+    Case(
+        10,
+        "a tau-bench reward of 10**400 (fast path)",
+        lambda: _tau(_tau_reward),
+        IMPORT_TAU,
+        "ok",
+    ),
+    Case(
+        11,
+        "a tau-bench reward of 10**400 (--concat-runs)",
+        lambda: _tau(_tau_reward),
+        [*IMPORT_TAU, "--concat-runs"],
+        "ok",
+    ),
+    Case(
+        12,
+        "a promptfoo cost of 10**400",
+        lambda: _promptfoo(lambda doc: doc["results"]["results"][0].update(cost=HUGE)),
+        ["import", "--from", "promptfoo", "--out", "out.json", "pf.json"],
+        "ok",
+    ),
+    Case(
+        12,
+        "an Inspect total_cost of 10**400",
+        lambda: _inspect(_inspect_cost),
+        ["import", "--from", "inspect", "--out", "out.json", "inspect.json"],
+        "ok",
+    ),
+    Case(
+        13,
+        "deeply nested promptfoo vars",
+        lambda: _promptfoo(_deep_vars),
+        ["import", "--from", "promptfoo", "--out", "out.json", "pf.json"],
+        "ok",
+    ),
+    Case(
+        14,
+        "a lone surrogate in a harness file",
+        lambda: _tau(_surrogate_tau),
+        IMPORT_TAU,
+        "error",
+        "tau.json: [0].task_id",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.number}-{c.name}")
+def test_crash_class(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    for name, text in case.files().items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    code, _, err = run_cli(case.argv, tmp_path, capsys, monkeypatch)
+    assert_clean(code, err, case.outcome, case.where)
+
+
+HUGE_COST_AGENT = 'print(\'{"decision": "deny", "usage": {"cost_usd": 1e308}}\')'
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "html"])
+def test_crash_class_15_huge_reported_cost(
+    fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """An answer's ``usage.cost_usd: 1e308`` is a warning, and no report of the run breaks."""
+    (tmp_path / "data.jsonl").write_text(DATA + DATA.replace('"a"', '"b"'), "utf-8")
+    agent = {"command": [sys.executable, "-c", HUGE_COST_AGENT]}
+    (tmp_path / "passk.yml").write_text(config_text(agent=agent), "utf-8")
+    code, _, err = run_cli(RUN_PASSK, tmp_path, capsys, monkeypatch)
+    assert_clean(code, err, "ok")
+    run = json.loads((tmp_path / "run.json").read_text("utf-8"))
+    first = run["attempts"][0]
+    assert first["decision"] == "deny"
+    assert "usage" not in first
+    assert any("usage.cost_usd" in w for w in first["warnings"])
+    code, out, err = run_cli(["report", "run.json", "--format", fmt], tmp_path, capsys, monkeypatch)
+    assert_clean(code, err, "ok")
+    assert out
