@@ -32,7 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from passk_action.agents.runner import Agent, ProcessAgent, ProcessAgentSpec, RetryPolicy
+from passk_action.agents.protocol import Agent
+from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
+from passk_action.agents.scheduler import RetryPolicy
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Row, Version, dataset_digest
 from passk_action.engine.measuring import measure_run

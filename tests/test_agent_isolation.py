@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from passk_action.agents.identity import AGENT_USER_ENV, agent_user
-from passk_action.agents.runner import AttemptRequest, ProcessAgent, ProcessAgentSpec
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
 from passk_action.core.model import Phase, Row, Version
 from passk_action.errors import UsageError
 from pythons import agent_user_python, copy_sources
@@ -65,7 +66,8 @@ PARENT = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from passk_action.agents.runner import AttemptRequest, ProcessAgent, ProcessAgentSpec
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
 from passk_action.core.model import Phase, Row, Version
 os.environ.pop("GITHUB_TOKEN")  # as the action does: gone from os.environ, not from /proc
 # Our stdout, the job log: a file of our own user, which the agent's user could open.

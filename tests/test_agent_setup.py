@@ -23,12 +23,9 @@ import yaml
 
 from fakegithub import SPECS_DIR, FakeGitHub
 from passk_action.action import main as action_main
-from passk_action.agents.runner import (
-    AttemptRequest,
-    FirstAttemptsWatch,
-    FunctionAgent,
-    run_attempts,
-)
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.runner import FunctionAgent
+from passk_action.agents.scheduler import FirstAttemptsWatch, run_attempts
 from passk_action.agents.setup import run_setup
 from passk_action.cli import main as cli_main
 from passk_action.core.model import Attempt, Phase, Row, Version
@@ -450,7 +447,7 @@ def test_fail_fast_lets_a_working_or_variously_failing_agent_run_on() -> None:
 
 
 def _no_retry():  # type: ignore[no-untyped-def]
-    from passk_action.agents.runner import RetryPolicy
+    from passk_action.agents.scheduler import RetryPolicy
 
     return RetryPolicy(attempts=0)
 

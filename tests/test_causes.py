@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from passk_action.agents.runner import KEY_HINT, SETUP_HINT, TRANSIENT_HINT, could_not_run
+from passk_action.agents.scheduler import KEY_HINT, SETUP_HINT, TRANSIENT_HINT, could_not_run
 from passk_action.core.causes import Cause, Kind, cause, causes_of, dominant_kind
 from passk_action.core.model import Attempt, Phase
 

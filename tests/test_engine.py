@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.agents.runner import Agent, AttemptRequest, FunctionAgent, RetryPolicy
+from passk_action.agents.protocol import Agent, AttemptRequest
+from passk_action.agents.runner import FunctionAgent
+from passk_action.agents.scheduler import RetryPolicy
 from passk_action.core.gate import RECORDED_FAILURE_KIND, Rule
 from passk_action.core.model import (
     AgentInfo,

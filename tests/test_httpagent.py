@@ -29,7 +29,8 @@ from passk_action.agents.http import (
     masker,
     parse_retry_after,
 )
-from passk_action.agents.runner import AttemptRequest, RetryPolicy, run_attempts
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.scheduler import RetryPolicy, run_attempts
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import Json, Phase, Row, Version
 from passk_action.engine.agents import build_agent
@@ -278,7 +279,7 @@ def test_connections_are_pooled_per_concurrency_slot(endpoint: Endpoint) -> None
 
 
 def test_cancel_drops_the_answer_in_flight(endpoint: Endpoint) -> None:
-    from passk_action.agents.runner import AttemptCancelled
+    from passk_action.agents.protocol import AttemptCancelled
 
     endpoint.reply = lambda body, n: (*ok()[:3], 0.5)
     agent = make_agent(endpoint.url)

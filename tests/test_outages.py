@@ -16,12 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.agents.runner import (
-    AttemptRequest,
-    FunctionAgent,
-    RetryPolicy,
-    run_attempts,
-)
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.runner import FunctionAgent
+from passk_action.agents.scheduler import RetryPolicy, run_attempts
 from passk_action.core.model import (
     AgentInfo,
     Attempt,

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.reaper import REAPER
-from passk_action.agents.runner import AttemptRequest, ProcessAgent, ProcessAgentSpec
+from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import Phase, Row, Version
 
@@ -49,14 +50,19 @@ def escape(target, double=True):
         time.sleep(0.01)
 """
 
-PROCESS_AGENT = ESCAPE + r"""
+PROCESS_AGENT = (
+    ESCAPE
+    + r"""
 import json
 request = json.load(sys.stdin)
 escape(request["input"]["target"])
 print(json.dumps({"decision": "deny"}))
 """
+)
 
-WORKER_AGENT = ESCAPE + r"""
+WORKER_AGENT = (
+    ESCAPE
+    + r"""
 import json
 for line in sys.stdin:
     request = json.loads(line)
@@ -64,6 +70,7 @@ for line in sys.stdin:
         escape(request["input"]["target"], double=request["input"].get("double", True))
     print(json.dumps({"request_id": request["request_id"], "decision": "deny"}), flush=True)
 """
+)
 
 
 def alive(pid: int) -> bool:

@@ -15,19 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from passk_action.agents.runner import (
-    SECRET_ENV,
-    Answer,
-    AttemptRequest,
-    BadOutput,
-    FunctionAgent,
-    ProcessAgent,
-    ProcessAgentSpec,
-    RetryPolicy,
-    agent_env,
-    parse_output,
-    run_attempts,
-)
+from passk_action.agents.answer import Answer, BadOutput, parse_output
+from passk_action.agents.protocol import SECRET_ENV, AttemptRequest
+from passk_action.agents.runner import FunctionAgent, ProcessAgent, ProcessAgentSpec, agent_env
+from passk_action.agents.scheduler import RetryPolicy, run_attempts
 from passk_action.core.model import Attempt, Json, Phase, Row, Version
 from passk_action.errors import AgentError, UsageError
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from passk_action.agents.runner import AttemptRequest, ProcessAgent, ProcessAgentSpec
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import Phase, Row, Version
 from passk_action.serve import agent, serve

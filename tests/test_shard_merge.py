@@ -377,7 +377,9 @@ def test_sharded_workflow_example_is_a_valid_github_workflow() -> None:
 
 
 def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
-    from passk_action.agents.runner import AttemptRequest, FunctionAgent, RetryPolicy
+    from passk_action.agents.protocol import AttemptRequest
+    from passk_action.agents.runner import FunctionAgent
+    from passk_action.agents.scheduler import RetryPolicy
     from passk_action.engine.agents import ReadyAgents
     from passk_action.engine.compare import compare
     from passk_action.engine.request import CandidateSource, CompareInputs
@@ -429,7 +431,7 @@ def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
 
 
 def test_a_gate_of_two_recorded_runs_says_no_agent_ran(tmp_path: Path) -> None:
-    from passk_action.agents.runner import RetryPolicy
+    from passk_action.agents.scheduler import RetryPolicy
     from passk_action.engine.agents import ReadyAgents
     from passk_action.engine.compare import compare
     from passk_action.engine.request import CandidateSource, CompareInputs
@@ -465,7 +467,7 @@ def test_a_gate_of_two_recorded_runs_says_no_agent_ran(tmp_path: Path) -> None:
 
 
 def test_a_candidate_recorded_on_another_dataset_version_says_what_moved(tmp_path: Path) -> None:
-    from passk_action.agents.runner import RetryPolicy
+    from passk_action.agents.scheduler import RetryPolicy
     from passk_action.engine.agents import ReadyAgents
     from passk_action.engine.compare import compare
     from passk_action.engine.request import CandidateSource, CompareInputs

@@ -21,12 +21,8 @@ import pytest
 import yaml
 
 from passk_action.agents.http import HttpAgent
-from passk_action.agents.runner import (
-    AttemptRequest,
-    FunctionAgent,
-    ProcessAgent,
-    ProcessAgentSpec,
-)
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.runner import FunctionAgent, ProcessAgent, ProcessAgentSpec
 from passk_action.agents.worker import WorkerAgent
 from passk_action.cli import main
 from passk_action.core.model import Attempt, Phase, Row, Version

@@ -13,14 +13,10 @@ from typing import Any
 
 import pytest
 
+from passk_action.agents.answer import BadOutput, loads_answer, parse_usage
 from passk_action.agents.http import HttpAgent
-from passk_action.agents.runner import (
-    AttemptRequest,
-    FunctionAgent,
-    ProcessAgent,
-    ProcessAgentSpec,
-    parse_usage,
-)
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.runner import FunctionAgent, ProcessAgent, ProcessAgentSpec
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.cost import Price, Pricing, priced_attempt, priced_usage
 from passk_action.core.model import Attempt, Phase, Row, Usage, Version
@@ -45,6 +41,21 @@ def decide(request):
 """
 
 
+# The same without passk's serve() helper, which refuses to write NaN: an agent
+# in another language can send NaN, Infinity or -Infinity anyway.
+RAW_SCRIPT = """
+import json, os, sys
+def answer(request):
+    return {"decision": "deny", "usage": request["input"]["usage"]}
+if os.environ.get("PASSK_PROTOCOL") == "worker":
+    for line in sys.stdin:
+        request = json.loads(line)
+        print(json.dumps({**answer(request), "request_id": request["request_id"]}), flush=True)
+else:
+    print(json.dumps(answer(json.load(sys.stdin))))
+"""
+
+
 def request(usage: Any) -> AttemptRequest:
     return AttemptRequest(Row("r1", {"usage": usage}, "deny"), 1, Phase.MAIN, Version.CANDIDATE)
 
@@ -54,6 +65,13 @@ def script(tmp_path: Path) -> Path:
     path = tmp_path / "agent.py"
     src = str(Path(__file__).parents[1] / "src")
     path.write_text(SCRIPT.format(src=src), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def raw_script(tmp_path: Path) -> Path:
+    path = tmp_path / "raw_agent.py"
+    path.write_text(RAW_SCRIPT, encoding="utf-8")
     return path
 
 
@@ -122,8 +140,35 @@ def test_a_malformed_usage_is_a_warning_and_the_decision_stands(
     assert attempt.decision == "deny" and attempt.error is None
     assert attempt.usage == Usage(output_tokens=5)
     assert attempt.warnings == (
-        '"usage.input_tokens" must be a whole number >= 0, got "many"; ignored',
+        '"usage.input_tokens" must be a whole number from 0 to 10^12, got "many"; ignored',
     )
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_nan_or_infinity_in_usage_is_a_warning_and_the_decision_stands(
+    transport: str, constant: str, raw_script: Path, http_url: str
+) -> None:
+    """The docs promise "a malformed usage never costs the decision": not JSON's NaN either."""
+    usage = {"cost_usd": float(constant), "output_tokens": 5}
+    attempt = run_on(transport, raw_script, http_url, usage)
+    assert attempt.decision == "deny" and attempt.error is None
+    assert attempt.usage == Usage(output_tokens=5)
+    assert attempt.warnings == (
+        f'"usage.cost_usd" must be a number from 0 to 10^12, got {constant}; ignored',
+    )
+
+
+def test_nan_outside_usage_is_still_not_json() -> None:
+    """The control: NaN in a check (or anywhere but usage) is bad output, as before."""
+    with pytest.raises(BadOutput, match="NaN is not valid JSON"):
+        loads_answer('{"decision": "deny", "checks": {"x": NaN}}')
+    with pytest.raises(BadOutput, match="-Infinity is not valid JSON"):
+        loads_answer('{"decision": "deny", "usage": {}, "x": [[-Infinity]]}')
+    with pytest.raises(BadOutput, match="Infinity is not valid JSON"):
+        loads_answer("Infinity")
+    answer = loads_answer('{"decision": "NaN", "usage": {"cost_usd": NaN, "m": {"x": NaN}}}')
+    assert answer["decision"] == "NaN"
 
 
 @pytest.mark.parametrize(
@@ -138,15 +183,21 @@ def test_a_malformed_usage_is_a_warning_and_the_decision_stands(
             {"input_tokens": -3, "cost_usd": True, "model": ""},
             None,
             (
-                '"usage.input_tokens" must be a whole number >= 0, got -3; ignored',
-                '"usage.cost_usd" must be a number >= 0, got true; ignored',
+                '"usage.input_tokens" must be a whole number from 0 to 10^12, got -3; ignored',
+                '"usage.cost_usd" must be a number from 0 to 10^12, got true; ignored',
                 '"usage.model" must be a non-empty string of valid Unicode, got ""; ignored',
             ),
         ),
         ({"output_tokens": 1.5}, None,
-         ('"usage.output_tokens" must be a whole number >= 0, got 1.5; ignored',)),
+         ('"usage.output_tokens" must be a whole number from 0 to 10^12, got 1.5; ignored',)),
         ({"reasoning_tokens": "x", "cost_usd": 0}, Usage(cost_usd=0.0),
-         ('"usage.reasoning_tokens" must be a number >= 0, got "x"; ignored',)),
+         ('"usage.reasoning_tokens" must be a number from 0 to 10^12, got "x"; ignored',)),
+        # Beyond the rules' ranges: a float sum of them could overflow (issue 21).
+        ({"cost_usd": 1e308, "output_tokens": 3}, Usage(output_tokens=3),
+         ('"usage.cost_usd" must be a number from 0 to 10^12, got 1e+308; ignored',)),
+        ({"input_tokens": 10**13}, None,
+         ('"usage.input_tokens" must be a whole number from 0 to 10^12, got 10000000000000; '
+          "ignored",)),
     ],
 )  # fmt: skip
 def test_parse_usage(raw: Any, usage: Usage | None, warnings: tuple[str, ...]) -> None:
@@ -158,7 +209,9 @@ def test_values_json_allows_but_passk_cannot_store_are_warnings() -> None:
         {"input_tokens": 10**400, "model": "gpt\ud800", "c\ud800": 1, "output_tokens": 2}
     )
     assert usage == Usage(output_tokens=2, extra=(("c\\ud800", 1.0),))
-    assert warnings[0].startswith('"usage.input_tokens" must be a whole number >= 0, got 1000')
+    assert warnings[0].startswith(
+        '"usage.input_tokens" must be a whole number from 0 to 10^12, got 1000'
+    )
     assert warnings[1].startswith('"usage.model" must be a non-empty string of valid Unicode')
     for text in warnings:
         text.encode("utf-8")  # storable in the journal

@@ -10,13 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.agents.runner import (
-    AttemptCancelled,
-    AttemptRequest,
-    ProcessAgentSpec,
-    RetryPolicy,
-    run_attempts,
-)
+from passk_action.agents.protocol import AttemptCancelled, AttemptRequest
+from passk_action.agents.runner import ProcessAgentSpec
+from passk_action.agents.scheduler import RetryPolicy, run_attempts
 from passk_action.agents.worker import WORKER_DIED, WorkerAgent, request_line
 from passk_action.core.model import Attempt, Json, Phase, Row, Version
 

@@ -57,19 +57,22 @@ from requests.adapters import HTTPAdapter
 from ..core.model import Attempt
 from ..errors import ConfigError
 from ..inputs.config import HttpAgentConfig
-from .runner import (
-    BAD_OUTPUT,
+from .answer import (
     DEFAULT_OUTPUT_CAP,
-    OUTPUT_TOO_LARGE,
-    SECRET_ENV,
-    TIMEOUT,
-    AttemptCancelled,
-    AttemptRequest,
     BadOutput,
     decided_attempt,
     error_attempt,
     parse_output,
     request_message,
+)
+from .protocol import (
+    BAD_OUTPUT,
+    OUTPUT_TOO_LARGE,
+    SECRET_ENV,
+    TIMEOUT,
+    AttemptCancelled,
+    AttemptRequest,
+    RetryAfters,
 )
 
 HTTP_STATUS = "http-status"
@@ -291,11 +294,7 @@ class HttpAgent:
 
     # -- Retry-After across processes (``--resume``) ------------------------------------
 
-    def carry_retry_after(
-        self,
-        pending: Mapping[str, str],
-        save: Callable[[dict[str, str]], None],
-    ) -> None:
+    def carry_retry_after(self, pending: RetryAfters, save: Callable[[RetryAfters], None]) -> None:
         """Honour Retry-Afters a stopped run was given, and report new ones to ``save``.
 
         ``pending`` maps a request key (:func:`retry_key`) to the UTC time

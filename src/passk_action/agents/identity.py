@@ -24,13 +24,14 @@ import atexit
 import os
 import pwd
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
-from .reaper import PR_SET_DUMPABLE, prctl
+from .reaper import PR_SET_DUMPABLE, REAPER, prctl
 
 AGENT_USER_ENV = "PASSK_AGENT_USER"
 """Run agents as this user (a name or a uid) when passk is root; unset or empty: as passk."""
@@ -114,8 +115,40 @@ def identity_env(user: AgentUser | None) -> dict[str, str]:
     return {"HOME": home, "TMPDIR": home, "USER": user.name, "LOGNAME": user.name}
 
 
-def popen_identity(user: AgentUser | None) -> tuple[int | None, int | None, list[int] | None]:
-    """``subprocess.Popen``'s ``user``, ``group`` and ``extra_groups`` to start as ``user``."""
-    if user is None:
-        return None, None, None
-    return user.uid, user.gid, []
+def spawn_as_agent(
+    command: Sequence[str],
+    user: AgentUser | None,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin: int = subprocess.PIPE,
+    bufsize: int = -1,
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` as agents start: the one way passk runs the code under test.
+
+    - as ``user`` when there is one: its uid and gid and *no* supplementary
+      group (``extra_groups=[]``; without it the child keeps root's groups,
+      ``docker`` among them on a runner); None runs it as passk;
+    - in a session of its own, so one ``killpg`` stops everything it started;
+    - through the reaper (:data:`~passk_action.agents.reaper.REAPER`), so
+      what it leaves running, even outside its session, dies with it.
+
+    stdout and stderr are pipes.  Raises OSError when it cannot start.
+    """
+    uid, gid = (None, None) if user is None else (user.uid, user.gid)
+    groups: list[int] | None = None if user is None else []
+    return REAPER.spawn(
+        lambda: subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env=dict(env),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            bufsize=bufsize,
+            user=uid,
+            group=gid,
+            extra_groups=groups,
+        )
+    )

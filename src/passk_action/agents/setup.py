@@ -25,9 +25,10 @@ from typing import IO
 from ..core.model import Version
 from ..errors import AgentCouldNotRun
 from ..inputs.config import AgentConfig
-from .identity import agent_user, identity_env, popen_identity
+from .identity import agent_user, identity_env, spawn_as_agent
+from .protocol import SECRET_ENV
 from .reaper import REAPER
-from .runner import SECRET_ENV, exit_description
+from .runner import exit_description
 
 SETUP_STDERR_LINES = 20
 """How many of a failed command's last stderr lines its error keeps."""
@@ -103,24 +104,14 @@ def _run(
     """Run one command, logging its output as it comes; its exit code and stderr's end."""
     if not agent.cwd.is_dir():
         return 127, f"working directory {str(agent.cwd)!r} does not exist"
-    user, group, extra_groups = popen_identity(agent_user(parent_env))
+    user = agent_user(parent_env)
     try:
-        # Through the reaper, in a session of its own, as attempts are: what a
-        # setup command leaves running (the pull request's own code, for the
-        # candidate) dies with it instead of living on beside the attempts.
-        proc = REAPER.spawn(
-            lambda: subprocess.Popen(
-                ["/bin/sh", "-c", command],
-                cwd=agent.cwd,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                user=user,
-                group=group,
-                extra_groups=extra_groups,
-            )
+        # As the agent user, in a session of its own, through the reaper, as
+        # attempts are: what a setup command leaves running (the pull
+        # request's own code, for the candidate) dies with it instead of
+        # living on beside the attempts.
+        proc = spawn_as_agent(
+            ["/bin/sh", "-c", command], user, cwd=agent.cwd, env=env, stdin=subprocess.DEVNULL
         )
     except OSError as exc:
         return 127, f"cannot start /bin/sh: {exc.strerror or exc}"

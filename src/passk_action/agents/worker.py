@@ -49,33 +49,38 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..core.model import Attempt
-from .identity import popen_identity
-from .reaper import REAPER
-from .runner import (
-    BAD_OUTPUT,
+from .answer import (
     DEFAULT_OUTPUT_CAP,
-    EXCEPTION,
-    OUTPUT_TOO_LARGE,
-    SPAWN_FAILED,
     STDERR_KEEP_BYTES,
-    TIMEOUT,
-    AttemptCancelled,
-    AttemptRequest,
     BadOutput,
-    ProcessAgentSpec,
-    close_pipes,
     decided_attempt,
     error_attempt,
-    exit_description,
     json_line,
-    kill_group,
     loads_answer,
     parse_output_object,
     request_message,
-    scrubbed_env,
-    spawn_failure,
     stderr_tail,
     with_stderr,
+)
+from .identity import spawn_as_agent
+from .protocol import (
+    BAD_OUTPUT,
+    EXCEPTION,
+    OUTPUT_TOO_LARGE,
+    SPAWN_FAILED,
+    TIMEOUT,
+    AgentBase,
+    AttemptCancelled,
+    AttemptRequest,
+)
+from .reaper import REAPER
+from .runner import (
+    ProcessAgentSpec,
+    close_pipes,
+    exit_description,
+    kill_group,
+    scrubbed_env,
+    spawn_failure,
 )
 from .serve import PROTOCOL_ENV, REQUEST_ID, WORKER
 
@@ -202,7 +207,7 @@ class _Outcome:
     reason: str | None = None  # TIMEOUT, OUTPUT_TOO_LARGE or WORKER_DIED when no line came
 
 
-class WorkerAgent:
+class WorkerAgent(AgentBase):
     """A pool of persistent agent processes speaking the line protocol.
 
     Workers start on demand, so the pool grows to the run's concurrency and
@@ -261,22 +266,9 @@ class WorkerAgent:
                     self._spawning += 1
                     break
                 self._cond.wait()
-        user, group, extra_groups = popen_identity(self.spec.user)
         try:
-            proc = REAPER.spawn(
-                lambda: subprocess.Popen(
-                    list(self.spec.command),
-                    cwd=self.spec.cwd,
-                    env=self._env,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                    bufsize=0,
-                    user=user,
-                    group=group,
-                    extra_groups=extra_groups,
-                )
+            proc = spawn_as_agent(
+                self.spec.command, self.spec.user, cwd=self.spec.cwd, env=self._env, bufsize=0
             )
         except OSError as exc:
             with self._cond:

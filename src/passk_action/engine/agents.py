@@ -56,9 +56,7 @@ def build_agent(
 
 def close_agent(agent: Agent) -> None:
     """Close what a persistent agent holds open (worker processes, HTTP pools)."""
-    close = getattr(agent, "close", None)
-    if callable(close):
-        close()
+    agent.close()
 
 
 @contextmanager

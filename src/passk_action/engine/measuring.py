@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
-from ..agents.http import HttpAgent
 from ..agents.runner import Agent, AttemptRequest
 from ..core.classify import classify_attempts
 from ..core.cost import priced_attempt
@@ -111,10 +110,9 @@ def measure(
     recorder = RunRecorder.open(out, header, resume=resume, warn=session.warn)
 
     def carry_retry_after(agent: Agent) -> None:
-        if isinstance(agent, HttpAgent):
-            # A Retry-After the endpoint gave before a stop still holds on --resume.
-            pending = recorder.pending_retry_after() if resume else {}
-            agent.carry_retry_after(pending, recorder.save_retry_after)
+        # A Retry-After the endpoint gave before a stop still holds on --resume.
+        pending = recorder.pending_retry_after() if resume else {}
+        agent.carry_retry_after(pending, recorder.save_retry_after)
 
     recorded = {(a.row_id, a.number) for a in recorder.kept}
     requests = main_requests(rows, settings.k, info.version, recorded)

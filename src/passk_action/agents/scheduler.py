@@ -1,0 +1,392 @@
+"""The scheduler: many attempts on a bounded thread pool, retries, and the first-attempts watch.
+
+:func:`run_attempts` runs attempt requests with at most ``concurrency`` in
+flight, retries error attempts with jittered backoff (:class:`RetryPolicy`;
+a decision, right or wrong, is never retried), and hands every finished
+attempt to a callback (the artifact journal) one at a time.
+:class:`FirstAttemptsWatch` stops a version whose first attempts all fail
+alike: it is not being measured, it is not running.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+
+from ..core.causes import Kind, cause, dominant_kind
+from ..core.model import Attempt, Phase, Version, split_error_detail
+from ..errors import AgentCouldNotRun, UsageError
+from ..progress import Progress
+from .answer import error_attempt, exception_detail
+from .protocol import EXCEPTION, Agent, AttemptCancelled, AttemptRequest, Cancellable
+
+_POLL_S = 0.1
+"""How often the scheduler wakes up to notice a stop."""
+_RETRY_DETAIL_CHARS = 200
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often an error attempt is tried again, and how long to wait between tries.
+
+    ``attempts`` counts the *extra* tries.  The wait before extra try ``i``
+    (from 0) is ``uniform(0, min(max_backoff_s, backoff_s * 2**i))``: exponential
+    backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And
+    Jitter", 2015), so parallel workers hitting a rate limit spread out.
+    """
+
+    attempts: int = 2
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 0 or self.backoff_s < 0 or self.max_backoff_s < 0:
+            raise UsageError(
+                "retry settings must not be negative",
+                where="retry",
+                hint="use attempts >= 0 and backoff seconds >= 0",
+            )
+
+    def delay(self, retry_index: int, rng: random.Random) -> float:
+        return rng.uniform(0.0, min(self.max_backoff_s, self.backoff_s * 2**retry_index))
+
+
+def _retry_note(attempt: Attempt) -> str:
+    first_line = (attempt.detail or "").splitlines()[0] if attempt.detail else ""
+    if len(first_line) > _RETRY_DETAIL_CHARS:
+        first_line = first_line[: _RETRY_DETAIL_CHARS - 1] + "…"
+    return f"{attempt.error}: {first_line}" if first_line else str(attempt.error)
+
+
+def _run_once(agent: Agent, request: AttemptRequest) -> Attempt:
+    try:
+        return agent.run(request)
+    except (AttemptCancelled, AgentCouldNotRun):
+        # A version that cannot run at all (its setup failed) stops the run:
+        # recording that as error attempts would hide the cause behind them.
+        raise
+    except Exception as exc:
+        # An agent implementation's own bug must not lose the other attempts.
+        return error_attempt(request, EXCEPTION, exception_detail(exc), 0.0)
+
+
+def failure_signature(attempt: Attempt) -> tuple[str, str] | None:
+    """What makes two failed attempts "the same failure": reason code and reason line.
+
+    None for a decision.  The stderr tail is left out: it often names the row
+    or a time, while the reason line (``exited with status 1``) does not.
+    """
+    if attempt.valid:
+        return None
+    reason, _ = split_error_detail(attempt.detail)
+    return (attempt.error or "", reason)
+
+
+class FirstAttemptsWatch:
+    """Decides whether a version could not run, from its first ``window`` attempts.
+
+    When the first ``window`` attempts to finish all failed with one
+    :func:`failure_signature`, the agent is not being measured, it is not
+    running: :meth:`verdict` then returns the :class:`AgentCouldNotRun` to
+    raise.  One decision (right or wrong) or two different failures settle
+    it the other way for good.
+    """
+
+    def __init__(self, window: int, version: Version | None = None) -> None:
+        self.window = window
+        self.version = version
+        self.settled = window <= 0
+        self._seen: list[Attempt] = []
+
+    def add(self, attempt: Attempt) -> AgentCouldNotRun | None:
+        if self.settled:
+            return None
+        signature = failure_signature(attempt)
+        if signature is None or (self._seen and failure_signature(self._seen[0]) != signature):
+            self.settled = True
+            self._seen.clear()
+            return None
+        self._seen.append(attempt)
+        if len(self._seen) < self.window:
+            return None
+        self.settled = True
+        return could_not_run(self._seen, self.version)
+
+
+def could_not_run(
+    attempts: Sequence[Attempt], version: Version | None = None, *, alike: bool = True
+) -> AgentCouldNotRun:
+    """The error for a version whose ``attempts`` all failed (the first one speaks for all).
+
+    ``alike``: they failed the same way (the first attempts of a run); otherwise
+    they are all the attempts of a finished run, failing in any way.
+    """
+    first = attempts[0]
+    reason, tail = split_error_detail(first.detail)
+    code = first.error or "error"
+    named = version.value if version is not None else "agent"
+    said = f"{code}: {reason or 'no detail'}"
+    return AgentCouldNotRun(
+        version=named,
+        reason=(
+            f"its first {len(attempts)} attempt(s) all failed the same way: {said}"
+            if alike
+            else f"all {len(attempts)} of its attempts failed; the first: {said}"
+        ),
+        stderr_tail=tail,
+        where="baseline.agent" if version is Version.BASELINE else "agent",
+        hint=could_not_run_hint(attempts),
+        attempts=len(attempts),
+    )
+
+
+KEY_HINT = (
+    "the agent's API key is missing or refused: set it where the agent runs (in a "
+    "workflow, the passk step's `env:`, e.g. OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}; "
+    "pull requests from forks get no secrets), then run again"
+)
+TRANSIENT_HINT = (
+    "the agent's provider was failing (rate limits, server errors, timeouts): run again "
+    "later, or give `retry:` more attempts and a longer `max_backoff_s`"
+)
+SETUP_HINT = (
+    "run the agent command by hand in its working directory; install what it needs "
+    "with agent.setup, or run the action on the job's runner (runner/action.yml)"
+)
+
+
+def could_not_run_hint(attempts: Sequence[Attempt]) -> str:
+    """The fix that fits why a version could not run: its key, its provider, or its setup."""
+    kind = dominant_kind(attempts)
+    if kind is Kind.KEY:
+        return KEY_HINT
+    if kind is Kind.TRANSIENT:
+        return TRANSIENT_HINT
+    return SETUP_HINT
+
+
+def _label(requests: Sequence[AttemptRequest]) -> str:
+    versions = sorted({r.version.value for r in requests})
+    label = "+".join(versions) or "agent"
+    if requests and all(r.phase is Phase.CONFIRM for r in requests):
+        label += " confirmation"
+    return label
+
+
+def _check_requests(requests: Sequence[AttemptRequest], concurrency: int) -> None:
+    if concurrency < 1:
+        raise UsageError(
+            f"concurrency must be at least 1, got {concurrency}",
+            where="concurrency",
+            hint="use 1 for one attempt at a time",
+        )
+    seen: set[tuple[str, int]] = set()
+    for request in requests:
+        key = (request.row.id, request.number)
+        if key in seen:
+            raise ValueError(f"attempt {request.number} of row {request.row.id!r} requested twice")
+        seen.add(key)
+
+
+@dataclass
+class _Tries:
+    """One request tried, then retried after a backoff while it errors; None once halted."""
+
+    agent: Agent
+    retry: RetryPolicy
+    halt: threading.Event
+    wait_between: Callable[[float], object]
+    rng: random.Random
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: AttemptRequest) -> Attempt | None:
+        notes: list[str] = []
+        for retry_index in range(self.retry.attempts + 1):
+            if self.halt.is_set():
+                return None
+            try:
+                attempt = _run_once(self.agent, request)
+            except AttemptCancelled:
+                return None
+            if attempt.valid or retry_index == self.retry.attempts:
+                break
+            notes.append(_retry_note(attempt))
+            with self.lock:
+                delay = self.retry.delay(retry_index, self.rng)
+            self.wait_between(delay)
+        if notes:
+            attempt = replace(attempt, retries=(*attempt.retries, *notes))
+        return attempt
+
+
+class _HeldBack:
+    """Transient errors of gated requests, held back for a second chance (``run_attempts``)."""
+
+    def __init__(self, rule: Callable[[AttemptRequest], bool] | None, retry: RetryPolicy) -> None:
+        self.rule, self.retry = rule, retry
+        self.held: dict[tuple[str, int], tuple[AttemptRequest, Attempt]] = {}
+        self.second_round = False
+
+    def hold(self, request: AttemptRequest, result: Attempt) -> bool:
+        """Hold ``result`` back when it earns a second chance; whether it did."""
+        if (
+            result.error is None
+            or self.retry.attempts == 0
+            or self.rule is None
+            or not self.rule(request)
+            or cause(result.error, result.detail).kind is not Kind.TRANSIENT
+        ):
+            return False
+        self.held[(result.row_id, result.number)] = (request, result)
+        return True
+
+    def attempts(self) -> list[Attempt]:
+        return [attempt for _, attempt in self.held.values()]
+
+    def due(self) -> bool:
+        return bool(self.held) and not self.second_round
+
+    def start(self) -> list[AttemptRequest]:
+        """The second round begins: the held requests, to be tried again."""
+        self.second_round = True
+        return [request for request, _ in self.held.values()]
+
+    def answered(self, result: Attempt) -> Attempt:
+        """The second chance's attempt, the first round's failures kept in its ``retries``."""
+        _, first = self.held.pop((result.row_id, result.number))
+        earlier = (*first.retries, _retry_note(first))
+        return replace(result, retries=(*earlier, *result.retries))
+
+
+def run_attempts(
+    requests: Sequence[AttemptRequest],
+    agent: Agent,
+    *,
+    concurrency: int,
+    retry: RetryPolicy = RetryPolicy(),
+    on_attempt: Callable[[Attempt], None] | None = None,
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] | None = None,
+    rng: random.Random | None = None,
+    stop: threading.Event | None = None,
+    fail_fast: bool = False,
+    second_chance: Callable[[AttemptRequest], bool] | None = None,
+) -> list[Attempt]:
+    """Run ``requests`` with at most ``concurrency`` in flight; return the finished attempts.
+
+    - An error attempt is tried again up to ``retry.attempts`` times under the
+      same number; the final :class:`Attempt` lists the earlier failures in
+      ``retries``.  A decision, right or wrong, is final: retrying wrong
+      answers would turn flips into passes.
+    - ``on_attempt`` (the journal) and ``progress`` are called from the
+      calling thread only, one attempt at a time, as attempts finish.  If either
+      raises, in-flight attempts are killed and the exception propagates.
+    - When ``stop`` is set no new attempt starts, in-flight ones are killed
+      (agents that are :class:`Cancellable`) or allowed to finish, and what
+      finished is returned.  An attempt stopped during its retries is not
+      returned, so resuming makes it afresh.
+    - ``sleep`` waits between retries (injected by tests); by default the
+      wait ends early when the run is stopped.
+    - With ``fail_fast``, the first ``min(len(requests), 2 * concurrency)``
+      attempts are watched (:class:`FirstAttemptsWatch`): no attempt beyond
+      them starts until one of them succeeds or two fail differently, and if
+      all fail alike :class:`AgentCouldNotRun` is raised after they are
+      handed to ``on_attempt``.  An agent whose setup failed raises it too.
+    - ``second_chance`` names the requests (the rows a gate rests on) whose
+      error, after its retries, is held back until every other attempt is
+      done when it looks transient (a rate limit, a server error, a timeout:
+      ``core.causes``) and retries are on: then, after ``retry.max_backoff_s``,
+      each is tried again with the whole retry budget, and its earlier
+      failures join its ``retries``.  A short outage costs time, not an
+      unclassified row; a re-run replays the final attempt, retries included.
+
+    The result is ordered by the first appearance of each row in ``requests``,
+    then by attempt number, whatever order attempts finished in.
+    """
+    _check_requests(requests, concurrency)
+    # ``halt`` is ours: set on ``stop`` or when the journal raises.  Workers
+    # wait on it between retries so a stop cuts a long backoff short.
+    halt = threading.Event()
+    attempt_with_retries = _Tries(
+        agent, retry, halt, sleep if sleep is not None else halt.wait, rng or random.Random()
+    )
+
+    def halt_now() -> None:
+        halt.set()
+        if isinstance(agent, Cancellable):
+            agent.cancel()
+
+    row_order: dict[str, int] = {}
+    for request in requests:
+        row_order.setdefault(request.row.id, len(row_order))
+    finished: list[Attempt] = []
+    pending = deque(requests)
+    in_flight: dict[Future[Attempt | None], AttemptRequest] = {}
+    held = _HeldBack(second_chance, retry)
+
+    def hand_over(attempt: Attempt) -> None:
+        finished.append(attempt)
+        # Called from this thread only, so the journal never sees two
+        # attempts at once and needs no lock of its own.
+        if on_attempt is not None:
+            on_attempt(attempt)
+        if progress is not None:
+            progress.advance(attempt)
+
+    watch = FirstAttemptsWatch(
+        min(len(requests), 2 * concurrency) if fail_fast else 0,
+        requests[0].version if requests else None,
+    )
+    started = 0
+
+    if progress is not None:
+        progress.start(len(requests), _label(requests))
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="passk-attempt")
+    try:
+        while pending or in_flight:
+            if stop is not None and stop.is_set():
+                # Repeated on every wake-up: it also catches a process that a
+                # worker spawned just as the stop arrived.
+                halt_now()
+            while pending and len(in_flight) < concurrency and not halt.is_set():
+                if not watch.settled and started >= watch.window:
+                    break  # wait for the verdict on the first attempts
+                request = pending.popleft()
+                in_flight[pool.submit(attempt_with_retries, request)] = request
+                started += 1
+            if not in_flight:
+                break  # stopped with nothing left running
+            done, _ = wait(in_flight, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+            for future in done:
+                request = in_flight.pop(future)
+                result = future.result()
+                if result is None:
+                    continue
+                if held.second_round:
+                    hand_over(held.answered(result))
+                    continue
+                if not held.hold(request, result):
+                    hand_over(result)
+                unrunnable = watch.add(result)
+                if unrunnable is not None:
+                    for attempt in held.attempts():
+                        hand_over(attempt)  # recorded as they are: the version cannot run
+                    raise unrunnable
+            if not pending and not in_flight and held.due():
+                # Everything else is done: the held errors get their second chance
+                # after the longest backoff, with the whole retry budget again.
+                (sleep or (stop or halt).wait)(retry.max_backoff_s)
+                pending.extend(held.start())
+    except BaseException:
+        halt_now()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if progress is not None:
+            progress.finish()
+    finished.sort(key=lambda a: (row_order[a.row_id], a.number))
+    return finished
