@@ -400,7 +400,47 @@ def test_exact_message_for_yaml_syntax_errors_names_the_line() -> None:
         (
             "dataset: d\nagent: {command: [a], timeout_s: " + "9" * 400 + "}\n",
             "passk.yml: agent.timeout_s",
-            "is too large a number of seconds",
+            "must be a number of seconds from 0 to 10^9",
+        ),
+        (
+            "dataset: d\nagent: {http: {url: 'http://h:99999/x'}}\n",
+            "passk.yml: agent.http.url",
+            "is not a URL passk can use (Port out of range 0-65535)",
+        ),
+        (
+            "dataset: d\nagent: {http: {url: 'http://h:abc/'}}\n",
+            "passk.yml: agent.http.url",
+            "is not a URL passk can use",
+        ),
+        (
+            "dataset: d\nagent: {http: {url: 'http://[zz]/'}}\n",
+            "passk.yml: agent.http.url",
+            "is not a URL passk can use",
+        ),
+        (
+            "dataset: d\nagent: {http: {url: 'http://[::1/x'}}\n",
+            "passk.yml: agent.http.url",
+            "is not a URL passk can use",
+        ),
+        (
+            "dataset: d\ngate: {max_cost_increase: " + "9" * 401 + "}\n",
+            "passk.yml: gate.max_cost_increase",
+            "must be a share from 0 to 10^6",
+        ),
+        (
+            "dataset: d\ngate: {max_latency_p95_increase: 10000000}\n",
+            "passk.yml: gate.max_latency_p95_increase",
+            "must be a share from 0 to 10^6",
+        ),
+        (
+            "dataset: d\npricing: {input_per_mtok: " + "9" * 401 + ", output_per_mtok: 1}\n",
+            "passk.yml: pricing.input_per_mtok",
+            "must be a price from 0 to 10^5 dollars per million tokens",
+        ),
+        (
+            "dataset: d\npricing: {models: {m: {input_per_mtok: 1, output_per_mtok: 1.0e+300}}}\n",
+            "passk.yml: pricing.models.m.output_per_mtok",
+            "must be a price from 0 to 10^5",
         ),
         (
             "dataset: d\nagent: {command: [a], env: !!binary aGk=}\n",

@@ -339,3 +339,56 @@ def test_crash_class_15_huge_reported_cost(
     code, out, err = run_cli(["report", "run.json", "--format", fmt], tmp_path, capsys, monkeypatch)
     assert_clean(code, err, "ok")
     assert out
+
+
+def test_k_may_exceed_1000_only_when_a_row_holds_that_many_attempts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """The control of class 9: an import of 1,001 trials per task declares k = 1001, and reads."""
+    doc = golden_run()
+    first = doc["attempts"][0]
+    doc["attempts"] = [{**first, "n": n, "phase": "main"} for n in range(1, 1002)]
+    doc["settings"]["k"] = 1001
+    (tmp_path / "run.json").write_text(json.dumps(doc), encoding="utf-8")
+    code, _, err = run_cli(REPORT, tmp_path, capsys, monkeypatch)
+    assert_clean(code, err, "ok")
+    doc["settings"]["k"] = 1002
+    (tmp_path / "run.json").write_text(json.dumps(doc), encoding="utf-8")
+    code, _, err = run_cli(REPORT, tmp_path, capsys, monkeypatch)
+    assert_clean(code, err, "error", "run.json: settings.k: is 1002, more than 1000")
+
+
+def test_a_result_file_with_a_huge_recorded_limit_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """A result's policy holds the config's limits: the same rule reads them back."""
+    (tmp_path / "data.jsonl").write_text(DATA, "utf-8")
+    (tmp_path / "passk.yml").write_text(config_text(), "utf-8")
+    assert run_cli(RUN_PASSK, tmp_path, capsys, monkeypatch)[0] == 0
+    argv = ["compare", "--baseline", "run.json", "--candidate", "run.json", "--json", "r.json"]
+    assert run_cli(argv, tmp_path, capsys, monkeypatch)[0] == 0
+    result = json.loads((tmp_path / "r.json").read_text("utf-8"))
+    result["policy"]["max_cost_increase"] = HUGE
+    (tmp_path / "r.json").write_text(json.dumps(result), "utf-8")
+    for argv in (["gate", "r.json"], ["report", "r.json", "--format", "json"]):
+        code, _, err = run_cli(argv, tmp_path, capsys, monkeypatch)
+        assert_clean(code, err, "error", "r.json: policy.max_cost_increase")
+
+
+def test_an_internal_error_is_one_line_that_says_where_to_report_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """Whatever slips through still fails safe: exit 2, one line, where to report it."""
+    from passk_action.cli import report
+    from passk_action.errors import REPORT_BUGS_AT
+
+    def broken(path: Path) -> Any:
+        raise RuntimeError("a bug\nover two lines")
+
+    monkeypatch.setattr(report, "read_run_or_result", broken)
+    code, _, err = run_cli(REPORT, tmp_path, capsys, monkeypatch)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith(
+        "passk: internal error: RuntimeError: a bug over"
+    )
+    assert REPORT_BUGS_AT in err

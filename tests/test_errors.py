@@ -12,6 +12,7 @@ import pytest
 from passk_action.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    REPORT_BUGS_AT,
     ArtifactError,
     Interrupted,
     run_guarded,
@@ -48,7 +49,8 @@ def test_an_interruption_is_130_and_a_bug_is_2_with_a_traceback_only_on_request(
     assert (code, tracebacks) == (EXIT_USAGE, [])
     assert errors == [
         "internal error: RuntimeError: boom at line "
-        "(set PASSK_DEBUG=1 for a traceback, and please report it)"
+        f"(a bug in passk: please report it at {REPORT_BUGS_AT}, "
+        "with the traceback PASSK_DEBUG=1 prints)"
     ]
     _, _, tracebacks = guarded(RuntimeError("boom"), debug=True)
     assert len(tracebacks) == 1 and "Traceback" in tracebacks[0]
@@ -77,7 +79,8 @@ def test_the_cli_prints_the_boundarys_lines_on_stderr(
     assert main(["action"], delegated={"action": bug}) == EXIT_USAGE
     assert capsys.readouterr().err == (
         "passk: internal error: ValueError: a bug "
-        "(set PASSK_DEBUG=1 for a traceback, and please report it)\n"
+        f"(a bug in passk: please report it at {REPORT_BUGS_AT}, "
+        "with the traceback PASSK_DEBUG=1 prints)\n"
     )
 
     def interrupted() -> int:
@@ -97,7 +100,8 @@ def test_the_cli_prints_the_boundarys_lines_on_stderr(
             RuntimeError(f"boom {TOKEN}"),
             EXIT_USAGE,
             "::error title=passk::internal error: RuntimeError: boom *** "
-            "(set PASSK_DEBUG=1 for a traceback, and please report it)",
+            f"(a bug in passk: please report it at {REPORT_BUGS_AT}, "
+            "with the traceback PASSK_DEBUG=1 prints)",
         ),
     ],
 )

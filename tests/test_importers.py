@@ -123,7 +123,7 @@ def test_tau_bench_mapping() -> None:
     report = imported.report
     assert [str(s) for s in report.skipped] == [
         f"{DATA / 'tau_bench_retail.json'}: [7]: no 'task_id' (a string or an integer is needed)",
-        f"{DATA / 'tau_bench_retail.json'}: [10]: reward 'n/a' is not a number",
+        f"{DATA / 'tau_bench_retail.json'}: [10]: reward 'n/a' is not a finite number",
     ]
     assert [str(d) for d in report.dropped] == [
         "task '3': has 1 trial(s), fewer than 2 (pass^k needs repeated trials)"
@@ -900,7 +900,7 @@ def test_a_reward_that_is_not_finite_is_skipped(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     imported = import_paths("tau-bench", path)
-    assert [s.reason for s in imported.report.skipped] == ["reward nan is not a number"]
+    assert [s.reason for s in imported.report.skipped] == ["reward nan is not a finite number"]
 
 
 def test_k_1_is_refused_at_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

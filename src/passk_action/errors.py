@@ -17,6 +17,9 @@ EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+REPORT_BUGS_AT = "https://github.com/passk-dev/passk-action/issues"
+"""Where the one line of an internal error (a bug in passk, never the user's input) points."""
+
 
 class PasskError(Exception):
     """A problem the user can fix. Exit code 2.
@@ -160,6 +163,7 @@ def run_guarded(
         # the user's input error either, but 2 keeps that contract.
         say(
             f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-            "(set PASSK_DEBUG=1 for a traceback, and please report it)"
+            f"(a bug in passk: please report it at {REPORT_BUGS_AT}, "
+            "with the traceback PASSK_DEBUG=1 prints)"
         )
         return EXIT_USAGE

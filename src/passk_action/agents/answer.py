@@ -223,6 +223,8 @@ def parse_usage(raw: object) -> tuple[Usage | None, tuple[str, ...]]:
             ok = isinstance(value, str) and bool(value.strip()) and value == storable_text(value)
             model = value.strip() if ok else None
             want = "a non-empty string of valid Unicode"
+        elif key == "priced":  # passk's own mark of a cost it computed, never an agent's
+            ok, want = False, "left to passk (it marks costs priced from the config)"
         else:
             amount = values.amount(value)
             ok, want = amount is not None, values.AMOUNT_TEXT

@@ -56,6 +56,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..core import values
 from ..core.model import (
     AgentInfo,
     Attempt,
@@ -95,26 +96,28 @@ def harness_usage(
     cost_usd: object = None,
     model: object = None,
 ) -> Usage | None:
-    """A trial's usage from what a harness logged; a value of the wrong kind is left out.
+    """A trial's usage from what a harness logged; a value that breaks its rule is left out.
 
-    The same rules as an agent's ``usage``: token counts are whole numbers
-    >= 0, a cost a number >= 0, a model a non-empty name.  None when
+    The same rules as an agent's ``usage`` (``core/values.py``): token
+    counts and a cost in their ranges, a model a non-empty name.  None when
     nothing usable was logged.
     """
     name = model.strip() if isinstance(model, str) and model.strip() else None
-    usage = Usage(_count(input_tokens), _count(output_tokens), _amount(cost_usd), name)
+    usage = Usage(
+        values.count(input_tokens), values.count(output_tokens), values.amount(cost_usd), name
+    )
     return None if usage == Usage() else usage
 
 
-def _amount(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if 0 <= value < math.inf else None
+def seconds(value: object, per_second: float = 1.0) -> float:
+    """A trial's duration in seconds from a harness's number of ``1 / per_second`` units.
 
-
-def _count(value: object) -> int | None:
-    amount = _amount(value)
-    return int(amount) if amount is not None and amount.is_integer() else None
+    0.0 when it is missing or breaks the duration rule (``core/values.py``):
+    not a number, negative, or beyond 10^9 seconds.
+    """
+    number = values.finite(value)
+    duration = None if number is None else values.seconds(number / per_second)
+    return 0.0 if duration is None else duration
 
 
 class Trial(NamedTuple):
@@ -638,11 +641,14 @@ def task_id(value: Any) -> str | None:
 
 
 def number(value: Any) -> float | None:
-    """A finite JSON number (not a boolean, NaN or infinity), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    result = float(value)
-    return result if math.isfinite(result) else None
+    """A finite JSON number (not a boolean, NaN, infinity or beyond a float), else None."""
+    return values.finite(value)
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for a message about a bad value."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def integer(value: Any) -> int | None:

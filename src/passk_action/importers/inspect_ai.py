@@ -45,8 +45,10 @@ Mapping (see the package docstring for what is common):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ..core import values
 from ..core.model import Usage
 from ..errors import ArtifactError
 from . import (
@@ -60,7 +62,7 @@ from . import (
     first_line,
     harness_usage,
     integer,
-    number,
+    seconds,
     task_id,
 )
 
@@ -122,7 +124,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
             continue
         order = (file_index, epoch, position)
         key = f"sample {sample_id!r} epoch {epoch}"
-        duration = max(number(sample.get("total_time")) or 0.0, 0.0)
+        duration = seconds(sample.get("total_time"))
         usage = _usage(sample.get("model_usage"))
         error = sample.get("error")
         if error:
@@ -264,6 +266,13 @@ def _description(spec: Any) -> str:
     return " on ".join(text)
 
 
+_USAGE_RULES: tuple[tuple[str, Callable[[object], float | None]], ...] = (
+    ("input_tokens", values.count),
+    ("output_tokens", values.count),
+    ("total_cost", values.amount),
+)
+
+
 def _usage(model_usage: Any) -> Usage | None:
     """A sample's ``model_usage`` (tokens, and ``total_cost`` where Inspect logs it) summed.
 
@@ -277,9 +286,9 @@ def _usage(model_usage: Any) -> Usage | None:
     for usage in model_usage.values():
         if not isinstance(usage, dict):
             continue
-        for key in ("input_tokens", "output_tokens", "total_cost"):
-            value = usage.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+        for key, rule in _USAGE_RULES:
+            value = rule(usage.get(key))
+            if value is not None:  # each within its rule, so the sum cannot overflow
                 totals[key] = totals.get(key, 0) + value
     models = [str(name) for name in model_usage]
     model = models[0].rpartition("/")[2] if len(models) == 1 else None

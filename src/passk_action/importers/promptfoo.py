@@ -58,7 +58,7 @@ from . import (
     first_line,
     harness_usage,
     integer,
-    number,
+    seconds,
 )
 
 NAME = "promptfoo"
@@ -72,6 +72,8 @@ ERROR = "provider-error"
 """The error of an attempt whose provider or script failed (``failureReason`` 2)."""
 CONVENTION = "promptfoo's convention: a provider or script error counts as a failed test"
 ID_DIGITS = 12
+MAX_VARS_DEPTH = 100
+"""Deeper vars are skipped: a row's input is encoded (digest, dataset) by recursive code."""
 
 
 def _results(doc: Any, where: str) -> list[Any]:
@@ -117,6 +119,10 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         if result.get("promptIdx") != chosen:
             continue
         description, vars_ = _identity(result)
+        if deeper_than(vars_, MAX_VARS_DEPTH):
+            here = f"{where}: results.results[{position}]"
+            skipped.append(Skipped(here, f"'vars' nest deeper than {MAX_VARS_DEPTH} levels"))
+            continue
         if not_finite_in(vars_):
             not_finite += 1
             vars_ = finite(vars_)
@@ -142,7 +148,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         if description is not None:
             row_input["description"] = description
         order = (file_index, test_idx, position)
-        duration = max((number(result.get("latencyMs")) or 0.0) / 1000, 0.0)
+        duration = seconds(result.get("latencyMs"), per_second=1000)
         usage = _usage(result)
         if result.get("failureReason") == ERROR_REASON:
             detail = first_line(result.get("error"))
@@ -205,6 +211,19 @@ def not_finite_in(value: Json) -> bool:
         return any(not_finite_in(v) for v in value.values())
     if isinstance(value, list):
         return any(not_finite_in(v) for v in value)
+    return False
+
+
+def deeper_than(value: Json, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep (iterative)."""
+    stack: list[tuple[Json, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
     return False
 
 

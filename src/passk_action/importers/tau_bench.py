@@ -62,6 +62,8 @@ from . import (
     harness_usage,
     integer,
     number,
+    seconds,
+    shown,
     task_id,
 )
 
@@ -152,56 +154,14 @@ def _parse_entries(
             here = names[position]
         else:
             here = f"{where}: {key}[{position}]" if key else f"{where}: [{position}]"
-        fast = None if tau2 else _fast_tau(entry, ids)
-        if fast is not None:
-            # The usual tau-bench record, read without the general checks below.
-            fast_task, fast_trial, fast_decision = fast
-            trials.append(
-                Trial(
-                    fast_task,
-                    fast_task,
-                    (file_index, fast_trial, position),
-                    fast_decision,
-                    None,
-                    None,
-                    0.0,
-                    here,
-                    (fast_task, fast_trial),
-                )
-            )
-            continue
-        if not isinstance(entry, dict):
-            skipped.append(Skipped(here, "not a JSON object"))
-            continue
-        task = task_id(entry.get("task_id"))
-        if task is None:
-            skipped.append(Skipped(here, "no 'task_id' (a string or an integer is needed)"))
-            continue
-        trial_number = integer(entry.get("trial"))
-        order = (file_index, trial_number if trial_number is not None else -1, position)
-        duration = number(entry.get("duration")) or 0.0
-        outcome = _outcome_tau2(entry) if tau2 else _outcome_tau(entry)
-        if isinstance(outcome, Skipped):
-            skipped.append(Skipped(here, outcome.reason))
-            continue
-        decision, error, detail = outcome
-        name = (task, trial_number) if trial_number is not None else None
-        scores = DROP if error is not None and error.replace("-", "_") in LEFT_OUT_BY_TAU2 else FAIL
-        trials.append(
-            Trial(
-                task,
-                task,
-                order,
-                decision,
-                error,
-                detail,
-                max(duration, 0.0),
-                where=here,
-                key=name,
-                harness_scores=scores,
-                usage=_usage(entry, tau2=tau2),
-            )
+        fast = None if tau2 else fast_trial(entry, file_index, position, here, ids)
+        trial = (
+            fast if fast is not None else entry_trial(entry, file_index, position, here, tau2=tau2)
         )
+        if isinstance(trial, Skipped):
+            skipped.append(trial)
+        else:
+            trials.append(trial)
     return Parsed(
         tuple(trials),
         tuple(skipped),
@@ -210,30 +170,76 @@ def _parse_entries(
     )
 
 
-def _fast_tau(entry: Any, ids: dict[int, str]) -> tuple[str, int, str] | None:
-    """(task id, trial, decision) of a plain tau-bench record, else None.
+def entry_trial(
+    entry: Any, file_index: int, position: int, here: str, *, tau2: bool
+) -> Trial | Skipped:
+    """The trial of one entry, with every check and message (the general way)."""
+    if not isinstance(entry, dict):
+        return Skipped(here, "not a JSON object")
+    task = task_id(entry.get("task_id"))
+    if task is None:
+        return Skipped(here, "no 'task_id' (a string or an integer is needed)")
+    trial_number = integer(entry.get("trial"))
+    order = (file_index, trial_number if trial_number is not None else -1, position)
+    outcome = _outcome_tau2(entry) if tau2 else _outcome_tau(entry)
+    if isinstance(outcome, Skipped):
+        return Skipped(here, outcome.reason)
+    decision, error, detail = outcome
+    name = (task, trial_number) if trial_number is not None else None
+    scores = DROP if error is not None and error.replace("-", "_") in LEFT_OUT_BY_TAU2 else FAIL
+    return Trial(
+        task,
+        task,
+        order,
+        decision,
+        error,
+        detail,
+        seconds(entry.get("duration")),
+        where=here,
+        key=name,
+        harness_scores=scores,
+        usage=_usage(entry, tau2=tau2),
+    )
+
+
+def fast_trial(
+    entry: Any, file_index: int, position: int, here: str, ids: dict[int, str]
+) -> Trial | None:
+    """:func:`entry_trial` of a plain tau-bench record, faster; None for anything else.
 
     Plain: an object with an integer ``task_id`` and ``trial``, a finite
-    float or integer ``reward`` and no ``info.error``.  Anything else goes
-    the general way, with its checks and messages; both ways agree.
+    ``reward`` and no ``info.error`` (the real files' shape).  It skips the
+    general checks, not what they keep: duration and usage are read by the
+    same functions, and a property test holds both ways equal.  ``ids``
+    shares one row id string per task.
     """
     if type(entry) is not dict:
         return None
     task, trial, reward = entry.get("task_id"), entry.get("trial"), entry.get("reward")
     if type(task) is not int or type(trial) is not int:
         return None
-    if type(reward) is float:
-        if reward != reward or reward in (_INF, -_INF):
+    if type(reward) is not float or not -_INF < reward < _INF:  # NaN fails too
+        reward = number(reward)  # an integer, or nothing a float can hold
+        if reward is None:
             return None
-    elif type(reward) is not int:
-        return None
     info = entry.get("info")
     if type(info) is dict and info.get("error"):
         return None
     name = ids.get(task)
     if name is None:
         name = ids[task] = str(task)
-    return name, trial, PASS if abs(reward - 1.0) <= SUCCESS_TOLERANCE else FAIL
+    return Trial(
+        name,
+        name,
+        (file_index, trial, position),
+        PASS if is_success(reward) else FAIL,
+        None,
+        None,
+        seconds(entry.get("duration")),
+        here,
+        (name, trial),
+        usage=_usage(entry, tau2=False),
+    )
 
 
 _INF = float("inf")
@@ -244,7 +250,7 @@ Outcome = tuple[str | None, str | None, str | None] | Skipped
 def _graded(reward_value: Any) -> Outcome:
     reward = number(reward_value)
     if reward is None:
-        return Skipped("", f"reward {reward_value!r} is not a number")
+        return Skipped("", f"reward {shown(reward_value)} is not a finite number")
     return (PASS if is_success(reward) else FAIL, None, None)
 
 
@@ -300,8 +306,10 @@ def _usage(entry: dict[str, Any], *, tau2: bool) -> Usage | None:
         usage = message.get("usage") if isinstance(message, dict) else None
         if not isinstance(usage, dict) or message.get("role") != "assistant":
             continue
-        for key, value in (("prompt_tokens", usage.get("prompt_tokens")),
-                           ("completion_tokens", usage.get("completion_tokens"))):
+        for key, value in (
+            ("prompt_tokens", usage.get("prompt_tokens")),
+            ("completion_tokens", usage.get("completion_tokens")),
+        ):
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 if key == "prompt_tokens":
                     prompt = (prompt or 0) + value

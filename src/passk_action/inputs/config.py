@@ -20,7 +20,7 @@ import functools
 import json
 import math
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -32,6 +32,7 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from ..core import values
 from ..core.cost import Price, Pricing
 from ..core.gate import GatePolicy
 from ..core.model import EvalSettings, Scoring
@@ -369,8 +370,10 @@ class LoadedConfig:
 @functools.lru_cache(maxsize=1)
 def config_schema() -> dict[str, Any]:
     """The packaged JSON Schema of passk.yml."""
-    text = resources.files("passk_action").joinpath("schemas/config.schema.json").read_text(
-        encoding="utf-8"
+    text = (
+        resources.files("passk_action")
+        .joinpath("schemas/config.schema.json")
+        .read_text(encoding="utf-8")
     )
     schema: dict[str, Any] = json.loads(text)
     return schema
@@ -467,8 +470,10 @@ def _schema_error(error: ValidationError, name: str) -> ConfigError:
     parts = error_parts(error)
     where = f"{name}: {json_path(parts)}" if parts else name
     value = error.instance
-    if error.validator == "type" and error.validator_value == "string" and (
-        isinstance(value, (bool, int, float))
+    if (
+        error.validator == "type"
+        and error.validator_value == "string"
+        and (isinstance(value, (bool, int, float)))
     ):
         # YAML turns `yes`, `1.10` and `on` into booleans and numbers.
         hint = "quote it so YAML reads it as a string"
@@ -551,26 +556,57 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
             block_on_any_regression=bool(gate_doc.get("block_on_any_regression", False)),
             allow_label=str(gate_doc.get("allow_label", DEFAULT_ALLOW_LABEL)),
             remeasure_label=str(gate_doc.get("remeasure_label", DEFAULT_REMEASURE_LABEL)),
-            max_cost_increase=_optional_float(gate_doc.get("max_cost_increase")),
-            max_latency_p95_increase=_optional_float(gate_doc.get("max_latency_p95_increase")),
+            max_cost_increase=_limit(gate_doc, "max_cost_increase", name),
+            max_latency_p95_increase=_limit(gate_doc, "max_latency_p95_increase", name),
         ),
         retry=retry,
-        pricing=_pricing(doc.get("pricing", {})),
+        pricing=_pricing(doc.get("pricing", {}), f"{name}: pricing"),
     )
 
 
-def _optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
+def _ruled(
+    value: Any, rule: Callable[[object], float | None], text: str, where: str, hint: str
+) -> float:
+    """``value`` by one of ``core/values.py``'s rules (the schema checked type and sign)."""
+    number = rule(value)
+    if number is None:
+        raise ConfigError(f"must be {text}, not {describe_value(value)}", where=where, hint=hint)
+    return number
 
 
-def _price(doc: Mapping[str, Any]) -> Price:
-    return Price(float(doc["input_per_mtok"]), float(doc["output_per_mtok"]))
+def _limit(doc: Mapping[str, Any], key: str, name: str) -> float | None:
+    if doc.get(key) is None:
+        return None
+    return _ruled(
+        doc[key],
+        values.relative_limit,
+        values.RELATIVE_TEXT,
+        f"{name}: gate.{key}",
+        "a share of the baseline's figure, e.g. 0.25 for +25%",
+    )
 
 
-def _pricing(doc: Mapping[str, Any]) -> Pricing:
+def _price(doc: Mapping[str, Any], where: str) -> Price:
+    prices = [
+        _ruled(
+            doc[key],
+            values.price,
+            values.PRICE_TEXT,
+            f"{where}.{key}",
+            "US dollars per million tokens, e.g. 0.15",
+        )
+        for key in ("input_per_mtok", "output_per_mtok")
+    ]
+    return Price(*prices)
+
+
+def _pricing(doc: Mapping[str, Any], where: str) -> Pricing:
     """The schema-valid ``pricing`` section: one default price and prices by model."""
-    default = _price(doc) if "input_per_mtok" in doc else None
-    models = tuple((name, _price(price)) for name, price in doc.get("models", {}).items())
+    default = _price(doc, where) if "input_per_mtok" in doc else None
+    models = tuple(
+        (model, _price(price, f"{where}.models.{model}"))
+        for model, price in doc.get("models", {}).items()
+    )
     return Pricing(default=default, models=models)
 
 
@@ -598,7 +634,7 @@ def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentC
     http_doc = doc.get("http")
     if http_doc is not None:
         http = HttpAgentConfig(
-            url=http_doc["url"],
+            url=_http_url(http_doc["url"], f"{name}: {key}.http.url"),
             method=http_doc.get("method", "POST"),
             headers=tuple(http_doc.get("headers", {}).items()),
             timeout_s=_seconds(
@@ -620,12 +656,31 @@ def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentC
 
 
 def _seconds(doc: Mapping[str, Any], key: str, default: float, where: str) -> float:
-    """A duration as a float; the schema checked the sign, this checks the size."""
+    """A duration by the duration rule; the schema checked the type and the sign."""
+    return _ruled(
+        doc.get(key, default),
+        values.seconds,
+        values.SECONDS_TEXT,
+        f"{where}.{key}",
+        "use a duration in seconds such as 60",
+    )
+
+
+def _http_url(url: str, where: str) -> str:
+    """``url`` when the URL parser can take it: the schema's pattern lets some through.
+
+    ``http://h:99999/``, ``http://h:abc/`` and ``http://[zz]/`` match the
+    pattern, and urllib refuses them only when their port or host is read.
+    """
     try:
-        return float(doc.get(key, default))
-    except OverflowError as exc:
+        parts = urlsplit(url)
+        _ = parts.port  # raises for a port that is not a number from 0 to 65535
+    except ValueError as exc:
         raise ConfigError(
-            "is too large a number of seconds",
-            where=f"{where}.{key}",
-            hint="use a duration in seconds such as 60",
+            f"is not a URL passk can use ({exc})",
+            where=where,
+            hint="write it as http://host:port/path, with a port from 1 to 65535",
         ) from exc
+    if not parts.hostname:
+        raise ConfigError("names no host", where=where, hint="write it as http://host:port/path")
+    return url

@@ -186,6 +186,12 @@ def _parse_json(text: str, where: str, what: str, hint: str) -> Any:
         ) from exc
     except RecursionError as exc:
         raise DatasetError(f"{what} is nested too deeply", where=where, hint=hint) from exc
+    except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        raise DatasetError(
+            f"{what} holds an integer of more than 4,300 digits, which passk cannot read",
+            where=where,
+            hint="write such a number as a string",
+        ) from exc
 
 
 # ------------------------------------------------------------------------ formats

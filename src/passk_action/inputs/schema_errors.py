@@ -76,7 +76,10 @@ def describe_value(value: Any, limit: int = 40) -> str:
     if isinstance(value, (list, tuple)):
         return "a list"
     if isinstance(value, (int, float)):
-        return f"the number {value!r}"
+        text = repr(value)
+        if len(text) > limit:
+            text = f"{text[:12]}… ({len(text)} digits)"
+        return f"the number {text}"
     if isinstance(value, str):
         text = json.dumps(value, ensure_ascii=False)
         if len(text) > limit:

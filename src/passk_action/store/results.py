@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core import values
 from ..core.diff import RowComparison
 from ..core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
 from ..core.model import RowRecord, Run
@@ -187,8 +188,8 @@ def _assemble_result(
     policy_doc = doc["policy"]
     policy = GatePolicy(
         block_on_any_regression=policy_doc["block_on_any_regression"],
-        max_cost_increase=policy_doc.get("max_cost_increase"),
-        max_latency_p95_increase=policy_doc.get("max_latency_p95_increase"),
+        max_cost_increase=_limit(policy_doc, "max_cost_increase", where),
+        max_latency_p95_increase=_limit(policy_doc, "max_latency_p95_increase", where),
     )
     protected = tuple(
         ProtectedChange(c["kind"], c["detail"], c["id"]) for c in doc["protected_changes"]
@@ -234,6 +235,16 @@ def _assemble_result(
         tool_version=doc["tool_version"],
     )
     return AuditedResult(result=result, recorded_gate=_gate_from_json(doc["gate"]))
+
+
+def _limit(policy: Mapping[str, Any], key: str, where: str) -> float | None:
+    """A recorded relative limit, by the config's rule (``core/values.py``)."""
+    if policy.get(key) is None:
+        return None
+    limit = values.relative_limit(policy[key])
+    if limit is None:
+        raise ArtifactError(f"must be {values.RELATIVE_TEXT}", where=f"{where}: policy.{key}")
+    return limit
 
 
 def read_result(path: Path) -> AuditedResult:
