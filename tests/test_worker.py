@@ -288,6 +288,12 @@ def test_a_second_answer_to_an_answered_request_is_discarded(
         assert (first.decision, second.decision, third.decision) == ("approve", "deny", "approve")
         assert pid_of(first) == pid_of(second) == pid_of(third)
         assert agent.started == 1 and agent.strays == 1
+        # On the attempt that waited while it came, not only on stderr.
+        assert second.warnings == (
+            'the worker answered request_id "1" (attempt 1 of row \'r1\') a second time while'
+            " this attempt waited; the extra answer was discarded",
+        )
+        assert first.warnings == third.warnings == ()
     err = capsys.readouterr().err
     assert 'answered request_id "1" a second time; the extra answer was discarded' in err
 

@@ -15,8 +15,9 @@ worker whose stream can no longer be trusted is replaced, never reused:
 - it takes longer than the timeout: ``timeout``, its process group is killed;
 - an answer line passes the output cap: ``output-too-large``, killed;
 - a second answer to a request this worker already answered is dropped and
-  logged (a warning on stderr): it is stray, not a sign the stream is out of
-  step, so the request now waiting still gets its own answer;
+  logged (a warning on stderr and on the attempt then waiting): it is stray,
+  not a sign the stream is out of step, so the request now waiting still gets
+  its own answer;
 - a line that is not JSON, or answers a request id never sent to this
   worker: ``bad-output``, killed (the stream is out of step);
 - ``{"request_id": …, "error": "…"}``: ``exception`` (the agent reported
@@ -46,7 +47,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..core.model import Attempt
 from .answer import (
@@ -126,8 +127,9 @@ class _Worker:
     stderr_tail: bytearray = field(default_factory=bytearray)
     stderr_total: int = 0
     cancelled: bool = False
-    answered: set[str] = field(default_factory=set)
-    """Request ids this worker already answered: a second answer to one is stray."""
+    answered: dict[str, str] = field(default_factory=dict)
+    """Request ids this worker already answered, and which attempt each was: a second
+    answer to one is stray."""
 
     @property
     def stderr_fd(self) -> int:
@@ -205,6 +207,8 @@ def _shutdown(workers: set[_Worker], grace_s: float) -> None:
 class _Outcome:
     line: bytes | None = None
     reason: str | None = None  # TIMEOUT, OUTPUT_TOO_LARGE or WORKER_DIED when no line came
+    strays: tuple[str, ...] = ()
+    """Second answers to earlier requests, discarded while waiting for this one's."""
 
 
 class WorkerAgent(AgentBase):
@@ -336,7 +340,10 @@ class WorkerAgent(AgentBase):
                 raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
             attempt, healthy = self._judge(request, request_id, worker, outcome, mark, started)
             if outcome.line is not None:
-                worker.answered.add(request_id)
+                worker.answered[request_id] = f"attempt {request.number} of row {request.row.id!r}"
+            if outcome.strays:
+                # On the attempt too, not only on stderr: the artifact keeps what happened.
+                attempt = replace(attempt, warnings=(*attempt.warnings, *outcome.strays))
             return attempt
         finally:
             self._release(worker, healthy)
@@ -350,6 +357,7 @@ class WorkerAgent(AgentBase):
         assert proc.stdin is not None and proc.stdout is not None
         deadline = started + self.spec.timeout_s
         sent = 0
+        strays: list[str] = []
         stdin_fd, stdout_fd = proc.stdin.fileno(), proc.stdout.fileno()
         stderr_fd = worker.stderr_fd
         os.set_blocking(stdin_fd, False)
@@ -360,22 +368,24 @@ class WorkerAgent(AgentBase):
             while True:
                 newline = worker.pending.find(b"\n")
                 if newline > self._output_cap:
-                    return _Outcome(reason=OUTPUT_TOO_LARGE)
+                    return _Outcome(reason=OUTPUT_TOO_LARGE, strays=tuple(strays))
                 if newline >= 0:
                     line = bytes(worker.pending[:newline])
                     del worker.pending[: newline + 1]
-                    if self._stray(worker, line):
+                    stray = self._stray(worker, line)
+                    if stray is not None:
+                        strays.append(stray)
                         continue
                     if line.strip():
                         # Written before the answer, so already in the pipe.
                         worker.drain_stderr()
-                        return _Outcome(line=line)
+                        return _Outcome(line=line, strays=tuple(strays))
                     continue
                 if len(worker.pending) > self._output_cap:
-                    return _Outcome(reason=OUTPUT_TOO_LARGE)
+                    return _Outcome(reason=OUTPUT_TOO_LARGE, strays=tuple(strays))
                 now = self._clock()
                 if now >= deadline:
-                    return _Outcome(reason=TIMEOUT)
+                    return _Outcome(reason=TIMEOUT, strays=tuple(strays))
                 for key, _ in selector.select(deadline - now):
                     if key.fd == stdin_fd:
                         try:
@@ -403,31 +413,38 @@ class WorkerAgent(AgentBase):
                     except BlockingIOError:
                         continue
                     if not chunk:
-                        return _Outcome(reason=WORKER_DIED)
+                        return _Outcome(reason=WORKER_DIED, strays=tuple(strays))
                     worker.pending += chunk
 
-    def _stray(self, worker: _Worker, line: bytes) -> bool:
-        """Whether ``line`` answers a request this worker already answered; then log it.
+    def _stray(self, worker: _Worker, line: bytes) -> str | None:
+        """The warning when ``line`` answers a request this worker already answered, else None.
 
         Such a line is out of turn but harmless: dropping it keeps the stream
-        in step, so the request now waiting gets its own answer.
+        in step, so the request now waiting gets its own answer.  It is
+        logged on stderr and, by the caller, put on the attempt now waiting.
         """
         if b"request_id" not in line:
-            return False
+            return None
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):
-            return False
-        if not isinstance(obj, dict) or str(obj.get(REQUEST_ID)) not in worker.answered:
-            return False
+            return None
+        if not isinstance(obj, dict):
+            return None
+        first = worker.answered.get(str(obj.get(REQUEST_ID)))
+        if first is None:
+            return None
         self.strays += 1
+        # json.dumps: the id is the agent's text; no control or bidi character reaches the log.
+        shown = json.dumps(obj.get(REQUEST_ID))[:40]
         self._warn(
-            # json.dumps: the id is the agent's text; no control or bidi character reaches the log.
-            f"worker {worker.proc.pid} answered request_id {json.dumps(obj.get(REQUEST_ID))[:40]}"
-            " a second time;"
+            f"worker {worker.proc.pid} answered request_id {shown} a second time;"
             " the extra answer was discarded (answer each request once)"
         )
-        return True
+        return (
+            f"the worker answered request_id {shown} ({first}) a second time while this"
+            " attempt waited; the extra answer was discarded"
+        )
 
     def _judge(
         self,
