@@ -185,6 +185,74 @@ def test_sigkill_at_random_points_then_resume(project: Project, seed: int) -> No
         assert final[(row_id, number)]["decision"] == attempt.decision
 
 
+def test_tries_made_before_a_sigkill_stay_in_the_attempts_retries(project: Project) -> None:
+    """A try that failed and waits to be retried is journaled: --resume keeps it (issue 21)."""
+    project.setup(rows=1, k=2)
+    failing = {"default": {"exit": 3, "stderr": "model overloaded"}}
+    (project.root / "script.json").write_text(json.dumps(failing), encoding="utf-8")
+    config = yaml.safe_load(project.config.read_text(encoding="utf-8"))
+    config["retry"] = {"attempts": 3, "backoff_s": 30, "max_backoff_s": 30}
+    project.config.write_text(yaml.safe_dump(config), encoding="utf-8")
+    proc = project.start()
+    deadline = time.monotonic() + 60
+    while b'{"tried"' not in (project.journal.read_bytes() if project.journal.exists() else b""):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    settle()
+    before = read_journal(project.journal).tries
+    assert before and all(
+        notes and set(notes) == {"exit-status: exited with status 3"} for notes in before.values()
+    )
+    # The agent recovers; the resumed run retries at once and finishes.
+    (project.root / "script.json").write_text(json.dumps({"default": "deny"}), encoding="utf-8")
+    config["retry"] = {"attempts": 3, "backoff_s": 0}
+    project.config.write_text(yaml.safe_dump(config), encoding="utf-8")
+    proc = project.start(resume=True)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    final = {(a["row"], a["n"]): a for a in check_final(project, rows=1, k=2)}
+    for key, notes in before.items():
+        assert final[key]["decision"] == "deny"
+        assert tuple(final[key]["retries"]) == notes  # the tries before the kill, kept
+    # The control: an attempt with no try before the kill has no retries.
+    for key in set(final) - set(before):
+        assert "retries" not in final[key]
+
+
+def test_earlier_tries_count_against_the_retry_budget() -> None:
+    """On resume an attempt gets only the tries it has left, and lists all of them."""
+    from passk_action.agents.protocol import AttemptRequest
+    from passk_action.agents.runner import FunctionAgent
+    from passk_action.agents.scheduler import RetryPolicy, run_attempts
+    from passk_action.core.model import Row
+
+    asked: list[int] = []
+
+    def crash(request: AttemptRequest) -> Any:
+        asked.append(request.number)
+        raise RuntimeError("still down")
+
+    request = AttemptRequest(Row("r1", {}, "deny"), 1, Phase.MAIN, Version.CANDIDATE)
+    noted: list[str] = []
+    (attempt,) = run_attempts(
+        [request],
+        FunctionAgent(crash),
+        concurrency=1,
+        retry=RetryPolicy(attempts=2, backoff_s=0),
+        sleep=lambda _s: None,
+        on_retry=lambda _r, note: noted.append(note),
+        earlier_tries={("r1", 1): ("exception: RuntimeError: down before the kill",)},
+    )
+    assert len(asked) == 2  # three tries in all, one made before the kill
+    assert attempt.retries == (
+        "exception: RuntimeError: down before the kill",
+        "exception: RuntimeError: still down",
+    )
+    assert noted == ["exception: RuntimeError: still down"]
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_and_sigint_stop_cleanly_and_resume(project: Project, sig: int) -> None:
     proc = project.start()
@@ -197,8 +265,9 @@ def test_sigterm_and_sigint_stop_cleanly_and_resume(project: Project, sig: int) 
     how = [line for line in err.splitlines() if "--resume" in line]
     assert len(how) == 1, err
     assert how[0].startswith(f"passk: error: {project.journal}: run stopped with ")
-    assert how[0].endswith(f"of {ROWS * K} attempts recorded (continue it with --resume (out: "
-                           f"{project.out}))")
+    assert how[0].endswith(
+        f"of {ROWS * K} attempts recorded (continue it with --resume (out: {project.out}))"
+    )
     assert len(err.splitlines()) <= 2, err  # the stop notice, then how to resume
     assert project.journal.exists() and not project.out.exists()
     settle()

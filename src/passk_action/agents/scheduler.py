@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
@@ -201,11 +201,19 @@ class _Tries:
     halt: threading.Event
     wait_between: Callable[[float], object]
     rng: random.Random
+    on_retry: Callable[[AttemptRequest, str], None] | None = None
+    """Told each failed try that will be retried (the journal), from the attempt's thread."""
+    earlier: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
+    """Failed tries a stopped run made (by row id and number): they count, and are kept."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self._earlier = dict(self.earlier)  # each is used once (a second chance adds none)
+
     def __call__(self, request: AttemptRequest) -> Attempt | None:
-        notes: list[str] = []
-        for retry_index in range(self.retry.attempts + 1):
+        with self.lock:
+            notes = list(self._earlier.pop((request.row.id, request.number), ()))
+        for retry_index in range(min(len(notes), self.retry.attempts), self.retry.attempts + 1):
             if self.halt.is_set():
                 return None
             try:
@@ -214,7 +222,10 @@ class _Tries:
                 return None
             if attempt.valid or retry_index == self.retry.attempts:
                 break
-            notes.append(_retry_note(attempt))
+            note = _retry_note(attempt)
+            notes.append(note)
+            if self.on_retry is not None:
+                self.on_retry(request, note)
             with self.lock:
                 delay = self.retry.delay(retry_index, self.rng)
             self.wait_between(delay)
@@ -275,6 +286,8 @@ def run_attempts(
     stop: threading.Event | None = None,
     fail_fast: bool = False,
     second_chance: Callable[[AttemptRequest], bool] | None = None,
+    on_retry: Callable[[AttemptRequest, str], None] | None = None,
+    earlier_tries: Mapping[tuple[str, int], Sequence[str]] | None = None,
 ) -> list[Attempt]:
     """Run ``requests`` with at most ``concurrency`` in flight; return the finished attempts.
 
@@ -288,7 +301,11 @@ def run_attempts(
     - When ``stop`` is set no new attempt starts, in-flight ones are killed
       (agents that are :class:`Cancellable`) or allowed to finish, and what
       finished is returned.  An attempt stopped during its retries is not
-      returned, so resuming makes it afresh.
+      returned, so resuming makes it afresh: ``on_retry`` (the journal) gets
+      each failed try that will be retried, from the attempt's own thread,
+      and ``earlier_tries`` (by row id and number) gives them back on
+      resume, where they count against ``retry.attempts`` and open the
+      attempt's ``retries``.
     - ``sleep`` waits between retries (injected by tests); by default the
       wait ends early when the run is stopped.
     - With ``fail_fast``, the first ``min(len(requests), 2 * concurrency)``
@@ -312,7 +329,13 @@ def run_attempts(
     # wait on it between retries so a stop cuts a long backoff short.
     halt = threading.Event()
     attempt_with_retries = _Tries(
-        agent, retry, halt, sleep if sleep is not None else halt.wait, rng or random.Random()
+        agent,
+        retry,
+        halt,
+        sleep if sleep is not None else halt.wait,
+        rng or random.Random(),
+        on_retry,
+        earlier_tries or {},
     )
 
     def halt_now() -> None:

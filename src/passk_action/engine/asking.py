@@ -16,7 +16,7 @@ was replayed and how many executions were made now.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..agents.runner import Agent, AttemptRequest, RetryPolicy, run_attempts
@@ -83,12 +83,16 @@ class Asker:
         fail_fast: bool = False,
         on_attempt: Callable[[Attempt], None] | None = None,
         on_built: Callable[[Agent], None] | None = None,
+        on_retry: Callable[[AttemptRequest, str], None] | None = None,
+        earlier_tries: Mapping[tuple[str, int], Sequence[str]] | None = None,
     ) -> list[Attempt]:
         """The attempts for ``requests``: recorded ones replayed, the rest asked of the agent.
 
         ``on_attempt`` sees every attempt (the journal); ``on_built`` the agent,
-        when it has to be built.  Ordered as :func:`run_attempts` orders them:
-        by each row's first request, then by number.
+        when it has to be built; ``on_retry`` and ``earlier_tries`` are
+        :func:`run_attempts`'s (the journal's failed tries, kept across a
+        resume).  Ordered as :func:`run_attempts` orders them: by each row's
+        first request, then by number.
         """
         recorded = self._recorded[version]
         replayed = [recorded[key] for key in (_key(r) for r in requests) if key in recorded]
@@ -115,6 +119,8 @@ class Asker:
                 fail_fast=fail_fast,
                 sleep=self.session.sleep,
                 second_chance=self.session.second_chance,
+                on_retry=on_retry,
+                earlier_tries=earlier_tries,
             )
             for attempt in fresh:
                 key = (version, attempt.phase)

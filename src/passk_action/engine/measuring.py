@@ -129,6 +129,8 @@ def measure(
                 fail_fast=True,
                 on_attempt=journal,
                 on_built=carry_retry_after,
+                on_retry=lambda r, note: recorder.append_try(r.row.id, r.number, note),
+                earlier_tries=recorder.tries,
             )
         except AgentCouldNotRun:
             # Crashes of an agent that never ran are nothing to resume from;

@@ -3,7 +3,10 @@
 While a run is in progress its attempts go to a *journal* next to the
 artifact (``<artifact>.journal.jsonl``): a header line, then one attempt per
 line, each flushed and fsync'd as it completes, so a run killed at any moment
-loses at most the attempts in flight and can be resumed.
+loses at most the attempts in flight and can be resumed.  A failed try that
+will be retried is journaled too, as ``{"tried": {"row", "n"}, "retry":
+"<reason>"}``: an attempt killed between its tries keeps, after
+``--resume``, the tries it made before (in its ``retries``).
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..core.model import Attempt, Run
 from ..errors import ArtifactError
@@ -28,12 +32,18 @@ def journal_path(artifact: Path) -> Path:
     return artifact.with_name(artifact.name + ".journal.jsonl")
 
 
+TryKey = tuple[str, int]
+"""(row id, attempt number): the attempt a failed try belongs to."""
+
+
 @dataclass(frozen=True)
 class JournalContents:
     header: Run
     """The run as the journal's header line describes it, with no attempts."""
     attempts: tuple[Attempt, ...]
     warnings: tuple[str, ...]
+    tries: Mapping[TryKey, tuple[str, ...]] = field(default_factory=dict)
+    """Failed tries of attempts not recorded yet, in order: what their ``retries`` start with."""
 
 
 def _journal_header_line(header: Run) -> str:
@@ -49,6 +59,7 @@ class Journal:
         self.path = path
         self._handle = handle
         self._broken = False
+        self._lock = threading.Lock()  # tries come from the attempts' threads
 
     @classmethod
     def create(cls, path: Path, header: Run) -> Journal:
@@ -61,14 +72,22 @@ class Journal:
         return cls.reopen(path)
 
     @classmethod
-    def rewrite(cls, path: Path, header: Run, attempts: Iterable[Attempt]) -> Journal:
-        """Replace a journal by ``header`` and ``attempts`` at once, then append to it.
+    def rewrite(
+        cls,
+        path: Path,
+        header: Run,
+        attempts: Iterable[Attempt],
+        tries: Mapping[TryKey, Iterable[str]] | None = None,
+    ) -> Journal:
+        """Replace a journal by ``header``, ``attempts`` and pending ``tries`` at once.
 
         Atomic (temporary file, fsync, rename): a resumed run killed while the
-        journal is rewritten still finds every attempt recorded before.
+        journal is rewritten still finds every attempt and try recorded before.
         """
         lines = [_journal_header_line(header)]
         lines.extend(compact_json(attempt_to_json(a)) + "\n" for a in attempts)
+        for (row_id, number), notes in (tries or {}).items():
+            lines.extend(_try_line(row_id, number, note) for note in notes)
         write_text_atomic(path, "".join(lines))
         return cls.reopen(path)
 
@@ -79,15 +98,23 @@ class Journal:
             return cls(path, path.open("a", encoding="utf-8", newline="\n"))
 
     def append(self, attempt: Attempt) -> None:
-        try:
-            with writing(self.path):
-                self._handle.write(compact_json(attempt_to_json(attempt)) + "\n")
-                self._sync()
-        except ArtifactError:
-            # Part of the line may be on disk: a resume drops it as a torn last
-            # line.  Nothing more is appended after it.
-            self._broken = True
-            raise
+        self._write(compact_json(attempt_to_json(attempt)) + "\n")
+
+    def append_try(self, row_id: str, number: int, note: str) -> None:
+        """Journal a failed try of attempt ``number`` of ``row_id`` that will be retried."""
+        self._write(_try_line(row_id, number, note))
+
+    def _write(self, line: str) -> None:
+        with self._lock:
+            try:
+                with writing(self.path):
+                    self._handle.write(line)
+                    self._sync()
+            except ArtifactError:
+                # Part of the line may be on disk: a resume drops it as a torn
+                # last line.  Nothing more is appended after it.
+                self._broken = True
+                raise
 
     def _sync(self) -> None:
         self._handle.flush()
@@ -118,6 +145,24 @@ def _journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
             yield number, line, number - 1 == last
 
 
+def _try_line(row_id: str, number: int, note: str) -> str:
+    return compact_json({"tried": {"row": row_id, "n": number}, "retry": note}) + "\n"
+
+
+def _try_from_json(doc: dict[str, Any], where: str) -> tuple[TryKey, str]:
+    tried, note = doc.get("tried"), doc.get("retry")
+    if (
+        doc.keys() != {"tried", "retry"}
+        or not isinstance(tried, dict)
+        or tried.keys() != {"row", "n"}
+        or not isinstance(tried["row"], str)
+        or type(tried["n"]) is not int
+        or not isinstance(note, str)
+    ):
+        raise ArtifactError("damaged journal line (a failed try)", where=where)
+    return (tried["row"], tried["n"]), note
+
+
 def read_journal(path: Path) -> JournalContents:
     """See :func:`_read_journal`; every error says how to get going again."""
     try:
@@ -135,6 +180,7 @@ def _read_journal(path: Path) -> JournalContents:
     warnings: list[str] = []
     header: Run | None = None
     attempts: list[Attempt] = []
+    tries: dict[TryKey, list[str]] = {}
     try:
         lines = list(_journal_lines(path))
     except OSError as exc:
@@ -164,7 +210,13 @@ def _read_journal(path: Path) -> JournalContents:
                 doc["attempts"] = []
             header = run_from_json(doc, where)
             continue
+        if isinstance(doc, dict) and "tried" in doc:
+            key, note = _try_from_json(doc, where)
+            tries.setdefault(key, []).append(note)
+            continue
         attempts.append(attempt_from_json(doc, where))
     assert header is not None
     check_consistency(header.rows, tuple(attempts), str(path))
-    return JournalContents(header=header, attempts=tuple(attempts), warnings=tuple(warnings))
+    done = {(a.row_id, a.number) for a in attempts}  # their retries hold their tries already
+    pending = {key: tuple(notes) for key, notes in tries.items() if key not in done}
+    return JournalContents(header, tuple(attempts), tuple(warnings), pending)

@@ -19,7 +19,7 @@ from ..core.model import Attempt, Phase, Run
 from ..errors import ArtifactError
 from .artifact import read_run, write_run
 from .atomic import write_text_atomic
-from .journal import Journal, journal_path, read_journal
+from .journal import Journal, TryKey, journal_path, read_journal
 
 
 def retry_after_path(out: Path) -> Path:
@@ -30,12 +30,21 @@ def retry_after_path(out: Path) -> Path:
 class RunRecorder:
     """Records the attempts of the run ``header`` describes into ``out`` and its journal."""
 
-    def __init__(self, out: Path, header: Run, journal: Journal, kept: tuple[Attempt, ...]):
+    def __init__(
+        self,
+        out: Path,
+        header: Run,
+        journal: Journal,
+        kept: tuple[Attempt, ...],
+        tries: Mapping[TryKey, tuple[str, ...]] | None = None,
+    ):
         self.out = out
         self.header = header
         """The run being recorded; on resume, with the interrupted run's start time."""
         self.kept = kept
         """Attempts recorded before this process started (resume), asked no more."""
+        self.tries: Mapping[TryKey, tuple[str, ...]] = tries or {}
+        """Failed tries of attempts a stopped run was still retrying (resume): they count."""
         self._journal = journal
         self._retry_lock = threading.Lock()
 
@@ -55,15 +64,16 @@ class RunRecorder:
         """Start recording ``header``'s run; with ``resume`` keep what was recorded before."""
         journal_file = journal_path(out)
         kept: tuple[Attempt, ...] = ()
+        tries: Mapping[TryKey, tuple[str, ...]] = {}
         if resume and journal_file.exists():
             contents = read_journal(journal_file)
             for warning in contents.warnings:
                 warn(warning)
             _check_resumable(contents.header, header, journal_file)
-            kept = contents.attempts
+            kept, tries = contents.attempts, contents.tries
             header = replace(header, created_at=contents.header.created_at)
             # Rewrite the journal without a torn tail so appends start on a clean line.
-            journal = Journal.rewrite(journal_file, header, kept)
+            journal = Journal.rewrite(journal_file, header, kept, tries)
         elif resume and out.exists():
             # The run had finished (its journal is gone): its attempts are just as
             # recorded, so resuming asks nothing again rather than starting over.
@@ -80,11 +90,15 @@ class RunRecorder:
         else:
             _refuse_to_discard(journal_file)
             journal = Journal.create(journal_file, header)
-        return cls(out, header, journal, kept)
+        return cls(out, header, journal, kept, tries)
 
     def append(self, attempt: Attempt) -> None:
         """Journal one attempt now (fsync'd), so a crash cannot lose it."""
         self._journal.append(attempt)
+
+    def append_try(self, row_id: str, number: int, note: str) -> None:
+        """Journal a failed try that will be retried (any thread), so a crash cannot lose it."""
+        self._journal.append_try(row_id, number, note)
 
     @property
     def retry_after_file(self) -> Path:
@@ -133,7 +147,10 @@ def _refuse_to_discard(journal_file: Path) -> None:
         return
     try:
         with journal_file.open("rb") as handle:
-            recorded = sum(1 for line in handle if line.strip()) - 1  # less the header
+            # Less the header; a failed try is not a recorded attempt.
+            recorded = (
+                sum(1 for line in handle if line.strip() and not line.startswith(b'{"tried"')) - 1
+            )
     except OSError:
         return
     if recorded > 0:
