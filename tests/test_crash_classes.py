@@ -392,3 +392,57 @@ def test_an_internal_error_is_one_line_that_says_where_to_report_it(
         "passk: internal error: RuntimeError: a bug over"
     )
     assert REPORT_BUGS_AT in err
+
+
+def _costly_run(cost: float, version: str, dataset: Any) -> dict[str, Any]:
+    """The golden run on ``dataset``, every attempt a decision that cost ``cost``."""
+    doc = golden_run()
+    doc["dataset_digest"] = dataset.digest
+    digests = {row.id: row.input_digest for row in dataset.rows}
+    for row in doc["rows"]:
+        row["input_digest"] = digests[row["id"]]
+    doc["agent"]["version"] = version
+    for attempt in doc["attempts"]:
+        attempt.pop("error", None)
+        attempt.pop("detail", None)
+        attempt["decision"] = "deny"
+        attempt["usage"] = {"cost_usd": cost}
+    return doc
+
+
+FORMATS = ("md", "json", "html", "junit")
+
+
+@pytest.mark.parametrize(("base", "candidate"), [(5e-324, 1e12), (1e12, 1e12), (0.0, 1e12)])
+def test_the_largest_costs_an_artifact_may_hold_cannot_break_compare_gate_or_reports(
+    base: float,
+    candidate: float,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: Any,
+) -> None:
+    """Class 15's second half: whatever cost a run may hold, compare, gate and reports hold too."""
+    from passk_action.inputs.dataset import load_dataset
+
+    rows = [
+        {"id": r["id"], "input": {}, "expected": r["expected"], "tags": r.get("tags", []),
+         "must_not_break": r["must_not_break"]}
+        for r in golden_run()["rows"]
+    ]  # fmt: skip
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    dataset = load_dataset(tmp_path / "d.jsonl")
+    for name, cost, version in (("b.json", base, "baseline"), ("c.json", candidate, "candidate")):
+        (tmp_path / name).write_text(json.dumps(_costly_run(cost, version, dataset)), "utf-8")
+    config = config_text(
+        gate={"max_cost_increase": 0.25},
+        dataset="d.jsonl",
+        scoring={"normalize": ["strip", "casefold"]},
+    )
+    (tmp_path / "passk.yml").write_text(config, "utf-8")
+    argv = ["compare", "--baseline", "b.json", "--candidate", "c.json", "--json", "r.json"]
+    code, _, err = run_cli(argv, tmp_path, capsys, monkeypatch)
+    # A 25% cost limit: +10^336% blocks; from a baseline of 0 no share can be computed.
+    assert code == {5e-324: 1, 1e12: 0, 0.0: 0}[base], err
+    for argv in (["gate", "r.json"], *(["report", "r.json", "--format", f] for f in FORMATS)):
+        code, _, err = run_cli(argv, tmp_path, capsys, monkeypatch)
+        assert "internal error" not in err and code in (0, 1), err
