@@ -157,6 +157,15 @@ def test_merge_refuses_a_missing_shard_and_names_it() -> None:
     assert "shard(s) 2 of 3 are missing" in refusal([parts[0], parts[2]], dataset)
 
 
+def test_a_shard_declaring_10_to_the_12_shards_is_refused_at_once() -> None:
+    """A declared size is bounded by what the files hold: the merge lists a few, not 10^12."""
+    dataset = make_dataset()
+    parts = shards_of(dataset, 2)
+    huge = [replace(p, shard=Shard(p.shard.index, 10**12)) for p in parts if p.shard]
+    message = refusal(huge, dataset)
+    assert f"shard(s) 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and {10**12 - 12} more of {10**12}" in message
+
+
 def test_merge_refuses_the_same_shard_twice() -> None:
     dataset = make_dataset()
     parts = shards_of(dataset, 2)
