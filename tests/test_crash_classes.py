@@ -12,10 +12,8 @@ rule that now holds.
 from __future__ import annotations
 
 import json
-import signal
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fuzzing import time_bound
 from passk_action.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +29,6 @@ GOLDEN_RUN = ROOT / "tests" / "golden" / "artifacts" / "valid_v2.json"
 TAU = ROOT / "tests" / "data" / "importers" / "tau_bench_retail.json"
 PROMPTFOO = ROOT / "tests" / "data" / "importers" / "promptfoo_refunds.json"
 INSPECT = ROOT / "tests" / "data" / "importers" / "inspect_refunds.json"
-TIME_BOUND_S = 20
 HUGE = 10**400
 """An integer beyond any float (float() raises OverflowError)."""
 DIGITS_4301 = "9" * 4301
@@ -38,31 +36,11 @@ DIGITS_4301 = "9" * 4301
 AGENT = [sys.executable, "-c", 'print(\'{"decision": "deny"}\')']
 
 
-class _TooSlow(Exception):
-    pass
-
-
-@contextmanager
-def time_bound(seconds: int) -> Iterator[None]:
-    """Fail a case that runs longer than ``seconds`` (the pass^j hang was one)."""
-
-    def expire(_signum: int, _frame: object) -> None:
-        raise _TooSlow(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def run_cli(
     argv: list[str], cwd: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
 ) -> tuple[int, str, str]:
     monkeypatch.chdir(cwd)
-    with time_bound(TIME_BOUND_S):
+    with time_bound():
         code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err

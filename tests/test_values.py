@@ -33,7 +33,7 @@ from passk_action.core.model import (
 )
 from passk_action.importers import ImportOptions
 from passk_action.importers.tau_bench import entry_trial, fast_trial, parse
-from passk_action.report.markdown import render_run_report, run_report_json
+from passk_action.report.run_report import render_run_report, run_report_json
 from passk_action.store.codec import dump_document, run_to_json, usage_from_json, usage_to_json
 from passk_action.store.document import run_from_json
 from passk_action.store.jsonfile import parse_json_file
