@@ -290,7 +290,7 @@ def test_a_second_answer_to_an_answered_request_is_discarded(
         assert agent.started == 1 and agent.strays == 1
         # On the attempt that waited while it came, not only on stderr.
         assert second.warnings == (
-            'the worker answered request_id "1" (attempt 1 of row \'r1\') a second time while'
+            "the worker answered request_id \"1\" (attempt 1 of row 'r1') a second time while"
             " this attempt waited; the extra answer was discarded",
         )
         assert first.warnings == third.warnings == ()
