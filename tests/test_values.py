@@ -312,3 +312,15 @@ def test_the_real_files_shape_keeps_each_trials_duration_and_cost() -> None:
     doc[0]["task_id"] = "7"
     general = parse(doc[:1], "tau.json", 0, ImportOptions()).trials[0]
     assert (general.duration_s, general.usage) == (12.5, Usage(cost_usd=0.031))
+
+
+def test_a_ratio_of_sums_over_subnormal_costs_stays_finite() -> None:
+    """The paired cost change divides by means that underflow to 0 for subnormal costs."""
+    from passk_action.core.cost import ratio_change
+
+    tiny, top = 5e-324, float(values.MAX_USD)
+    change = ratio_change([(tiny, 1.0, top, 1.0), (tiny, 1.0, top, 1.0), (tiny, 1.0, 1.0, 1.0)])
+    figures = (change.estimate, change.low, change.high, change.low_one_sided)
+    assert all(f is not None and math.isfinite(f) for f in figures), figures
+    assert change.estimate == pytest.approx(values.MAX_RELATIVE_CHANGE)
+    json.dumps(change.to_json(), allow_nan=False)

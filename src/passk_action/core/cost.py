@@ -371,22 +371,39 @@ def ratio_change(rows: Sequence[tuple[float, float, float, float]]) -> RelativeC
         return RelativeChange(None, None, None, None, n)
     a, u, b, v = sums
     theta = math.log(b / v) - math.log(a / u)
-    estimate = math.exp(theta) - 1
+    estimate = _relative(theta)
     if n < 2:
         return RelativeChange(estimate, None, None, None, n)
     means = [x / n for x in sums]
-    z = [bi / means[2] - vi / means[3] - ai / means[0] + ui / means[1] for ai, ui, bi, vi in rows]
+    if min(means) > 0:
+        z = [bi / means[2] - vi / means[3] - ai / means[0] + ui / means[1]
+             for ai, ui, bi, vi in rows]  # fmt: skip
+    else:  # a mean of subnormal amounts underflows to 0; the same z, divided by the sums
+        z = [n * (bi / b - vi / v - ai / a + ui / u) for ai, ui, bi, vi in rows]
     mean_z = math.fsum(z) / n
     se = math.sqrt(math.fsum((x - mean_z) ** 2 for x in z) / (n - 1) / n)
     half = t_975(n - 1) * se
     one_sided = student_t_quantile(1 - FALSE_ALARM, float(n - 1)) * se
     return RelativeChange(
         estimate,
-        math.exp(theta - half) - 1,
-        math.exp(theta + half) - 1,
-        math.exp(theta - one_sided) - 1,
+        _relative(theta - half),
+        _relative(theta + half),
+        _relative(theta - one_sided),
         n,
     )
+
+
+_LOG_MAX_CHANGE = math.log1p(MAX_RELATIVE_CHANGE)
+
+
+def _relative(log_ratio: float) -> float:
+    """exp(log_ratio) - 1, capped at :data:`MAX_RELATIVE_CHANGE` as :func:`relative_change` is.
+
+    The log of a ratio of bounded amounts is finite, its exp need not be
+    (a baseline of 10^-320 dollars): ``math.exp`` would raise OverflowError.
+    Each z_i is at most 4n in size (a term over its own sum), so the SE is finite.
+    """
+    return math.exp(min(log_ratio, _LOG_MAX_CHANGE)) - 1
 
 
 def hypergeometric_tail(a: int, total: int, marked: int, drawn: int) -> float:
