@@ -353,6 +353,23 @@ def test_a_result_file_with_a_huge_recorded_limit_is_refused(
         assert_clean(code, err, "error", "r.json: policy.max_cost_increase")
 
 
+@pytest.mark.parametrize("rows", [3, "rows", {"id": "a"}, None])
+def test_a_result_whose_rows_are_not_a_list_is_refused(
+    rows: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """Found by bench/fuzz.py after the issue: the schema checks a result's rows as []."""
+    (tmp_path / "data.jsonl").write_text(DATA, "utf-8")
+    (tmp_path / "passk.yml").write_text(config_text(), "utf-8")
+    assert run_cli(RUN_PASSK, tmp_path, capsys, monkeypatch)[0] == 0
+    argv = ["compare", "--baseline", "run.json", "--candidate", "run.json", "--json", "r.json"]
+    assert run_cli(argv, tmp_path, capsys, monkeypatch)[0] == 0
+    result = json.loads((tmp_path / "r.json").read_text("utf-8"))
+    result["rows"] = rows
+    (tmp_path / "r.json").write_text(json.dumps(result), "utf-8")
+    code, _, err = run_cli(["gate", "r.json"], tmp_path, capsys, monkeypatch)
+    assert_clean(code, err, "error", "r.json: 'rows' must be a list")
+
+
 def test_an_internal_error_is_one_line_that_says_where_to_report_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
 ) -> None:

@@ -169,6 +169,8 @@ def _result_from_json(doc: Any, where: str) -> AuditedResult:
     candidate = run_from_json(doc["candidate"]["run"], f"{where}: candidate.run")
     if candidate.settings != baseline.settings:
         raise ArtifactError("the two runs were recorded with different settings", where=where)
+    if not isinstance(doc["rows"], list):  # the schema saw it as [] (see validate_header)
+        raise ArtifactError("'rows' must be a list", where=where)
     records = [_record_from_json(row, f"{where}: rows[{i}]") for i, row in enumerate(doc["rows"])]
     return _assemble_result(doc, baseline, candidate, records, where)
 
