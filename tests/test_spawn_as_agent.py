@@ -20,7 +20,7 @@ import pytest
 
 from passk_action.agents.identity import AGENT_USER_ENV, agent_user, spawn_as_agent
 from passk_action.agents.reaper import REAPER
-from test_agent_isolation import system_python
+from pythons import agent_user_python
 
 PROBE = r"""
 import json, os
@@ -58,7 +58,7 @@ def probe(tmp_path: Path, as_agent_user: bool) -> dict[str, Any]:
     tmp_path.chmod(0o755)
     user = agent_user({AGENT_USER_ENV: "nobody"}) if as_agent_user else None
     proc = spawn_as_agent(
-        [system_python(), "-c", PROBE],
+        [agent_user_python(), "-c", PROBE],
         user,
         cwd=tmp_path,
         env={"SECRET_FILE": str(secret), "PATH": os.environ.get("PATH", "")},
