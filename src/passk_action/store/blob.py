@@ -11,16 +11,16 @@ mostly the same row lines, which are then decoded once.
 from __future__ import annotations
 
 import io
-import json
 
 from ..core.model import Run
 from ..errors import ArtifactError
-from .artifact import (
+from .document import run_from_json
+from .jsonfile import parse_json_text
+from .lines import (
     CanonicalLines,
     Interner,
     NotCanonical,
     gc_paused,
-    run_from_json,
     run_from_sections,
     stream_run_members,
 )
@@ -44,15 +44,7 @@ class RunReader:
             run = self._stream(text, where)
             if run is not None:
                 return run
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ArtifactError(
-                    f"invalid JSON: {exc.msg}", where=f"{where}:{exc.lineno}"
-                ) from exc
-            except RecursionError as exc:
-                raise ArtifactError("JSON nested too deeply", where=where) from exc
-            return run_from_json(doc, where)
+            return run_from_json(parse_json_text(text, where), where)
 
     def _stream(self, text: str, where: str) -> Run | None:
         """The fast path over passk's own layout; None when the whole document must decide."""

@@ -43,21 +43,31 @@ def parse_json_file(path: Path, *, expected: str | None = None) -> Any:
             where=str(path),
             hint=hint or "passk writes UTF-8 JSON",
         ) from exc
+    return parse_json_text(
+        text, str(path), hint=hint or "pass a file written by passk, or restore it from git"
+    )
+
+
+def parse_json_text(text: str, where: str, *, hint: str | None = None) -> Any:
+    """Parse a whole JSON document, every failure one ArtifactError naming ``where``.
+
+    ``where`` is a file, or a file at a commit (``path@abc1234``); a syntax
+    error adds its line.  Refused as :func:`parse_json_file` says: an integer
+    of more than 4,300 digits, a lone surrogate.
+    """
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ArtifactError(
-            f"invalid JSON: {exc.msg}",
-            where=f"{path}:{exc.lineno}",
-            hint=hint or "pass a file written by passk, or restore it from git",
+            f"invalid JSON: {exc.msg}", where=f"{where}:{exc.lineno}", hint=hint
         ) from exc
     except RecursionError as exc:
-        raise ArtifactError("JSON nested too deeply", where=str(path), hint=hint) from exc
+        raise ArtifactError("JSON nested too deeply", where=where, hint=hint) from exc
     except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
         raise ArtifactError(
             "holds an integer of more than 4,300 digits, which passk cannot read",
-            where=f"{path}:{_line_of(_LONG_INTEGER, text)}",
-            hint=hint or "pass a file written by passk, or restore it from git",
+            where=f"{where}:{_line_of(_LONG_INTEGER, text)}",
+            hint=hint,
         ) from exc
     if "\\u" in text and SURROGATE_ESCAPE.search(text):
         at = unstorable_path(doc)
@@ -65,8 +75,8 @@ def parse_json_file(path: Path, *, expected: str | None = None) -> Any:
             raise ArtifactError(
                 "holds a lone surrogate (an escape like \\ud800 without its pair), "
                 "which UTF-8 cannot store",
-                where=f"{path}: {at}" if at else str(path),
-                hint=hint or "pass a file written by passk, or restore it from git",
+                where=f"{where}: {at}" if at else where,
+                hint=hint,
             )
     return doc
 
