@@ -972,6 +972,76 @@ def test_a_ratchet_locked_rows_input_is_protected_after_its_mark_is_gone(
     assert fake.violations == []
 
 
+def _block_off(config: dict[str, Any]) -> None:
+    config["gate"]["block_on_any_regression"] = False
+
+
+def test_a_ratchet_locked_row_cannot_be_relabeled_after_its_mark_is_gone(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # The route: r3 is marked and recorded (the ratchet locks it), then unmarked on
+    # main, which does not block on any regression.  The pull request breaks r3 and
+    # relabels it to what its candidate now answers.
+    new_base(
+        checkout,
+        lambda repo: (
+            edit_config(_block_off)(repo),
+            edit_rows(lambda rows: rows[2].update(must_not_break=True))(repo),
+        ),
+    )
+    new_base(checkout, edit_rows(lambda rows: rows[2].update(must_not_break=False)))
+    base = json.loads((checkout.repo / ".passk/baseline.json").read_text(encoding="utf-8"))
+    assert "r3" in base["ratchet"]
+    relabel = edit_rows(lambda rows: rows[2].update(expected="deny"))
+    head = checkout.head({**RIGHT, "r3": ["deny"]}, apply=[relabel])
+    blocked = checkout.run(fake, head)
+    assert blocked.code == 1, blocked.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    assert {(f["id"], f["rule"]) for f in result["gate"]["failures"]} == {
+        ("r3", "protected-change"),
+        ("r3", "ratchet"),  # judged by the base's label, the candidate broke it
+    }
+    assert any(
+        "ratchet-locked row's expected label changes from 'approve' to 'deny'" in f["reason"]
+        for f in result["gate"]["failures"]
+    )
+    allowed = checkout.run(fake, head, labels=("passk-allow-baseline-change",))
+    assert allowed.code == 0, allowed.stdout
+    # Control: the same relabel of a row nothing locks is the pull request's to make.
+    unlocked = edit_rows(lambda rows: (rows[2].update(expected="approve"),
+                                       rows[3].update(expected="approve")))  # fmt: skip
+    head = checkout.head({**RIGHT, "r4": ["approve"]}, apply=[unlocked])
+    control = checkout.run(fake, head)
+    assert control.code == 0, control.stdout
+    assert "protected change" not in control.stdout
+    assert fake.violations == []
+
+
+def test_blocking_on_any_regression_keeps_every_base_label(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # r4 is neither must-not-break nor locked; the base blocks on any regression.
+    relabel = edit_rows(lambda rows: rows[3].update(expected="approve"))
+    head = checkout.head({**RIGHT, "r4": ["approve"]}, apply=[relabel])
+    blocked = checkout.run(fake, head)
+    assert blocked.code == 1, blocked.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    first = result["gate"]["failures"][0]
+    assert (first["id"], first["rule"], first["reason"]) == (
+        "r4",
+        "protected-change",
+        "row's expected label changes from 'deny' to 'approve' "
+        "(gate.block_on_any_regression is on)",
+    )
+    assert ("r4", "regression") in {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    # Control: a base that does not block on any regression lets the relabel through.
+    new_base(checkout, edit_config(_block_off))
+    head = checkout.head({**RIGHT, "r4": ["approve"]}, apply=[relabel, edit_config(_block_off)])
+    control = checkout.run(fake, head)
+    assert control.code == 0, control.stdout
+    assert fake.violations == []
+
+
 # --- refusals and bad input ------------------------------------------------------------
 
 
@@ -1318,9 +1388,7 @@ def test_baseline_agent_runs_the_base_commits_files_not_the_prs(
     outcome = checkout.run(fake, head)
     assert outcome.code == 1, outcome.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [
-        ("r3", "must-not-break")
-    ]
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r3", "must-not-break")]
     assert ("r3", 3, "baseline") in outcome.asked
     assert fake.violations == []
 
@@ -1353,9 +1421,7 @@ def test_a_hook_the_candidate_plants_never_runs_on_the_base_side(
     outcome = checkout.run(fake, head)
     assert outcome.code == 1, outcome.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [
-        ("r3", "must-not-break")
-    ]
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r3", "must-not-break")]
     assert fake.violations == []
 
 

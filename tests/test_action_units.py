@@ -449,8 +449,7 @@ def test_each_protected_edit_is_found(head: ProtectedInputs, kind: str, row: str
 
 LIMITED = BASE_CONFIG.replace(
     "gate: {block_on_any_regression: true}",
-    "gate: {block_on_any_regression: true, max_cost_increase: 0.25, "
-    "max_latency_p95_increase: 0.5}",
+    "gate: {block_on_any_regression: true, max_cost_increase: 0.25, max_latency_p95_increase: 0.5}",
 )
 
 
@@ -501,12 +500,19 @@ def test_the_gate_limits_and_prices_come_from_the_base() -> None:
 
 def test_strengthening_edits_are_not_protected_changes() -> None:
     stronger = BASE_CONFIG.replace("k: 3", "k: 5").replace("attempts: 3", "attempts: 4")
-    rows = _rows(c={"must_not_break": True, "expected": "approve"})
+    rows = _rows(c={"must_not_break": True})
     rows.append({"id": "d", "input": 4, "expected": "deny"})
     head = snapshot(stronger + "scoring: {normalize: []}\n", rows)
     assert protected_changes(snapshot(), head) == ()
-    # An unprotected row may be relabeled or removed freely.
+    # An unprotected row may be removed freely, and relabeled when the base does not
+    # block on any regression.
     assert protected_changes(snapshot(), snapshot(rows=BASE_ROWS[:2])) == ()
+    lax = snapshot(NO_REGRESSION_BLOCK)
+    relabeled = snapshot(NO_REGRESSION_BLOCK, _rows(c={"expected": "approve"}))
+    assert protected_changes(lax, relabeled) == ()
+
+
+NO_REGRESSION_BLOCK = BASE_CONFIG.replace("regression: true", "regression: false")
 
 
 def test_a_ratchet_locked_row_keeps_its_input_after_losing_its_mark() -> None:
@@ -515,10 +521,63 @@ def test_a_ratchet_locked_row_keeps_its_input_after_losing_its_mark() -> None:
     [change] = protected_changes(snapshot(), head, ratchet=("c", "gone"))
     assert (change.kind, change.id) == (protect.INPUT_CHANGED, "c")  # ...unless locked
     assert change.detail.startswith("ratchet-locked row's input is changed")
-    # The ratchet protects the input only: its label and presence are the mark's business.
-    relabeled = snapshot(rows=_rows(c={"expected": "approve"}))
-    assert protected_changes(snapshot(), relabeled, ratchet=("c",)) == ()
-    assert protected_changes(snapshot(), snapshot(rows=BASE_ROWS[:2]), ratchet=("c",)) == ()
+
+
+@pytest.mark.parametrize(
+    ("rows", "kind", "detail"),
+    [
+        (
+            _rows(c={"expected": "approve"}),
+            protect.LOCKED_ROW_RELABELED,
+            "ratchet-locked row's expected label changes from 'deny' to 'approve'",
+        ),
+        (
+            BASE_ROWS[:2],
+            protect.LOCKED_ROW_REMOVED,
+            "ratchet-locked row is removed from the dataset (the ratchet locked it "
+            "stable-correct on a recorded baseline)",
+        ),
+    ],
+)
+def test_a_ratchet_locked_row_keeps_its_label_and_presence_after_losing_its_mark(
+    rows: list[dict[str, Any]], kind: str, detail: str
+) -> None:
+    # The base does not block on any regression: only the lock protects row c.
+    base, head = snapshot(NO_REGRESSION_BLOCK), snapshot(NO_REGRESSION_BLOCK, rows)
+    [change] = protected_changes(base, head, ratchet=("c",))
+    assert (change.kind, change.id, change.detail) == (kind, "c", detail)
+    # Control: the same edit to a row no ratchet locks is the pull request's to make.
+    assert protected_changes(base, head, ratchet=("a",)) == ()
+    # The label the gate judges the locked row by stays the base's.
+    gated = authoritative_dataset(base, head, allowed=False, ratchet=("c",)).by_id()
+    if "c" in gated:
+        assert gated["c"].expected == "deny"
+        assert authoritative_dataset(base, head, allowed=False).by_id()["c"].expected == "approve"
+        assert (
+            authoritative_dataset(base, head, allowed=True, ratchet=("c",)).by_id()["c"].expected
+            == "approve"
+        )
+
+
+def test_blocking_on_any_regression_protects_every_label_the_base_has() -> None:
+    relabeled = _rows(c={"expected": "approve"})
+    [change] = protected_changes(snapshot(), snapshot(rows=relabeled))
+    assert (change.kind, change.id, change.detail) == (
+        protect.ANY_ROW_RELABELED,
+        "c",
+        "row's expected label changes from 'deny' to 'approve' "
+        "(gate.block_on_any_regression is on)",
+    )
+    assert (
+        authoritative_dataset(snapshot(), snapshot(rows=relabeled), False).by_id()["c"].expected
+        == "deny"
+    )
+    # Control: without the block, the same relabel is the pull request's to make.
+    lax = snapshot(NO_REGRESSION_BLOCK)
+    assert protected_changes(lax, snapshot(NO_REGRESSION_BLOCK, relabeled)) == ()
+    # Rows the base lacks are the pull request's, labels included.
+    added = [*BASE_ROWS, {"id": "d", "input": 4, "expected": "approve"}]
+    assert protected_changes(snapshot(), snapshot(rows=added)) == ()
 
 
 def test_an_input_is_compared_by_content_not_by_spelling() -> None:

@@ -1,9 +1,11 @@
 """Protected changes: edits in a pull request to what protects the gate itself.
 
 A pull request must not be able to pass the gate by weakening it: editing
-the committed baseline, dropping or relabeling a must-not-break row, removing
+the committed baseline, dropping or relabeling a must-not-break row or a row
+the base's ratchet locks (its mark may be gone, the lock stays), removing
 its mark, swapping its input for another (the baseline would be topped up
 on the new input and the gate would check an easier row under the same id),
+relabeling any row of the base while ``block_on_any_regression`` is on,
 lowering k or the confirmation attempts, switching off
 ``block_on_any_regression``, raising or removing ``max_cost_increase`` or
 ``max_latency_p95_increase``, changing how answers are normalized, or
@@ -25,6 +27,9 @@ from ..inputs.config import Config
 BASELINE_CHANGED = "baseline-artifact-changed"
 ROW_REMOVED = "must-not-break-row-removed"
 ROW_RELABELED = "must-not-break-row-relabeled"
+LOCKED_ROW_REMOVED = "ratchet-locked-row-removed"
+LOCKED_ROW_RELABELED = "ratchet-locked-row-relabeled"
+ANY_ROW_RELABELED = "row-relabeled"
 MARK_REMOVED = "must-not-break-mark-removed"
 INPUT_CHANGED = "input-changed"
 TAG_UNPROTECTED = "must-not-break-tag-removed"
@@ -156,11 +161,31 @@ def protected_changes(
         changes.append(
             ProtectedChange(TAG_UNPROTECTED, f"the tag {tag!r} is removed from must_not_break.tags")
         )
+    changes += _row_changes(base, head, frozenset(ratchet))
+    return tuple(changes)
+
+
+def _row_changes(
+    base: ProtectedInputs, head: ProtectedInputs, locked: frozenset[str]
+) -> list[ProtectedChange]:
+    """The rows' protected edits, by id.
+
+    A must-not-break row keeps its presence, label, input and marks; a row the
+    base's ratchet locks keeps its presence, label and input (its mark may have
+    been removed on the base since: the lock outlives it); with the base's
+    ``block_on_any_regression`` on, every row of the base keeps its label, or
+    a pull request would make any regression disappear by relabeling the row
+    to what its candidate now answers.
+    """
+    changes: list[ProtectedChange] = []
     head_rows = head.dataset.by_id()
-    locked = set(ratchet)
+    base_tags = set(base.config.must_not_break_tags)
+    any_row = base.config.gate.block_on_any_regression
     for row in sorted(base.dataset.rows, key=lambda r: r.id):
-        if not (row.must_not_break or row.id in locked):
+        is_locked = row.id in locked
+        if not (row.must_not_break or is_locked or any_row):
             continue
+        what = "must-not-break" if row.must_not_break else "ratchet-locked"
         after = head_rows.get(row.id)
         if after is None:
             if row.must_not_break:
@@ -169,11 +194,19 @@ def protected_changes(
                         ROW_REMOVED, "must-not-break row is removed from the dataset", row.id
                     )
                 )
+            elif is_locked:
+                changes.append(
+                    ProtectedChange(
+                        LOCKED_ROW_REMOVED,
+                        "ratchet-locked row is removed from the dataset (the ratchet locked it "
+                        "stable-correct on a recorded baseline)",
+                        row.id,
+                    )
+                )
             continue
         # Same id, other input: the baseline would be topped up on the new input
         # and the gate would judge a different (maybe easier) row under this id.
-        if after.input_digest != row.input_digest:
-            what = "must-not-break" if row.must_not_break else "ratchet-locked"
+        if (row.must_not_break or is_locked) and after.input_digest != row.input_digest:
             changes.append(
                 ProtectedChange(
                     INPUT_CHANGED,
@@ -181,17 +214,25 @@ def protected_changes(
                     row.id,
                 )
             )
-        if not row.must_not_break:
-            continue
         if after.expected != row.expected:
+            if row.must_not_break:
+                kind = ROW_RELABELED
+            elif is_locked:
+                kind = LOCKED_ROW_RELABELED
+            else:
+                kind = ANY_ROW_RELABELED
+            noun = "row" if kind == ANY_ROW_RELABELED else f"{what} row"
+            tail = " (gate.block_on_any_regression is on)" if kind == ANY_ROW_RELABELED else ""
             changes.append(
                 ProtectedChange(
-                    ROW_RELABELED,
-                    f"must-not-break row's expected label changes from {row.expected!r} "
-                    f"to {after.expected!r}",
+                    kind,
+                    f"{noun}'s expected label changes from {row.expected!r} to "
+                    f"{after.expected!r}{tail}",
                     row.id,
                 )
             )
+        if not row.must_not_break:
+            continue
         if row.marked and not after.marked:
             changes.append(
                 ProtectedChange(MARK_REMOVED, "must-not-break row's own mark is removed", row.id)
@@ -205,7 +246,7 @@ def protected_changes(
                     row.id,
                 )
             )
-    return tuple(changes)
+    return changes
 
 
 def _fingerprint_paths(config: Config) -> list[str]:

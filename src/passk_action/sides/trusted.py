@@ -171,25 +171,36 @@ def read_both_sides(
     )
 
 
-def authoritative_dataset(base: ProtectedInputs, head: ProtectedInputs, allowed: bool) -> Dataset:
+def authoritative_dataset(
+    base: ProtectedInputs,
+    head: ProtectedInputs,
+    allowed: bool,
+    ratchet: Collection[str] = (),
+) -> Dataset:
     """The rows to gate: the head's, protected by the base's marks and labels.
 
     A row is must-not-break when the head marks it, when the base did (by id,
     tags of the base config included), or when it carries a tag the base
-    config protects; a row that was must-not-break at base keeps the base's
-    expected label.  When the protected changes are allowed by label, a
-    maintainer approved the head's edits, so the head's rows stand as written.
+    config protects.  A row keeps the base's expected label when it was
+    must-not-break at base, when the base's ``ratchet`` locks it, or, with
+    the base's ``gate.block_on_any_regression`` on, whenever the base has it:
+    the label that protects the gate is the one the base committed.  When the
+    protected changes are allowed by label, a maintainer approved the head's
+    edits, so the head's rows stand as written.
     """
     if allowed:
         return head.dataset
     base_rows = base.dataset.by_id()
     base_tags = set(base.config.must_not_break_tags)
+    locked = set(ratchet)
+    any_row = base.config.gate.block_on_any_regression
     rows: list[Row] = []
     for row in head.dataset.rows:
         old = base_rows.get(row.id)
         protected_at_base = old is not None and old.must_not_break
         mark = row.must_not_break or protected_at_base or not base_tags.isdisjoint(row.tags)
-        expected = old.expected if protected_at_base and old is not None else row.expected
+        keeps_label = old is not None and (protected_at_base or row.id in locked or any_row)
+        expected = old.expected if keeps_label and old is not None else row.expected
         rows.append(replace(row, must_not_break=mark, expected=expected))
     return Dataset(rows=tuple(rows), source=head.dataset.source, digest=dataset_digest(rows))
 
@@ -269,7 +280,7 @@ def trust_base(
         changes=changes,
         allowed=allowed,
         config=effective_config(base_side.config, head_side.config, allowed),
-        dataset=authoritative_dataset(base_side, head_side, allowed),
+        dataset=authoritative_dataset(base_side, head_side, allowed, baseline_run.ratchet),
     )
 
 
