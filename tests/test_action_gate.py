@@ -86,7 +86,11 @@ def commit(repo: Path, message: str) -> str:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository whose main branch has passk set up, with a recorded baseline."""
-    repo = tmp_path_factory.mktemp("template") / "repo"
+    return make_template(tmp_path_factory.mktemp("template") / "repo")
+
+
+def make_template(repo: Path) -> Path:
+    """``repo``: a main branch with the config, the dataset and a recorded baseline."""
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.name", "Dev")

@@ -132,6 +132,20 @@ class Interrupted(PasskError):
     exit_code = EXIT_INTERRUPTED
 
 
+def crash_line(exc: BaseException) -> str:
+    """The one line an exception ends a run with: a :class:`PasskError`'s own, or, for
+    anything else (a bug in passk), its type and message and where to report it."""
+    if isinstance(exc, PasskError):
+        return exc.one_line()
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return (
+        f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+        f"(a bug in passk: please report it at {REPORT_BUGS_AT}, "
+        "with the traceback PASSK_DEBUG=1 prints)"
+    )
+
+
 def run_guarded(
     entry: Callable[[], int],
     *,
@@ -161,9 +175,5 @@ def run_guarded(
             traceback_to(traceback.format_exc())
         # Not 0 or 1: anything else documents that the gate did not decide.  Not
         # the user's input error either, but 2 keeps that contract.
-        say(
-            f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-            f"(a bug in passk: please report it at {REPORT_BUGS_AT}, "
-            "with the traceback PASSK_DEBUG=1 prints)"
-        )
+        say(crash_line(exc))
         return EXIT_USAGE

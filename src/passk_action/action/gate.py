@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from ..errors import AgentCouldNotRun, GitHubError, PasskError, UsageError
+from typing import Any
+
+from ..errors import AgentCouldNotRun, GitHubError, UsageError
 from ..github.client import GitHubClient
 from ..github.publish import start_check
-from ..report.escape import inline
 from ..report.history import summary_line
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.history import base_history
@@ -19,7 +20,7 @@ from ..sides.trusted import BaseCommit, Trusted, protected_change_lines, trust_b
 from .comparison import run_comparison
 from .event import PullRequest, pull_request_from, read_payload
 from .inputs import ActionInputs
-from .publish import GatedFiles, publish_could_not_run, publish_gate
+from .publish import GatedFiles, publish_could_not_finish, publish_could_not_run, publish_gate
 from .rerun import look_up_record
 from .runtime import Runtime
 from .workflow import Workflow
@@ -73,6 +74,8 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
 
     client = github_client(inputs, runtime)
     check = start_check_run(client, inputs, pr, workflow)
+    comments: list[dict[str, Any]] | None = None
+    unreadable = False
     try:
         with workflow.group("passk: trusted inputs from the base commit"):
             trusted = trusted_inputs(repo, inputs, pr, workflow)
@@ -84,7 +87,12 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                 branch=pr.base_ref or None,
             )
             workflow.line(summary_line(history))
-        prior = look_up_record(client, repo, inputs, pr, trusted, workflow.warn)
+        try:
+            prior = look_up_record(client, repo, inputs, pr, trusted, workflow.warn)
+        except GitHubError:
+            unreadable = True  # then the comment, record and all, is left as it is
+            raise
+        comments = prior.comments if inputs.comment != "off" else None
         try:
             result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
         except AgentCouldNotRun as exc:
@@ -95,22 +103,34 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             config_path=inputs.config,
             allow_label=trusted.config.gate.allow_label,
         )
-    except PasskError as exc:
-        if client is not None and check is not None:
-            finish_check_on_error(client, check, exc, workflow)
+        return publish_gate(
+            result,
+            inputs,
+            workflow,
+            client,
+            pr,
+            prior,
+            trusted.baseline_run,
+            where=where,
+            check_run_id=check,
+            history=history,
+        )
+    except (Exception, KeyboardInterrupt) as exc:
+        # Any error, a bug in passk included: the check completes as a failure naming
+        # it and the comment says the gate did not decide; the one boundary
+        # (errors.run_guarded) then prints the line and picks the exit code.
+        if client is not None:
+            publish_could_not_finish(
+                exc,
+                inputs,
+                workflow,
+                client,
+                pr,
+                check_run_id=check,
+                comments=comments,
+                leave_comment=unreadable,
+            )
         raise
-    return publish_gate(
-        result,
-        inputs,
-        workflow,
-        client,
-        pr,
-        prior,
-        trusted.baseline_run,
-        where=where,
-        check_run_id=check,
-        history=history,
-    )
 
 
 def start_check_run(
@@ -125,24 +145,6 @@ def start_check_run(
     if started.id is not None:
         workflow.line(f"passk: check run {inputs.check_name!r} in progress: {started.url}")
     return started.id  # refused: publishing tries again, then falls back to a status
-
-
-def finish_check_on_error(
-    client: GitHubClient, check_run_id: int, exc: PasskError, workflow: Workflow
-) -> None:
-    """Never leave the check spinning: it fails with the one-line reason passk exits with."""
-    reason = exc.one_line()
-    try:
-        client.update_check_run(
-            check_run_id,
-            conclusion="failure",
-            title=f"passk could not finish: {reason}"[:200],
-            summary=f"### ❌ passk could not finish\n\n{inline(reason, 2000)}\n\n"
-            "Nothing was decided: fix the cause above (the job log has the details) and "
-            "re-run this job.",
-        )
-    except GitHubError as error:
-        workflow.warn(f"the check run is left in progress: {error}")
 
 
 def trusted_inputs(

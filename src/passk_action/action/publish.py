@@ -18,13 +18,27 @@ from ..core.history import History
 from ..core.model import Dataset, Run
 from ..core.money import plain_decimal
 from ..core.result import CompareResult
-from ..errors import EXIT_GATE_FAILED, EXIT_OK, AgentCouldNotRun, GitHubError
+from ..errors import (
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    REPORT_BUGS_AT,
+    AgentCouldNotRun,
+    GitHubError,
+    PasskError,
+    crash_line,
+)
 from ..github.client import GitHubClient
 from ..github.publish import Annotation, publish_check, upsert_sticky_comment
 from ..report.check_run import check_title, row_annotations
-from ..report.comment import CommentContext, render_agent_failure_comment, render_comment
+from ..report.comment import (
+    CommentContext,
+    render_agent_failure_comment,
+    render_comment,
+    render_could_not_finish_comment,
+)
 from ..report.compare_report import render_compare_report
-from ..report.could_not_run import could_not_run_title, render_could_not_run
+from ..report.could_not_run import could_not_finish_title, could_not_run_title, render_could_not_run
+from ..report.escape import inline
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .comment_record import RECORD_PREFIX, login_of, our_comments, record_for, split_record
@@ -467,3 +481,77 @@ def publish_could_not_run(
                 workflow.warn(f"no check run or commit status posted: {check.error}")
     workflow.set_outputs({"passed": "false", "result": "", "reused": "false"})
     return error.exit_code
+
+
+def kept_record(comments: Sequence[Mapping[str, Any]], marker: str, author: str) -> str | None:
+    """The record in passk's own comment for this step, as it stands, to carry over."""
+    ours = our_comments(comments, marker, author)
+    if not ours:
+        return None
+    body = str(ours[-1].get("body") or "")
+    start = body.find(RECORD_PREFIX)
+    end = body.find("-->", start)
+    return body[start : end + 3] if start >= 0 and end >= 0 else None
+
+
+def publish_could_not_finish(
+    exc: BaseException,
+    inputs: ActionInputs,
+    workflow: Workflow,
+    client: GitHubClient,
+    pr: PullRequest,
+    *,
+    check_run_id: int | None,
+    comments: Sequence[Mapping[str, Any]] | None,
+    leave_comment: bool = False,
+) -> None:
+    """passk stopped on an error after the check started: fail the check, say so, never raise.
+
+    Whatever the error (bad input, GitHub, a bug in passk), the check run is
+    completed as a failure whose title names it, never left ``in_progress``,
+    and the sticky comment says the gate did not decide.  ``comments`` are the
+    pull request's comments as passk read them (None: read them now); when
+    they cannot be read (or ``leave_comment``: reading them is what failed),
+    the comment is left alone, since posting could overwrite a record nobody
+    read.  The comment keeps the record an earlier
+    run left in it, so an error never wipes the verdicts a re-run replays.
+    """
+    reason = workflow.scrub(crash_line(exc))
+    marker = step_key(inputs).marker
+    try:
+        mode = comment_mode(inputs.comment, False, [], inputs.comment_author, marker)
+        if leave_comment:
+            mode = "off"
+        if comments is None and mode != "off":
+            try:
+                comments = client.list_issue_comments(pr.number)
+            except GitHubError as error:
+                workflow.warn(f"no comment posted: {error.one_line()}")
+        if comments is not None and mode != "off":
+            body = render_could_not_finish_comment(
+                reason,
+                marker=marker,
+                record=kept_record(comments, marker, inputs.comment_author),
+                context=comment_context(inputs, pr, None),
+                report_at=None if isinstance(exc, PasskError) else REPORT_BUGS_AT,
+            )
+            outcome = upsert_sticky_comment(
+                client, pr.number, body, mode, marker=marker, author=inputs.comment_author
+            )
+            if outcome.action == "failed":
+                workflow.warn(f"no comment posted: {outcome.error}")
+        check = publish_check(
+            client,
+            name=inputs.check_name,
+            head_sha=pr.head_sha,
+            passed=False,
+            title=could_not_finish_title(reason),
+            summary=f"### ❌ passk could not finish\n\n{inline(reason, 2000)}\n\n"
+            "Nothing was decided, so the gate fails: fix the cause above (the job log has "
+            "the details) and re-run this job.",
+            check_run_id=check_run_id,
+        )
+        if check.used == "failed":
+            workflow.warn(f"the check run could not be completed: {check.error}")
+    except Exception as error:  # reporting the error must never hide it
+        workflow.warn(f"the check run may be left in progress: {workflow.scrub(crash_line(error))}")

@@ -30,7 +30,7 @@ from ..core.result import CompareResult
 from ..core.stats import Metrics
 from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
-from .could_not_run import could_not_run_title
+from .could_not_run import could_not_finish_title, could_not_run_title
 from .escape import block, code, inline
 from .history import marks as history_marks
 from .history import notes as history_notes
@@ -554,6 +554,52 @@ def render_agent_failure_comment(
         items.insert(0, f"**Commit:** head {short_sha(ctx.head_sha)}")
     lines += ["", "**What next**", "", *capped(items, len(items)), "", "---", "", "passk"]
     parts = [marker, *lines]
+    if record is not None:
+        parts += ["", record]
+    return "\n".join(parts)
+
+
+def render_could_not_finish_comment(
+    reason: str,
+    *,
+    marker: str,
+    record: str | None = None,
+    context: CommentContext | None = None,
+    report_at: str | None = None,
+) -> str:
+    """The comment when passk stopped on an error before deciding: the gate failed closed.
+
+    ``reason`` is the one line passk exits with; ``report_at`` (a bug in
+    passk, not the user's input) is where to report it; ``record`` keeps the
+    record an earlier run left in this comment, so an error never wipes the
+    verdicts a re-run must replay.
+    """
+    _hidden_comment(marker, "marker")
+    if record is not None:
+        _check_hidden(marker, record)
+    ctx = context or CommentContext()
+    lines = [
+        _heading(f"❌ {inline(could_not_finish_title(reason), 200)}", ctx),
+        "",
+        "**The gate did not decide, so it fails.** passk stopped on the error below before "
+        "it could decide; the check fails until a run finishes.",
+        "",
+        f"**Reason:** {inline(reason, REASON_LEN)}",
+    ]
+    if report_at is not None:
+        lines += ["", f"**This is a bug in passk:** please [report it]({report_at}) with the log."]
+    lines += [
+        "",
+        "**Full log:** "
+        + (
+            f"the job log of [this workflow run]({ctx.details_url})"
+            if ctx.details_url
+            else "the job log of this workflow run"
+        ),
+    ]
+    if ctx.head_sha:
+        lines += ["", f"**Commit:** head {short_sha(ctx.head_sha)}"]
+    parts = [marker, *lines, "", "---", "", "passk"]
     if record is not None:
         parts += ["", record]
     return "\n".join(parts)

@@ -1,8 +1,10 @@
-"""What the check title and the job summary say when a version of the agent could not run.
+"""What the check title and the job summary say when passk could not decide.
 
-Nothing was measured, so nothing here claims a measurement: the reason, the
-end of the agent's stderr and the fix.  The PR comment's version of the same
-message is :func:`.comment.render_agent_failure_comment`.
+A version of the agent could not run, or passk stopped on an error (bad
+input, GitHub, a bug in passk): nothing here claims a measurement, only the
+reason and the fix.  The PR comment's versions of the same messages are
+:func:`.comment.render_agent_failure_comment` and
+:func:`.comment.render_could_not_finish_comment`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ def could_not_run_title(version: str, reason: str, stderr_tail: str) -> str:
     """
     cause = last_line(stderr_tail) or reason
     text = f"passk: the {version} agent could not run — {' '.join(cause.split())}"
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def could_not_finish_title(reason: str) -> str:
+    """``passk could not finish: <reason>``, one line of at most 200 characters (a check title)."""
+    text = f"passk could not finish: {' '.join(reason.split())}"
     return text if len(text) <= 200 else text[:199] + "…"
 
 
