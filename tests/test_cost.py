@@ -496,6 +496,22 @@ def test_priced_usage_keeps_a_reported_cost_and_reprices_its_own() -> None:
     assert priced_usage(unknown, Pricing(models=(("gpt-4o-mini", MINI),))) is unknown
 
 
+def test_prefer_tokens_prices_the_tokens_over_the_cost_the_agent_reports() -> None:
+    pricing = Pricing(default=ANY, models=(("gpt-4o-mini", MINI),), prefer_tokens=True)
+    # The attack: cost_usd 0 beside real tokens.  Priced from the tokens instead.
+    claimed = Usage(1_000, 200, 0.0, "gpt-4o-mini")
+    assert priced_usage(claimed, pricing) == Usage(
+        1_000, 200, pytest.approx(270e-6, rel=1e-12), "gpt-4o-mini", priced=True
+    )
+    # Without tokens (or a price) there is nothing else to go by: the report stands.
+    cost_only = Usage(cost_usd=0.0)
+    assert priced_usage(cost_only, pricing) is cost_only
+    unknown = Usage(1_000, 200, 0.0, "o1")
+    assert priced_usage(unknown, replace(pricing, default=None)) is unknown
+    # Control: the default keeps the agent's own figure.
+    assert priced_usage(claimed, replace(pricing, prefer_tokens=False)) is claimed
+
+
 def test_priced_run_prices_every_attempt_that_reports_tokens() -> None:
     rows = [record("a")]
     tokens_only = [

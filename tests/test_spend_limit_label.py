@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from passk_action.cli import main as cli_main
+from passk_action.store.results import read_result
 from test_action_gate import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
 
@@ -94,3 +95,65 @@ def test_a_raised_cost_limit_holds_the_pull_request_to_the_limit_the_label_allow
             "over gate.max_cost_increase +60%",
         )
     ]
+
+
+# --- the cost the agent reports is the agent's word: price its tokens instead ----------
+
+
+def reporting(cost: float, tokens: int) -> str:
+    """Agent code answering deny, reporting ``tokens`` input tokens and ``cost`` dollars."""
+    usage = json.dumps({"cost_usd": cost, "input_tokens": tokens, "output_tokens": 0})
+    return f'print(json.dumps({{"decision": "deny", "usage": {usage}}})); sys.exit(0)'
+
+
+def set_pricing(repo: Path, prefer: str | None) -> None:
+    path = repo / "passk.yml"
+    config: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config["pricing"] = {"input_per_mtok": 1.0, "output_per_mtok": 1.0}
+    if prefer is not None:
+        config["pricing"]["prefer"] = prefer
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def cost_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_prefer: str | None, head_prefer: str
+) -> Path:
+    """main: a +25% cost limit and an agent spending 1,000 tokens ($0.001, as it says);
+    the pull request's agent spends 10,000 tokens and says it cost nothing."""
+    repo = make_repo(tmp_path, {"command": [sys.executable, "agent.py"]})
+    set_limit(repo, 0.25)
+    set_pricing(repo, base_prefer)
+    write_agent(repo, extra=reporting(0.001, 1_000))
+    record_baseline(repo)
+    git(repo, "checkout", "-q", "-b", "free-lunch")
+    write_agent(repo, extra=reporting(0.0, 10_000))
+    set_pricing(repo, head_prefer)  # the pull request asks to trust its own figure
+    commit(repo, "a bigger model that reports cost_usd: 0")
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def test_priced_from_tokens_a_candidate_reporting_cost_zero_fails_the_cost_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = cost_case(tmp_path, monkeypatch, base_prefer="tokens", head_prefer="reported")
+    code, result, _ = gate(repo, capsys)
+    assert code == 1
+    rules = [(f["rule"], f["reason"]) for f in result["gate"]["failures"]]
+    assert [rule for rule, _ in rules] == ["cost"], rules  # the base's pricing holds
+    assert "($0.001 -> $0.01)" in rules[0][1]
+    candidate = read_result(repo / "result.json").result.candidate
+    assert {(a.usage.cost_usd, a.usage.priced) for a in candidate.attempts if a.usage} == {
+        (0.01, True)
+    }
+
+
+def test_control_trusting_the_reported_cost_lets_cost_zero_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The default (prefer: reported): the agent's cost_usd: 0 passes any limit.
+    repo = cost_case(tmp_path, monkeypatch, base_prefer=None, head_prefer="reported")
+    code, result, _ = gate(repo, capsys)
+    assert code == 0, result["gate"]
+    candidate = read_result(repo / "result.json").result.candidate
+    assert {a.usage.cost_usd for a in candidate.attempts if a.usage} == {0.0}

@@ -52,6 +52,10 @@ class Pricing:
 
     default: Price | None = None
     models: tuple[tuple[str, Price], ...] = ()
+    prefer_tokens: bool = False
+    """``prefer: tokens``: an attempt that reports tokens is priced from them even when
+    the agent reports a cost too, so the cost gate does not rest on the figure the
+    agent under test chose to report (``cost_usd: 0`` passes any limit)."""
 
     def price_for(self, model: str | None) -> Price | None:
         if model is not None:
@@ -67,12 +71,13 @@ class Pricing:
 def priced_usage(usage: Usage, pricing: Pricing) -> Usage:
     """``usage`` with a cost computed from ``pricing`` when the agent reported none.
 
-    A cost the agent reported is kept as it is.  A cost passk computed
-    earlier (``priced``) is computed again with ``pricing``, so two runs
-    compared are priced alike even when the prices changed in between.
-    Without tokens, or without a price for the model, nothing changes.
+    A cost the agent reported is kept as it is, unless ``pricing.prefer_tokens``
+    (then tokens and a price replace it).  A cost passk computed earlier
+    (``priced``) is computed again with ``pricing``, so two runs compared are
+    priced alike even when the prices changed in between.  Without tokens, or
+    without a price for the model, nothing changes: the reported cost stands.
     """
-    if usage.cost_usd is not None and not usage.priced:
+    if usage.cost_usd is not None and not usage.priced and not pricing.prefer_tokens:
         return usage
     if usage.input_tokens is None and usage.output_tokens is None:
         return usage

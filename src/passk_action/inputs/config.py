@@ -607,7 +607,9 @@ def _pricing(doc: Mapping[str, Any], where: str) -> Pricing:
         (model, _price(price, f"{where}.models.{model}"))
         for model, price in doc.get("models", {}).items()
     )
-    return Pricing(default=default, models=models)
+    return Pricing(
+        default=default, models=models, prefer_tokens=doc.get("prefer", "reported") == "tokens"
+    )
 
 
 def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentConfig:
