@@ -130,3 +130,57 @@ def copy_sources(folder: Path) -> Path:
     for place in [target, *target.rglob("*")]:
         place.chmod(0o755 if place.is_dir() else 0o644)
     return target
+
+
+PASSK_DEPENDENCIES = (
+    "yaml",
+    "requests",
+    "urllib3",
+    "idna",
+    "certifi",
+    "charset_normalizer",
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "attrs",
+    "attr",
+    "markdown_it",
+    "mdurl",
+    "typing_extensions",
+)
+"""The packages ``passk action`` imports (pyproject's dependencies and theirs)."""
+
+
+def copy_dependencies(folder: Path, python: str) -> Path:
+    """passk's dependencies copied under ``folder`` for ``python`` (readable by all).
+
+    Lets a test run the whole of ``passk action`` as the agent user, whose Python
+    may not see this interpreter's site-packages.  Skips the test when a package is
+    missing here or ``python`` is another minor version (compiled parts would not load).
+    """
+    import importlib.util
+
+    probe = subprocess.run(
+        [python, "-c", "import sys; print(*sys.version_info[:2], sep='.')"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    ours = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if probe.stdout.strip() != ours:
+        pytest.skip(f"{python} is not Python {ours}")
+    target = folder / "deps"
+    target.mkdir()
+    for name in PASSK_DEPENDENCIES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            source = Path(next(iter(spec.submodule_search_locations)))
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif spec is not None and spec.origin and spec.origin.endswith(".py"):
+            shutil.copy(spec.origin, target / Path(spec.origin).name)  # a one-file module
+        else:
+            pytest.skip(f"cannot copy passk's dependency {name!r}")
+    for place in [target, *target.rglob("*")]:
+        place.chmod(0o755 if place.is_dir() else 0o644)
+    return target

@@ -102,6 +102,15 @@ def evaluate(text: str, context: Mapping[str, str]) -> str:
     return EXPRESSION.sub(value, text)
 
 
+def bash_step(script: str, path: Path) -> list[str]:
+    """What the runner runs for ``shell: bash`` (FACTS.md H3): the script written to a
+    file, then ``bash --noprofile --norc -eo pipefail {0}``.  A file, not ``-c``: bash
+    may exec the last command of a ``-c`` string itself, which the runner's never does."""
+    path.write_text(script, encoding="utf-8")
+    path.chmod(0o755)
+    return ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)]
+
+
 def run_composite(
     path: Path, inputs: Mapping[str, str], base_env: Mapping[str, str], tmp: Path
 ) -> tuple[list[int], dict[str, str], str]:
@@ -126,11 +135,11 @@ def run_composite(
         env.update({k: evaluate(str(v), context) for k, v in step.get("env", {}).items()})
         env["GITHUB_OUTPUT"] = str(output)
         assert step["shell"] == "bash"
-        # What the runner runs for `shell: bash`: bash --noprofile --norc -eo pipefail {0}.
         script = evaluate(step["run"], context)
+        folder = evaluate(step.get("working-directory", base_env["GITHUB_WORKSPACE"]), context)
         proc = subprocess.run(
-            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-            cwd=base_env["GITHUB_WORKSPACE"],
+            bash_step(script, tmp / f"step-{index}.sh"),
+            cwd=folder,
             env=env,
             capture_output=True,
             text=True,
