@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from fakegithub import SPECS_DIR
+from passk_action.action.inputs import MODES
 
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
@@ -59,6 +60,7 @@ OUTPUTS = {
     "check-url",
     "cost-per-decision",
     "latency-p95",
+    "measured-run",
 }
 
 
@@ -137,7 +139,7 @@ def test_action_inputs_and_defaults() -> None:
     ("name", "choices"),
     [
         ("comment", ("update", "new", "off")),
-        ("mode", ("gate", "baseline")),
+        ("mode", MODES),
         ("baseline-update", ("commit", "pull-request")),
     ],
 )
@@ -296,3 +298,69 @@ def test_run_scripts_take_expressions_through_env(path: Path) -> None:
     # Script injection: `${{ }}` inside `run:` is pasted into the shell before it runs.
     for step in steps(load_workflow(path)):
         assert "${{" not in step.get("run", ""), f"{path.name}: pass expressions via env"
+
+
+RUNNER_PUBLISHED = "passk-dev/passk-action/runner@v1"
+TWO_JOB_WORKFLOWS = {
+    "passk-measure.yml": ("measure",),
+    "passk-gate-measured.yml": ("gate",),
+    "passk-two-jobs.yml": ("measure", "gate"),
+}
+
+
+def passk_step(job: dict[str, Any]) -> dict[str, Any]:
+    (step,) = [s for s in job["steps"] if s.get("uses") == RUNNER_PUBLISHED]
+    return step
+
+
+@pytest.mark.parametrize("name", sorted(TWO_JOB_WORKFLOWS))
+def test_two_job_workflows_keep_the_prs_code_out_of_every_job_with_a_write_token(
+    name: str,
+) -> None:
+    """Issue 21 route 1: the measuring job may run the pull request's code and holds
+    nothing that writes; the gating job holds the write token and runs none of it."""
+    workflow = load_workflow(REPO / "examples" / "workflows" / name)
+    assert workflow.get("permissions") in ({}, {"contents": "read"})
+    for job_name, job in workflow["jobs"].items():
+        granted = {**workflow.get("permissions", {}), **job.get("permissions", {})}
+        writes = {scope for scope, level in granted.items() if level == "write"}
+        step = passk_step(job)
+        mode = step["with"]["mode"]
+        checkouts = [
+            s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout")
+        ]
+        assert all(s["with"]["persist-credentials"] is False for s in checkouts)
+        if mode == "measure":
+            assert job_name in ("measure",) and writes == set()
+            assert step["with"]["github-token"] == ""
+            (upload,) = [s for s in job["steps"] if "upload-artifact" in str(s.get("uses"))]
+            assert upload["with"]["path"] == "${{ steps.passk.outputs.measured-run }}"
+            assert upload["with"]["include-hidden-files"] is True  # .passk/ is hidden
+        else:
+            assert mode == "gate-measured"
+            assert writes == {"pull-requests", "checks"}
+            # No step runs anything: the pull request is checked out as data, in its
+            # own folder (so it cannot plant .passk/ where passk writes), and passk
+            # reads it from there.
+            assert [s for s in job["steps"] if "run" in s] == []
+            (checkout,) = checkouts
+            assert checkout["with"]["path"] == step["with"]["working-directory"]
+            assert checkout["with"]["fetch-depth"] == 0
+            assert step["with"]["candidate-run"].endswith("passk-measured/measured.json")
+    assert {passk_step(j)["with"]["mode"] for j in workflow["jobs"].values()} == {
+        {"measure": "measure", "gate": "gate-measured"}[j] for j in TWO_JOB_WORKFLOWS[name]
+    }
+
+
+def test_the_fork_gate_runs_on_the_measuring_workflow_and_downloads_its_run() -> None:
+    measure = load_workflow(REPO / "examples" / "workflows" / "passk-measure.yml")
+    gate = load_workflow(REPO / "examples" / "workflows" / "passk-gate-measured.yml")
+    assert set(measure["on"]) == {"pull_request"}
+    assert gate["on"] == {"workflow_run": {"workflows": [measure["name"]], "types": ["completed"]}}
+    job = gate["jobs"]["gate"]
+    assert job["if"] == "github.event.workflow_run.event == 'pull_request'"
+    assert job["permissions"]["actions"] == "read"
+    (download,) = [s for s in job["steps"] if "download-artifact" in str(s.get("uses"))]
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    (checkout,) = [s for s in job["steps"] if "checkout" in str(s.get("uses"))]
+    assert checkout["with"]["ref"] == "${{ github.event.workflow_run.head_sha }}"

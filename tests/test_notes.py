@@ -18,6 +18,7 @@ from passk_action.core.notes import (
     BaselineReused,
     ConfirmationSkipped,
     DroppedRows,
+    MeasuredByPullRequest,
     Note,
     NothingRun,
     RatchetExits,
@@ -98,6 +99,19 @@ CASES: list[tuple[Note, str]] = [
         RemeasuredOnRequest("passk:remeasure"),
         "re-measured on request: the label 'passk:remeasure' is on the pull request, so the "
         "agent was asked again instead of replaying the recorded verdicts",
+    ),
+    (
+        MeasuredByPullRequest(8, 2),
+        "the candidate's answers (8 main, 2 confirmation attempts) were recorded by the pull "
+        "request's own job, without a write token; this job ran none of its code, checked their "
+        "rows, inputs and settings and judged them by the base commit's labels, but cannot check "
+        "that its agent gave them",
+    ),
+    (
+        MeasuredByPullRequest(0, 0),
+        "the candidate's answers were recorded by the pull request's own job, without a write "
+        "token; this job ran none of its code, checked their rows, inputs and settings and judged "
+        "them by the base commit's labels, but cannot check that its agent gave them",
     ),
     (
         RecordedCandidate(12),

@@ -10,6 +10,7 @@ agent sees it.  GitHub is the local fake.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -112,10 +113,18 @@ def bash_step(script: str, path: Path) -> list[str]:
 
 
 def run_composite(
-    path: Path, inputs: Mapping[str, str], base_env: Mapping[str, str], tmp: Path
+    path: Path,
+    inputs: Mapping[str, str],
+    base_env: Mapping[str, str],
+    tmp: Path,
+    *,
+    action: dict[str, Any] | None = None,
 ) -> tuple[list[int], dict[str, str], str]:
-    """Run the composite action's steps in order; (exit codes, its outputs, the log)."""
-    action = load(path)
+    """Run the composite action's steps in order; (exit codes, its outputs, the log).
+
+    ``action``: the file's content as edited by a test (its steps cut or changed).
+    """
+    action = action if action is not None else load(path)
     given = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
     given.update(inputs)
     context = {
@@ -436,3 +445,40 @@ def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
     assert check["output"]["title"].startswith("passk: the candidate agent could not run — ")
     assert missing in check["output"]["title"]
     assert fake.violations == []
+
+
+# --- the install step runs outside the checkout ---------------------------------------
+
+
+PLANTED = "open({marker!r}, 'a').write('imported from the checkout\\n')\nraise SystemExit(3)\n"
+
+
+def test_the_install_step_never_imports_modules_the_checkout_plants(tmp_path: Path) -> None:
+    """``python3 -m venv`` and ``-m pip`` put the working directory first on sys.path: run
+    in a pull request's checkout, they would import its ``venv.py`` and ``pip/``.  The
+    two-job mode's gating job checks the pull request out and must run none of it."""
+    checkout = tmp_path / "checkout"
+    (checkout / "pip").mkdir(parents=True)
+    marker = tmp_path / "planted-code-ran"
+    (checkout / "venv.py").write_text(PLANTED.format(marker=str(marker)), encoding="utf-8")
+    (checkout / "pip" / "__init__.py").write_text(PLANTED.format(marker=str(marker)), "utf-8")
+    (checkout / "pip" / "__main__.py").write_text(PLANTED.format(marker=str(marker)), "utf-8")
+    env = {
+        "PATH": f"{job_python(tmp_path, with_requirements=False)}:{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "GITHUB_WORKSPACE": str(checkout),
+        "PIP_NO_INDEX": "1",
+        "PIP_NO_BUILD_ISOLATION": "0",
+    }
+    install_only = load(RUNNER_ACTION)
+    install_only["runs"]["steps"] = install_only["runs"]["steps"][:1]
+    codes, _, log = run_composite(RUNNER_ACTION, {}, env, tmp_path, action=install_only)
+    assert codes == [0], log
+    assert not marker.exists()
+    # Control: the same step run in the checkout imports what the checkout planted.
+    in_checkout = copy.deepcopy(install_only)
+    del in_checkout["runs"]["steps"][0]["working-directory"]
+    (tmp_path / "again").mkdir()
+    codes, _, log = run_composite(RUNNER_ACTION, {}, env, tmp_path / "again", action=in_checkout)
+    assert codes != [0]
+    assert marker.read_text(encoding="utf-8").startswith("imported from the checkout")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from ..agents.recorded import RecordedAnswers
 from ..core.model import Version
 from ..core.result import CompareResult
 from ..engine.asking import Replay
@@ -27,6 +28,7 @@ from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, Shell, prepare
 from ..sides.trusted import BaseCommit, Trusted
 from ..store.artifact import read_run
+from ..store.measured import MeasuredRun
 from .event import PullRequest
 from .inputs import ActionInputs
 from .rerun import RecordLookup, rerun_of
@@ -42,13 +44,30 @@ def run_comparison(
     pr: PullRequest,
     trusted: Trusted,
     prior: RecordLookup,
+    *,
+    measured: MeasuredRun | None = None,
 ) -> CompareResult:
-    """The comparison's result; what passk recorded for this content is replayed or stands."""
+    """The comparison's result; what passk recorded for this content is replayed or stands.
+
+    ``measured`` (the two-job mode's gating job): the candidate's run as the pull
+    request's own job measured it; the candidate's agent never runs here, its
+    confirmation attempts come from that run (``agents/recorded.py``).
+    """
     workflow = runtime.workflow
     config = trusted.config
     rerun = rerun_of(prior, pr)
     recorded_candidate = None
-    if inputs.candidate_run is not None:
+    candidate_agent = None
+    if measured is not None:
+        candidate_agent = RecordedAnswers(measured.run.attempts, measured.run.agent.description)
+        if rerun.replay.candidate:
+            workflow.warn(
+                "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
+                "are reused, so re-running the measuring job cannot change the result"
+            )
+        else:
+            recorded_candidate = measured.run
+    elif inputs.candidate_run is not None:
         if config.agent is None:
             # Nothing can run: the recorded run is the candidate, and gating it
             # again gives the same verdicts (no agent is asked anything).
@@ -69,7 +88,10 @@ def run_comparison(
 
     shell = Shell(warn=workflow.warn, note=workflow.note, line=workflow.line, setup=setup)
     candidate = CandidateSource(
-        out=inputs.workspace / CANDIDATE_PATH, recorded=recorded_candidate, commit=pr.head_sha
+        out=inputs.workspace / CANDIDATE_PATH,
+        recorded=recorded_candidate,
+        commit=pr.head_sha,
+        measured_by_pull_request=measured is not None,
     )
     # No group around the comparison: its progress lines, the first error and each
     # agent's setup group stay visible in the log without unfolding anything.
@@ -85,6 +107,7 @@ def run_comparison(
             isolate=True,
             concurrency=config.concurrency,
             rerun=rerun,
+            candidate_agent=candidate_agent,
         ) as prepared,
     ):
         result = compare(prepared.inputs, prepared.agents, runtime.session(config, stop))

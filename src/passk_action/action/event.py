@@ -93,3 +93,45 @@ def pull_request_from(payload: dict[str, Any], where: str) -> PullRequest:
         labels=labels,
         fork=fork,
     )
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    """What a ``workflow_run`` event says of the run that triggered it: GitHub's own word.
+
+    In the two-job mode's gating workflow this is the trusted account of the
+    measuring run; the measured file it uploaded is the pull request's.
+    """
+
+    id: int
+    event: str
+    """The event the measuring run ran on (``pull_request``)."""
+    head_sha: str
+    head_repository: str | None
+    pull_requests: tuple[int, ...]
+    """The pull requests GitHub lists for that run; empty for one from a fork."""
+
+
+def workflow_run_from(payload: dict[str, Any], where: str) -> WorkflowRun:
+    """The ``workflow_run`` of a ``workflow_run`` payload, checked field by field."""
+    run = payload.get("workflow_run")
+    if not isinstance(run, dict):
+        raise UsageError("the event has no `workflow_run` object", where=where)
+    run_id, sha = run.get("id"), run.get("head_sha")
+    if not isinstance(run_id, int) or isinstance(run_id, bool):
+        raise UsageError("`workflow_run.id` is missing or not a number", where=where)
+    if not isinstance(sha, str) or not _SHA.fullmatch(sha):
+        raise UsageError("`workflow_run.head_sha` is not a commit sha", where=where)
+    numbers = tuple(
+        pr["number"]
+        for pr in run.get("pull_requests") or ()
+        if isinstance(pr, dict) and isinstance(pr.get("number"), int)
+    )
+    repository = _get(run, "head_repository", "full_name")
+    return WorkflowRun(
+        id=run_id,
+        event=str(run.get("event") or ""),
+        head_sha=sha,
+        head_repository=repository if isinstance(repository, str) else None,
+        pull_requests=numbers,
+    )

@@ -16,7 +16,14 @@ from ..github.publish import start_check
 from ..report.history import summary_line
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.history import base_history
-from ..sides.trusted import BaseCommit, Trusted, protected_change_lines, trust_base
+from ..sides.trusted import (
+    HEAD_COMMIT,
+    BaseCommit,
+    Trusted,
+    protected_change_lines,
+    trust_base,
+)
+from ..store.measured import MeasuredRun
 from .comparison import run_comparison
 from .event import PullRequest, pull_request_from, read_payload
 from .inputs import ActionInputs
@@ -71,14 +78,36 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     payload = read_payload(inputs.event_path)
     pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
     repo = GitRepo.discover(inputs.working_directory)
-
     client = github_client(inputs, runtime)
-    check = start_check_run(client, inputs, pr, workflow)
+    check = start_check_run(client, inputs, pr.head_sha, workflow)
+    return gate_and_publish(inputs, runtime, repo, pr, client, check)
+
+
+def gate_and_publish(
+    inputs: ActionInputs,
+    runtime: Runtime,
+    repo: GitRepo,
+    pr: PullRequest,
+    client: GitHubClient | None,
+    check: int | None,
+    *,
+    measured: MeasuredRun | None = None,
+    head: str = HEAD_COMMIT,
+) -> int:
+    """Phases 1-4 for ``pr``, once its check run started; any error completes the check.
+
+    ``measured`` and ``head`` are the two-job mode's: the candidate's run as
+    the pull request's own job measured it, and the merge's tree, whose git
+    objects stand for the head (``gate_measured.py``).
+    """
+    workflow = runtime.workflow
     comments: list[dict[str, Any]] | None = None
     unreadable = False
     try:
         with workflow.group("passk: trusted inputs from the base commit"):
-            trusted = trusted_inputs(repo, inputs, pr, workflow)
+            trusted = trusted_inputs(
+                repo, inputs, pr, workflow, head_objects=None if head == HEAD_COMMIT else head
+            )
             # Before any agent runs: the marks come from the base's git objects alone.
             history = base_history(
                 repo,
@@ -88,13 +117,13 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             )
             workflow.line(summary_line(history))
         try:
-            prior = look_up_record(client, repo, inputs, pr, trusted, workflow.warn)
+            prior = look_up_record(client, repo, inputs, pr, trusted, workflow.warn, head=head)
         except GitHubError:
             unreadable = True  # then the comment, record and all, is left as it is
             raise
         comments = prior.comments if inputs.comment != "off" else None
         try:
-            result = run_comparison(inputs, runtime, repo, pr, trusted, prior)
+            result = run_comparison(inputs, runtime, repo, pr, trusted, prior, measured=measured)
         except AgentCouldNotRun as exc:
             return publish_could_not_run(exc, inputs, workflow, client, pr, check_run_id=check)
         where = GatedFiles(
@@ -134,13 +163,13 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
 
 
 def start_check_run(
-    client: GitHubClient | None, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
+    client: GitHubClient | None, inputs: ActionInputs, head_sha: str, workflow: Workflow
 ) -> int | None:
     """The check run, ``in_progress`` from the start, so the PR shows passk is at work."""
     if client is None:
         return None
     started = start_check(
-        client, name=inputs.check_name, head_sha=pr.head_sha, details_url=inputs.details_url()
+        client, name=inputs.check_name, head_sha=head_sha, details_url=inputs.details_url()
     )
     if started.id is not None:
         workflow.line(f"passk: check run {inputs.check_name!r} in progress: {started.url}")
@@ -148,11 +177,21 @@ def start_check_run(
 
 
 def trusted_inputs(
-    repo: GitRepo, inputs: ActionInputs, pr: PullRequest, workflow: Workflow
+    repo: GitRepo,
+    inputs: ActionInputs,
+    pr: PullRequest,
+    workflow: Workflow,
+    *,
+    head_objects: str | None = None,
 ) -> Trusted:
     """The gate's inputs for the pull request, with its protected changes logged."""
     trusted = trust_base(
-        repo, inputs.config_path, BaseCommit(pr.base_sha), pr.labels, workflow.warn
+        repo,
+        inputs.config_path,
+        BaseCommit(pr.base_sha),
+        pr.labels,
+        workflow.warn,
+        head_objects=head_objects,
     )
     workflow.line(
         f"passk: PR #{pr.number} base {short_sha(pr.base_sha)} head {short_sha(pr.head_sha)}"

@@ -17,7 +17,8 @@ from pathlib import Path
 from ..errors import UsageError
 
 COMMENT_MODES = ("update", "changes", "new", "off")
-MODES = ("gate", "baseline")
+MODES = ("gate", "baseline", "measure", "gate-measured")
+"""``measure`` and ``gate-measured`` are the two jobs of the two-job mode (docs/workflows.md)."""
 BASELINE_UPDATES = ("commit", "pull-request")
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"

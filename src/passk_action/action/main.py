@@ -21,7 +21,9 @@ from typing import TextIO
 from ..errors import run_guarded
 from .baseline import run_baseline_mode
 from .gate import run_gate_mode
+from .gate_measured import run_gate_measured_mode
 from .inputs import read_inputs
+from .measure import run_measure_mode
 from .runtime import Runtime, raw_token
 from .workflow import Workflow
 
@@ -48,6 +50,10 @@ def main(
         inputs = read_inputs(env, runtime.cwd)
         if inputs.mode == "baseline":
             return run_baseline_mode(inputs, runtime)
+        if inputs.mode == "measure":
+            return run_measure_mode(inputs, runtime)
+        if inputs.mode == "gate-measured":
+            return run_gate_measured_mode(inputs, runtime)
         return run_gate_mode(inputs, runtime)
 
     return run_guarded(

@@ -499,11 +499,12 @@ def publish_could_not_finish(
     inputs: ActionInputs,
     workflow: Workflow,
     client: GitHubClient,
-    pr: PullRequest,
+    pr: PullRequest | None,
     *,
     check_run_id: int | None,
     comments: Sequence[Mapping[str, Any]] | None,
     leave_comment: bool = False,
+    head_sha: str | None = None,
 ) -> None:
     """passk stopped on an error after the check started: fail the check, say so, never raise.
 
@@ -518,16 +519,17 @@ def publish_could_not_finish(
     """
     reason = workflow.scrub(crash_line(exc))
     marker = step_key(inputs).marker
+    commit = pr.head_sha if pr is not None else head_sha
     try:
         mode = comment_mode(inputs.comment, False, [], inputs.comment_author, marker)
-        if leave_comment:
+        if leave_comment or pr is None:  # no pull request known yet: the check only
             mode = "off"
-        if comments is None and mode != "off":
+        if comments is None and mode != "off" and pr is not None:
             try:
                 comments = client.list_issue_comments(pr.number)
             except GitHubError as error:
                 workflow.warn(f"no comment posted: {error.one_line()}")
-        if comments is not None and mode != "off":
+        if comments is not None and mode != "off" and pr is not None:
             body = render_could_not_finish_comment(
                 reason,
                 marker=marker,
@@ -540,10 +542,12 @@ def publish_could_not_finish(
             )
             if outcome.action == "failed":
                 workflow.warn(f"no comment posted: {outcome.error}")
+        if commit is None:
+            return
         check = publish_check(
             client,
             name=inputs.check_name,
-            head_sha=pr.head_sha,
+            head_sha=commit,
             passed=False,
             title=could_not_finish_title(reason),
             summary=f"### ❌ passk could not finish\n\n{inline(reason, 2000)}\n\n"

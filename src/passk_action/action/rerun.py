@@ -45,8 +45,14 @@ def look_up_record(
     pr: PullRequest,
     trusted: Trusted,
     warn: Callable[[str], None],
+    *,
+    head: str = "HEAD",
 ) -> RecordLookup:
-    """Find passk's record in the pull request's comments and whether it covers this run."""
+    """Find passk's record in the pull request's comments and whether it covers this run.
+
+    ``head`` names the files the candidate's answers are for: the checkout, or the
+    two-job gate's merge tree.
+    """
     comments: list[dict[str, Any]] = []
     if inputs.comment == "off":
         warn(
@@ -72,7 +78,7 @@ def look_up_record(
         warn(message)
     # The files the agent actually runs: the checkout (the merge commit under the
     # default `pull_request` checkout), so a moved base branch is measured anew.
-    head_tree = _tree(repo, "HEAD", warn)
+    head_tree = _tree(repo, head, warn)
     matching = record is not None and record.matches(
         pr.head_sha,
         trusted.dataset.digest,

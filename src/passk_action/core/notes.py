@@ -153,6 +153,19 @@ class RecordedCandidate(Note):
 
 
 @dataclass(frozen=True)
+class MeasuredByPullRequest(Note):
+    """The two-job mode: the candidate's answers come from the pull request's own job.
+
+    The gating job checked that run's rows, inputs, settings and attempt
+    numbers, and judged its decisions by the base commit's labels; it cannot
+    check that the decisions are what the pull request's agent answers.
+    """
+
+    main: int
+    confirm: int
+
+
+@dataclass(frozen=True)
 class VerdictsReused(Note):
     """A re-run replayed the attempts passk recorded for this content.
 

@@ -3,10 +3,10 @@ measured now (k attempts per row, journaled, resumable)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.model import AgentInfo, Phase, Run, Version
-from ..core.notes import Note, RecordedCandidate
+from ..core.notes import MeasuredByPullRequest, Note, RecordedCandidate
 from ..errors import ArtifactError, ConfigError
 from ..report.notes import ids
 from .asking import Asker
@@ -25,6 +25,14 @@ class CandidateSide:
 def candidate_side(inputs: CompareInputs, asker: Asker) -> CandidateSide:
     """The recorded candidate, or the candidate agent measured on every row now."""
     config, dataset, source = inputs.config, inputs.dataset, inputs.candidate
+    if source.recorded is not None and source.measured_by_pull_request:
+        run = measured_main_attempts(source.recorded, inputs)
+        made = len(run.attempts)
+        confirm = len(source.recorded.attempts) - made
+        return CandidateSide(run, made, (MeasuredByPullRequest(made, confirm),))
+    if source.measured_by_pull_request:
+        # Replayed from passk's record of an earlier gate of this content.
+        return CandidateSide(_measured_now(inputs, asker), notes=(MeasuredByPullRequest(0, 0),))
     if source.recorded is not None:
         run = source.recorded
         check_settings(run, config.settings, "--candidate", "candidate run")
@@ -41,6 +49,11 @@ def candidate_side(inputs: CompareInputs, asker: Asker) -> CandidateSide:
             )
         made = sum(1 for a in run.attempts if a.phase is Phase.MAIN)
         return CandidateSide(run, made, (RecordedCandidate(made),))
+    return CandidateSide(_measured_now(inputs, asker))
+
+
+def _measured_now(inputs: CompareInputs, asker: Asker) -> Run:
+    config, dataset, source = inputs.config, inputs.dataset, inputs.candidate
     if not asker.available(Version.CANDIDATE):
         raise ConfigError(
             "no candidate run was given and the config has no `agent:` to record one",
@@ -50,7 +63,79 @@ def candidate_side(inputs: CompareInputs, asker: Asker) -> CandidateSide:
     info = AgentInfo(
         Version.CANDIDATE, asker.describe(Version.CANDIDATE), source.commit, dirty=source.dirty
     )
-    run = measure(
+    return measure(
         dataset, dataset.rows, config.settings, asker, info, source.out, resume=source.resume
     )
-    return CandidateSide(run)
+
+
+MEASURED = "the measured run (input `candidate-run`)"
+REMEASURE = (
+    "re-run the measuring workflow for this commit with the base commit's config and "
+    "dataset; the gating job runs none of the pull request's code"
+)
+
+
+def measured_main_attempts(run: Run, inputs: CompareInputs) -> Run:
+    """The measured run's main attempts, once it is shown to be a run of exactly this dataset.
+
+    The run comes from the job that ran the pull request's code, so each rule
+    below is one a forged or edited file could break: its agent is the
+    candidate of ``commit``; its settings are the base config's; its dataset
+    digest is the gated dataset's (the base commit's labels and marks on the
+    merge's rows) and it has exactly those rows, on the same inputs; every row
+    has main attempts numbered 1..k, no more and no fewer; every other attempt
+    is a confirmation numbered after them.  Its rows' own labels are never
+    read: the gate judges every decision by the gated dataset's labels.
+    """
+    config, dataset, source = inputs.config, inputs.dataset, inputs.candidate
+    if run.agent.version is not Version.CANDIDATE:
+        raise ArtifactError(
+            f"is a run of the {run.agent.version.value}, not of the candidate",
+            where=MEASURED,
+            hint=REMEASURE,
+        )
+    if source.commit is not None and run.agent.commit != source.commit:
+        raise ArtifactError(
+            f"was measured at commit {run.agent.commit or 'unknown'}, not at the pull "
+            f"request's head {source.commit}",
+            where=MEASURED,
+            hint=REMEASURE,
+        )
+    check_settings(run, config.settings, MEASURED, "measured run")
+    recorded = {r.id: r.input_digest for r in run.rows}
+    other = [r.id for r in dataset.rows if recorded.get(r.id) != r.input_digest]
+    extra = sorted(set(recorded) - {r.id for r in dataset.rows})
+    if other or extra or run.dataset_digest != dataset.digest:
+        what = []
+        if other:
+            what.append(f"{len(other)} row(s) missing or on another input ({ids(other, 3)})")
+        if extra:
+            what.append(f"{len(extra)} row(s) the dataset lacks ({ids(extra, 3)})")
+        if not what:
+            what.append("other labels or marks")
+        raise ArtifactError(
+            f"was recorded on another dataset (digest {run.dataset_digest}, the gated dataset "
+            f"is {dataset.digest}): " + "; ".join(what),
+            where=MEASURED,
+            hint=REMEASURE,
+        )
+    k = config.settings.k
+    numbers: dict[str, list[int]] = {}
+    for attempt in run.attempts:
+        if attempt.phase is Phase.MAIN:
+            numbers.setdefault(attempt.row_id, []).append(attempt.number)
+        elif attempt.number <= k:
+            raise ArtifactError(
+                f"row {attempt.row_id!r} has a {attempt.phase.value} attempt numbered "
+                f"{attempt.number}, among the main attempts 1..{k}",
+                where=MEASURED,
+                hint=REMEASURE,
+            )
+    wrong = [r.id for r in dataset.rows if sorted(numbers.get(r.id, ())) != list(range(1, k + 1))]
+    if wrong:
+        raise ArtifactError(
+            f"{len(wrong)} row(s) do not have exactly the main attempts 1..{k} ({ids(wrong, 3)})",
+            where=MEASURED,
+            hint=REMEASURE,
+        )
+    return replace(run, attempts=tuple(a for a in run.attempts if a.phase is Phase.MAIN))

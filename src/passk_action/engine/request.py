@@ -33,6 +33,11 @@ class CandidateSource:
     commit: str | None = None
     dirty: bool = False
     """The candidate runs from a working tree with uncommitted changes (labelled so)."""
+    measured_by_pull_request: bool = False
+    """``recorded`` is the two-job mode's measured run, the pull request's own word: it is
+    held to the dataset exactly (rows, inputs, digest, settings, attempt numbers and
+    ``commit``), and only its main attempts are the candidate's run here (its
+    confirmation attempts answer confirmation, ``agents/recorded.py``)."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ..core.notes import (
     BaselineReused,
     ConfirmationSkipped,
     DroppedRows,
+    MeasuredByPullRequest,
     Note,
     NothingRun,
     RatchetExits,
@@ -118,6 +119,14 @@ def sentence(note: Note) -> str:
         return (
             f"re-measured on request: the label {note.label!r} is on the pull request, so the "
             "agent was asked again instead of replaying the recorded verdicts"
+        )
+    if isinstance(note, MeasuredByPullRequest):
+        counted = f" ({note.main} main, {note.confirm} confirmation attempts)" if note.main else ""
+        return (
+            f"the candidate's answers{counted} were recorded by the pull request's own job, "
+            "without a write token; this job ran none of its code, checked their rows, inputs "
+            "and settings and judged them by the base commit's labels, but cannot check that "
+            "its agent gave them"
         )
     if isinstance(note, RecordedCandidate):
         return f"the candidate's {note.attempts} main attempts were recorded earlier (--candidate)"

@@ -153,13 +153,60 @@ class GitRepo:
         )
         if proc.returncode == 0:
             return proc.stdout
-        if not self.has_commit(sha):
+        if not self.has_commit(sha) and not self._is_tree(sha):
             raise GitError(
                 f"commit {sha[:12]} is not in the checkout",
                 where=str(self.root),
                 hint="check out with `actions/checkout` and `fetch-depth: 0`",
             )
         return None
+
+    def _is_tree(self, oid: str) -> bool:
+        try:
+            self.run(("cat-file", "-e", f"{oid}^{{tree}}"), what="look up a tree")
+        except GitError:
+            return False
+        return True
+
+    def merge_tree(self, base: str, head: str) -> str:
+        """The tree of ``head`` merged into ``base``, as a pull request's merge commit has it.
+
+        Computed here from the two commits' objects (``git merge-tree
+        --write-tree``, git 2.38 or later), so a job that must run none of the
+        pull request's code reads what it would merge as git objects, whatever
+        the checkout holds.  A conflict is an error: there is nothing to gate.
+        """
+        for sha, what in ((base, "base"), (head, "head")):
+            if not self.has_commit(sha):
+                raise GitError(
+                    f"the pull request's {what} commit {sha[:12]} is not in the checkout",
+                    where=str(self.root),
+                    hint="check out the pull request's head commit with `fetch-depth: 0` "
+                    "(`ref: ${{ github.event.workflow_run.head_sha }}` under workflow_run)",
+                )
+        proc = subprocess.run(
+            ["git", "-c", "safe.directory=*", "merge-tree", "--write-tree", "--no-messages",
+             base, head],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )  # fmt: skip
+        first = proc.stdout.decode("utf-8", errors="replace").splitlines()[:1]
+        if proc.returncode == 0 and first and len(first[0]) in (40, 64):
+            return first[0]
+        if proc.returncode == 1:
+            raise GitError(
+                f"the pull request's head {head[:12]} does not merge cleanly into its base "
+                f"{base[:12]}: there is nothing to gate",
+                where=str(self.root),
+                hint="resolve the conflicts in the pull request (merge or rebase its base)",
+            )
+        raise GitError(
+            f"cannot merge {head[:12]} into {base[:12]}: "
+            + _one_line(proc.stderr.decode("utf-8", errors="replace")),
+            where=str(self.root),
+            hint="passk needs git 2.38 or later for `git merge-tree --write-tree`",
+        )
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         proc = subprocess.run(

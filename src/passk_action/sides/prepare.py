@@ -114,8 +114,10 @@ class LazyAgents:
         base_where: str | None = None,
         head_export: HeadExport | None = None,
         warn_token: bool = False,
+        ready: Mapping[Version, Agent] | None = None,
     ) -> None:
         self._specs = dict(specs)
+        self._ready = dict(ready or {})
         self._shell = shell
         self._env = env
         self._token = token
@@ -128,12 +130,16 @@ class LazyAgents:
         self._built: dict[Version, Agent] = {}
 
     def available(self, version: Version) -> bool:
-        return version in self._specs
+        return version in self._specs or version in self._ready
 
     def describe(self, version: Version) -> str:
+        if version in self._ready:
+            return self._ready[version].description
         return self._specs[version].describe()
 
     def get(self, version: Version) -> Agent:
+        if version in self._ready:
+            return self._ready[version]  # runs nothing: no setup, no export
         built = self._built.get(version)
         if built is not None:
             return built
@@ -172,13 +178,19 @@ def prepare(
     isolate: bool = False,
     concurrency: int | None = None,
     rerun: Rerun | None = None,
+    candidate_agent: Agent | None = None,
+    baseline: bool = True,
 ) -> Iterator[Prepared]:
     """Both sides ready for :func:`engine.compare.compare`; undone on the way out.
 
     ``isolate`` (the action, where agents may run as their own user): hide
     persisted credentials from agents and run the candidate from its own export
     of HEAD; without it (the CLI) a token agents could read is only warned
-    about.  ``token`` is taken out of every agent's environment.
+    about.  ``token`` is taken out of every agent's environment.  The two-job
+    mode: ``candidate_agent`` (the gating job) answers for the candidate
+    instead of the head's agent, which is then neither exported nor set up,
+    so none of the pull request's code runs; ``baseline=False`` (the measuring
+    job) prepares no baseline side at all.
     """
     with contextlib.ExitStack() as stack:
         if isinstance(compared, Local):
@@ -197,8 +209,8 @@ def prepare(
             yield Prepared(inputs, agents)
             return
         trusted = compared.trusted
-        head_agent = trusted.config.agent
-        base_agent = baseline_agent_config(trusted.sides.base.config)
+        head_agent = trusted.config.agent if candidate_agent is None else None
+        base_agent = baseline_agent_config(trusted.sides.base.config) if baseline else None
         if isolate and (head_agent is not None or base_agent is not None):
             # Before any agent (setup or attempt) runs, and undone after the last one
             # stops: a token actions/checkout persisted is out of the agents' reach.
@@ -244,6 +256,7 @@ def prepare(
             base_where=PULL_REQUEST_BASE_WHERE if compared.commit.ref is None else REF_WHERE,
             head_export=head_exported,
             warn_token=not isolate,
+            ready={Version.CANDIDATE: candidate_agent} if candidate_agent is not None else None,
         )
         yield Prepared(inputs, agents)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset, Row, Run, dataset_digest
 from ..errors import ArtifactError, ConfigError, DatasetError
-from ..inputs.config import Config, load_config, parse_config_bytes
+from ..inputs.config import Config, LoadedConfig, load_config, parse_config_bytes
 from ..inputs.dataset import format_for, load_dataset, parse_dataset
 from ..store.artifact import run_from_json
 from .gitrepo import NOT_IN_TREE, REGULAR_MODES, GitRepo, short_sha
@@ -87,6 +87,7 @@ def read_both_sides(
     warn: Callable[[str], None],
     *,
     head_tree: HeadTree = checked_out_commit,
+    head_objects: str | None = None,
 ) -> BaseAndHead:
     """Read the head from the checkout and the base from git objects of the base commit.
 
@@ -94,16 +95,25 @@ def read_both_sides(
     checkout's symlinks, and the head's baseline artifact is compared as the
     blob of ``head_tree`` (the head commit in the action, so a ``.gitattributes``
     that rewrites line endings in the checkout is not an edit); a change of a
-    protected file's type or mode is listed.
+    protected file's type or mode is listed.  ``head_objects`` (a tree-ish,
+    the two-job gate's merge) makes the head git objects too: its config and
+    dataset are read from them, nothing from the checkout's files.
     """
-    loaded = load_config(config_path)
+    config_rel = repo.relative(config_path)
+    if head_objects is None:
+        loaded = load_config(config_path)
+    else:
+        loaded = _config_at(repo, head_objects, config_path, config_rel, "the pull request")
     for message in loaded.warnings:
         warn(message)
     head_config = loaded.config
-    head_dataset = load_dataset(head_config.dataset, head_config.must_not_break_tags)
+    head_dataset = (
+        load_dataset(head_config.dataset, head_config.must_not_break_tags)
+        if head_objects is None
+        else _dataset_at(repo, head_objects, head_config, "the pull request's merge")
+    )
 
     at = base.at
-    config_rel = repo.relative(config_path)
     base_bytes = repo.show(base.sha, config_rel)
     if base_bytes is None:
         raise ConfigError(
@@ -146,7 +156,11 @@ def read_both_sides(
         )
     head_artifact_rel = repo.relative(head_config.baseline.artifact)
     protected = (config_rel, dataset_rel, artifact_rel)
-    head = head_tree(repo, tuple(dict.fromkeys((*protected, head_artifact_rel))))
+    head = (
+        head_objects
+        if head_objects is not None
+        else head_tree(repo, tuple(dict.fromkeys((*protected, head_artifact_rel))))
+    )
     head_artifact = repo.entry(head, head_artifact_rel)
     head_baseline = (
         repo.show(head, head_artifact_rel)
@@ -162,12 +176,41 @@ def read_both_sides(
         head_entry = repo.entry(head, rel)
         if head_entry is not None:
             head_files[rel] = head_entry.kind
-        elif os.path.lexists(repo.root / rel):
+        elif head_objects is None and os.path.lexists(repo.root / rel):
             head_files[rel] = NOT_IN_TREE
     return BaseAndHead(
         base=ProtectedInputs(base_config, base_dataset, base_baseline, base_files),
         head=ProtectedInputs(head_config, head_dataset, head_baseline, head_files),
         base_run_where=f"{artifact_rel}{at}",
+    )
+
+
+def _config_at(
+    repo: GitRepo, treeish: str, config_path: Path, config_rel: str, owner: str
+) -> LoadedConfig:
+    """The config as ``treeish`` has it, anchored at the checkout's path."""
+    data = repo.show(treeish, config_rel)
+    if data is None:
+        raise ConfigError(
+            f"{owner} has no {config_rel}",
+            where=f"{config_rel}@{short_sha(treeish)}",
+            hint="the pull request must keep the passk config",
+        )
+    return parse_config_bytes(data, config_path)
+
+
+def _dataset_at(repo: GitRepo, treeish: str, config: Config, owner: str) -> Dataset:
+    """The dataset ``config`` names, as ``treeish`` has it."""
+    rel = repo.relative(config.dataset)
+    data = repo.show(treeish, rel)
+    if data is None:
+        raise DatasetError(
+            f"{owner} has no dataset at the path its config names",
+            where=f"{rel}@{short_sha(treeish)}",
+            hint="commit the dataset with the config",
+        )
+    return parse_dataset(
+        data, f"{rel}@{short_sha(treeish)}", format_for(config.dataset), config.must_not_break_tags
     )
 
 
@@ -255,6 +298,7 @@ def trust_base(
     warn: Callable[[str], None],
     *,
     head_tree: HeadTree = checked_out_commit,
+    head_objects: str | None = None,
 ) -> Trusted:
     """Read both sides, list the protected changes, and build what the gate runs on.
 
@@ -262,7 +306,9 @@ def trust_base(
     among them allows the protected changes.  Shared by the action and
     ``passk compare --base``, so both gate the same rows by the same rules.
     """
-    sides = read_both_sides(repo, config_path, base, warn, head_tree=head_tree)
+    sides = read_both_sides(
+        repo, config_path, base, warn, head_tree=head_tree, head_objects=head_objects
+    )
     base_side, head_side = sides.base, sides.head
     try:
         baseline_run = run_from_json(json.loads(base_side.baseline or b""), sides.base_run_where)

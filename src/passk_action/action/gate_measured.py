@@ -1,0 +1,170 @@
+"""``mode: gate-measured``: the two-job mode's gating job, which runs none of the PR's code.
+
+It holds the write token, so nothing of the pull request may run in it: the
+candidate's answers come from the measured file the measuring job uploaded
+(``mode: measure``), handed over as a file (``candidate-run``), and only the
+base commit's agent runs (top-up, confirmation, re-measurement), from its
+export of the base commit.  The pull request's files are read as git objects
+of the merge this job computes itself (``GitRepo.merge_tree``): nothing in the
+checkout's working tree is read or run.
+
+Whom to trust for what:
+
+- the pull request (number, base, head, labels, fork): the ``pull_request``
+  event of this job, or, under ``workflow_run`` (pull requests from forks),
+  GitHub's account of the measuring run (its head commit, its head
+  repository, the pull requests it lists) and the pull request as the API
+  returns it.  The measured file's claim of a pull request number is only
+  used to ask the API, and the answer must have the measuring run's head
+  commit and repository;
+- the measured run: the pull request's word.  It must be a run of exactly
+  the gated dataset at this head commit with the base's settings
+  (``engine/candidate.measured_main_attempts``); its decisions are judged by
+  the base commit's labels; the comment says who recorded them.  Whether
+  the agent really gave those answers cannot be checked here.
+"""
+
+from __future__ import annotations
+
+from ..errors import ArtifactError, GitHubError, UsageError
+from ..github.client import GitHubClient
+from ..sides.gitrepo import GitRepo, short_sha
+from ..store.measured import MeasuredRun, read_measured
+from .event import PullRequest, WorkflowRun, pull_request_from, read_payload, workflow_run_from
+from .gate import PWN_REQUEST, gate_and_publish, github_client, start_check_run
+from .inputs import ActionInputs
+from .publish import publish_could_not_finish
+from .runtime import Runtime
+
+REMEASURE = "re-run the measuring workflow for the pull request's current head"
+
+
+def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
+    """Gate the measured run of the pull request; 0 passed, 1 failed."""
+    workflow = runtime.workflow
+    if inputs.event_name == "pull_request_target":
+        raise UsageError(
+            PWN_REQUEST,
+            where="GITHUB_EVENT_NAME=pull_request_target",
+            hint="gate pull requests from forks with `on: workflow_run` (docs/workflows.md)",
+        )
+    if inputs.event_name not in ("pull_request", "workflow_run"):
+        raise UsageError(
+            f"nothing to gate on a {inputs.event_name or 'unknown'!r} event",
+            where="input `mode`",
+            hint="use `mode: gate-measured` in a job after the measuring job (`on: "
+            "pull_request`), or in a workflow `on: workflow_run` of the measuring workflow",
+        )
+    if inputs.candidate_run is None:
+        raise UsageError(
+            "mode gate-measured gates the measuring job's run, and none was given",
+            where="input `candidate-run`",
+            hint="download the measuring job's artifact and name its file, e.g. "
+            "`candidate-run: passk-measured/measured.json`",
+        )
+    where = inputs.event_path or "GITHUB_EVENT_PATH"
+    payload = read_payload(inputs.event_path)
+    pr: PullRequest | None = None
+    triggered: WorkflowRun | None = None
+    if inputs.event_name == "pull_request":
+        pr = pull_request_from(payload, where)
+        head_sha = pr.head_sha
+    else:
+        triggered = workflow_run_from(payload, where)
+        if triggered.event != "pull_request":
+            raise UsageError(
+                f"the measuring run ran on {triggered.event or 'an unknown event'!r}, "
+                "not on a pull request: nothing to gate",
+                where=where,
+                hint="add `if: github.event.workflow_run.event == 'pull_request'` to the job",
+            )
+        head_sha = triggered.head_sha
+    repo = GitRepo.discover(inputs.working_directory)
+    client = github_client(inputs, runtime)
+    check = start_check_run(client, inputs, head_sha, workflow)
+    try:
+        measured = read_measured(inputs.candidate_run)
+        if pr is None:
+            assert triggered is not None
+            pr = pull_request_of_run(client, triggered, measured.pull_request)
+        check_claims(measured, pr)
+        head = repo.merge_tree(pr.base_sha, pr.head_sha)
+        workflow.line(
+            f"passk: gating PR #{pr.number} on the run its own job measured; the pull "
+            f"request's files are read as git objects of its merge into "
+            f"{short_sha(pr.base_sha)}, and none of its code runs here"
+        )
+    except (Exception, KeyboardInterrupt) as exc:
+        if client is not None:
+            publish_could_not_finish(
+                exc,
+                inputs,
+                workflow,
+                client,
+                pr,
+                head_sha=head_sha,
+                check_run_id=check,
+                comments=None,
+            )
+        raise
+    return gate_and_publish(inputs, runtime, repo, pr, client, check, measured=measured, head=head)
+
+
+def pull_request_of_run(client: GitHubClient | None, run: WorkflowRun, claimed: int) -> PullRequest:
+    """The pull request the measuring ``run`` measured, from GitHub, never from its file.
+
+    The file names a number; GitHub's answer for that number must have the
+    run's head commit (and head repository), and the number must be one of
+    the run's own pull requests when GitHub lists them (it does not for forks).
+    """
+    if client is None:
+        raise UsageError(
+            "under workflow_run the pull request is looked up on GitHub, and there is no token",
+            where="input `github-token`",
+            hint="give the gating job `pull-requests: write` and the default token",
+        )
+    if run.pull_requests and claimed not in run.pull_requests:
+        raise ArtifactError(
+            f"names pull request #{claimed}, but the measuring run was for "
+            + ", ".join(f"#{n}" for n in run.pull_requests),
+            where="the measured run (input `candidate-run`)",
+            hint=REMEASURE,
+        )
+    try:
+        api = client.get_pull(claimed)
+    except GitHubError as exc:
+        raise GitHubError(
+            f"cannot read pull request #{claimed}, which the measured run names ({exc.message})",
+            where=exc.where,
+            status=exc.status,
+            hint=REMEASURE,
+        ) from exc
+    pr = pull_request_from({"pull_request": api}, f"GET pulls/{claimed}")
+    if pr.head_sha != run.head_sha:
+        raise ArtifactError(
+            f"names pull request #{claimed}, whose head is {short_sha(pr.head_sha)}, not the "
+            f"commit the measuring run measured ({short_sha(run.head_sha)}): the pull request "
+            "moved on, or the file names another one",
+            where="the measured run (input `candidate-run`)",
+            hint="the run for the new head gates it; " + REMEASURE,
+        )
+    head_repo = api.get("head", {}).get("repo") or {}
+    if run.head_repository is not None and head_repo.get("full_name") != run.head_repository:
+        raise ArtifactError(
+            f"names pull request #{claimed}, from {head_repo.get('full_name')!r}, but the "
+            f"measuring run measured {run.head_repository!r}",
+            where="the measured run (input `candidate-run`)",
+            hint=REMEASURE,
+        )
+    return pr
+
+
+def check_claims(measured: MeasuredRun, pr: PullRequest) -> None:
+    """The measured file was made for this pull request's head, or it is refused."""
+    if measured.pull_request != pr.number or measured.head_sha != pr.head_sha:
+        raise ArtifactError(
+            f"was measured for pull request #{measured.pull_request} at "
+            f"{short_sha(measured.head_sha)}, not for #{pr.number} at {short_sha(pr.head_sha)}",
+            where="the measured run (input `candidate-run`)",
+            hint=REMEASURE,
+        )

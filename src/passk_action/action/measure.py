@@ -1,0 +1,105 @@
+"""``mode: measure``: the two-job mode's first job, the only one that runs the PR's code.
+
+It runs in a job that holds no write token (``permissions: {}`` or
+``contents: read``): the candidate agent k times per row, then the
+confirmation attempts of every row the gating job may find lost against
+the base commit's committed baseline (``engine/measuring_job.py``).  No
+baseline agent runs and nothing is posted: it writes the measured file
+(``store/measured.py``) for the workflow to upload, and the job summary.
+The gating job (``mode: gate-measured``) decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..core.model import Version
+from ..engine.measuring_job import measure_candidate
+from ..engine.request import CandidateSource
+from ..engine.session import stop_on_signals
+from ..errors import EXIT_OK, AgentCouldNotRun, UsageError
+from ..inputs.config import AgentConfig
+from ..report.could_not_run import render_could_not_run
+from ..report.run_report import render_run_report
+from ..sides.gitrepo import GitRepo
+from ..sides.prepare import Base, Shell, prepare
+from ..sides.trusted import BaseCommit
+from ..store.measured import MeasuredRun, write_measured
+from .comparison import CANDIDATE_PATH
+from .event import pull_request_from, read_payload
+from .gate import PWN_REQUEST, trusted_inputs
+from .inputs import ActionInputs
+from .runtime import Runtime, setup_agent
+
+MEASURED_PATH = ".passk/measured.json"
+SAYS = (
+    "passk: mode measure runs the pull request's agent and records its answers for the gating "
+    "job (mode gate-measured); it runs no baseline agent, posts nothing and uses no token"
+)
+
+
+def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
+    """Measure the pull request's candidate and write the measured file; 0 when written."""
+    workflow = runtime.workflow
+    if inputs.event_name == "pull_request_target":
+        raise UsageError(
+            PWN_REQUEST,
+            where="GITHUB_EVENT_NAME=pull_request_target",
+            hint="trigger the measuring workflow with `on: pull_request`",
+        )
+    if inputs.event_name != "pull_request":
+        raise UsageError(
+            f"nothing to measure on a {inputs.event_name or 'unknown'!r} event",
+            where="input `mode`",
+            hint="use `mode: measure` in a workflow that runs `on: pull_request`",
+        )
+    payload = read_payload(inputs.event_path)
+    pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
+    repo = GitRepo.discover(inputs.working_directory)
+    workflow.line(SAYS)
+    with workflow.group("passk: trusted inputs from the base commit"):
+        trusted = trusted_inputs(repo, inputs, pr, workflow)
+
+    def setup(
+        spec: AgentConfig, env: Mapping[str, str], version: Version, where: str | None
+    ) -> None:
+        setup_agent(workflow, spec, env, version, where=where)
+
+    shell = Shell(warn=workflow.warn, note=workflow.note, line=workflow.line, setup=setup)
+    candidate = CandidateSource(out=inputs.workspace / CANDIDATE_PATH, commit=pr.head_sha)
+    try:
+        with (
+            stop_on_signals() as stop,
+            prepare(
+                shell,
+                Base(repo, BaseCommit(pr.base_sha), trusted),
+                candidate,
+                env=runtime.env,
+                token=inputs.token,
+                isolate=True,
+                concurrency=trusted.config.concurrency,
+                baseline=False,
+            ) as prepared,
+        ):
+            measured = measure_candidate(
+                prepared.inputs, prepared.agents, runtime.session(trusted.config, stop)
+            )
+    except AgentCouldNotRun as exc:
+        workflow.write_summary(render_could_not_run(exc))
+        raise
+    write_measured(
+        MeasuredRun(pr.number, pr.head_sha, pr.base_sha, measured.run),
+        inputs.workspace / MEASURED_PATH,
+    )
+    made = len(measured.run.attempts)
+    workflow.line(
+        f"passk: measured {made} attempt(s) of the candidate ({measured.confirmed_rows} row(s) "
+        f"confirmed); upload {MEASURED_PATH} for the gating job"
+    )
+    workflow.write_summary(
+        "> passk measured the candidate here; the gate is decided by the gating job "
+        "(`mode: gate-measured`), which runs none of the pull request's code.\n\n"
+        + render_run_report(measured.run)
+    )
+    workflow.set_outputs({"measured-run": MEASURED_PATH})
+    return EXIT_OK

@@ -1,0 +1,44 @@
+"""An agent that only answers from attempts recorded elsewhere: it runs nothing.
+
+The two-job mode's gating job must run none of the pull request's code, yet
+confirmation asks the candidate for attempts on the rows it lost.  Those
+attempts were made by the pull request's own job (``mode: measure``) and come
+in its file; this agent hands each request the recorded attempt with the same
+row, number and phase.  A request the file does not answer stops the
+candidate (:class:`AgentCouldNotRun`): asking the pull request's agent here is
+exactly what the mode forbids, and an error attempt in its place would look
+like a measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..core.model import Attempt, Phase
+from ..errors import AgentCouldNotRun
+from .protocol import AgentBase, AttemptRequest
+
+NOT_MEASURED_HINT = (
+    "the gating job runs none of the pull request's code: re-run the measuring workflow "
+    "for this commit (it measures the rows the base commit's baseline may lose)"
+)
+
+
+class RecordedAnswers(AgentBase):
+    """Answers each request with the recorded attempt of the same row, number and phase."""
+
+    def __init__(self, attempts: Iterable[Attempt], description: str) -> None:
+        self._recorded = {(a.row_id, a.number, a.phase): a for a in attempts}
+        self.description = description
+
+    def run(self, request: AttemptRequest) -> Attempt:
+        found = self._recorded.get((request.row.id, request.number, request.phase))
+        if found is not None:
+            return found
+        phase = "confirmation" if request.phase is Phase.CONFIRM else request.phase.value
+        raise AgentCouldNotRun(
+            version=request.version.value,
+            reason=f"the pull request's job recorded no {phase} attempt {request.number} of "
+            f"row {request.row.id!r}",
+            hint=NOT_MEASURED_HINT,
+        )

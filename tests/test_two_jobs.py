@@ -1,0 +1,493 @@
+"""The two-job mode end to end: the pull request's code runs only where no write token is.
+
+Job 1 (``mode: measure``) runs with no token at all: the pull request's agent k
+times per row and its confirmation attempts; it posts nothing and writes the
+measured file.  The file is handed over as a file (the workflow's artifact).
+Job 2 (``mode: gate-measured``) holds the token and runs none of the pull
+request's code: the base commit's agent only, the pull request's files read as
+git objects.  Under ``workflow_run`` (pull requests from forks) it learns the
+pull request from GitHub, never from the file.  GitHub is the local fake.
+
+The pull request's agent leaves a mark whenever its setup runs, so "none of its
+code ran" is observed, not assumed; each forged or edited measured file is an
+attack beside the untouched file (the control).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fakegithub import SPECS_DIR, FakeGitHub
+from fakegithub.server import FakePull
+from passk_action.action import main as action_main
+from passk_action.action.comment_record import decode_record
+from test_action_gate import (
+    CONFIG,
+    REPO,
+    RIGHT,
+    TOKEN,
+    commit,
+    flip_r1,
+    git,
+    make_template,
+    parse_outputs,
+    write_script,
+)
+
+PR = 7
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_template(tmp_path_factory.mktemp("template") / "repo")
+
+
+@dataclass
+class Job:
+    code: int
+    log: str
+    outputs: dict[str, str]
+    summary: str
+    asked: list[tuple[str, int, str]]
+
+
+@dataclass
+class PullRequest:
+    """One test's repository: main with passk, and a pull request's head commit."""
+
+    repo: Path
+    tmp: Path
+    base: str
+    head: str = ""
+    jobs: int = 0
+
+    @property
+    def marker(self) -> Path:
+        """Written by the pull request's agent.setup: its code ran."""
+        return self.tmp / "pull-request-code-ran"
+
+    def push(self, script: dict[str, Any]) -> str:
+        """The pull request's head: ``script`` as its agent, with a setup that leaves a mark."""
+        write_script(self.repo, script)
+        config = yaml.safe_load((self.repo / "passk.yml").read_text(encoding="utf-8"))
+        config["agent"] = {**CONFIG["agent"], "setup": [f"echo ran >> {self.marker}"]}
+        (self.repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
+        self.head = commit(self.repo, "the candidate")
+        return self.head
+
+    def run(self, env: dict[str, str], fake: FakeGitHub | None = None) -> Job:
+        self.jobs += 1
+        n = self.jobs
+        log, output, summary = (self.tmp / f"{name}-{n}" for name in ("asked", "out", "sum"))
+        base_env = {
+            "PATH": "/usr/bin:/bin:/usr/local/bin",
+            "HOME": str(self.tmp),
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_API_URL": fake.url if fake is not None else "http://127.0.0.1:9",
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_RUN_ID": str(4000 + n),
+            "GITHUB_WORKSPACE": str(self.repo),
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "INPUT_CONFIG": "passk.yml",
+            "PASSK_SCRIPTED_LOG": str(log),
+        }
+        out, err = io.StringIO(), io.StringIO()
+        code = action_main({**base_env, **env}, stdout=out, stderr=err, cwd=self.repo)
+        asked = []
+        if log.exists():
+            for line in log.read_text(encoding="utf-8").splitlines():
+                request = json.loads(line)
+                asked.append((request["id"], request["attempt"], request["version"]))
+        return Job(
+            code,
+            out.getvalue() + err.getvalue(),
+            parse_outputs(output),
+            summary.read_text(encoding="utf-8") if summary.exists() else "",
+            sorted(asked),
+        )
+
+    def pull_request_event(self, name: str = "event-pr.json") -> Path:
+        payload = json.loads((SPECS_DIR / "events" / "pull_request.opened.json").read_text("utf-8"))
+        pr = payload["pull_request"]
+        payload["number"] = pr["number"] = PR
+        pr["head"]["sha"], pr["base"]["sha"] = self.head, self.base
+        pr["labels"] = []
+        path = self.tmp / name
+        path.write_text(json.dumps(payload), encoding="utf-8")
+        return path
+
+    def measure(self) -> tuple[Job, Path]:
+        """Job 1, as the workflow runs it: no token anywhere in its environment."""
+        job = self.run(
+            {
+                "GITHUB_EVENT_NAME": "pull_request",
+                "GITHUB_EVENT_PATH": str(self.pull_request_event()),
+                "INPUT_MODE": "measure",
+            }
+        )
+        assert job.code == 0, job.log
+        # The artifact: the file, handed over as a file, out of the checkout.
+        artifact = self.tmp / f"artifact-{self.jobs}" / "measured.json"
+        artifact.parent.mkdir()
+        shutil.copy(self.repo / job.outputs["measured-run"], artifact)
+        return job, artifact
+
+    def workflow_run_event(self, *, pull_requests: tuple[int, ...] = (), head: str = "") -> Path:
+        """GitHub's ``workflow_run`` payload for the measuring run (the fields passk reads)."""
+        payload = {
+            "action": "completed",
+            "workflow_run": {
+                "id": 31337,
+                "name": "passk measure",
+                "event": "pull_request",
+                "status": "completed",
+                "conclusion": "success",
+                "head_sha": head or self.head,
+                "head_branch": "feature",
+                "head_repository": {"full_name": REPO},
+                "pull_requests": [{"number": n} for n in pull_requests],
+            },
+        }
+        path = self.tmp / "event-workflow-run.json"
+        path.write_text(json.dumps(payload), encoding="utf-8")
+        return path
+
+    def gate(
+        self, fake: FakeGitHub, artifact: Path, *, event: str = "workflow_run", **kw: Any
+    ) -> Job:
+        """Job 2: the token, the artifact, and none of the pull request's code."""
+        path = (
+            self.workflow_run_event(**kw) if event == "workflow_run" else self.pull_request_event()
+        )
+        return self.run(
+            {
+                "GITHUB_EVENT_NAME": event,
+                "GITHUB_EVENT_PATH": str(path),
+                "INPUT_MODE": "gate-measured",
+                "INPUT_CANDIDATE-RUN": str(artifact),
+                "INPUT_GITHUB-TOKEN": TOKEN,
+                "INPUT_COMMENT": "update",
+            },
+            fake,
+        )
+
+
+@pytest.fixture
+def pull(template: Path, tmp_path: Path) -> PullRequest:
+    repo = tmp_path / "repo"
+    shutil.copytree(template, repo, symlinks=True)
+    git(repo, "checkout", "-q", "-b", "feature")
+    return PullRequest(repo=repo, tmp=tmp_path, base=git(repo, "rev-parse", "main"))
+
+
+def fake_for(pull: PullRequest, **changes: Any) -> FakeGitHub:
+    return FakeGitHub(
+        token=TOKEN,
+        repository=REPO,
+        pull=FakePull(
+            number=PR,
+            head_sha=changes.get("head_sha", pull.head),
+            base_sha=pull.base,
+            base_ref="main",
+            head_ref="feature",
+            head_repo_full_name=changes.get("head_repo"),
+        ),
+    )
+
+
+@pytest.fixture
+def fake(pull: PullRequest) -> Iterator[Callable[..., FakeGitHub]]:
+    started: list[FakeGitHub] = []
+
+    def start(**changes: Any) -> FakeGitHub:
+        server = fake_for(pull, **changes).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def candidate_asked(job: Job) -> list[tuple[str, int, str]]:
+    return [a for a in job.asked if a[2] == "candidate"]
+
+
+# --- both jobs, end to end ---------------------------------------------------------------
+
+
+def test_both_jobs_gate_a_broken_row_and_the_gating_job_runs_none_of_the_prs_code(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push(flip_r1())
+    measuring, artifact = pull.measure()
+    # Job 1: the pull request's agent ran (its setup left the mark), k = 2 per row, and
+    # the lost must-not-break row r1 was confirmed twice more; no baseline agent ran.
+    assert pull.marker.exists()
+    assert {v for _, _, v in measuring.asked} == {"candidate"}
+    assert ("r1", 3, "candidate") in measuring.asked and ("r1", 4, "candidate") in measuring.asked
+    assert len(measuring.asked) == 4 * 2 + 2
+    assert "posts nothing and uses no token" in measuring.log
+    assert "passk measured the candidate here" in measuring.summary
+    pull.marker.unlink()
+
+    github = fake()
+    gating = pull.gate(github, artifact)
+    assert gating.code == 1, gating.log
+    # Job 2: none of the pull request's code ran; the base's agent confirmed r1.
+    assert not pull.marker.exists()
+    assert candidate_asked(gating) == []
+    assert gating.asked == [("r1", 3, "baseline"), ("r1", 4, "baseline")]
+    [check] = github.check_runs
+    assert (check["head_sha"], check["status"], check["conclusion"]) == (
+        pull.head,
+        "completed",
+        "failure",
+    )
+    [body] = github.comment_bodies(PR)
+    assert "recorded by the pull request's own job" in body
+    assert "`r1`" in body
+    record = decode_record(body)
+    assert (record.head_sha, record.base_sha, record.passed) == (pull.head, pull.base, False)
+    assert gating.outputs["passed"] == "false"
+    result = json.loads((pull.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r1", "must-not-break")]
+    assert github.violations == []
+
+
+def test_control_a_good_pull_request_passes_through_both_jobs(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push(RIGHT)
+    measuring, artifact = pull.measure()
+    assert len(measuring.asked) == 8  # nothing lost: no confirmation
+    github = fake()
+    gating = pull.gate(github, artifact)
+    assert gating.code == 0, gating.log
+    assert gating.asked == []  # the committed baseline holds: nothing runs at all
+    assert github.check_runs[0]["conclusion"] == "success"
+    assert github.violations == []
+
+
+def test_the_same_workflow_on_pull_request_gates_the_same_way(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push(flip_r1())
+    _, artifact = pull.measure()
+    pull.marker.unlink()
+    github = fake()
+    gating = pull.gate(github, artifact, event="pull_request")
+    assert gating.code == 1, gating.log
+    assert not pull.marker.exists() and candidate_asked(gating) == []
+    assert github.check_runs[0]["conclusion"] == "failure"
+    assert github.violations == []
+
+
+def test_rerunning_the_measuring_job_cannot_shop_for_a_pass(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push(flip_r1())
+    _, artifact = pull.measure()
+    github = fake()
+    assert pull.gate(github, artifact).code == 1
+    # A second measuring run of the same commit whose answers came out right (forged
+    # here): the gating job replays the verdicts it recorded for this content.
+    forged = edit(artifact, lambda doc: set_decisions(doc, "r1", "approve"))
+    again = pull.gate(github, forged)
+    assert again.code == 1, again.log
+    assert again.outputs["reused"] == "true"
+    assert "input `candidate-run` is ignored" in again.log
+    assert github.violations == []
+
+
+# --- a forged or edited measured file ------------------------------------------------------
+
+
+def edit(artifact: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    doc = json.loads(artifact.read_text(encoding="utf-8"))
+    change(doc)
+    forged = artifact.parent / "forged.json"
+    forged.write_text(json.dumps(doc), encoding="utf-8")
+    return forged
+
+
+def set_decisions(doc: dict[str, Any], row: str, decision: str) -> None:
+    for attempt in doc["run"]["attempts"]:
+        if attempt["row"] == row and "decision" in attempt:
+            attempt["decision"] = decision
+
+
+def relabel_rows(doc: dict[str, Any]) -> None:
+    """Claims the candidate answered right: its rows' labels say 'deny' for r1."""
+    for row in doc["run"]["rows"]:
+        if row["id"] == "r1":
+            row["expected"] = "deny"
+    for attempt in doc["run"]["attempts"]:
+        if attempt["row"] == "r1":
+            attempt["decision"] = "deny"
+
+
+def drop_row(doc: dict[str, Any]) -> None:
+    doc["run"]["rows"] = [r for r in doc["run"]["rows"] if r["id"] != "r2"]
+    doc["run"]["attempts"] = [a for a in doc["run"]["attempts"] if a["row"] != "r2"]
+
+
+def drop_attempt(doc: dict[str, Any]) -> None:
+    doc["run"]["attempts"] = [a for a in doc["run"]["attempts"] if (a["row"], a["n"]) != ("r3", 2)]
+
+
+def more_k(doc: dict[str, Any]) -> None:
+    """k = 3 (the base says 2), every row with a third main attempt to match."""
+    doc["run"]["settings"]["k"] = 3
+    extra = [dict(a, n=3) for a in doc["run"]["attempts"] if a["n"] == 2]
+    doc["run"]["attempts"] += extra
+
+
+def other_digest(doc: dict[str, Any]) -> None:
+    doc["run"]["dataset_digest"] = "sha256:" + "1" * 64
+
+
+def other_commit(doc: dict[str, Any]) -> None:
+    doc["run"]["agent"]["commit"] = "0" * 40
+
+
+def other_head(doc: dict[str, Any]) -> None:
+    doc["pull_request"]["head_sha"] = "0" * 40
+
+
+def other_pull_request(doc: dict[str, Any]) -> None:
+    doc["pull_request"]["number"] = 8
+
+
+FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "a row missing": (drop_row, "was recorded on another dataset"),
+    "an attempt missing": (drop_attempt, "do not have exactly the main attempts 1..2"),
+    "another k": (more_k, "recorded with k=3"),
+    "another dataset digest": (other_digest, "was recorded on another dataset (digest sha256:111"),
+    "another commit in the run": (other_commit, "was measured at commit 000000000000"),
+    "another head in the file": (other_head, "was measured for pull request #7 at 0000000,"),
+    "another pull request": (other_pull_request, "cannot read pull request #8"),
+    "not JSON": (lambda doc: doc.clear(), "not a measured run"),
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_a_forged_measured_file_is_refused_and_the_check_fails_closed(
+    pull: PullRequest, fake: Callable[..., FakeGitHub], forgery: str
+) -> None:
+    pull.push(RIGHT)
+    _, artifact = pull.measure()
+    change, said = FORGERIES[forgery]
+    github = fake()
+    refused = pull.gate(github, edit(artifact, change))
+    assert refused.code == 2, refused.log
+    [error] = [line for line in refused.log.splitlines() if line.startswith("::error")]
+    assert said in error, error
+    [check] = github.check_runs
+    assert (check["status"], check["conclusion"]) == ("completed", "failure")
+    assert check["output"]["title"].startswith("passk could not finish: ")
+    assert refused.asked == []
+    # Control: the untouched file passes.
+    assert pull.gate(github, artifact).code == 0
+    assert github.violations == []
+
+
+def test_a_file_claiming_right_answers_by_its_own_labels_is_judged_by_the_bases(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push({**RIGHT, "r1": ["deny"]})  # breaks must-not-break r1 (expected approve)
+    _, artifact = pull.measure()
+    github = fake()
+    # The file relabels r1 to what the candidate answered: the labels in the file are
+    # never read, the base commit's are.
+    gating = pull.gate(github, edit(artifact, relabel_rows))
+    assert gating.code == 1, gating.log
+    result = json.loads((pull.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    assert ("r1", "must-not-break") in {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    assert github.violations == []
+
+
+def test_forged_decisions_cannot_be_told_apart_so_the_comment_says_who_recorded_them(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    """What the gating job cannot verify: that the agent gave the recorded answers.
+
+    A measuring job that writes right answers its agent would not give passes
+    (the pull request's code ran there, and on a hosted runner it can become
+    root, FACTS.md H1).  The comment says whose word the answers are.
+    """
+    pull.push({**RIGHT, "r1": ["deny"]})
+    _, artifact = pull.measure()
+    github = fake()
+    gating = pull.gate(github, edit(artifact, lambda doc: set_decisions(doc, "r1", "approve")))
+    assert gating.code == 0, gating.log
+    assert "recorded by the pull request's own job" in github.comment_bodies(PR)[0]
+    assert "cannot check that its agent gave them" in gating.summary
+
+
+def test_under_workflow_run_the_pull_request_comes_from_github_not_the_file(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push(RIGHT)
+    _, artifact = pull.measure()
+    # The measuring run measured another commit than the pull request's head (it moved
+    # on, or the file names a pull request it was not made for): refused.
+    github = fake(head_sha="f" * 40)
+    moved = pull.gate(github, artifact)
+    assert moved.code == 2
+    assert "whose head is fffffff, not the commit the measuring run measured" in moved.log
+    assert github.check_runs[0]["conclusion"] == "failure"
+    # GitHub lists the run's pull requests (same-repository pull requests): the file's
+    # number must be one of them.
+    github = fake()
+    listed = pull.gate(github, artifact, pull_requests=(9,))
+    assert listed.code == 2 and "but the measuring run was for #9" in listed.log
+    # A fork's head repository must be the run's.
+    github = fake(head_repo="mallory/refund-agent")
+    fork = pull.gate(github, artifact)
+    assert fork.code == 2 and "from 'mallory/refund-agent'" in fork.log
+    # Control: GitHub agrees with the run.
+    github = fake()
+    assert pull.gate(github, artifact, pull_requests=(PR,)).code == 0
+    assert github.violations == []
+
+
+def test_a_missing_measured_file_fails_the_check_saying_why(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push(RIGHT)
+    github = fake()
+    gone = pull.gate(github, pull.tmp / "no-artifact" / "measured.json")
+    assert gone.code == 2
+    [check] = github.check_runs
+    assert check["conclusion"] == "failure" and "measured.json" in check["output"]["title"]
+
+
+def test_the_measuring_job_posts_nothing_even_when_given_a_token(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push(flip_r1())
+    github = fake()
+    job = pull.run(
+        {
+            "GITHUB_EVENT_NAME": "pull_request",
+            "GITHUB_EVENT_PATH": str(pull.pull_request_event()),
+            "GITHUB_API_URL": github.url,
+            "INPUT_MODE": "measure",
+            "INPUT_GITHUB-TOKEN": TOKEN,
+        }
+    )
+    assert job.code == 0, job.log
+    assert github.requests == []
+    assert TOKEN not in job.log.replace(f"::add-mask::{TOKEN}", "")
