@@ -491,3 +491,34 @@ def test_the_measuring_job_posts_nothing_even_when_given_a_token(
     assert job.code == 0, job.log
     assert github.requests == []
     assert TOKEN not in job.log.replace(f"::add-mask::{TOKEN}", "")
+
+
+def test_a_base_that_moved_on_is_gated_on_the_merge_both_jobs_see(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    """The measuring job runs the merge commit GitHub checks out; the gating job
+    computes the same merge from the base and head commits' git objects."""
+    head = pull.push(RIGHT)
+    # main moves on after the pull request branched: a new row, recorded in its baseline.
+    git(pull.repo, "checkout", "-q", "main")
+    rows = (pull.repo / "data.jsonl").read_text(encoding="utf-8")
+    new_row = {"id": "r5", "input": {"amount": 60}, "expected": "approve"}
+    (pull.repo / "data.jsonl").write_text(rows + json.dumps(new_row) + "\n", encoding="utf-8")
+    write_script(pull.repo, {**RIGHT, "r5": ["approve"]})
+    pull.base = commit(pull.repo, "main: a new row")
+    # The checkout the measuring job gets: the pull request merged into the new base.
+    git(pull.repo, "checkout", "-q", "-b", "merge", "main")
+    git(pull.repo, "merge", "-q", "--no-ff", "-X", "theirs", "-m", "merge", head)
+    measuring, artifact = pull.measure()
+    assert ("r5", 1, "candidate") in measuring.asked  # the merge's rows, r5 among them
+    git(pull.repo, "checkout", "-q", head)  # the gating job has the head checked out
+    github = fake()
+    gating = pull.gate(github, artifact)
+    # r5 is new to the committed baseline: the base's agent tops it up here.
+    assert gating.code == 0, gating.log
+    assert [a for a in gating.asked if a[0] == "r5"] == [
+        ("r5", 1, "baseline"),
+        ("r5", 2, "baseline"),
+    ]
+    assert candidate_asked(gating) == []
+    assert github.violations == []
