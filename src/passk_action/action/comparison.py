@@ -33,6 +33,7 @@ from .event import PullRequest
 from .inputs import ActionInputs
 from .rerun import RecordLookup, rerun_of
 from .runtime import Runtime, setup_agent
+from .workflow import Workflow
 
 CANDIDATE_PATH = ".passk/candidate.json"
 
@@ -81,12 +82,7 @@ def run_comparison(
         else:
             recorded_candidate = read_run(inputs.candidate_run)
 
-    def setup(
-        spec: AgentConfig, env: Mapping[str, str], version: Version, where: str | None
-    ) -> None:
-        setup_agent(workflow, spec, env, version, where=where)
-
-    shell = Shell(warn=workflow.warn, note=workflow.note, line=workflow.line, setup=setup)
+    shell = action_shell(workflow)
     candidate = CandidateSource(
         out=inputs.workspace / CANDIDATE_PATH,
         recorded=recorded_candidate,
@@ -118,3 +114,14 @@ def run_comparison(
         + ("; verdicts reused from the record of this commit" if result.reused else "")
     )
     return result
+
+
+def action_shell(workflow: Workflow) -> Shell:
+    """How the action shows a preparation: warnings and lines in the log, setup in a group."""
+
+    def setup(
+        spec: AgentConfig, env: Mapping[str, str], version: Version, where: str | None
+    ) -> None:
+        setup_agent(workflow, spec, env, version, where=where)
+
+    return Shell(warn=workflow.warn, note=workflow.note, line=workflow.line, setup=setup)

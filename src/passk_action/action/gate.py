@@ -59,22 +59,31 @@ def github_client(inputs: ActionInputs, runtime: Runtime) -> GitHubClient | None
         return None
 
 
-def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
-    """Gate the pull request in the event payload; 0 passed, 1 failed."""
-    workflow = runtime.workflow
+def require_event(inputs: ActionInputs, allowed: tuple[str, ...], what: str, hint: str) -> None:
+    """Refuse ``pull_request_target`` (a pwn request), and any event but ``allowed``."""
     if inputs.event_name == "pull_request_target":
         raise UsageError(
             PWN_REQUEST,
             where="GITHUB_EVENT_NAME=pull_request_target",
             hint="trigger the workflow with `on: pull_request` instead",
         )
-    if inputs.event_name != "pull_request":
+    if inputs.event_name not in allowed:
         raise UsageError(
-            f"nothing to gate on a {inputs.event_name or 'unknown'!r} event",
+            f"nothing to {what} on a {inputs.event_name or 'unknown'!r} event",
             where="input `mode`",
-            hint="use `mode: gate` on `pull_request`, and `mode: baseline` on pushes to the "
-            "default branch",
+            hint=hint,
         )
+
+
+def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
+    """Gate the pull request in the event payload; 0 passed, 1 failed."""
+    workflow = runtime.workflow
+    require_event(
+        inputs,
+        ("pull_request",),
+        "gate",
+        "use `mode: gate` on `pull_request`, and `mode: baseline` on pushes to the default branch",
+    )
     payload = read_payload(inputs.event_path)
     pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
     repo = GitRepo.discover(inputs.working_directory)

@@ -31,7 +31,7 @@ from ..github.client import GitHubClient
 from ..sides.gitrepo import GitRepo, short_sha
 from ..store.measured import MeasuredRun, read_measured
 from .event import PullRequest, WorkflowRun, pull_request_from, read_payload, workflow_run_from
-from .gate import PWN_REQUEST, gate_and_publish, github_client, start_check_run
+from .gate import gate_and_publish, github_client, require_event, start_check_run
 from .inputs import ActionInputs
 from .publish import publish_could_not_finish
 from .runtime import Runtime
@@ -42,19 +42,13 @@ REMEASURE = "re-run the measuring workflow for the pull request's current head"
 def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     """Gate the measured run of the pull request; 0 passed, 1 failed."""
     workflow = runtime.workflow
-    if inputs.event_name == "pull_request_target":
-        raise UsageError(
-            PWN_REQUEST,
-            where="GITHUB_EVENT_NAME=pull_request_target",
-            hint="gate pull requests from forks with `on: workflow_run` (docs/workflows.md)",
-        )
-    if inputs.event_name not in ("pull_request", "workflow_run"):
-        raise UsageError(
-            f"nothing to gate on a {inputs.event_name or 'unknown'!r} event",
-            where="input `mode`",
-            hint="use `mode: gate-measured` in a job after the measuring job (`on: "
-            "pull_request`), or in a workflow `on: workflow_run` of the measuring workflow",
-        )
+    require_event(
+        inputs,
+        ("pull_request", "workflow_run"),
+        "gate",
+        "use `mode: gate-measured` in a job after the measuring job (`on: pull_request`), or "
+        "in a workflow `on: workflow_run` of the measuring workflow (pull requests from forks)",
+    )
     if inputs.candidate_run is None:
         raise UsageError(
             "mode gate-measured gates the measuring job's run, and none was given",

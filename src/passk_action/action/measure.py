@@ -11,25 +11,21 @@ The gating job (``mode: gate-measured``) decides.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ..core.model import Version
 from ..engine.measuring_job import measure_candidate
 from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
-from ..errors import EXIT_OK, AgentCouldNotRun, UsageError
-from ..inputs.config import AgentConfig
+from ..errors import EXIT_OK, AgentCouldNotRun
 from ..report.could_not_run import render_could_not_run
 from ..report.run_report import render_run_report
 from ..sides.gitrepo import GitRepo
-from ..sides.prepare import Base, Shell, prepare
+from ..sides.prepare import Base, prepare
 from ..sides.trusted import BaseCommit
 from ..store.measured import MeasuredRun, write_measured
-from .comparison import CANDIDATE_PATH
+from .comparison import CANDIDATE_PATH, action_shell
 from .event import pull_request_from, read_payload
-from .gate import PWN_REQUEST, trusted_inputs
+from .gate import require_event, trusted_inputs
 from .inputs import ActionInputs
-from .runtime import Runtime, setup_agent
+from .runtime import Runtime
 
 MEASURED_PATH = ".passk/measured.json"
 SAYS = (
@@ -41,18 +37,12 @@ SAYS = (
 def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     """Measure the pull request's candidate and write the measured file; 0 when written."""
     workflow = runtime.workflow
-    if inputs.event_name == "pull_request_target":
-        raise UsageError(
-            PWN_REQUEST,
-            where="GITHUB_EVENT_NAME=pull_request_target",
-            hint="trigger the measuring workflow with `on: pull_request`",
-        )
-    if inputs.event_name != "pull_request":
-        raise UsageError(
-            f"nothing to measure on a {inputs.event_name or 'unknown'!r} event",
-            where="input `mode`",
-            hint="use `mode: measure` in a workflow that runs `on: pull_request`",
-        )
+    require_event(
+        inputs,
+        ("pull_request",),
+        "measure",
+        "use `mode: measure` in a workflow that runs `on: pull_request`",
+    )
     payload = read_payload(inputs.event_path)
     pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
     repo = GitRepo.discover(inputs.working_directory)
@@ -60,12 +50,7 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     with workflow.group("passk: trusted inputs from the base commit"):
         trusted = trusted_inputs(repo, inputs, pr, workflow)
 
-    def setup(
-        spec: AgentConfig, env: Mapping[str, str], version: Version, where: str | None
-    ) -> None:
-        setup_agent(workflow, spec, env, version, where=where)
-
-    shell = Shell(warn=workflow.warn, note=workflow.note, line=workflow.line, setup=setup)
+    shell = action_shell(workflow)
     candidate = CandidateSource(out=inputs.workspace / CANDIDATE_PATH, commit=pr.head_sha)
     try:
         with (

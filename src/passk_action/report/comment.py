@@ -543,12 +543,7 @@ def render_agent_failure_comment(
     run_one = f"passk run --config {ctx.config}"
     items = [
         f"**Reproduce locally:** {code(run_one, 200)} runs the agent the same way",
-        "**Full log:** "
-        + (
-            f"the job log of [this workflow run]({ctx.details_url})"
-            if ctx.details_url
-            else "the job log of this workflow run"
-        ),
+        _full_log(ctx),
     ]
     if ctx.head_sha:
         items.insert(0, f"**Commit:** head {short_sha(ctx.head_sha)}")
@@ -588,18 +583,16 @@ def render_could_not_finish_comment(
     ]
     if report_at is not None:
         lines += ["", f"**This is a bug in passk:** please [report it]({report_at}) with the log."]
-    lines += [
-        "",
-        "**Full log:** "
-        + (
-            f"the job log of [this workflow run]({ctx.details_url})"
-            if ctx.details_url
-            else "the job log of this workflow run"
-        ),
-    ]
+    lines += ["", _full_log(ctx)]
     if ctx.head_sha:
         lines += ["", f"**Commit:** head {short_sha(ctx.head_sha)}"]
     parts = [marker, *lines, "", "---", "", "passk"]
     if record is not None:
         parts += ["", record]
     return "\n".join(parts)
+
+
+def _full_log(ctx: CommentContext) -> str:
+    if ctx.details_url:
+        return f"**Full log:** the job log of [this workflow run]({ctx.details_url})"
+    return "**Full log:** the job log of this workflow run"
