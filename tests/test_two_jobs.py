@@ -261,6 +261,9 @@ def test_both_jobs_gate_a_broken_row_and_the_gating_job_runs_none_of_the_prs_cod
     record = decode_record(body)
     assert (record.head_sha, record.base_sha, record.passed) == (pull.head, pull.base, False)
     assert gating.outputs["passed"] == "false"
+    # This job executed the base's two confirmation attempts, nothing of the candidate's.
+    [executions] = [line for line in gating.log.splitlines() if "execution(s) now" in line]
+    assert executions.endswith("baseline top-up 0, confirmation 2 + 0)"), executions
     result = json.loads((pull.repo / ".passk/result.json").read_text(encoding="utf-8"))
     assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r1", "must-not-break")]
     assert github.violations == []

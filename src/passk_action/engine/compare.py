@@ -139,7 +139,10 @@ def _executions(
         candidate=candidate.recorded_main + made(Version.CANDIDATE, Phase.MAIN),
         baseline_topup=made(Version.BASELINE, Phase.MAIN),
         confirm_baseline=made(Version.BASELINE, Phase.CONFIRM),
-        confirm_candidate=made(Version.CANDIDATE, Phase.CONFIRM),
+        # The two-job mode's candidate confirmations were made by the pull request's job.
+        confirm_candidate=0
+        if inputs.candidate.measured_by_pull_request
+        else made(Version.CANDIDATE, Phase.CONFIRM),
         naive=2 * len(inputs.dataset.rows) * inputs.config.settings.k + confirmed,
         candidate_recorded=candidate.recorded_main,
     )
