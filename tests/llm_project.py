@@ -35,7 +35,10 @@ KEY = "sk-test-llm-project-0123456789abcdef"
 SETUP = "python3 -m pip install -r requirements.txt"
 GOLDEN = REPO / "tests" / "golden" / "action" / "refunds_llm_comment.md"
 BRANCH = "feature/refund-agent"
-BLOCKING = ["q-034", "q-035", "q-036", "q-037", "q-040"]
+BLOCKING = ["q-034", "q-035", "q-036", "q-037", "q-038"]
+"""The must-not-break rows prompt v2 breaks, as the gate's default rule finds them: q-038 is
+stable-correct on its k main attempts and wrong 3 times in its first 7; q-040, lost, is not
+among them: the baseline, run again, is as unreliable on it (4 wrong of 25)."""
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Octo Cat",
     "GIT_AUTHOR_EMAIL": "octocat@example.com",

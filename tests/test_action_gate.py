@@ -54,7 +54,9 @@ CONFIG: dict[str, Any] = {
     "baseline": {"artifact": ".passk/baseline.json"},
     "confirm": {"attempts": 2, "must_not_break_attempts": 2},
     "must_not_break": {"tags": ["vip"]},
-    "gate": {"block_on_any_regression": True},
+    # The action's mechanics with the literal rule: a wrong answer blocks at once, so k = 2
+    # attempts show each case (the default rule's rounds: test_the_default_rule_...).
+    "gate": {"block_on_any_regression": True, "rule": "strict"},
     "retry": {"attempts": 0},
 }
 
@@ -324,6 +326,48 @@ def test_first_run_posts_one_comment_and_one_check(checkout: Checkout, fake: Fak
     assert "::group::passk: gate" in outcome.stdout
     assert fake.violations == []
     assert_token_never_leaked(checkout, fake, outcome)
+
+
+def test_the_default_rule_confirms_gated_rows_in_rounds_and_a_rerun_replays_them(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    """``gate.rule: sequential`` (the default) on the base commit: every gated row gets the
+    answers its test needs, a broken one is confirmed on both versions in rounds, and a
+    re-run of the same commit replays every round without asking either agent."""
+    git(checkout.repo, "checkout", "-q", "main")
+    write_config(checkout.repo, {**CONFIG, "gate": {"block_on_any_regression": True}})
+    checkout.base_sha = commit(checkout.repo, "passk: the default gate rule")
+    git(checkout.repo, "checkout", "-q", "-b", "sequential")
+    # All four rows are gated (r1, r2 must-not-break; r3, r4 stable-correct on the
+    # baseline under block_on_any_regression): 7 right answers pass a row, so 5 more each.
+    clean = checkout.run(fake, checkout.head(RIGHT))
+    assert clean.code == 0, clean.stdout
+    assert clean.asked == sorted((r["id"], n, "candidate") for r in ROWS for n in range(1, 8))
+    head = checkout.head(flip_r1())
+    first = checkout.run(fake, head)
+    assert first.code == 1
+    # r1: right, then wrong; round 1 asks what one wrong answer needs (18 answers), the
+    # third wrong ends the candidate's test; round 2 asks the baseline for 23 more.
+    r1 = [(n, version) for row_id, n, version in first.asked if row_id == "r1"]
+    assert [n for n, v in r1 if v == "candidate"] == list(range(1, 19))
+    assert [n for n, v in r1 if v == "baseline"] == list(range(3, 26))
+    path = checkout.repo / ".passk/result.json"
+    result = json.loads(path.read_text("utf-8"))
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [
+        ("r1", "must-not-break")
+    ]
+    verdicts = {r["id"]: r["verdict"]["finding"] for r in result["rows"]}
+    assert verdicts == {
+        "r1": "regression", "r2": "reliable", "r3": "reliable", "r4": "reliable"
+    }  # fmt: skip
+    body = fake.comments[7][0]["body"]
+    assert "- **evidence:** 17 wrong of 18 attempts; baseline 0 of 25;" in body
+    again = checkout.run(fake, head)
+    assert (again.code, again.asked, again.outputs["reused"]) == (1, [], "true")
+    assert json.loads(path.read_text("utf-8"))["gate"] == result["gate"]
+    assert cli_main(["gate", str(path)]) == 1  # the audit recomputes the same verdicts
+    assert read_result(path).consistent
+    assert fake.violations == []
 
 
 def test_new_head_updates_the_same_comment(checkout: Checkout, fake: FakeGitHub) -> None:

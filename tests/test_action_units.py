@@ -481,6 +481,84 @@ def test_loosening_a_spend_limit_is_a_protected_change(head: str, detail: str) -
     assert protected_changes(snapshot(), snapshot(LIMITED)) == ()  # adding one is fine
 
 
+SEQUENTIAL_BASE = BASE_CONFIG.replace(
+    "gate: {block_on_any_regression: true}",
+    "gate: {block_on_any_regression: true, rule: sequential}",
+)
+STRICT_BASE = SEQUENTIAL_BASE.replace("rule: sequential", "rule: strict")
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "detail"),
+    [
+        (
+            STRICT_BASE,
+            SEQUENTIAL_BASE,
+            "gate.rule changes from strict to sequential (a wrong answer no longer blocks)",
+        ),
+        (
+            STRICT_BASE,
+            BASE_CONFIG,  # no gate.rule: the default, sequential
+            "gate.rule changes from strict to sequential (a wrong answer no longer blocks)",
+        ),
+        (
+            SEQUENTIAL_BASE,
+            SEQUENTIAL_BASE.replace(
+                "rule: sequential", "rule: sequential, sequential: {beta: 0.3}"
+            ),
+            "gate.sequential changes (beta 0.1 -> 0.3): a gated row whose accuracy drops from "
+            "99% to 80% would block 74.5% of the time, now 54.1%",
+        ),
+        (
+            SEQUENTIAL_BASE,
+            SEQUENTIAL_BASE.replace(
+                "rule: sequential", "rule: sequential, sequential: {unreliable: 0.5}"
+            ),
+            "gate.sequential changes (unreliable 0.7 -> 0.5): a gated row whose accuracy drops "
+            "from 99% to 80% would block 74.5% of the time, now 43.5%",
+        ),
+        (
+            SEQUENTIAL_BASE,
+            SEQUENTIAL_BASE.replace(
+                "rule: sequential", "rule: sequential, sequential: {baseline_alpha: 0.05}"
+            ),
+            "gate.sequential changes (baseline_alpha 0.005 -> 0.05): a gated row whose accuracy "
+            "drops from 95% to 50% would block 75.3% of the time, now 54.9%",
+        ),
+    ],
+)
+def test_loosening_the_gated_row_rule_is_a_protected_change(
+    base: str, head: str, detail: str
+) -> None:
+    """Attack: the pull request that loosens the rule its own rows are judged by."""
+    [change] = protected_changes(snapshot(base), snapshot(head))
+    assert (change.kind, change.detail) == (protect.RULE_LOOSENED, detail)
+    # Control: the same pull request without the edit changes nothing protected.
+    assert protected_changes(snapshot(base), snapshot(base)) == ()
+
+
+@pytest.mark.parametrize(
+    ("base", "head"),
+    [
+        (SEQUENTIAL_BASE, STRICT_BASE),  # any wrong answer blocks: stricter
+        (SEQUENTIAL_BASE, SEQUENTIAL_BASE.replace("rule: sequential", "rule: sequential, "
+                                                  "sequential: {alpha: 0.01, beta: 0.05}")),
+        (SEQUENTIAL_BASE, SEQUENTIAL_BASE.replace("rule: sequential", "rule: sequential, "
+                                                  "sequential: {unreliable: 0.8}")),
+        (STRICT_BASE, STRICT_BASE.replace("rule: strict", "rule: strict, "
+                                          "sequential: {beta: 0.4}")),  # not the rule in use
+    ],
+)  # fmt: skip
+def test_tightening_the_gated_row_rule_is_not_a_protected_change(base: str, head: str) -> None:
+    assert protected_changes(snapshot(base), snapshot(head)) == ()
+
+
+def test_the_gated_row_rule_comes_from_the_base() -> None:
+    base = parse_config(STRICT_BASE, Path("/repo/passk.yml")).config
+    head = parse_config(SEQUENTIAL_BASE, Path("/repo/passk.yml")).config
+    assert effective_config(base, head).gate.policy.rule.rule == "strict"
+
+
 def test_the_gate_limits_and_prices_come_from_the_base() -> None:
     base = parse_config(LIMITED + "pricing: {input_per_mtok: 1, output_per_mtok: 2}\n",
                         Path("/repo/passk.yml")).config  # fmt: skip

@@ -34,6 +34,9 @@ from passk_action.inputs.config import parse_config
 from passk_action.report.escape import inline
 from test_action_gate import commit, git, parse_outputs
 
+CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
+"""A blocking row's evidence under the default rule: the baseline run again, always right."""
+
 TOKEN = "ghs_setupTestToken0123456789abcdef"
 REPO = "octo-org/refund-agent"
 MISSING = "ModuleNotFoundError: No module named 'openai_missing_module'"
@@ -233,7 +236,8 @@ def test_setup_runs_once_per_version_the_baselines_in_the_base_checkout(
     assert groups == sorted(groups)
     assert "passk: candidate setup done in" in got["log"]
     assert any(v == "baseline" for _, _, v in got["asked"])  # confirmation ran
-    assert "**confirmed** on re-run" in fake.comment_bodies(7)[0]
+    # The default rule's evidence: the baseline, run again, right on every attempt.
+    assert CONFIRMED in fake.comment_bodies(7)[0]
 
 
 def test_a_failing_setup_is_exit_2_naming_the_command_before_any_attempt(

@@ -37,6 +37,9 @@ from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 pytestmark = pytest.mark.any_python
 
 # Writes its folder (as `npm ci`, a venv) and its HOME (as `pip install --user`).
+CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
+"""A blocking row's evidence under the default rule: the baseline run again, always right."""
+
 SETUP = (
     'mkdir -p build && echo ok > build/stamp && echo ok > "$HOME/installed" '
     '&& echo "$PWD $HOME" >> "$SETUP_LOG"'
@@ -173,7 +176,8 @@ def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     # Confirmation asked the base agent, which read what its setup made.
     baseline = [(row, n) for row, n, version in got["asked"] if version == "baseline"]
     assert ("r0", 3) in baseline
-    assert "**confirmed** on re-run" in fake.comment_bodies(7)[0]
+    # The default rule's evidence: the baseline, run again, right on every attempt.
+    assert CONFIRMED in fake.comment_bodies(7)[0]
     assert "could not run" not in got["log"]
     assert f"in {cwds[0]} (the base commit's files; set up before any of the pull" in got["log"]
     assert not Path(cwds[0]).exists()  # the export is gone after the run
@@ -225,7 +229,7 @@ def test_the_candidate_cannot_change_what_the_baselines_setup_made(
     baseline = [(row, n) for row, n, version in got["asked"] if version == "baseline"]
     assert ("r0", 3) in baseline
     body = fake.comment_bodies(7)[0]
-    assert "**confirmed** on re-run" in body and "baseline varies" not in body
+    assert CONFIRMED in body and "baseline varies" not in body
 
 
 def test_compare_base_runs_refs_setup_in_its_checkout(

@@ -32,6 +32,9 @@ from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, run_action, write_agent
 from test_base_setup import NEEDS_STAMP, project, setup_cwds, shared  # noqa: F401
 
+CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
+"""A blocking row's evidence under the default rule: the baseline run again, always right."""
+
 AGENT_USER = {"PASSK_AGENT_USER": "nobody"}
 
 pytestmark = [
@@ -108,10 +111,13 @@ def test_the_candidates_setup_writes_its_own_export_of_head(
     ]
     assert f"in {candidate_tree} (the files of HEAD {head[:7]}, owned by nobody)" in got["log"]
     candidate = [(row, n) for row, n, version in got["asked"] if version == "candidate"]
-    assert len(candidate) == 6 * 2 + 2  # every row k times, and r0's confirmation
+    # Every row k times, and no more: two wrong answers on r0 already end its test (the
+    # baseline's answers decide the block), and no other row is gated.
+    assert len(candidate) == 6 * 2
     assert not (repo / "build").exists()  # nothing was written into the checkout
     assert not candidate_tree.parent.exists()  # the export is gone after the run
-    assert "**confirmed** on re-run" in fake.comment_bodies(7)[0]
+    # The default rule's evidence: the baseline, run again, right on every attempt.
+    assert CONFIRMED in fake.comment_bodies(7)[0]
 
 
 def test_the_candidate_cannot_write_the_checkout_nor_passks_results(

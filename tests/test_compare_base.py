@@ -134,17 +134,17 @@ def test_base_runs_the_refs_files_records_commits_and_confirms(
     assert candidate_run["agent"]["dirty"] is True
     r1 = next(r for r in result["rows"] if r["id"] == "r1")
     assert r1["confirmation"] == "confirmed-regression"
-    # Confirmation ran on both sides; the baseline's answers are REF's script
-    # (right), not the working tree's (which answers wrong).
+    # Two wrong answers end r1's test on the candidate ("unreliable"), so confirmation
+    # runs the baseline, until its test ends: its answers are REF's script (right), not
+    # the working tree's (which answers wrong).
     assert repo.asked() == sorted(
         [(r["id"], n, "candidate") for r in ROWS for n in (1, 2)]
-        + [("r1", 3, "baseline"), ("r1", 4, "baseline"), ("r1", 3, "candidate")]
-        + [("r1", 4, "candidate")]
+        + [("r1", n, "baseline") for n in range(3, 26)]
     )
     confirms = [
         a for a in baseline_run["attempts"] if a["row"] == "r1" and a["phase"] == "confirm"
     ]
-    assert [a["decision"] for a in confirms] == ["approve", "approve"]
+    assert [a["decision"] for a in confirms] == ["approve"] * 23
     assert f"at `{measured[:12]}`" in report
     assert f"at `{main_sha[:12]}` (+ uncommitted changes)" in report
     assert capsys.readouterr().err == ""
@@ -164,8 +164,9 @@ def test_without_base_or_baseline_agent_the_skipped_confirmation_comes_first(
 
     assert code == 1
     warning = (
-        "confirmation skipped for 1 lost row(s): no baseline agent is available, so the gate "
-        "used the main attempts only; to confirm, set baseline.agent, or run "
+        "1 gated row(s) wanted more baseline attempts (to tell a regression from a baseline "
+        "that varies as much) and no baseline agent is available, so they were judged on the "
+        "attempts recorded: r1; to run them, set baseline.agent, or run "
         "`passk compare --base main`"
     )
     assert result["warnings"] == [warning]

@@ -4,7 +4,7 @@ One repository, two gates: the action in gate mode against the fake GitHub,
 and the command its comment's "Reproduce locally" line suggests, run by the
 CLI in the same checkout.  For each way a branch could weaken the gate (drop
 a row's must-not-break mark or tag, relabel such a row, loosen a gate
-setting), both fail with the same blocking reasons, protected change
+setting or the gated-row rule), both fail with the same blocking reasons, protected change
 included; the laptop catches it before the commit too (the head is the
 working tree); the same branch without the trick passes in both.
 """
@@ -150,6 +150,25 @@ TRICKS: dict[str, tuple[list[Edit], dict[str, Any], list[tuple[str | None, str, 
                 "regression",
                 "row was stable-correct on the baseline and is stable-wrong on the candidate "
                 "(confirmed-regression) (gate.block_on_any_regression is on)",
+            ),
+        ],
+    ),
+    # r1 answers wrong once, then right: the strict rule (the base's) blocks it, the default
+    # rule would pass it (within chance), and the branch switches to the default rule.
+    "gate rule loosened": (
+        [edit_config(lambda c: c["gate"].update(rule="sequential"))],
+        {**RIGHT, "r1": ["approve", "deny", "approve"]},
+        [
+            (
+                None,
+                "protected-change",
+                "gate.rule changes from strict to sequential (a wrong answer no longer blocks)",
+            ),
+            (
+                "r1",
+                "must-not-break",
+                "must-not-break row was stable-correct on the baseline and is flip on the "
+                "candidate (right on every re-run; under the strict rule a wrong answer blocks)",
             ),
         ],
     ),

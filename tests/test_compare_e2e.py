@@ -134,15 +134,20 @@ def test_must_not_break_regression_blocks_with_first_divergent_check(project: Pr
     assert m["confirmation"] == "confirmed-regression"
     assert m["first_divergent_check"] == {
         "check": "return_window",
-        "baseline": {"expired": 7},
-        "candidate": {"ok": 5, "expired": 2},
+        "baseline": {"expired": 25},
+        "candidate": {"ok": 16, "expired": 2},
     }
-    # Confirmation re-ran the lost row on both versions, numbered after k.
+    # Confirmation re-ran the lost row, numbered after k: the candidate until the third
+    # wrong answer ended its test (its round asked for the 15 that one wrong answer needs),
+    # then the baseline until its test ended (22 right answers more).
     asked = project.requests()
     confirm = sorted(
         (r["version"], r["attempt"]) for r in asked if r["id"] == "m" and r["attempt"] > 3
     )
-    assert confirm == [(v, n) for v in ("baseline", "candidate") for n in (4, 5, 6, 7)]
+    assert confirm == [("baseline", n) for n in range(4, 26)] + [
+        ("candidate", n) for n in range(4, 19)
+    ]
+    assert result["executions"]["confirm_rounds"] == 2
     assert result["lost"] == ["m"]
     report = (project.root / "report.md").read_text()
     assert "return\\_window" in report or "return_window" in report
@@ -210,14 +215,16 @@ def test_unchanged_dataset_reuses_the_baseline_without_any_baseline_run(project:
     assert code == 0
     asked = project.requests()
     assert {r["version"] for r in asked} == {"candidate"}
-    assert len(asked) == 6
+    # k on every row, and 4 more on must-not-break row b: 7 right answers pass it.
+    assert len(asked) == 10
     assert result["executions"] == {
         "candidate": 6,
         "baseline_topup": 0,
         "confirm_baseline": 0,
-        "confirm_candidate": 0,
-        "total": 6,
-        "naive": 12,
+        "confirm_candidate": 4,
+        "total": 10,
+        "naive": 16,
+        "confirm_rounds": 1,
     }
     assert any("no baseline run was needed" in n for n in result["notes"])
 

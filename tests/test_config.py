@@ -116,6 +116,12 @@ def test_schema_defaults_agree_with_the_loader_defaults() -> None:
         "must_not_break.tags": list(config.must_not_break_tags),
         "gate.block_on_any_regression": config.gate.block_on_any_regression,
         "gate.allow_label": config.gate.allow_label,
+        "gate.rule": config.gate.rule.rule,
+        **{
+            f"gate.sequential.{key}": value
+            for key, value in config.gate.rule.to_json().items()
+            if key not in ("rule", "confirm_attempts")
+        },
         "retry.attempts": config.retry.attempts,
         "retry.backoff_s": config.retry.backoff_s,
         "retry.max_backoff_s": config.retry.max_backoff_s,
@@ -458,6 +464,26 @@ def test_exact_message_for_yaml_syntax_errors_names_the_line() -> None:
             "passk.yml",
             'the config must be a mapping of keys, got the string "just words"',
         ),
+        (
+            "dataset: d\ngate: {rule: lenient}\n",
+            "passk.yml: gate.rule",
+            'must be one of `sequential`, `strict`, got the string "lenient"',
+        ),
+        (
+            "dataset: d\ngate: {sequential: {unreliable: 0.995}}\n",
+            "passk.yml: gate.sequential",
+            "need 0 < unreliable < reliable < 1",
+        ),
+        (
+            "dataset: d\ngate: {sequential: {max_attempts: 20}}\n",
+            "passk.yml: gate.sequential",
+            "max_attempts must be at least either test's max_decisions",
+        ),
+        (
+            "dataset: d\ngate: {sequential: {alpha: 0.5}}\n",
+            "passk.yml: gate.sequential.alpha",
+            "must be less than 0.5, got 0.5",
+        ),
         ("", "passk.yml", "the config file is empty"),
         ("# only a comment\n\n", "passk.yml", "the config file is empty"),
         (
@@ -536,3 +562,15 @@ def test_schema_file_is_shipped_as_package_data() -> None:
         .read_text(encoding="utf-8")
     )
     assert json.loads(text) == config_schema()
+
+
+def test_the_gate_rule_and_its_settings_are_read_once_into_the_policy() -> None:
+    config = parse_config(
+        MINIMAL + "confirm: {must_not_break_attempts: 9}\n"
+        "gate: {rule: strict, sequential: {alpha: 0.0001, beta: 0.05, max_decisions: 60}}\n",
+        NAME,
+    ).config
+    rule = config.gate.policy.rule
+    assert (rule.rule, rule.alpha, rule.beta, rule.max_decisions) == ("strict", 0.0001, 0.05, 60)
+    assert rule.confirm_attempts == 9  # the strict rule confirms as confirm says
+    assert parse_config(MINIMAL, NAME).config.gate.rule.rule == "sequential"  # the default

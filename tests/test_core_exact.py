@@ -34,6 +34,7 @@ from passk_action.core.gate import (
     ProtectedChange,
     Rule,
     decide,
+    strict_failure,
 )
 from passk_action.core.model import (
     AgentInfo,
@@ -49,6 +50,7 @@ from passk_action.core.model import (
     split_error_detail,
 )
 from passk_action.core.result import CompareResult, evaluate
+from passk_action.core.sequential import STRICT, RuleSettings
 from passk_action.core.shard import Shard, assign_shards, parse_shard, shard_sizes
 from passk_action.core.stats import (
     Metrics,
@@ -234,12 +236,14 @@ def test_same_checks_compares_every_attempt_by_value() -> None:
 
 def _compare(base: list[Attempt], cand: list[Attempt], *, mnb: bool = True) -> RowComparison:
     rows = [record("r", mnb=mnb)]
+    # The strict rule keeps what the confirmation attempts showed (the sequential one says
+    # what its test found instead: core/verdicts.with_verdicts).
     comparison, _ = evaluate(
         rows,
         run_of(rows, base, version=Version.BASELINE),
         run_of(rows, cand),
         ratchet=frozenset(),
-        policy=GatePolicy(),
+        policy=GatePolicy(rule=RuleSettings(rule=STRICT)),
     )
     return comparison.by_id()["r"]
 
@@ -358,35 +362,30 @@ def _row(
 def test_unclassified_failure_names_the_side_that_lacks_decisions(
     base: RowClass, cand: RowClass, side: str
 ) -> None:
-    decision = decide([_row(base, cand)])
-    assert decision.failures == (
-        GateFailure(
-            Rule.UNCLASSIFIED,
-            f"must-not-break row has fewer than k valid decisions {side}",
-            "r-7",
-        ),
+    assert strict_failure(_row(base, cand), GatePolicy()) == GateFailure(
+        Rule.UNCLASSIFIED,
+        f"must-not-break row has fewer than k valid decisions {side}",
+        "r-7",
     )
 
 
 def test_a_failure_reason_says_the_confirmation_outcome_only_when_there_is_one() -> None:
-    plain = decide([_row(RowClass.STABLE_CORRECT, RowClass.FLIP)]).failures[0]
-    assert plain.reason.endswith("is flip on the candidate")
-    confirmed = decide(
-        [
-            _row(
-                RowClass.STABLE_CORRECT,
-                RowClass.FLIP,
-                confirmation=Confirmation.CONFIRMED_REGRESSION,
-            )
-        ]
-    ).failures[0]
+    plain = strict_failure(_row(RowClass.STABLE_CORRECT, RowClass.FLIP), GatePolicy())
+    assert plain is not None and plain.reason.endswith("is flip on the candidate")
+    confirmed = strict_failure(
+        _row(
+            RowClass.STABLE_CORRECT, RowClass.FLIP, confirmation=Confirmation.CONFIRMED_REGRESSION
+        ),
+        GatePolicy(),
+    )
+    assert confirmed is not None
     assert confirmed.reason.endswith("is flip on the candidate (confirmed-regression)")
 
 
 def test_any_regression_failure_keeps_the_row_id_and_says_why() -> None:
     row = _row(RowClass.STABLE_CORRECT, RowClass.STABLE_WRONG, mnb=False)
-    assert decide([row]).passed
-    failure = decide([row], GatePolicy(block_on_any_regression=True)).failures[0]
+    assert strict_failure(row, GatePolicy()) is None
+    failure = strict_failure(row, GatePolicy(block_on_any_regression=True))
     assert failure == GateFailure(
         Rule.REGRESSION,
         "row was stable-correct on the baseline and is stable-wrong on the candidate "
@@ -397,19 +396,19 @@ def test_any_regression_failure_keeps_the_row_id_and_says_why() -> None:
 
 def test_protected_changes_fail_unless_allowed_and_keep_their_detail_and_id() -> None:
     change = ProtectedChange("row-expected", "expected label of r-3 changed", "r-3")
-    decision = decide([], protected_changes=[change])  # allowed defaults to False
+    decision = decide([], verdicts={}, protected_changes=[change])  # allowed defaults to False
     assert not decision.passed
     assert decision.failures == (
         GateFailure(Rule.PROTECTED_CHANGE, "expected label of r-3 changed", "r-3"),
     )
-    allowed = decide([], protected_changes=[change], protected_changes_allowed=True)
+    allowed = decide([], verdicts={}, protected_changes=[change], protected_changes_allowed=True)
     assert allowed.passed
     assert allowed.warnings == ("allowed protected change: expected label of r-3 changed",)
 
 
 def test_a_recorded_failure_stands_even_when_changes_are_allowed() -> None:
     standing = ProtectedChange(RECORDED_FAILURE_KIND, "recorded failure stands", "rec-1")
-    decision = decide([], protected_changes=[standing], protected_changes_allowed=True)
+    decision = decide([], verdicts={}, protected_changes=[standing], protected_changes_allowed=True)
     assert decision.failures == (
         GateFailure(Rule.RECORDED_FAILURE, "recorded failure stands", "rec-1"),
     )
@@ -419,9 +418,7 @@ def test_a_recorded_failure_stands_even_when_changes_are_allowed() -> None:
 
 
 def test_canonical_json_is_sorted_compact_utf8_and_refuses_nan() -> None:
-    assert canonical_json({"b": 1, "a": ["é", None, 1.5]}) == (
-        b'{"a":["\xc3\xa9",null,1.5],"b":1}'
-    )
+    assert canonical_json({"b": 1, "a": ["é", None, 1.5]}) == (b'{"a":["\xc3\xa9",null,1.5],"b":1}')
     with pytest.raises(ValueError):
         canonical_json({"x": float("nan")})
 
@@ -487,8 +484,7 @@ def test_metrics_count_every_row_and_every_attempt() -> None:
 def test_summarize_run_reads_the_phases_asked_for_and_rows_without_attempts() -> None:
     rows = [record("r"), record("none")]
     by_row = {
-        "r": attempts("r", ["deny"] * 3)
-        + attempts("r", ["approve"], start=4, phase=Phase.CONFIRM)
+        "r": attempts("r", ["deny"] * 3) + attempts("r", ["approve"], start=4, phase=Phase.CONFIRM)
     }
     main_only = summarize_run(rows, by_row, 3, EXACT)
     assert [s.row_class for s in main_only] == [RowClass.STABLE_CORRECT, RowClass.UNCLASSIFIED]
@@ -849,8 +845,7 @@ def test_a_check_reported_twice_in_one_attempt_counts_once_per_row() -> None:
     rows = [record("same"), record("varies")]
     by_row = {
         "same": [
-            Attempt("same", i, Phase.MAIN, "deny", checks=(("w", "1"), ("w", "1")))
-            for i in (1, 2)
+            Attempt("same", i, Phase.MAIN, "deny", checks=(("w", "1"), ("w", "1"))) for i in (1, 2)
         ],
         "varies": [
             Attempt("varies", i, Phase.MAIN, "deny", checks=(("w", "1"), ("w", "2")))

@@ -31,6 +31,7 @@ from passk_action.core.cost import (
 from passk_action.core.gate import GatePolicy, Rule, decide
 from passk_action.core.model import Attempt, Phase, Run, Usage, Version
 from passk_action.core.result import evaluate
+from passk_action.core.sequential import STRICT, RuleSettings
 from passk_action.core.student_t import student_t_cdf, student_t_quantile, t_975
 from passk_action.report.spend import cost_line, money, seconds, spend_lines
 
@@ -313,12 +314,14 @@ def _gate(  # type: ignore[no-untyped-def]
     for other in others:
         base += spent(other, RIGHT, base_cost, base_s)
         cand += spent(other, RIGHT, cand_cost, cand_s)
+    # Three recorded attempts a row and no agent to ask for more: the strict rule judges
+    # them (the sequential one would want more answers before passing "must").
     return evaluate(
         rows,
         run_of(rows, base, version=Version.BASELINE),
         run_of(rows, cand),
         ratchet=frozenset(),
-        policy=policy,
+        policy=replace(policy, rule=RuleSettings(rule=STRICT)),
     )
 
 
@@ -542,27 +545,31 @@ def test_priced_run_prices_every_attempt_that_reports_tokens() -> None:
 
 
 def test_the_gate_policy_json_keeps_only_the_limits_set_and_a_limit_of_zero() -> None:
-    assert GatePolicy().to_json() == {"block_on_any_regression": False}
+    rule = {"rule": RuleSettings().to_json()}
+    assert GatePolicy().to_json() == {"block_on_any_regression": False, **rule}
     assert GatePolicy(True, 0.25, 0.5).to_json() == {
         "block_on_any_regression": True,
+        **rule,
         "max_cost_increase": 0.25,
         "max_latency_p95_increase": 0.5,
     }
     assert GatePolicy(max_latency_p95_increase=0.0).to_json() == {
         "block_on_any_regression": False,
+        **rule,
         "max_latency_p95_increase": 0.0,
     }
     assert GatePolicy(max_cost_increase=0.0).to_json() == {
         "block_on_any_regression": False,
+        **rule,
         "max_cost_increase": 0.0,
     }
 
 
 def test_a_gate_with_limits_refuses_to_decide_without_the_spend() -> None:
     with pytest.raises(ValueError) as raised:
-        decide([], GatePolicy(max_latency_p95_increase=0.5))
+        decide([], GatePolicy(max_latency_p95_increase=0.5), verdicts={})
     assert str(raised.value) == "a gate with spend limits needs the spend comparison"
-    assert decide([], GatePolicy()).passed  # no limit, no spend needed
+    assert decide([], GatePolicy(), verdicts={}).passed  # no limit, no spend needed
 
 
 def test_one_decision_without_a_cost_is_enough_to_fail_the_cost_limit() -> None:
@@ -575,7 +582,7 @@ def test_one_decision_without_a_cost_is_enough_to_fail_the_cost_limit() -> None:
         run_of(rows, base, version=Version.BASELINE),
         run_of(rows, cand),
         ratchet=frozenset(),
-        policy=GatePolicy(max_cost_increase=0.25),
+        policy=GatePolicy(max_cost_increase=0.25, rule=RuleSettings(rule=STRICT)),
     )
     assert [(f.rule, f.id, f.reason) for f in gate.failures] == [
         (
@@ -641,14 +648,14 @@ def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so()
     base = run_of(rows, spent("a", RIGHT, 0.001, 1.0), version=Version.BASELINE)
     policy = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.5)
     errors = run_of(rows, spent("a", [None, None, None], 0.001, 9.0))
-    gate = decide([], policy, spend=compare_spend(base, errors))
+    gate = decide([], policy, verdicts={}, spend=compare_spend(base, errors))
     assert gate.passed and gate.warnings == (
         "gate.max_cost_increase was not checked: the candidate made no decisions",
         "gate.max_latency_p95_increase was not checked: 3 attempts on a version are too few "
         "to tell a p95 latency over the limit from noise (at 5% false alarms)",
     )
     nothing = run_of(rows, [])
-    gate = decide([], policy, spend=compare_spend(base, nothing))
+    gate = decide([], policy, verdicts={}, spend=compare_spend(base, nothing))
     assert gate.passed and gate.warnings == (
         "gate.max_cost_increase was not checked: the candidate made no decisions",
         "gate.max_latency_p95_increase was not checked: the candidate has no attempts",
@@ -656,7 +663,10 @@ def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so()
     # both sides lack latency: the baseline is named, as it is the one to record again
     instant = run_of(rows, spent("a", RIGHT, 0.001, 0.0), version=Version.BASELINE)
     gate = decide(
-        [], GatePolicy(max_latency_p95_increase=0.5), spend=compare_spend(instant, nothing)
+        [],
+        GatePolicy(max_latency_p95_increase=0.5),
+        verdicts={},
+        spend=compare_spend(instant, nothing),
     )
     assert gate.warnings == (
         "gate.max_latency_p95_increase was not checked: the baseline has no latency above 0 s",
@@ -797,7 +807,7 @@ def test_a_latency_increase_within_noise_warns_instead_of_failing() -> None:
         spend = compare_spend(base, run(Version.CANDIDATE, 1.25))
         check = spend.latency_check(0.2)
         assert check.exceeded is False  # +25% true: not shown beyond +20% on 120 attempts
-        gate = decide([], GatePolicy(max_latency_p95_increase=0.2), spend=spend)
+        gate = decide([], GatePolicy(max_latency_p95_increase=0.2), verdicts={}, spend=spend)
         assert gate.passed
         if (spend.latency_p95_increase or 0) > 0.2:
             assert "but within noise" in gate.warnings[0]

@@ -1,17 +1,25 @@
-"""The row-by-row comparison and the gate, on runs built by hand."""
+"""The row-by-row comparison and the gate, on runs built by hand.
+
+The gate's row rules are tested under both rules: ``strict`` (the rule
+passk had, which most tests here pin down) and ``sequential`` (the default:
+its verdicts on recorded attempts, as ``passk gate`` recomputes them).
+"""
 
 from __future__ import annotations
 
 from helpers import attempts, record, run_of
-from passk_action.core.diff import Change, Confirmation, confirmation_plan, first_divergent_check
+from passk_action.core.diff import Change, Confirmation, first_divergent_check
 from passk_action.core.gate import GatePolicy, ProtectedChange, Rule
 from passk_action.core.model import Phase, RowClass, Version
 from passk_action.core.result import evaluate
+from passk_action.core.sequential import STRICT, Decision, Finding, RuleSettings
 
 RIGHT = ["deny", "deny", "deny"]
 
 
-DEFAULT_POLICY = GatePolicy()
+DEFAULT_POLICY = GatePolicy(rule=RuleSettings(rule=STRICT))
+"""The strict rule: a wrong answer blocks at once, so three attempts show each rule."""
+SEQUENTIAL = GatePolicy()
 
 
 def _evaluate(rows, base, cand, ratchet=frozenset(), policy=DEFAULT_POLICY, **kw):  # type: ignore[no-untyped-def]
@@ -105,21 +113,6 @@ def test_a_side_whose_confirmation_attempts_all_failed_is_inconclusive_never_rig
     assert by_id["crashed"].confirmation is Confirmation.INCONCLUSIVE
     assert by_id["base-crashed"].confirmation is Confirmation.INCONCLUSIVE
     assert by_id["partly"].confirmation is Confirmation.NOT_REPRODUCED
-
-
-def test_confirmation_plan_gives_must_not_break_rows_more_attempts() -> None:
-    rows = [record("plain"), record("mnb", mnb=True), record("kept")]
-    base = attempts("plain", RIGHT) + attempts("mnb", RIGHT) + attempts("kept", RIGHT)
-    cand = (
-        attempts("plain", ["approve"] * 3)
-        + attempts("mnb", ["approve"] * 3)
-        + attempts("kept", RIGHT)
-    )
-    comparison, _ = _evaluate(rows, base, cand)
-    assert confirmation_plan(comparison, attempts=3, must_not_break_attempts=6) == {
-        "plain": 3,
-        "mnb": 6,
-    }
 
 
 def test_first_divergent_check_walks_checks_in_order() -> None:
@@ -256,3 +249,61 @@ def test_a_recorded_failure_stands_and_no_label_allows_it() -> None:
     )
     assert [f.rule for f in gate.failures] == [Rule.RECORDED_FAILURE]
     assert not gate.passed
+
+
+# --- the sequential rule (the default) --------------------------------------------------
+
+
+def test_sequential_blocks_a_row_that_clearly_lost_its_reliability() -> None:
+    rows = [record("m", mnb=True)]
+    cand = attempts("m", ["approve"] * 3)
+    _, gate = _evaluate(rows, attempts("m", RIGHT), cand, policy=SEQUENTIAL)
+    [failure] = gate.failures
+    assert (failure.id, failure.rule) == ("m", Rule.MUST_NOT_BREAK)
+    assert failure.reason.startswith(
+        "must-not-break row is less reliable on the candidate: 3 wrong of 3 attempts; "
+        "baseline 0 of 3; more wrong answers than a row right 99% of the time gives by chance"
+    )
+    assert gate.verdicts["m"].finding is Finding.REGRESSION
+
+
+def test_sequential_does_not_block_on_one_wrong_answer_in_eighteen() -> None:
+    rows = [record("m", mnb=True)]
+    cand = attempts("m", ["deny", "approve", "deny"]) + attempts(
+        "m", ["deny"] * 15, start=4, phase=Phase.CONFIRM
+    )
+    _, gate = _evaluate(rows, attempts("m", RIGHT), cand, policy=SEQUENTIAL)
+    assert gate.passed
+    verdict = gate.verdicts["m"]
+    assert (verdict.decision, verdict.finding) == (Decision.PASS, Finding.WITHIN_CHANCE)
+    assert verdict.unconfirmed_wrong
+
+
+def test_sequential_cannot_judge_three_answers_and_says_so() -> None:
+    """With nothing more recorded, three right answers are too few to pass a row, one wrong
+    answer too few to block it: the gate, which never runs an agent, blocks as unjudged."""
+    rows = [record("m", mnb=True), record("r"), record("x")]
+    base = attempts("m", RIGHT) + attempts("r", RIGHT) + attempts("x", RIGHT)
+    cand = attempts("m", RIGHT) + attempts("r", ["deny", "approve", "deny"]) + attempts("x", RIGHT)
+    _, gate = _evaluate(rows, base, cand, ratchet={"r"}, policy=SEQUENTIAL)
+    assert [(f.id, f.rule) for f in gate.failures] == [
+        ("m", Rule.UNCLASSIFIED),
+        ("r", Rule.RATCHET),
+    ]
+    assert gate.failures[0].reason == (
+        "must-not-break row cannot be judged on the candidate: 0 wrong of 3 attempts; "
+        "baseline 0 of 3; too few answers to tell a row right 99% of the time from one right "
+        "70% of the time"
+    )
+    assert set(gate.verdicts) == {"m", "r"}  # x is not gated
+
+
+def test_sequential_regression_rows_are_the_baseline_stable_correct_ones() -> None:
+    rows = [record("sc"), record("flip")]
+    base = attempts("sc", RIGHT) + attempts("flip", ["deny", "approve", "deny"])
+    cand = attempts("sc", ["approve"] * 3) + attempts("flip", ["approve"] * 3)
+    policy = GatePolicy(block_on_any_regression=True)
+    _, gate = _evaluate(rows, base, cand, policy=policy)
+    assert [(f.id, f.rule) for f in gate.failures] == [("sc", Rule.REGRESSION)]
+    assert gate.failures[0].reason.endswith("(gate.block_on_any_regression is on)")
+    assert set(gate.verdicts) == {"sc"}

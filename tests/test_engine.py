@@ -45,13 +45,14 @@ from passk_action.core.notes import (
     VerdictsReused,
     WhereFrom,
 )
-from passk_action.core.result import CompareResult
+from passk_action.core.result import CompareResult, evaluate
+from passk_action.core.sequential import Decision, Ending, Finding
 from passk_action.engine.agents import ReadyAgents
 from passk_action.engine.asking import Asker, Replay
 from passk_action.engine.baseline import baseline_side, reuse
 from passk_action.engine.candidate import candidate_side
 from passk_action.engine.compare import compare
-from passk_action.engine.confirm import confirm
+from passk_action.engine.confirm import Confirmed, confirm
 from passk_action.engine.measuring import row_records
 from passk_action.engine.request import (
     AgainstBase,
@@ -292,6 +293,24 @@ def test_no_candidate_and_no_agent_is_an_error(tmp_path: Path) -> None:
 # --- confirmation -----------------------------------------------------------------------
 
 
+def losing(run: Run, row_id: str) -> Run:
+    """``run`` with a wrong answer on ``row_id``'s last main attempt: a lost row."""
+    attempts = tuple(
+        replace(a, decision="approve") if (a.row_id, a.number) == (row_id, K) else a
+        for a in run.attempts
+    )
+    return replace(run, attempts=attempts, agent=AgentInfo(Version.CANDIDATE, "candidate"))
+
+
+def confirming(inputs: CompareInputs, baseline: Run, candidate: Run, asker: Asker) -> Confirmed:
+    """The confirmation phase, after the comparison of the main attempts, as compare() runs it."""
+    records = row_records(inputs.dataset)
+    comparison, _ = evaluate(
+        records, baseline, candidate, ratchet=frozenset(), policy=inputs.config.gate.policy
+    )
+    return confirm(inputs, records, comparison, baseline, candidate, asker)
+
+
 @pytest.mark.parametrize(
     ("base", "where", "ref"),
     [
@@ -306,11 +325,12 @@ def test_confirmation_without_a_baseline_agent_warns_where_to_get_one(
     rows = rows_of("a")
     run = committed(dataset_of(rows), rows)
     inputs = inputs_for(tmp_path, dataset_of(rows), run, base=base)
-    done = confirm(
-        inputs, {"a": 2}, run, run, Asker(Counting({Version.CANDIDATE: ALWAYS_RIGHT}), session())
+    cand = losing(run, "a")
+    done = confirming(
+        inputs, run, cand, Asker(Counting({Version.CANDIDATE: ALWAYS_RIGHT}), session())
     )
     assert done.warnings == (ConfirmationSkipped(1, SkipReason.NO_BASELINE_AGENT, where, ref),)
-    assert (done.baseline, done.candidate, done.made) == (run, run, 0)
+    assert (done.baseline, done.candidate, done.made) == (run, cand, 0)
 
 
 def test_confirmation_with_no_agent_at_all_is_a_note(tmp_path: Path) -> None:
@@ -319,10 +339,10 @@ def test_confirmation_with_no_agent_at_all_is_a_note(tmp_path: Path) -> None:
     config = config_of(tmp_path, agent=False, baseline_agent=False)
     inputs = inputs_for(tmp_path, dataset_of(rows), run, config=config)
     asker = Asker(Counting({}), session())
-    assert confirm(inputs, {"a": 2}, run, run, asker).notes == (
+    assert confirming(inputs, run, losing(run, "a"), asker).notes == (
         ConfirmationSkipped(1, SkipReason.NO_AGENT),
     )
-    assert confirm(inputs, {}, run, run, asker).notes == (NothingRun(),)
+    assert confirming(inputs, run, run, asker).notes == (NothingRun(),)
 
 
 def test_confirmation_numbers_attempts_after_each_rows_last(tmp_path: Path) -> None:
@@ -330,11 +350,65 @@ def test_confirmation_numbers_attempts_after_each_rows_last(tmp_path: Path) -> N
     run = committed(dataset_of(rows), rows)
     inputs = inputs_for(tmp_path, dataset_of(rows), run)
     agents = ReadyAgents({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: ALWAYS_RIGHT})
-    done = confirm(inputs, {"b": 2}, run, run, Asker(agents, session()))
+    done = confirming(inputs, run, losing(run, "b"), Asker(agents, session()))
     extra = [
         (a.row_id, a.number, a.phase) for a in done.candidate.attempts if a.phase is Phase.CONFIRM
     ]
     assert extra == [("b", 3, Phase.CONFIRM), ("b", 4, Phase.CONFIRM)] and done.made == 4
+    assert done.rounds == 1
+
+
+def confirm_numbers(run: Run, row_id: str) -> list[int]:
+    return [a.number for a in run.attempts if a.row_id == row_id and a.phase is Phase.CONFIRM]
+
+
+def test_a_reliable_gated_row_gets_the_candidate_answers_the_rule_needs_and_no_more(
+    tmp_path: Path,
+) -> None:
+    """k = 2 right answers on a must-not-break row: the rule passes a row after 7 right
+    answers, so one round asks the candidate for 5 more; the baseline is not asked."""
+    rows = rows_of("m", "x", mnb=("m",))
+    run = committed(dataset_of(rows), rows)
+    inputs = inputs_for(tmp_path, dataset_of(rows), run)
+    agents = Counting({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: ALWAYS_RIGHT})
+    done = confirming(inputs, run, losing(run, "nothing"), Asker(agents, session()))
+    assert confirm_numbers(done.candidate, "m") == [3, 4, 5, 6, 7]
+    assert confirm_numbers(done.baseline, "m") == [] and confirm_numbers(done.candidate, "x") == []
+    assert (done.rounds, done.made, agents.built) == (1, 5, [Version.CANDIDATE])
+
+
+def wrong_from(row_id: str, numbers: set[int]) -> FunctionAgent:
+    """A candidate wrong on ``row_id`` at the given attempt numbers, right otherwise."""
+    return answering(
+        lambda r: "approve" if r.row.id == row_id and r.number in numbers else "deny", "candidate"
+    )
+
+
+def test_a_gated_row_that_keeps_failing_is_confirmed_on_both_versions_in_rounds(
+    tmp_path: Path,
+) -> None:
+    """Three wrong candidate answers end its test "unreliable": the baseline's test then runs
+    (numbered after its last attempt) and, right every time, keeps the block."""
+    rows = rows_of("m", mnb=("m",))
+    dataset = dataset_of(rows)
+    run = committed(dataset, rows)
+    inputs = inputs_for(tmp_path, dataset, run)
+    candidate = wrong_from("m", {2, 3, 5})
+    agents = ReadyAgents({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: candidate})
+    result = compare(inputs, agents, session())
+    verdict = result.gate.verdicts["m"]
+    assert verdict.decision is Decision.BLOCK and verdict.finding is Finding.REGRESSION
+    # Main: right, wrong.  Round 1 asks what one wrong answer needs to pass (18 answers):
+    # 16 more; the third wrong (attempt 5) ends the test, the rest are counted, not read.
+    assert confirm_numbers(result.candidate, "m") == list(range(3, 19))
+    assert (verdict.candidate.read, verdict.candidate.wrong_read) == (5, 3)
+    # Round 2: the baseline, 23 more (25 right answers show it does not vary).
+    assert confirm_numbers(result.baseline, "m") == list(range(3, 26))
+    assert verdict.baseline.ending is Ending.RELIABLE
+    [failure] = result.gate.failures
+    assert failure.rule is Rule.MUST_NOT_BREAK and failure.id == "m"
+    assert "3 wrong of 18 attempts; baseline 0 of 25;" in failure.reason
+    assert (result.executions.confirm_candidate, result.executions.confirm_baseline) == (16, 23)
 
 
 # --- replay and the decision ------------------------------------------------------------
@@ -424,6 +498,7 @@ def test_the_notes_come_in_phase_order(tmp_path: Path) -> None:
         "confirm_candidate": 0,
         "total": 3 * K,
         "naive": 2 * 2 * K,
+        "confirm_rounds": 0,
     }
 
 

@@ -45,6 +45,9 @@ from test_base_setup import NEEDS_STAMP, agent_user_env, project, shared  # noqa
 # .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
 pytestmark = pytest.mark.any_python
 
+CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
+"""A blocking row's evidence under the default rule: the baseline run again, always right."""
+
 BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
 HEADER = f"AUTHORIZATION: basic {BASIC}"
 KEY = "http.https://github.com/.extraheader"
@@ -149,7 +152,8 @@ def test_the_candidate_cannot_read_the_persisted_token_as_the_agent_user(
     # The gate is the same as without the trick: r0 is lost, confirmed, and fails.
     assert got["code"] == 1, got["log"]
     assert got["outputs"]["lost"] == "1"
-    assert "**confirmed** on re-run" in fake.comment_bodies(7)[0]
+    # The default rule's evidence: the baseline, run again, right on every attempt.
+    assert CONFIRMED in fake.comment_bodies(7)[0]
     assert modes(*watched) == before
     assert credential_lines(got["log"]) == [
         f"::notice title=passk::the checkout's git config holds a token: {KEY} in {locked}; "

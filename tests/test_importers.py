@@ -248,6 +248,39 @@ def test_inspect_mapping() -> None:
     assert "openai/gpt-4o-mini on refund_policy" in imported.run.agent.description
 
 
+def test_rows_with_more_trials_than_k_keep_them_all_and_the_report_says_how_they_read() -> None:
+    """Issue 20: every trial is kept; the class uses them all (stable-correct only when every
+    trial was right), pass^k stays the harness's unbiased C(c,k)/C(n,k) over all of them;
+    the report says once how the two relate, and only where it applies."""
+    imported = do_import("inspect", "inspect_refunds.json", errors="passk")
+    run = imported.run
+    k = run.settings.k
+    summaries = {
+        s.id: s for s in summarize_run(run.rows, run.attempts_by_row(), k, run.settings.scoring)
+    }
+    row = summaries["2"]  # PASS, FAIL, and an error: 3 trials, k = 2
+    assert (row.attempts, row.correct, row.row_class) == (3, 1, RowClass.FLIP)
+    metrics = compute_metrics(list(summaries.values()), k)
+    assert metrics.beyond_k == 2  # rows "1" and "2"
+    # pass^2 of row "1": 3 right of 3 -> 1; of row "2": C(1,2)/C(3,2) = 0: a flip scores 0.
+    assert summaries["1"].row_class is RowClass.STABLE_CORRECT
+    sentence = (
+        "2 rows have more than k = 2 trials: pass^k counts k-in-a-row chances on all of them "
+        "(C(c,k)/C(n,k), the harness's own figure), while a row is stable-correct only if "
+        "every trial was right."
+    )
+    report = render_run_report(run)
+    assert report.count(sentence) == 1
+    assert metrics.to_json()["beyond_k"] == 2
+    # Where it does not apply, nothing is said (and the JSON keeps its old keys).
+    plain = replace(run, attempts=tuple(a for a in run.attempts if a.number <= k))
+    assert "more than k" not in render_run_report(plain)
+    plain_metrics = compute_metrics(
+        summarize_run(plain.rows, plain.attempts_by_row(), k, plain.settings.scoring), k
+    )
+    assert "beyond_k" not in plain_metrics.to_json()
+
+
 def test_inspect_leaves_errored_samples_out_and_scores_no_answer_as_incorrect() -> None:
     """Inspect's accuracy: N is 0 (value_to_float); a sample that errored has no score."""
     imported = do_import("inspect", "inspect_refunds.json")
@@ -1002,7 +1035,13 @@ def test_compare_gates_two_imported_runs_without_an_agent(
         row["must_not_break"] = row["id"] == "refund"
     rows.write_text("".join(json.dumps(r) + "\n" for r in marked), encoding="utf-8")
     assert main(argv) == 1
-    assert capsys.readouterr().err == ""
+    # Three recorded attempts, no agent to ask for more: the row cannot be judged.
+    assert capsys.readouterr().err == (
+        "passk: warning: 1 gated row(s) wanted more candidate attempts to be judged and the "
+        "config names no agent to run them, so they were judged on the attempts recorded (a "
+        "row the rule cannot judge blocks): refund; give the config an `agent:`, or record "
+        "more attempts per row (a higher k)\n"
+    )
 
 
 def test_compare_without_an_agent_or_a_candidate_run_says_what_is_missing(

@@ -18,6 +18,7 @@ from passk_action.core.notes import (
     BaselineReused,
     ConfirmationSkipped,
     DroppedRows,
+    GatedRowsAsRecorded,
     MeasuredByPullRequest,
     Note,
     NothingRun,
@@ -154,6 +155,25 @@ CASES: list[tuple[Note, str]] = [
         "confirmation skipped for 1 lost row(s): no baseline agent is available, so the gate "
         "used the main attempts only; to confirm, give the base config an `agent:` "
         "(release has none)",
+    ),
+    (
+        ConfirmationSkipped(3, SkipReason.NO_CANDIDATE_AGENT),
+        "confirmation skipped for 3 lost row(s): the candidate is a recorded run and no agent "
+        "can add to it, so the gate used the main attempts only",
+    ),
+    (
+        GatedRowsAsRecorded(("m-1", "m-2"), "baseline", SkipReason.NO_BASELINE_AGENT),
+        "2 gated row(s) wanted more baseline attempts (to tell a regression from a baseline "
+        "that varies as much) and no baseline agent is available, so they were judged on the "
+        "attempts recorded: m-1, m-2; to run them, set baseline.agent, or run "
+        "`passk compare --base main`",
+    ),
+    (
+        GatedRowsAsRecorded(("m-1",), "candidate", SkipReason.NO_AGENT),
+        "1 gated row(s) wanted more candidate attempts to be judged and the config names no "
+        "agent to run them, so they were judged on the attempts recorded (a row the rule "
+        "cannot judge blocks): m-1; give the config an `agent:`, or record more attempts per "
+        "row (a higher k)",
     ),
     (Written("as the file says"), "as the file says"),
 ]

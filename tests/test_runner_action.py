@@ -380,19 +380,22 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
     for row in BLOCKING:
         assert rows[row]["confirmation"] == "confirmed-regression"
         assert rows[row]["first_divergent_check"]["check"] == "damage"
-    # The committed baseline was reused; the baseline agent ran only to confirm.
+    # The committed baseline was reused; the baseline agent ran only to confirm, in the
+    # rounds the gated rows asked for (the candidate's 22 must-not-break rows: 7 answers
+    # at least each; the baseline's on the 8 rows whose candidate failed its test).
     assert result["executions"] == {
         "candidate": 159,
         "baseline_topup": 0,
-        "confirm_baseline": 30,
-        "confirm_candidate": 30,
-        "total": 219,
-        "naive": 378,
+        "confirm_baseline": 236,
+        "confirm_candidate": 198,
+        "total": 593,
+        "naive": 752,
+        "confirm_rounds": 3,
     }
     attempts = [*result["candidate"]["run"]["attempts"], *result["baseline"]["run"]["attempts"]]
     assert all(a.get("error") is None and not a.get("retries") for a in attempts)
     assert fake_llm.state.counters.rate_limited > 0  # 429s happened, and changed no answer
-    assert fake_llm.state.counters.answered == 159 + 60
+    assert fake_llm.state.counters.answered == 159 + 236 + 198
 
     (body,) = fake.comment_bodies(7)
     (check,) = fake.check_runs

@@ -436,6 +436,7 @@ def test_compare_counts_executions_and_the_naive_cost(tmp_path: Path) -> None:
         "total": 4 * k + k + 4,
         # Naive: both versions on every row, plus the same confirmations.
         "naive": 2 * 4 * k + 4,
+        "confirm_rounds": 1,
     }
 
 

@@ -102,7 +102,10 @@ def result_report_json(result: CompareResult, analysis: Analysis | None = None) 
         "candidate": {"metrics": cmp.candidate_metrics.to_json()},
         "gained": list(cmp.gained),
         "lost": list(cmp.lost),
-        "rows": [comparison_row_to_json(records[r.id], r) for r in cmp.rows],
+        "rows": [
+            comparison_row_to_json(records[r.id], r, result.gate.verdicts.get(r.id))
+            for r in cmp.rows
+        ],
         "notes": sentences(result.notes),
         "executions": result.executions.to_json(),
         "analysis": stats.to_json(),

@@ -1,20 +1,33 @@
 """The gate: pass or fail, from recorded verdicts only.
 
-The gate never runs an agent.  It reads each row's final classes (over all
-recorded attempts, confirmation included), the row's must-not-break mark and
-the ratchet, so anyone holding a result file can recompute the decision.
+The gate never runs an agent.  A gated row (must-not-break, ratchet-locked,
+or any baseline-stable-correct row under ``block_on_any_regression``)
+fails when its verdict under the gate's rule (``core/sequential.py``, every
+recorded attempt read by ``core/verdicts.py``) blocks; the reason states
+the evidence.  Under ``gate.rule: strict`` the reasons are the ones passk
+gave before issue 20, from the rows' final classes (:func:`strict_failure`).
+Anyone holding a result file can recompute the decision.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
 
 from .cost import LimitCheck, SpendComparison
 from .diff import Confirmation, RowComparison
 from .model import RowClass
 from .money import usd_plain
+from .sequential import (
+    DEFAULT_RULE,
+    STRICT,
+    Decision,
+    Finding,
+    RowVerdict,
+    RuleSettings,
+    SideEvidence,
+)
 
 
 class Rule(str, Enum):
@@ -69,25 +82,31 @@ class ProtectedChange:
 class GatePolicy:
     """The config's ``gate`` rules (read from the base commit in CI).
 
-    ``max_cost_increase`` and ``max_latency_p95_increase`` are relative
-    limits (0.25 = 25% more) on the candidate's cost per decision and p95
-    latency per attempt; None (the default) leaves them unchecked.  Each
-    fails only when the increase is over the limit beyond noise, so a
-    candidate exactly at the limit fails at most 5% of the time
-    (``core/cost.py``: :meth:`~.cost.SpendComparison.cost_check`,
+    ``rule`` decides the gated rows (``gate.rule`` and its settings:
+    ``sequential``, the default, or ``strict``).  ``max_cost_increase``
+    and ``max_latency_p95_increase`` are relative limits (0.25 = 25% more)
+    on the candidate's cost per decision and p95 latency per attempt; None
+    (the default) leaves them unchecked.  Each fails only when the increase
+    is over the limit beyond noise, so a candidate exactly at the limit
+    fails at most 5% of the time (``core/cost.py``:
+    :meth:`~.cost.SpendComparison.cost_check`,
     :meth:`~.cost.SpendComparison.latency_check`).
     """
 
     block_on_any_regression: bool = False
     max_cost_increase: float | None = None
     max_latency_p95_increase: float | None = None
+    rule: RuleSettings = DEFAULT_RULE
 
     @property
     def limits_spend(self) -> bool:
         return self.max_cost_increase is not None or self.max_latency_p95_increase is not None
 
     def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {"block_on_any_regression": self.block_on_any_regression}
+        out: dict[str, object] = {
+            "block_on_any_regression": self.block_on_any_regression,
+            "rule": self.rule.to_json(),
+        }
         if self.max_cost_increase is not None:
             out["max_cost_increase"] = self.max_cost_increase
         if self.max_latency_p95_increase is not None:
@@ -100,6 +119,9 @@ class GateDecision:
     passed: bool
     failures: tuple[GateFailure, ...]
     warnings: tuple[str, ...] = ()
+    verdicts: Mapping[str, RowVerdict] = field(default_factory=dict)
+    """Every gated row's verdict, in dataset order (a result file keeps them with its rows;
+    the audit compares the decision, which they make)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -109,8 +131,27 @@ class GateDecision:
         }
 
 
-def _row_failure(row: RowComparison, policy: GatePolicy) -> GateFailure | None:
-    """The one rule a row breaks, the most fundamental first.
+def _confirmed(confirmation: Confirmation | None) -> str:
+    """What confirmation showed, after a strict failure's reason (nothing when not run).
+
+    The row blocks whatever it showed: the words never suggest the re-run
+    cleared it (a row right on every re-run still blocks on its wrong answer).
+    """
+    if confirmation is None:
+        return ""
+    if confirmation is Confirmation.NOT_REPRODUCED:
+        return " (right on every re-run; under the strict rule a wrong answer blocks)"
+    if confirmation is Confirmation.BASELINE_VARIES:
+        return " (the baseline varies too; the ratchet blocks all the same)"
+    return f" ({confirmation.value})"
+
+
+def strict_failure(row: RowComparison, policy: GatePolicy) -> GateFailure | None:
+    """The one rule a row breaks under ``gate.rule: strict``, the most fundamental first.
+
+    The rule passk had before issue 20, from the row's final classes (over
+    every attempt, confirmation included); its verdict
+    (:func:`~.sequential.judge_strict`) blocks exactly when this fails.
 
     Order: unclassified (we cannot even tell), must-not-break regression,
     ratchet, then any regression when the policy blocks on those.
@@ -125,7 +166,7 @@ def _row_failure(row: RowComparison, policy: GatePolicy) -> GateFailure | None:
             f"must-not-break row has fewer than k valid decisions on the {side}",
             row.id,
         )
-    confirmed = f" ({row.confirmation.value})" if isinstance(row.confirmation, Confirmation) else ""
+    confirmed = _confirmed(row.confirmation)
     if (
         row.must_not_break
         and base is RowClass.STABLE_CORRECT
@@ -158,18 +199,116 @@ def _row_failure(row: RowComparison, policy: GatePolicy) -> GateFailure | None:
     return None
 
 
+def _share(share: float) -> str:
+    return f"{share * 100:.10g}%"
+
+
+def _errored(side: SideEvidence) -> str:
+    return f" ({side.errors} errored)" if side.errors else ""
+
+
+def evidence(verdict: RowVerdict) -> str:
+    """``1 wrong of 9 attempts; baseline 0 of 3``: what a gated row's verdict rests on.
+
+    Every recorded attempt counts, main and confirmation; an errored one is
+    an attempt without an answer, said apart.
+    """
+    cand, base = verdict.candidate, verdict.baseline
+    return (
+        f"{cand.wrong} wrong of {cand.attempts} attempts{_errored(cand)}; "
+        f"baseline {base.wrong} of {base.attempts}{_errored(base)}"
+    )
+
+
+def judgement(verdict: RowVerdict, settings: RuleSettings) -> str:
+    """What the rule made of the evidence, in words (the finding, with the rule's accuracies)."""
+    reliable = f"a row right {_share(settings.reliable)} of the time"
+    finding = verdict.finding
+    if verdict.rule == STRICT:
+        if finding is Finding.UNCLASSIFIED:
+            return "fewer than k valid answers (strict rule)"
+        if verdict.blocks:
+            return "the strict rule blocks on any wrong answer"
+        if finding is Finding.BASELINE_VARIES:
+            return "the baseline answered wrong too (strict rule)"
+        return "no wrong answer (strict rule)"
+    if finding is Finding.RELIABLE:
+        return f"as reliable as {reliable}"
+    if finding is Finding.WITHIN_CHANCE:
+        return f"within what {reliable} does by chance"
+    if finding is Finding.BASELINE_VARIES:
+        return (
+            "clearly less reliable, but the baseline varies too (its answers fit a row right "
+            f"{_share(settings.baseline_unreliable)} of the time better than "
+            f"{_share(settings.reliable)}): not a regression"
+        )
+    if finding is Finding.REGRESSION:
+        return (
+            f"more wrong answers than {reliable} gives by chance, and the baseline was not "
+            "shown to vary as much"
+        )
+    wait = " (more attempts asked)" if verdict.decision is Decision.MORE else ""
+    return (
+        f"too few answers to tell {reliable} from one right "
+        f"{_share(settings.unreliable)} of the time{wait}"
+    )
+
+
+def _sequential_failure(
+    row: RowComparison, verdict: RowVerdict, settings: RuleSettings
+) -> GateFailure:
+    """A gated row the sequential rule blocks: which rule, and the evidence."""
+    undecided = verdict.finding is Finding.UNDECIDED
+    said = "cannot be judged" if undecided else "is less reliable"
+    because = f"{evidence(verdict)}; {judgement(verdict, settings)}"
+    if row.must_not_break:
+        rule = Rule.UNCLASSIFIED if undecided else Rule.MUST_NOT_BREAK
+        return GateFailure(rule, f"must-not-break row {said} on the candidate: {because}", row.id)
+    if row.in_ratchet:
+        return GateFailure(
+            Rule.RATCHET,
+            f"row is locked by the ratchet (stable-correct on a recorded baseline) and {said} "
+            f"on the candidate: {because}",
+            row.id,
+        )
+    return GateFailure(
+        Rule.REGRESSION,
+        f"row was stable-correct on the baseline and {said} on the candidate: {because} "
+        "(gate.block_on_any_regression is on)",
+        row.id,
+    )
+
+
+def row_failure(
+    row: RowComparison, verdict: RowVerdict | None, policy: GatePolicy
+) -> GateFailure | None:
+    """The failure of one row: none unless its verdict blocks (a row without one is not gated)."""
+    if verdict is None or not verdict.blocks:
+        return None
+    if verdict.rule == STRICT:
+        failure = strict_failure(row, policy)
+        if failure is None:  # pragma: no cover - judge_strict and strict_failure agree
+            raise AssertionError(f"the strict rule blocks {row.id!r} without a reason")
+        return failure
+    return _sequential_failure(row, verdict, policy.rule)
+
+
 def decide(
     rows: Sequence[RowComparison],
     policy: GatePolicy = GatePolicy(),
     *,
+    verdicts: Mapping[str, RowVerdict],
     protected_changes: Iterable[ProtectedChange] = (),
     protected_changes_allowed: bool = False,
     spend: SpendComparison | None = None,
 ) -> GateDecision:
-    """Fail on any row rule broken, an unallowed protected change, or a spend limit passed.
+    """Fail on any gated row whose verdict blocks, an unallowed protected change, or a spend
+    limit passed.
 
-    A better pass^k or accuracy elsewhere never overrides a failure: the
-    headline numbers are not inputs to the gate at all.  The spend limits
+    ``verdicts`` are the gated rows' (:func:`~.verdicts.gated_verdicts`,
+    judged with nothing more possible).  A better pass^k or accuracy
+    elsewhere never overrides a failure: the headline numbers are not
+    inputs to the gate at all.  The spend limits
     (``spend`` is needed when the policy sets one) add their own failures
     beside the row failures; neither hides the other.
     """
@@ -183,14 +322,19 @@ def decide(
         else:
             failures.append(GateFailure(Rule.PROTECTED_CHANGE, change.detail, change.id))
     for row in rows:
-        failure = _row_failure(row, policy)
+        failure = row_failure(row, verdicts.get(row.id), policy)
         if failure is not None:
             failures.append(failure)
     if policy.limits_spend:
         if spend is None:
             raise ValueError("a gate with spend limits needs the spend comparison")
         _spend_rules(spend, policy, failures, warnings)
-    return GateDecision(passed=not failures, failures=tuple(failures), warnings=tuple(warnings))
+    return GateDecision(
+        passed=not failures,
+        failures=tuple(failures),
+        warnings=tuple(warnings),
+        verdicts=dict(verdicts),
+    )
 
 
 # A relative change within this of the limit counts as at the limit (float noise).

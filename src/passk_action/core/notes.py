@@ -202,6 +202,8 @@ class SkipReason(enum.Enum):
     """Both runs are recorded and the config names no agent at all."""
     NO_BASELINE_AGENT = "no-baseline-agent"
     """Only one version can run: no baseline agent is available."""
+    NO_CANDIDATE_AGENT = "no-candidate-agent"
+    """Only one version can run: the candidate is a recorded run and no agent can add to it."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,23 @@ class ConfirmationSkipped(Note):
     baseline_from: WhereFrom = WhereFrom.CONFIG
     base_ref: str | None = None
     """The base a developer named (with ``BASE_REF``)."""
+
+
+@dataclass(frozen=True)
+class GatedRowsAsRecorded(Note):
+    """Gated rows wanted more attempts of a version that cannot run: judged as recorded.
+
+    The gated-row rule asks for attempts while a row's evidence is unclear
+    (``core/sequential.py``); with none possible it decides on what it has,
+    and an unclear candidate blocks.  ``version`` is the side that could not
+    run ("baseline" or "candidate").
+    """
+
+    ids: tuple[str, ...]
+    version: str
+    reason: SkipReason
+    baseline_from: WhereFrom = WhereFrom.CONFIG
+    base_ref: str | None = None
 
 
 # --- read back -------------------------------------------------------------------------

@@ -295,6 +295,51 @@ def gate_oc(
     )
 
 
+def dataset_oc(
+    settings: RuleSettings,
+    *,
+    k: int,
+    kinds: Sequence[GatedKind],
+    accuracy: float = HARMLESS,
+    dropped: float = DROPPED,
+) -> GateOC:
+    """:func:`gate_oc` for a dataset's own gated rows, each judged as its kind.
+
+    The strict rule treats a ratchet row apart from a must-not-break one
+    (the sequential rule does not): a harmless PR passes only if every row
+    does, 1 - prod over rows of (1 - block of its kind); the dropped row is
+    one of the most common kind (the first in ``kinds`` on a tie), the
+    others harmless.
+    """
+    if not kinds:
+        raise ValueError("a dataset with no gated row has no gate figures")
+    counts: dict[GatedKind, int] = {}
+    for kind in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    typical = max(counts, key=lambda kind: counts[kind])
+    ocs = {
+        kind: gate_oc(settings, k=k, gated_rows=n, accuracy=accuracy, dropped=dropped, kind=kind)
+        for kind, n in counts.items()
+    }
+    passes = math.prod(1.0 - oc.false_block for oc in ocs.values())
+    harmless_typical = row_oc(settings, k=k, candidate=accuracy, baseline=accuracy, kind=typical)
+    others = passes / (1.0 - harmless_typical.block) if harmless_typical.block < 1.0 else 0.0
+    miss = ocs[typical].row_miss
+    return GateOC(
+        rule=settings.rule,
+        k=k,
+        gated_rows=len(kinds),
+        accuracy=accuracy,
+        dropped=dropped,
+        false_block=1.0 - passes,
+        row_miss=miss,
+        catch=1.0 - miss * others,
+        candidate_extra=sum(oc.candidate_extra for oc in ocs.values()),
+        baseline_extra=sum(oc.baseline_extra for oc in ocs.values()),
+        max_rounds=max(oc.max_rounds for oc in ocs.values()),
+    )
+
+
 def max_rounds(spec: SprtSpec, k: int) -> int:
     """The most confirmation rounds one version's test can take, errors aside.
 
@@ -325,6 +370,63 @@ def _rounds(bounds: Boundaries, n: int, w: int) -> int:
     step = bounds.rights_to_pass(n, w)
     after = _reachable(bounds, {w}, n, step)
     return 1 + max((_rounds(bounds, n + step, v) for v in after), default=0)
+
+
+# ---------------------------------------------------------------- loosening
+
+LOOSENING_GRID = (
+    (None, 0.9),
+    (None, 0.8),
+    (None, None),
+    (None, 0.5),
+    (0.95, 0.7),
+    (0.95, 0.5),
+    (0.9, 0.7),
+    (0.9, 0.5),
+)
+"""(baseline accuracy, candidate accuracy) pairs at which a rule change must not block a
+worse candidate less often; None stands for the base's own ``reliable`` (baseline) or
+``unreliable`` (candidate)."""
+_LOOSER_BY = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Loosening:
+    """Where a changed rule blocks a worse candidate less often than the old one."""
+
+    baseline: float
+    candidate: float
+    before: float
+    after: float
+
+
+def loosening(
+    base: RuleSettings, head: RuleSettings, *, k: int, kind: GatedKind = GatedKind.MUST_NOT_BREAK
+) -> Loosening | None:
+    """The point where ``head`` blocks a degraded gated row least often below ``base``.
+
+    A pull request must not weaken its own gate (``sides/protect.py``): a
+    change of the rule or its settings is a loosening when, for some row
+    whose candidate is less accurate than its baseline
+    (:data:`LOOSENING_GRID`), the head's rule blocks it less often than the
+    base's, exactly (:func:`row_oc`).  Blocking harmless rows less often is
+    not a loosening: only lost power is.  None: never looser.  ``strict``
+    to ``sequential`` is a loosening by the project's rule whatever the
+    figures (the strict rule blocks any wrong answer); the caller says so.
+    """
+    worst: Loosening | None = None
+    for base_p, cand_p in LOOSENING_GRID:
+        baseline = base.reliable if base_p is None else base_p
+        candidate = base.unreliable if cand_p is None else cand_p
+        if candidate >= baseline:
+            continue
+        before = row_oc(base, k=k, candidate=candidate, baseline=baseline, kind=kind).block
+        after = row_oc(head, k=k, candidate=candidate, baseline=baseline, kind=kind).block
+        if after < before - _LOOSER_BY and (
+            worst is None or before - after > worst.before - worst.after
+        ):
+            worst = Loosening(baseline, candidate, before, after)
+    return worst
 
 
 # ------------------------------------------------------------------ planning

@@ -16,6 +16,7 @@ from .diff import Comparison, compare_runs
 from .gate import GateDecision, GatePolicy, ProtectedChange, decide
 from .model import RowRecord, Run
 from .notes import Note
+from .verdicts import gated_verdicts, with_verdicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,8 @@ class Executions:
     candidate_recorded: int = 0
     """Of ``candidate``, the main attempts recorded before this comparison (a run given
     with ``--candidate``: merged shards, an import), which ran no agent now."""
+    confirm_rounds: int = 0
+    """Rounds of confirmation (each runs what every row asked for, on each version)."""
 
     @property
     def ran_now(self) -> int:
@@ -56,6 +59,7 @@ class Executions:
             "confirm_candidate": self.confirm_candidate,
             "total": self.total,
             "naive": self.naive,
+            "confirm_rounds": self.confirm_rounds,
             **recorded,
         }
 
@@ -96,20 +100,31 @@ def evaluate(
     """Compare two recorded runs and decide the gate: the only path to a decision.
 
     ``passk compare`` and ``passk gate`` both call this, so a decision can
-    always be reproduced from the recorded attempts alone.
+    always be reproduced from the recorded attempts alone: the gated rows'
+    verdicts (``core/verdicts.py``) are judged here from every recorded
+    attempt, with no attempt more possible.
     """
     settings = candidate.settings
+    base_rows, cand_rows = baseline.attempts_by_row(), candidate.attempts_by_row()
     comparison = compare_runs(
+        rows, base_rows, cand_rows, k=settings.k, scoring=settings.scoring, ratchet=ratchet
+    )
+    verdicts = gated_verdicts(
         rows,
-        baseline.attempts_by_row(),
-        candidate.attempts_by_row(),
+        comparison,
+        base_rows,
+        cand_rows,
+        policy.rule,
+        block_on_any_regression=policy.block_on_any_regression,
         k=settings.k,
         scoring=settings.scoring,
-        ratchet=ratchet,
+        more_possible=False,
     )
+    comparison = with_verdicts(comparison, verdicts, base_rows, cand_rows)
     gate = decide(
         comparison.rows,
         policy,
+        verdicts=verdicts,
         protected_changes=protected_changes,
         protected_changes_allowed=protected_changes_allowed,
         spend=compare_spend(baseline, candidate) if policy.limits_spend else None,

@@ -281,6 +281,10 @@ class RuleSettings:
         }
 
 
+DEFAULT_RULE = RuleSettings()
+"""The default rule and settings: ``gate.rule: sequential`` as docs/gate-rule.md describes it."""
+
+
 # ------------------------------------------------------------------ the test
 
 
@@ -513,19 +517,28 @@ def judge(
     kind: GatedKind,
     k: int,
     more_possible: bool = True,
+    must_not_break: bool = False,
 ) -> RowVerdict:
     """The verdict of a gated row under ``settings.rule`` from both versions' outcomes.
 
     Deterministic: the same outcomes and settings always give the same
     verdict, so ``passk gate`` recomputes it from the recorded attempts
     (with ``more_possible=False``: an audit runs nothing).  ``k`` is the
-    run's main attempts per row (the strict rule's classes need it).
+    run's main attempts per row (the strict rule's classes need it);
+    ``must_not_break`` marks a ratchet row that is also must-not-break (only
+    the strict rule tells them apart).
     """
     if k < 1:
         raise ValueError("k must be at least 1")
     if settings.rule == STRICT:
         return judge_strict(
-            candidate, baseline, settings, kind=kind, k=k, more_possible=more_possible
+            candidate,
+            baseline,
+            settings,
+            kind=kind,
+            k=k,
+            more_possible=more_possible,
+            must_not_break=must_not_break,
         )
     bounds = boundaries(settings.candidate_test)
     cand = read(candidate, bounds)
@@ -577,6 +590,7 @@ def judge_strict(
     kind: GatedKind,
     k: int,
     more_possible: bool = True,
+    must_not_break: bool = False,
 ) -> RowVerdict:
     """The literal rule passk had before the sequential one (``gate.rule: strict``).
 
@@ -586,15 +600,19 @@ def judge_strict(
     stable-correct and candidate not on the main attempts (a lost row) is
     confirmed once with ``confirm_attempts`` on both versions.  Then:
 
-    - must-not-break and ratchet rows block when either side's final class
-      is unclassified (fewer than k answers);
+    - must-not-break rows (``must_not_break``, or ``kind`` MUST_NOT_BREAK)
+      block when either side's final class is unclassified (fewer than k
+      answers);
     - must-not-break and regression rows block when the baseline's final
       class is stable-correct and the candidate's is not;
     - ratchet rows block whenever the candidate's final class is not
       stable-correct.
 
     So any wrong candidate answer blocks a ratchet row, and blocks a
-    must-not-break row unless the baseline also answered wrong.
+    must-not-break row unless the baseline also answered wrong: exactly
+    what ``core/gate.py`` decided before issue 20 (a ratchet row that is
+    also must-not-break needs ``must_not_break``, since its kind is
+    RATCHET), so ``passk gate`` re-derives an older result's decision.
     """
     base_main = _stable_correct(baseline.outcomes[: baseline.main], k)
     cand_main = _stable_correct(candidate.outcomes[: candidate.main], k)
@@ -618,13 +636,14 @@ def judge_strict(
         )
     base_final = _stable_correct(baseline.outcomes, k)
     cand_final = _stable_correct(candidate.outcomes, k)
-    locked = kind in (GatedKind.MUST_NOT_BREAK, GatedKind.RATCHET)
-    if locked and (base_final is None or cand_final is None):
+    marked = must_not_break or kind is GatedKind.MUST_NOT_BREAK
+    lost = base_final is True and cand_final is not True
+    if marked and (base_final is None or cand_final is None):
         finding, blocked = Finding.UNCLASSIFIED, True
     elif kind is GatedKind.RATCHET:
         finding, blocked = Finding.WRONG_ANSWER, cand_final is not True
     else:
-        finding, blocked = Finding.WRONG_ANSWER, base_final is True and cand_final is not True
+        finding, blocked = Finding.WRONG_ANSWER, lost
     if blocked and cand_final is None:
         finding = Finding.UNCLASSIFIED
     if not blocked:
@@ -643,6 +662,7 @@ def judge_row(
     k: int,
     scoring: Scoring,
     more_possible: bool = True,
+    must_not_break: bool = False,
 ) -> RowVerdict:
     """:func:`judge` of a row's recorded attempts (all phases) on both versions."""
     return judge(
@@ -652,4 +672,5 @@ def judge_row(
         kind=kind,
         k=k,
         more_possible=more_possible,
+        must_not_break=must_not_break,
     )

@@ -3,7 +3,8 @@
 1. the baseline side (``baseline.py``): committed attempts reused, new rows
    topped up, a stale baseline re-measured;
 2. the candidate side (``candidate.py``): recorded, or measured now;
-3. confirmation (``confirm.py``): lost rows run again on both versions;
+3. confirmation (``confirm.py``): gated rows in rounds until the gate's rule
+   has what it needs, other lost rows once on both versions;
 4. the decision, from the recorded attempts only (:func:`core.result.evaluate`).
 
 Every phase returns what it made and what it has to say (notes as data); a
@@ -16,7 +17,6 @@ from dataclasses import replace
 
 from .. import __version__
 from ..core.cost import priced_run
-from ..core.diff import confirmation_plan
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange
 from ..core.model import Phase, Version
 from ..core.notes import Note, RatchetExits, RemeasuredOnRequest, VerdictsReused
@@ -25,7 +25,7 @@ from .agents import AgentSource
 from .asking import Asker
 from .baseline import baseline_side
 from .candidate import CandidateSide, candidate_side
-from .confirm import confirm
+from .confirm import Confirmed, confirm
 from .measuring import check_settings, row_records
 from .request import CompareInputs, Rerun
 from .session import Session
@@ -54,14 +54,10 @@ def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> Com
     exits: tuple[Note, ...] = (RatchetExits(tuple(left)),) if left else ()
     policy = config.gate.policy
 
-    # Compare on main attempts, then confirm every lost row on both versions.
+    # Compare on main attempts, then confirm: gated rows until the rule decides them,
+    # other lost rows once on both versions.
     comparison, _ = evaluate(rows, baseline.run, candidate.run, ratchet=ratchet, policy=policy)
-    plan = confirmation_plan(
-        comparison,
-        attempts=config.confirm.attempts,
-        must_not_break_attempts=config.confirm.must_not_break_attempts,
-    )
-    confirmed = confirm(inputs, plan, baseline.run, candidate.run, asker)
+    confirmed = confirm(inputs, rows, comparison, baseline.run, candidate.run, asker)
     reused = _reused(rerun, asker)
     notes = [*baseline.notes, *candidate.notes, *exits, *confirmed.notes]
     if reused is not None:
@@ -94,7 +90,7 @@ def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> Com
         protected_changes_allowed=allowed,
         notes=tuple(notes),
         warnings=(*baseline.warnings, *confirmed.warnings),
-        executions=_executions(inputs, candidate, asker, confirmed.made),
+        executions=_executions(inputs, candidate, asker, confirmed),
         reused=reused is not None,
         created_at=session.now(),
         tool_version=__version__,
@@ -126,7 +122,7 @@ def _reused(rerun: Rerun, asker: Asker) -> VerdictsReused | None:
 
 
 def _executions(
-    inputs: CompareInputs, candidate: CandidateSide, asker: Asker, confirmed: int
+    inputs: CompareInputs, candidate: CandidateSide, asker: Asker, confirmed: Confirmed
 ) -> Executions:
     """Agent executions made now (recorded ones made earlier count), and the naive way's.
 
@@ -143,6 +139,7 @@ def _executions(
         confirm_candidate=0
         if inputs.candidate.measured_by_pull_request
         else made(Version.CANDIDATE, Phase.CONFIRM),
-        naive=2 * len(inputs.dataset.rows) * inputs.config.settings.k + confirmed,
+        naive=2 * len(inputs.dataset.rows) * inputs.config.settings.k + confirmed.made,
         candidate_recorded=candidate.recorded_main,
+        confirm_rounds=confirmed.rounds,
     )

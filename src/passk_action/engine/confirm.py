@@ -1,8 +1,21 @@
-"""Confirmation: every lost row run again on both versions, numbered after its last attempt.
+"""Confirmation: attempts after the main ones, in rounds, until no row wants more.
 
-It separates "the baseline varies too" from a confirmed regression.  When
-only one version can run, or neither, nothing is confirmed and the result
-says why (a warning when only the baseline agent was missing).
+Two kinds of row are run again, each numbered after the row's last attempt
+(Phase.CONFIRM), so a re-run asks for the same attempts and replays them:
+
+- **gated rows** (must-not-break, ratchet-locked, and baseline-stable-correct
+  rows under ``gate.block_on_any_regression``): the gate's rule
+  (``core/sequential.py``, through ``core/verdicts.py``) judges each after
+  every round and asks for more attempts on a version while the row's
+  evidence is unclear; rounds go on until no row asks.  Errored attempts
+  count toward a row's attempts and are not answers, so the next round
+  asks again in their place.  The rule bounds the attempts of a row and
+  version (``max_attempts``), so the rounds end.
+- **other lost rows**: once, ``confirm.attempts`` on both versions, as
+  passk always confirmed them (the report names the first divergent check).
+
+A version that cannot run adds nothing: its rows are judged on what was
+recorded, and the result says so (a warning naming the rows and the fix).
 """
 
 from __future__ import annotations
@@ -11,8 +24,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from ..agents.runner import AttemptRequest
-from ..core.model import Phase, Row, Run, Version
-from ..core.notes import ConfirmationSkipped, Note, NothingRun, SkipReason, WhereFrom
+from ..core.diff import Change, Comparison
+from ..core.gate import GatePolicy
+from ..core.model import Phase, Row, RowRecord, Run, Version
+from ..core.notes import (
+    ConfirmationSkipped,
+    GatedRowsAsRecorded,
+    Note,
+    NothingRun,
+    SkipReason,
+    WhereFrom,
+)
+from ..core.verdicts import gated_verdicts, kind_of, wanted
 from .asking import Asker
 from .request import CompareInputs
 from .session import raise_if_stopped
@@ -26,47 +49,143 @@ class Confirmed:
     warnings: tuple[Note, ...] = ()
     made: int = 0
     """Confirmation attempts on both versions (replayed ones included)."""
+    rounds: int = 0
+    """Confirmation rounds run (a round runs what every row asked for, on each version)."""
+
+
+Plan = dict[Version, dict[str, int]]
+"""Version -> row id -> attempts to add."""
+
+
+def lost_plan(comparison: Comparison, policy: GatePolicy, attempts: int) -> dict[str, int]:
+    """The lost rows the gate does not judge: ``attempts`` more on both versions, once."""
+    return {
+        r.id: attempts
+        for r in comparison.rows
+        if r.change is Change.LOST and kind_of(r, policy.block_on_any_regression) is None
+    }
 
 
 def confirm(
-    inputs: CompareInputs, plan: Mapping[str, int], baseline: Run, candidate: Run, asker: Asker
+    inputs: CompareInputs,
+    records: tuple[RowRecord, ...],
+    comparison: Comparison,
+    baseline: Run,
+    candidate: Run,
+    asker: Asker,
 ) -> Confirmed:
-    """Both runs with the planned confirmation attempts added, or as they were, saying why."""
+    """Both runs with every confirmation round added, and what could not be run, said.
+
+    ``comparison`` is of the main attempts (it names the lost and the gated
+    rows); ``records`` hold the authoritative labels the rule scores against.
+    """
     config = inputs.config
-    if not plan:
-        if config.agent is None and config.baseline.agent is None:
-            return Confirmed(baseline, candidate, (NothingRun(),))
-        return Confirmed(baseline, candidate)
-    can_run = [asker.available(v) for v in (Version.BASELINE, Version.CANDIDATE)]
-    if not any(can_run):
-        return Confirmed(
-            baseline, candidate, (ConfirmationSkipped(len(plan), SkipReason.NO_AGENT),)
-        )
-    if not all(can_run):
-        base = inputs.base
-        skipped = ConfirmationSkipped(
-            len(plan),
-            SkipReason.NO_BASELINE_AGENT,
-            base.baseline_from if base is not None else WhereFrom.CONFIG,
-            base.ref if base is not None else None,
-        )
-        return Confirmed(baseline, candidate, warnings=(skipped,))
+    policy = config.gate.policy
+    settings = candidate.settings
+    can_run = {v: asker.available(v) for v in Version}
+    lost = lost_plan(comparison, policy, config.confirm.attempts)
     rows = inputs.dataset.by_id()
-    confirmed_baseline = again(baseline, plan, rows, asker, Version.BASELINE)
-    confirmed_candidate = again(candidate, plan, rows, asker, Version.CANDIDATE)
-    made = (
-        len(confirmed_baseline.attempts)
-        - len(baseline.attempts)
-        + len(confirmed_candidate.attempts)
-        - len(candidate.attempts)
-    )
-    return Confirmed(confirmed_baseline, confirmed_candidate, made=made)
+    left_out: dict[Version, dict[str, None]] = {Version.BASELINE: {}, Version.CANDIDATE: {}}
+    unconfirmed: dict[str, None] = {}
+    made = rounds = 0
+    # Each round adds an attempt to every row that asks, on a side holding at most
+    # max_attempts: no row asks more than 2 x max_attempts times.
+    for _ in range(2 * policy.rule.max_attempts + 1):
+        verdicts = gated_verdicts(
+            records,
+            comparison,
+            baseline.attempts_by_row(),
+            candidate.attempts_by_row(),
+            policy.rule,
+            block_on_any_regression=policy.block_on_any_regression,
+            k=settings.k,
+            scoring=settings.scoring,
+            more_possible=True,
+        )
+        plan = wanted(verdicts)
+        if rounds == 0:
+            for version in Version:
+                plan[version].update(lost)
+        _drop_unrunnable(plan, can_run, left_out, unconfirmed)
+        if not any(plan.values()):
+            break
+        rounds += 1
+        before = len(baseline.attempts) + len(candidate.attempts)
+        baseline = again(baseline, plan[Version.BASELINE], rows, asker, Version.BASELINE)
+        candidate = again(candidate, plan[Version.CANDIDATE], rows, asker, Version.CANDIDATE)
+        made += len(baseline.attempts) + len(candidate.attempts) - before
+    notes, warnings = _what_was_not_run(inputs, can_run, len(unconfirmed), left_out, rounds)
+    return Confirmed(baseline, candidate, notes, warnings, made, rounds)
+
+
+def _drop_unrunnable(
+    plan: Plan,
+    can_run: Mapping[Version, bool],
+    left_out: dict[Version, dict[str, None]],
+    unconfirmed: dict[str, None],
+) -> None:
+    """Leave out every row that asks anything of a version that cannot run.
+
+    A row that asks both versions (a lost row's confirmation; the strict
+    rule's) is confirmed on both or not at all, since one side alone tells
+    nothing: it goes to ``unconfirmed``.  A row that asks one version (the
+    sequential rule's) goes to ``left_out`` under that version.
+    """
+    for version in Version:
+        if can_run[version]:
+            continue
+        for row_id in list(plan[version]):
+            both = all(row_id in plan[side] for side in Version)
+            (unconfirmed if both else left_out[version])[row_id] = None
+            for side in Version:
+                plan[side].pop(row_id, None)
+
+
+def _what_was_not_run(
+    inputs: CompareInputs,
+    can_run: Mapping[Version, bool],
+    unconfirmed: int,
+    left_out: Mapping[Version, Mapping[str, None]],
+    rounds: int,
+) -> tuple[tuple[Note, ...], tuple[Note, ...]]:
+    """The notes and warnings for attempts that were wanted and could not be made."""
+    nothing_runs = not any(can_run.values())
+    if nothing_runs:
+        reason = SkipReason.NO_AGENT
+    elif not can_run[Version.BASELINE]:
+        reason = SkipReason.NO_BASELINE_AGENT
+    else:
+        reason = SkipReason.NO_CANDIDATE_AGENT
+    base = inputs.base
+    where = base.baseline_from if base is not None else WhereFrom.CONFIG
+    ref = base.ref if base is not None else None
+    notes: list[Note] = []
+    warnings: list[Note] = []
+    if unconfirmed:
+        skipped = ConfirmationSkipped(unconfirmed, reason, where, ref)
+        (notes if nothing_runs else warnings).append(skipped)
+    for version in Version:
+        if left_out[version]:
+            warnings.append(
+                GatedRowsAsRecorded(tuple(left_out[version]), version.value, reason, where, ref)
+            )
+    if (
+        not rounds
+        and not notes
+        and not warnings
+        and inputs.config.agent is None
+        and inputs.config.baseline.agent is None
+    ):
+        notes.append(NothingRun())
+    return tuple(notes), tuple(warnings)
 
 
 def again(
     run: Run, plan: Mapping[str, int], rows: Mapping[str, Row], asker: Asker, version: Version
 ) -> Run:
     """``run`` with the planned confirmation attempts of ``version`` added."""
+    if not plan:
+        return run
     top: dict[str, int] = {}
     for a in run.attempts:
         top[a.row_id] = max(top.get(a.row_id, 0), a.number)

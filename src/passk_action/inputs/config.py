@@ -36,6 +36,7 @@ from ..core import values
 from ..core.cost import Price, Pricing
 from ..core.gate import GatePolicy
 from ..core.model import EvalSettings, Scoring
+from ..core.sequential import DEFAULT_RULE, RuleSettings
 from ..errors import ConfigError, PasskError
 from .schema_errors import (
     describe_value,
@@ -303,6 +304,9 @@ class GateConfig:
     """PR label that makes a re-run measure again instead of replaying the record."""
     max_cost_increase: float | None = None
     max_latency_p95_increase: float | None = None
+    rule: RuleSettings = DEFAULT_RULE
+    """``gate.rule`` and ``gate.sequential``; the strict rule's confirmation is
+    ``confirm.must_not_break_attempts``."""
 
     @property
     def policy(self) -> GatePolicy:
@@ -310,6 +314,7 @@ class GateConfig:
             block_on_any_regression=self.block_on_any_regression,
             max_cost_increase=self.max_cost_increase,
             max_latency_p95_increase=self.max_latency_p95_increase,
+            rule=self.rule,
         )
 
 
@@ -530,6 +535,10 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
             hint="make max_backoff_s at least backoff_s",
         )
     confirm_doc = doc.get("confirm", {})
+    confirm = ConfirmConfig(
+        attempts=int(confirm_doc.get("attempts", 3)),
+        must_not_break_attempts=int(confirm_doc.get("must_not_break_attempts", 6)),
+    )
     gate_doc = doc.get("gate", {})
     return Config(
         path=path,
@@ -547,10 +556,7 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
             ),
             when_stale=str(baseline_doc.get("when_stale", "remeasure")),
         ),
-        confirm=ConfirmConfig(
-            attempts=int(confirm_doc.get("attempts", 3)),
-            must_not_break_attempts=int(confirm_doc.get("must_not_break_attempts", 6)),
-        ),
+        confirm=confirm,
         must_not_break_tags=tuple(doc.get("must_not_break", {}).get("tags", ())),
         gate=GateConfig(
             block_on_any_regression=bool(gate_doc.get("block_on_any_regression", False)),
@@ -558,6 +564,7 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
             remeasure_label=str(gate_doc.get("remeasure_label", DEFAULT_REMEASURE_LABEL)),
             max_cost_increase=_limit(gate_doc, "max_cost_increase", name),
             max_latency_p95_increase=_limit(gate_doc, "max_latency_p95_increase", name),
+            rule=_rule(gate_doc, confirm, name),
         ),
         retry=retry,
         pricing=_pricing(doc.get("pricing", {}), f"{name}: pricing"),
@@ -572,6 +579,28 @@ def _ruled(
     if number is None:
         raise ConfigError(f"must be {text}, not {describe_value(value)}", where=where, hint=hint)
     return number
+
+
+def _rule(gate_doc: Mapping[str, Any], confirm: ConfirmConfig, name: str) -> RuleSettings:
+    """``gate.rule`` and ``gate.sequential`` (schema-valid) as the rule's settings.
+
+    The schema checks each value alone; what holds between them (unreliable
+    below reliable, attempts enough for both tests) is checked here.
+    """
+    fields = dict(gate_doc.get("sequential", {}))
+    try:
+        return RuleSettings(
+            rule=str(gate_doc.get("rule", "sequential")),
+            confirm_attempts=confirm.must_not_break_attempts,
+            **fields,
+        )
+    except ValueError as exc:
+        raise ConfigError(
+            str(exc),
+            where=f"{name}: gate.sequential",
+            hint="see docs/gate-rule.md; `passk plan --false-block 0.05 --miss 0.1` suggests "
+            "settings",
+        ) from exc
 
 
 def _limit(doc: Mapping[str, Any], key: str, name: str) -> float | None:

@@ -14,6 +14,7 @@ from ..core.notes import (
     BaselineReused,
     ConfirmationSkipped,
     DroppedRows,
+    GatedRowsAsRecorded,
     MeasuredByPullRequest,
     Note,
     NothingRun,
@@ -58,7 +59,7 @@ def stale(note: StaleBaseline) -> str:
     return f"the committed baseline{at} is stale: it {why} at the base {short(note.base)}"
 
 
-def confirm_hint(note: ConfirmationSkipped) -> str:
+def confirm_hint(note: ConfirmationSkipped | GatedRowsAsRecorded) -> str:
     """What to set so that the baseline side can run confirmation next time."""
     if note.baseline_from is WhereFrom.PULL_REQUEST_BASE:
         return "give the base branch's passk.yml an `agent:`"
@@ -153,12 +154,40 @@ def sentence(note: Note) -> str:
                 "the config names no agent to run them again; the gate used the recorded "
                 "attempts only"
             )
+        if note.reason is SkipReason.NO_CANDIDATE_AGENT:
+            return (
+                f"confirmation skipped for {note.lost} lost row(s): the candidate is a recorded "
+                "run and no agent can add to it, so the gate used the main attempts only"
+            )
         return (
             f"confirmation skipped for {note.lost} lost row(s): no baseline agent is "
             f"available, so the gate used the main attempts only; to confirm, "
             f"{confirm_hint(note)}"
         )
+    if isinstance(note, GatedRowsAsRecorded):
+        return gated_as_recorded(note)
     raise TypeError(f"no sentence for {type(note).__name__}")  # a kind added without words
+
+
+def gated_as_recorded(note: GatedRowsAsRecorded) -> str:
+    """Gated rows judged without the attempts the rule wanted, why, and how to get them."""
+    rows = f"{len(note.ids)} gated row(s)"
+    if note.version == "baseline":
+        return (
+            f"{rows} wanted more baseline attempts (to tell a regression from a baseline that "
+            "varies as much) and no baseline agent is available, so they were judged on the "
+            f"attempts recorded: {ids(note.ids)}; to run them, {confirm_hint(note)}"
+        )
+    why = (
+        "the config names no agent to run them"
+        if note.reason is SkipReason.NO_AGENT
+        else "the candidate is a recorded run and no agent can add to it"
+    )
+    return (
+        f"{rows} wanted more candidate attempts to be judged and {why}, so they were judged "
+        f"on the attempts recorded (a row the rule cannot judge blocks): {ids(note.ids)}; "
+        "give the config an `agent:`, or record more attempts per row (a higher k)"
+    )
 
 
 def sentences(notes: Sequence[Note]) -> list[str]:

@@ -7,7 +7,9 @@ its mark, swapping its input for another (the baseline would be topped up
 on the new input and the gate would check an easier row under the same id),
 relabeling any row of the base while ``block_on_any_regression`` is on,
 lowering k or the confirmation attempts, switching off
-``block_on_any_regression``, raising or removing ``max_cost_increase`` or
+``block_on_any_regression``, loosening the gated-row rule (``gate.rule``
+from strict to sequential, or ``gate.sequential`` settings under which a
+row that got worse blocks less often), raising or removing ``max_cost_increase`` or
 ``max_latency_p95_increase``, changing how answers are normalized, or
 changing how a stale baseline is detected and handled
 (``agent.fingerprint``, ``baseline.when_stale``).  This
@@ -22,6 +24,8 @@ from dataclasses import dataclass, field
 
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset
+from ..core.operating import loosening
+from ..core.sequential import SEQUENTIAL, STRICT, RuleSettings
 from ..inputs.config import Config
 
 BASELINE_CHANGED = "baseline-artifact-changed"
@@ -40,6 +44,7 @@ SCORING_CHANGED = "scoring-normalize-changed"
 FILE_TYPE_CHANGED = "protected-file-type-changed"
 STALE_POLICY_CHANGED = "baseline-staleness-changed"
 SPEND_LIMIT_LOOSENED = "spend-limit-loosened"
+RULE_LOOSENED = "gate-rule-loosened"
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,9 @@ def protected_changes(
         changes.append(
             ProtectedChange(REGRESSION_BLOCK_OFF, "gate.block_on_any_regression is turned off")
         )
+    rule_change = _rule_loosened(bc.gate.rule, hc.gate.rule, k=bc.k)
+    if rule_change is not None:
+        changes.append(ProtectedChange(RULE_LOOSENED, rule_change))
     changes += _spend_limit_changes(bc, hc)
     if bc.scoring.normalize != hc.scoring.normalize:
         changes.append(
@@ -258,4 +266,32 @@ def _fingerprint_paths(config: Config) -> list[str]:
     return sorted(
         path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
         for path in named
+    )
+
+
+def _rule_loosened(base: RuleSettings, head: RuleSettings, *, k: int) -> str | None:
+    """How the head's gated-row rule is looser than the base's, in words; None: it is not.
+
+    ``strict`` to ``sequential`` always (any wrong answer no longer blocks);
+    otherwise a change of ``gate.sequential`` under which some row whose
+    accuracy dropped blocks less often, exactly (``core/operating.loosening``).
+    """
+    if base.rule == STRICT:
+        if head.rule == SEQUENTIAL:
+            return "gate.rule changes from strict to sequential (a wrong answer no longer blocks)"
+        return None
+    if head.rule != SEQUENTIAL or head == base:
+        return None
+    looser = loosening(base, head, k=k)
+    if looser is None:
+        return None
+    changed = [
+        f"{key} {old:g} -> {new:g}"
+        for key, old in base.to_json().items()
+        if isinstance(old, (int, float)) and (new := head.to_json()[key]) != old
+    ]
+    return (
+        f"gate.sequential changes ({', '.join(changed)}): a gated row whose accuracy drops from "
+        f"{looser.baseline:.0%} to {looser.candidate:.0%} would block {looser.before:.1%} of the "
+        f"time, now {looser.after:.1%}"
     )

@@ -68,7 +68,8 @@ def settings_from_json(doc: Mapping[str, Any]) -> EvalSettings:
     return EvalSettings(k=doc["k"], scoring=Scoring(normalize=tuple(scoring["normalize"])))
 
 
-def check_version(doc: Any, where: str, kind: str) -> None:
+def check_version(doc: Any, where: str, kind: str, newest: int = SCHEMA_VERSION) -> None:
+    """The document is a ``kind`` whose version this passk reads (up to ``newest``)."""
     if not isinstance(doc, dict):
         raise ArtifactError("not a passk artifact (the top level is not an object)", where=where)
     version = doc.get("schema_version")
@@ -84,9 +85,9 @@ def check_version(doc: Any, where: str, kind: str) -> None:
             where=where,
             hint="this file was not written by passk",
         )
-    if version > SCHEMA_VERSION:
+    if version > newest:
         raise ArtifactError(
-            f"schema_version {version} is newer than this passk reads ({SCHEMA_VERSION})",
+            f"schema_version {version} is newer than this passk reads ({newest})",
             where=where,
             hint="upgrade passk",
         )

@@ -19,10 +19,11 @@ from ..core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, 
 from ..core.model import RowRecord, Run
 from ..core.notes import Written
 from ..core.result import CompareResult, Executions, evaluate
+from ..core.sequential import STRICT, RowVerdict, RuleSettings
 from ..errors import ArtifactError
 from ..report.notes import sentences
 from .atomic import write_text_atomic
-from .codec import SCHEMA_VERSION, cluster_from_json, compact_json, dump_document, run_to_json
+from .codec import cluster_from_json, compact_json, dump_document, run_to_json
 from .document import DAMAGED_HINT, check_version, run_from_json, validate_header, with_hint
 from .jsonfile import parse_json_file
 from .lines import (
@@ -38,9 +39,17 @@ from .lines import (
 )
 
 RESULT_KIND = "passk-result"
+RESULT_SCHEMA_VERSION = 3
+"""The result version passk writes.  3 added the gated-row rule (``policy.rule``) and each
+gated row's ``verdict``; results of 1 and 2 were decided by what is now ``gate.rule: strict``
+and are audited with it.  Run artifacts keep their own version (``store/artifact.py``)."""
+LEGACY_RULE = RuleSettings(rule=STRICT)
+"""The rule an older result (schema 1 or 2) was decided by."""
 
 
-def comparison_row_to_json(record: RowRecord, row: RowComparison) -> dict[str, Any]:
+def comparison_row_to_json(
+    record: RowRecord, row: RowComparison, verdict: RowVerdict | None = None
+) -> dict[str, Any]:
     divergent = row.first_divergent_check
     return {
         "id": row.id,
@@ -61,14 +70,16 @@ def comparison_row_to_json(record: RowRecord, row: RowComparison) -> dict[str, A
             "baseline": list(row.baseline_check_flips),
             "candidate": list(row.candidate_check_flips),
         },
+        **({"verdict": verdict.to_json()} if verdict is not None else {}),
     }
 
 
 def result_to_json(result: CompareResult) -> dict[str, Any]:
     comparison = result.comparison
     records = {r.id: r for r in result.rows}
+    verdicts = result.gate.verdicts
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": RESULT_SCHEMA_VERSION,
         "kind": RESULT_KIND,
         "tool_version": result.tool_version,
         "created_at": result.created_at,
@@ -89,7 +100,9 @@ def result_to_json(result: CompareResult) -> dict[str, Any]:
         },
         "gained": list(comparison.gained),
         "lost": list(comparison.lost),
-        "rows": [comparison_row_to_json(records[r.id], r) for r in comparison.rows],
+        "rows": [
+            comparison_row_to_json(records[r.id], r, verdicts.get(r.id)) for r in comparison.rows
+        ],
         "notes": sentences(result.notes),
         # Optional (older result files have none), written only when there are some.
         **({"warnings": sentences(result.warnings)} if result.warnings else {}),
@@ -124,7 +137,17 @@ class AuditedResult:
 
     @property
     def consistent(self) -> bool:
-        return self.result.gate.to_json() == self.recorded_gate.to_json()
+        """Whether the file's gate is the recomputed one: passed or not, each rule on each row.
+
+        The words of a reason may change between passk versions (an older
+        result says "(not-reproduced)" where this one explains why the row
+        still blocks); the decision may not.
+        """
+        return _decision(self.result.gate) == _decision(self.recorded_gate)
+
+
+def _decision(gate: GateDecision) -> tuple[bool, list[tuple[str, str]]]:
+    return gate.passed, sorted((f.rule.value, f.id or "") for f in gate.failures)
 
 
 def _gate_from_json(doc: dict[str, Any]) -> GateDecision:
@@ -163,7 +186,7 @@ def result_from_json(doc: Any, where: str) -> AuditedResult:
 
 
 def _result_from_json(doc: Any, where: str) -> AuditedResult:
-    check_version(doc, where, RESULT_KIND)
+    check_version(doc, where, RESULT_KIND, RESULT_SCHEMA_VERSION)
     validate_header(doc, where, "result.schema.json", big_lists=("rows",))
     baseline = run_from_json(doc["baseline"]["run"], f"{where}: baseline.run")
     candidate = run_from_json(doc["candidate"]["run"], f"{where}: candidate.run")
@@ -192,6 +215,7 @@ def _assemble_result(
         block_on_any_regression=policy_doc["block_on_any_regression"],
         max_cost_increase=_limit(policy_doc, "max_cost_increase", where),
         max_latency_p95_increase=_limit(policy_doc, "max_latency_p95_increase", where),
+        rule=_rule_from_json(doc, where),
     )
     protected = tuple(
         ProtectedChange(c["kind"], c["detail"], c["id"]) for c in doc["protected_changes"]
@@ -216,6 +240,7 @@ def _assemble_result(
                 "confirm_candidate",
                 "naive",
                 "candidate_recorded",
+                "confirm_rounds",
             )
         }
     )
@@ -247,6 +272,19 @@ def _limit(policy: Mapping[str, Any], key: str, where: str) -> float | None:
     if limit is None:
         raise ArtifactError(f"must be {values.RELATIVE_TEXT}", where=f"{where}: policy.{key}")
     return limit
+
+
+def _rule_from_json(doc: Mapping[str, Any], where: str) -> RuleSettings:
+    """The rule a result was decided by: its own (schema 3), or the strict rule (older)."""
+    rule = doc["policy"].get("rule")
+    if rule is None:
+        if doc["schema_version"] >= 3:
+            raise ArtifactError("'policy.rule' is missing", where=where)
+        return LEGACY_RULE
+    try:
+        return RuleSettings(**rule)
+    except ValueError as exc:
+        raise ArtifactError(f"'policy.rule' is not a valid rule: {exc}", where=where) from None
 
 
 def read_result(path: Path) -> AuditedResult:
@@ -384,7 +422,7 @@ def _stream_result_members(
         raise NotCanonical
     if set(runs) != {"baseline", "candidate"} or "rows" not in header:
         raise NotCanonical
-    check_version(header, where, RESULT_KIND)
+    check_version(header, where, RESULT_KIND, RESULT_SCHEMA_VERSION)
     validate_header(header, where, "result.schema.json", big_lists=("rows",))
     baseline = run_from_sections(runs["baseline"], f"{where}: baseline.run")
     candidate = run_from_sections(runs["candidate"], f"{where}: candidate.run")
