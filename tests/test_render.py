@@ -36,7 +36,9 @@ from passk_action.core.model import (
     Version,
 )
 from passk_action.core.notes import Written
+from passk_action.core.operating import dataset_oc
 from passk_action.core.result import CompareResult, Executions, evaluate
+from passk_action.core.sequential import STRICT, GatedKind, RuleSettings
 from passk_action.core.uncertainty import (
     ErrorBar,
     PairedComparison,
@@ -52,6 +54,7 @@ from passk_action.report.comment import (
     render_comment,
 )
 from passk_action.report.compare_report import render_compare_report
+from passk_action.report.gated import gate_oc_of, gate_sentence
 from passk_action.report.how_sure import STATISTICS_TITLE, noise_sentence, power_text
 from passk_action.report.html import render_html_report
 from passk_action.report.phrases import (
@@ -72,6 +75,7 @@ DIGEST = "sha256:" + "ab12" * 16
 K = 3
 NO_EXECUTIONS = Executions()
 NO_LIMITS = GatePolicy()
+STRICT_POLICY = GatePolicy(rule=RuleSettings(rule=STRICT))
 
 # --- building runs by hand ------------------------------------------------
 
@@ -220,8 +224,16 @@ def candidate_spend(row_id: str, number: int) -> tuple[Usage | None, float]:
     )
 
 
-def failed_scenario() -> CompareResult:
-    """Every kind of row the report distinguishes, and a failed gate."""
+def failed_scenario(*, strict: bool = False) -> CompareResult:
+    """Every kind of row the report distinguishes, and a failed gate.
+
+    Confirmed as the engine confirms under the default rule (``strict=False``): the
+    candidate's test of refund-001 fails after 18 answers, so its baseline is run
+    until its test ends (25 answers); refund-004, one wrong answer in its first 3, gets
+    the 15 more that one wrong answer needs and passes, listed as a wrong answer the
+    rule did not confirm.  ``strict=True``: confirmed as the strict rule confirms (6
+    attempts on both versions of a lost must-not-break or ratchet row).
+    """
     rows = [
         row("refund-001", "approve", mnb=True),  # must-not-break confirmed regression
         row("refund-002", "deny"),  # lost, the baseline also varies
@@ -234,13 +246,13 @@ def failed_scenario() -> CompareResult:
     base = (
         Attempts(baseline_spend)
         .ok("refund-001", "approve", OK, times=3)
-        .ok("refund-001", "approve", OK, phase=Phase.CONFIRM, times=6)
+        .ok("refund-001", "approve", OK, phase=Phase.CONFIRM, times=6 if strict else 22)
         .ok("refund-002", "deny", times=3)
         .ok("refund-002", "deny", phase=Phase.CONFIRM)
         .ok("refund-002", "approve", phase=Phase.CONFIRM)
         .ok("refund-003", "approve", OK, times=3)
         .ok("refund-004", "approve", times=3)
-        .ok("refund-004", "approve", phase=Phase.CONFIRM, times=2)
+        .ok("refund-004", "approve", phase=Phase.CONFIRM, times=2 if strict else 0)
         .ok("refund-005", "deny")
         .ok("refund-005", "approve")
         .ok("refund-005", "deny")
@@ -254,7 +266,7 @@ def failed_scenario() -> CompareResult:
         .ok("refund-001", "approve", OK, times=2)
         .ok("refund-001", "deny", EXPIRED)
         .ok("refund-001", "approve", OK, phase=Phase.CONFIRM, times=3)
-        .ok("refund-001", "deny", EXPIRED, phase=Phase.CONFIRM, times=3)
+        .ok("refund-001", "deny", EXPIRED, phase=Phase.CONFIRM, times=3 if strict else 12)
         .ok("refund-002", "deny")
         .ok("refund-002", "approve")
         .ok("refund-002", "deny")
@@ -265,7 +277,7 @@ def failed_scenario() -> CompareResult:
         .ok("refund-004", "approve")
         .ok("refund-004", "deny")
         .ok("refund-004", "approve")
-        .ok("refund-004", "approve", phase=Phase.CONFIRM, times=2)
+        .ok("refund-004", "approve", phase=Phase.CONFIRM, times=2 if strict else 15)
         .ok("refund-005", "deny", times=3)
         .ok("refund-006", "deny", [("proof_of_purchase", "missing")])
         .ok("refund-006", "deny", [("proof_of_purchase", "present")])
@@ -280,9 +292,26 @@ def failed_scenario() -> CompareResult:
         make_run(Version.CANDIDATE, rows, cand, "refund agent (new prompt)", "0123abcdef99"),
         ratchet=["refund-004"],
         notes=("1 row was relabeled since the baseline was recorded: refund-005",),
-        executions=Executions(
-            candidate=21, baseline_topup=0, confirm_baseline=10, confirm_candidate=10, naive=62
+        executions=(
+            Executions(
+                candidate=21,
+                baseline_topup=0,
+                confirm_baseline=10,
+                confirm_candidate=10,
+                naive=62,
+                confirm_rounds=1,
+            )
+            if strict
+            else Executions(
+                candidate=21,
+                baseline_topup=0,
+                confirm_baseline=24,
+                confirm_candidate=32,
+                naive=98,
+                confirm_rounds=2,
+            )
         ),
+        policy=STRICT_POLICY if strict else NO_LIMITS,
     )
 
 
@@ -306,6 +335,7 @@ def passed_scenario() -> CompareResult:
     cand = (
         Attempts()
         .ok("claim-a", "pay", times=3)
+        .ok("claim-a", "pay", phase=Phase.CONFIRM, times=4)  # 7 right answers pass it
         .ok("claim-b", "reject", times=3)
         .ok("claim-c", "pay", times=3)
         .ok("claim-d", "pay", times=3)
@@ -454,7 +484,12 @@ def protected_scenario() -> CompareResult:
     """Every row holds, but the pull request relabels a must-not-break row without the label."""
     rows = [row("claim-a", "pay", mnb=True), row("claim-b", "reject")]
     base = Attempts().ok("claim-a", "pay", times=3).ok("claim-b", "reject", times=3)
-    cand = Attempts().ok("claim-a", "pay", times=3).ok("claim-b", "reject", times=3)
+    cand = (
+        Attempts()
+        .ok("claim-a", "pay", times=3)
+        .ok("claim-a", "pay", phase=Phase.CONFIRM, times=4)
+        .ok("claim-b", "reject", times=3)
+    )
     return compare(
         rows,
         make_run(Version.BASELINE, rows, base, "claims agent v1", "1111111111aa"),
@@ -475,6 +510,80 @@ def test_comment_golden_protected_change() -> None:
     text = render_comment(result, marker=MARKER, record=RECORD, context=PR_CONTEXT)
     assert_golden("comment_protected.md", text)
     assert "adds the label `passk: allow protected change`" in text
+
+
+def test_comment_golden_strict_rule() -> None:
+    """``gate.rule: strict``: any wrong answer blocks.  refund-004 was right on every
+    confirmation attempt and still blocks; the comment says why, never "not reproduced"."""
+    text = render_comment(
+        failed_scenario(strict=True), marker=MARKER, record=RECORD, context=PR_CONTEXT
+    )
+    assert_golden("comment_strict.md", text)
+    blockers = text.split("| | mean accuracy")[0]
+    assert "not reproduced" not in blockers
+    assert (
+        "- on re-run the candidate was right on all 2 of its attempts, but a wrong answer among "
+        "the first k still blocks (the strict rule: any wrong answer blocks)"
+    ) in blockers
+    assert (
+        "- **evidence:** 1 wrong of 5 attempts; baseline 0 of 5; the strict rule blocks on any"
+        in (blockers)
+    )
+
+
+def test_every_blocker_states_its_evidence_and_every_unconfirmed_wrong_answer_is_listed() -> None:
+    """Nothing hidden (issue 20): under the blockers, one line per gated row that passed with
+    a wrong answer, with what the rule saw; each blocking row states its evidence."""
+    text = render_comment(failed_scenario(), marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    why = text.index("**Why it failed**")
+    listed = text.index("**Wrong answers the rule did not confirm** (1)")
+    numbers = text.index("| | mean accuracy")
+    assert why < listed < numbers
+    assert (
+        "- `refund-004` (ratchet): 1 wrong of 18 attempts; baseline 0 of 3; within what a row "
+        "right 99% of the time does by chance"
+    ) in text
+    assert (
+        "- **evidence:** 13 wrong of 18 attempts; baseline 0 of 25; more wrong answers than a "
+        "row right 99% of the time gives by chance, and the baseline was not shown to vary as much"
+    ) in text
+    assert "- **evidence:** 0 wrong of 3 attempts (2 errored); baseline 0 of 3;" in text
+    # A passing gate lists them too, above the numbers.
+    passing = replace(
+        failed_scenario(), gate=replace(failed_scenario().gate, failures=(), passed=True)
+    )
+    shown = render_comment(passing, marker=MARKER, record=RECORD)
+    assert shown.index("**Wrong answers the rule did not confirm** (1)") < shown.index(
+        "| | mean accuracy"
+    )
+
+
+def test_how_sure_states_the_gates_rates_for_its_rows_and_settings() -> None:
+    """The comment's How-sure paragraph on the gate: the exact rates ``passk plan`` prints,
+    for a dataset's gated rows and rule (golden: every case it words)."""
+    mnb, ratchet = GatedKind.MUST_NOT_BREAK, GatedKind.RATCHET
+    cases = [
+        ("no gated row", None, RuleSettings()),
+        (
+            "1 must-not-break row, k = 3",
+            dataset_oc(RuleSettings(), k=3, kinds=[mnb]),
+            RuleSettings(),
+        ),
+        ("10 rows, k = 3", dataset_oc(RuleSettings(), k=3, kinds=[mnb] * 10), RuleSettings()),
+        ("50 rows, k = 8", dataset_oc(RuleSettings(), k=8, kinds=[mnb] * 50), RuleSettings()),
+        (
+            "strict, 5 must-not-break and 5 ratchet rows, k = 3",
+            dataset_oc(STRICT_POLICY.rule, k=3, kinds=[mnb] * 5 + [ratchet] * 5),
+            STRICT_POLICY.rule,
+        ),
+    ]
+    text = "".join(f"## {name}\n\n{gate_sentence(oc, rule)}\n\n" for name, oc, rule in cases)
+    assert_golden("how_sure_gate.md", text)
+    assert "blocks a harmless pull request (every gated row right 99% of the time on both " \
+        "versions) 0.41% of the time, and catches a gated row whose accuracy drops from 99% " \
+        "to 70% 91.1% of the time" in text  # fmt: skip
+    comment = render_comment(failed_scenario(), marker=MARKER, record=RECORD)
+    assert gate_sentence(gate_oc_of(failed_scenario()), RuleSettings()) in comment
 
 
 def test_comment_golden_rerun_replay() -> None:
@@ -592,6 +701,10 @@ def test_comment_golden_agent_could_not_run() -> None:
 def test_check_titles_name_the_reason() -> None:
     assert check_title(failed_scenario()) == (
         "1 must-not-break row broke: refund-001 · 1 must-not-break row got too few answers: "
+        "refund-003"
+    )
+    assert check_title(failed_scenario(strict=True)) == (
+        "1 must-not-break row broke: refund-001 · 1 must-not-break row got too few answers: "
         "refund-003 · 1 ratchet-locked row broke: refund-004"
     )
     assert check_title(passed_scenario()) == "passed: 1 gained, 0 lost"
@@ -645,9 +758,20 @@ def test_the_failed_scenario_fails_for_the_expected_reasons() -> None:
     assert [(f.id, f.rule.value) for f in result.gate.failures] == [
         ("refund-001", "must-not-break"),
         ("refund-003", "unclassified"),
-        ("refund-004", "ratchet"),
     ]
     report = render_compare_report(result)
+    assert report.startswith("# ❌ passk: gate failed: 2 failures")
+    assert (
+        "first divergent check `return_window`: baseline ok ×25 · candidate expired ×13, ok ×5"
+        in report
+    )
+    strict = failed_scenario(strict=True)
+    assert [(f.id, f.rule.value) for f in strict.gate.failures] == [
+        ("refund-001", "must-not-break"),
+        ("refund-003", "unclassified"),
+        ("refund-004", "ratchet"),
+    ]
+    report = render_compare_report(strict)
     assert report.startswith("# ❌ passk: gate failed: 3 failures")
     assert (
         "first divergent check `return_window`: baseline ok ×9 · candidate ok ×5, expired ×4"
@@ -848,6 +972,7 @@ def many_lost_rows(n: int) -> CompareResult:
         make_run(Version.BASELINE, rows, base, "big baseline", None),
         make_run(Version.CANDIDATE, rows, cand, "big candidate", None),
         executions=Executions(candidate=3 * n, naive=6 * n),
+        policy=STRICT_POLICY,  # one wrong answer blocks at once: as many blockers as can be
     )
 
 

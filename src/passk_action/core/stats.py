@@ -131,6 +131,10 @@ class Metrics:
     valid: int = 0
     errors: int = 0
     correct: int = 0
+    beyond_k: int = 0
+    """Rows with more than k attempts (imported trials, usually): pass^k reads all of them,
+    C(c, k)/C(n, k), and so does the class, which is stable-correct only when every one was
+    right: a row right 4 times of 5 has pass^3 0.4 and is a flip."""
 
     @property
     def attempt_accuracy(self) -> float | None:
@@ -148,13 +152,15 @@ class Metrics:
             "attempts": self.attempts,
             "valid": self.valid,
             "errors": self.errors,
+            # Optional: older reports have none, and most runs have k attempts a row.
+            **({"beyond_k": self.beyond_k} if self.beyond_k else {}),
         }
 
 
 def compute_metrics(summaries: Sequence[RowSummary], k: int) -> Metrics:
     """Reduce row summaries to :class:`Metrics` (formulas in its docstring)."""
     classes = {cls: 0 for cls in RowClass}
-    valid = correct = errors = 0
+    valid = correct = errors = beyond = 0
     pass_sum = 0.0
     estimates: dict[tuple[int, int], float] = {}  # few distinct (n, c): C(n, k) once each
     for s in summaries:
@@ -162,6 +168,7 @@ def compute_metrics(summaries: Sequence[RowSummary], k: int) -> Metrics:
         valid += s.valid
         correct += s.correct
         errors += s.errors
+        beyond += s.attempts > k
         key = (s.attempts, s.correct)
         estimate = estimates.get(key)
         if estimate is None:
@@ -180,6 +187,7 @@ def compute_metrics(summaries: Sequence[RowSummary], k: int) -> Metrics:
         valid=valid,
         errors=errors,
         correct=correct,
+        beyond_k=beyond,
     )
 
 

@@ -13,6 +13,7 @@ from ..core.diff import Confirmation, RowComparison
 from ..core.gate import Rule
 from ..core.model import Attempt, Phase
 from ..core.result import CompareResult
+from ..core.sequential import SEQUENTIAL
 from .phrases import (
     RULE_NOUNS,
     VALUE_LEN,
@@ -61,20 +62,25 @@ def row_annotations(result: CompareResult) -> list[tuple[str, str, str, bool]]:
     scoring = result.candidate.settings.scoring
     out: list[tuple[str, str, str, bool]] = []
 
-    def message(row: RowComparison, lead: str) -> str:
+    def message(row: RowComparison, lead: str, blocks: bool) -> str:
         base, cand = by_row[0].get(row.id, ()), by_row[1].get(row.id, ())
         want = expected.get(row.id, "")
+        answers = (
+            f"{lead}\nexpected {' '.join(want.split())[:VALUE_LEN]} · baseline "
+            f"{_plain_answers(base)} · candidate {_plain_answers(cand)}"
+        )
+        verdict = result.gate.verdicts.get(row.id)
+        if verdict is not None and verdict.rule == SEQUENTIAL:
+            return answers  # the reason states the rule's evidence
         confirm = confirmation_words(
             row,
             [a for a in base if a.phase is Phase.CONFIRM],
             [a for a in cand if a.phase is Phase.CONFIRM],
             want,
             scoring,
+            blocks=blocks,
         ).replace("**", "")
-        return (
-            f"{lead}\nexpected {' '.join(want.split())[:VALUE_LEN]} · baseline "
-            f"{_plain_answers(base)} · candidate {_plain_answers(cand)}\n{confirm}"
-        )
+        return f"{answers}\n{confirm}"
 
     blocking = set()
     for failure in result.gate.failures:
@@ -84,10 +90,10 @@ def row_annotations(result: CompareResult) -> list[tuple[str, str, str, bool]]:
         blocking.add(row.id)
         one, _, what = RULE_NOUNS[failure.rule]
         title = f"passk: {one} {what}: {plain_id(row.id)}"
-        out.append((row.id, title, message(row, failure.reason), True))
+        out.append((row.id, title, message(row, failure.reason, True), True))
     for row in result.comparison.rows:
         if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
             title = f"passk: confirmed regression (not blocking): {plain_id(row.id)}"
             lead = f"{transition(row)}; not blocking: the row is not must-not-break"
-            out.append((row.id, title, message(row, lead), False))
+            out.append((row.id, title, message(row, lead, False), False))
     return out

@@ -27,11 +27,13 @@ from ..core.gate import GateFailure, Rule
 from ..core.history import History
 from ..core.model import Attempt, Json, Phase
 from ..core.result import CompareResult
+from ..core.sequential import STRICT
 from ..core.stats import Metrics
 from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .could_not_run import could_not_finish_title, could_not_run_title
 from .escape import block, code, inline
+from .gated import evidence_line, gate_oc_of, gate_sentence, unconfirmed_lines
 from .history import marks as history_marks
 from .history import notes as history_notes
 from .history import with_mark
@@ -57,6 +59,7 @@ from .phrases import (
     reason_parts,
     short_sha,
     transition,
+    trials_note,
 )
 from .sections import Sections, check_flip_items, gained_item, lost_item, sections
 from .spend import cost_line
@@ -181,19 +184,27 @@ def _blocking_row(
     ]
     if row.id in marks:
         lines.append(f"- history: {marks[row.id]}")
+    verdict = result.gate.verdicts.get(row.id)
+    if verdict is not None:
+        lines.append(f"- **evidence:** {evidence_line(verdict, result.policy.rule)}")
     if failure.rule is Rule.UNCLASSIFIED:
-        kind = dominant_kind([*base_all, *cand_all])
-        if kind is Kind.TRANSIENT or kind is Kind.KEY:
-            looks, advice = KIND_ADVICE[kind]
-            lines.append(
-                f"- cannot be judged: fewer than k valid answers; they look {looks}: {advice}"
-            )
-        else:
-            lines.append(
-                "- cannot be judged: fewer than k valid answers; fix these errors, then re-run"
-            )
+        if verdict is None or verdict.candidate.errors or verdict.baseline.errors:
+            kind = dominant_kind([*base_all, *cand_all])
+            if kind is Kind.TRANSIENT or kind is Kind.KEY:
+                looks, advice = KIND_ADVICE[kind]
+                lines.append(
+                    f"- cannot be judged: too few valid answers; they look {looks}: {advice}"
+                )
+            else:
+                lines.append(
+                    "- cannot be judged: too few valid answers; fix these errors, then re-run"
+                )
     else:
-        lines.append("- " + confirmation_words(row, base_confirm, cand_confirm, want, scoring))
+        if verdict is None or verdict.rule == STRICT:
+            lines.append(
+                "- "
+                + confirmation_words(row, base_confirm, cand_confirm, want, scoring, blocks=True)
+            )
         lines.append(f"- {divergence_text(row.first_divergent_check)}")
     if row.id in context.inputs:
         short, full = _input_preview(context.inputs[row.id])
@@ -400,6 +411,7 @@ def _body(
         ]
     why, cut = why_it_failed(result, context, blocking=budget.blocking, items=budget.items)
     lines += why
+    lines += unconfirmed_lines(result, max(budget.items, budget.blocking))
     for warning in (*sentences(result.warnings), *gate.warnings):
         lines += ["", f"⚠️ {inline(warning, REASON_LEN)}"]
     lines += ["", *numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)]
@@ -409,6 +421,9 @@ def _body(
     note = errors_note(cmp.baseline_metrics, cmp.candidate_metrics)
     if note:
         lines += ["", note]
+    trials = trials_note([("baseline", cmp.baseline_metrics), ("candidate", cmp.candidate_metrics)])
+    if trials:
+        lines += ["", trials]
     if spend is not None:
         lines += ["", spend]
     blocking = {f.id for f in gate.failures if f.id is not None}
@@ -420,8 +435,16 @@ def _body(
     ]
     if not gate.passed:
         lines += _what_next(result, context)
-    sure = [noise_sentence(stats.paired), "", interval_line(stats), "", power_text(stats.power)]
-    lines += _details(f"{STATISTICS_TITLE} Noise, 95% intervals, power", sure)
+    sure = [
+        gate_sentence(gate_oc_of(result), result.policy.rule),
+        "",
+        noise_sentence(stats.paired),
+        "",
+        interval_line(stats),
+        "",
+        power_text(stats.power),
+    ]
+    lines += _details(f"{STATISTICS_TITLE} The gate, noise, 95% intervals, power", sure)
     chart = curve_lines(stats) + transition_lines(cmp.rows)
     lines += _details("pass^j chart and rows by class", chart)
     lists = [

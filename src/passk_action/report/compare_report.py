@@ -25,6 +25,7 @@ from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .comment import CommentContext, why_it_failed
 from .escape import code, inline
+from .gated import gate_oc_of, gate_sentence, unconfirmed_lines
 from .history import marks as history_marks
 from .history import notes as history_notes
 from .history import with_mark
@@ -43,6 +44,7 @@ from .phrases import (
     points,
     short_digest,
     signed,
+    trials_note,
 )
 from .sections import (
     Sections,
@@ -205,9 +207,13 @@ def render_compare_report(
     note = errors_note(cmp.baseline_metrics, cmp.candidate_metrics)
     if note:
         lines += ["", note]
+    trials = trials_note([("baseline", cmp.baseline_metrics), ("candidate", cmp.candidate_metrics)])
+    if trials:
+        lines += ["", trials]
     summary = cost_line(spend)
     if summary is not None:
         lines += ["", summary]
+    lines += ["", gate_sentence(gate_oc_of(result), result.policy.rule)]
     lines += ["", noise_sentence(stats.paired)]
     if statistics:
         lines += statistics_lines([stats.baseline, stats.candidate], stats.power)
@@ -227,6 +233,7 @@ def render_compare_report(
         "a broken rule.",
         "",
         *_gate_items(gate, list_limit),
+        *unconfirmed_lines(result, list_limit),
     ]
 
     def section(title: str, items: list[str], intro: str | None = None) -> None:

@@ -37,8 +37,10 @@ from ..core.diff import Change, Confirmation, RowComparison
 from ..core.gate import RECORDED_FAILURE_KIND, GateFailure, ProtectedChange, Rule
 from ..core.model import Attempt, Phase, RowClass, Run
 from ..core.result import CompareResult
+from ..core.sequential import RowVerdict
 from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
 from .charts import xml_safe
+from .gated import evidence_line
 from .notes import sentences
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]+")
@@ -119,8 +121,9 @@ def _row_story(
     expected: str,
     base: Sequence[Attempt],
     cand: Sequence[Attempt],
+    rule_line: str | None = None,
 ) -> list[str]:
-    """What happened to a row, in plain lines: classes, confirmation, answers."""
+    """What happened to a row, in plain lines: classes, confirmation, the gate's rule, answers."""
     lines = [f"baseline {row.baseline_class.value} → candidate {row.candidate_class.value}"]
     if (row.baseline_final_class, row.candidate_final_class) != (
         row.baseline_class,
@@ -135,6 +138,8 @@ def _row_story(
             "confirmation: "
             + (_CONFIRMATION[row.confirmation] if row.confirmation else "none recorded")
         )
+    if rule_line is not None:
+        lines.append(f"gate rule: {rule_line}")
     check = row.first_divergent_check
     if check is not None:
         lines.append(
@@ -150,8 +155,15 @@ def _row_story(
     return lines
 
 
-def _row_note(row: RowComparison) -> str | None:
+def _row_note(row: RowComparison, verdict: RowVerdict | None) -> str | None:
     """Why a passing row is still worth a line in the CI log (None when it is not)."""
+    if verdict is not None and row.change is Change.LOST:
+        return (
+            "lost, but the gate's rule does not block it: "
+            f"{row.baseline_class.value} → {row.candidate_class.value}"
+        )
+    if verdict is not None and verdict.unconfirmed_wrong:
+        return "a wrong answer the gate's rule did not confirm (see the gate rule line)"
     if row.change is Change.LOST:
         return (
             "lost, but does not block the gate (the row is not must-not-break): "
@@ -260,7 +272,9 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
         base = base_attempts.get(row.id, [])
         cand = cand_attempts.get(row.id, [])
         case = _testcase(testsuite, row.id, f"passk.{name}", _seconds(cand))
-        story = _row_story(row, records[row.id].expected, base, cand)
+        verdict = result.gate.verdicts.get(row.id)
+        rule_line = evidence_line(verdict, result.policy.rule) if verdict is not None else None
+        story = _row_story(row, records[row.id].expected, base, cand, rule_line)
         blocked = blocking.get(row.id)
         if blocked is not None:
             _text(
@@ -271,7 +285,7 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
                 type=blocked.rule.value,
             )
             continue
-        note = _row_note(row)
+        note = _row_note(row, verdict)
         if note is not None:
             _text(case, "system-out", "\n".join([note, *story]))
     for change in result.protected_changes:

@@ -248,11 +248,15 @@ def confirmation_words(
     candidate: Sequence[Attempt],
     expected: str,
     scoring: Scoring,
+    *,
+    blocks: bool = False,
 ) -> str:
     """What re-running the row on both versions showed, in plain words.
 
     ``baseline`` and ``candidate`` are the row's confirmation attempts.  A
-    side that gave no valid answer is never said to have been right.
+    side that gave no valid answer is never said to have been right.  On a
+    row that ``blocks`` (the strict rule blocks on any wrong answer, re-run
+    or not) the words never suggest the re-run cleared it.
     """
     if row.change is not Change.LOST and row.confirmation is None:
         return "not re-run: confirmation runs for rows that were stable-correct on the baseline"
@@ -260,12 +264,18 @@ def confirmation_words(
         return "not re-run: no confirmation attempts were recorded"
     b_right, b_wrong = _right_wrong(baseline, expected, scoring)
     c_right, c_wrong = _right_wrong(candidate, expected, scoring)
+    still = "; the strict rule blocks on the wrong answers already given" if blocks else ""
     if row.confirmation is Confirmation.CONFIRMED_REGRESSION:
         return (
             f"**confirmed** on re-run: the baseline was right on all {b_right} of its attempts, "
             f"the candidate wrong on {c_wrong} of {c_right + c_wrong}"
         )
     if row.confirmation is Confirmation.BASELINE_VARIES:
+        if blocks:
+            return (
+                f"on re-run the baseline was wrong too ({b_wrong} of {b_right + b_wrong}), so "
+                f"this row varies on both versions{still}"
+            )
         return (
             f"not confirmed: on re-run the baseline was wrong too ({b_wrong} of "
             f"{b_right + b_wrong}), so this row varies on both versions"
@@ -273,12 +283,17 @@ def confirmation_words(
     if c_right + c_wrong == 0:
         return (
             f"not confirmed: the candidate gave no valid answer on its {len(candidate)} "
-            "confirmation attempts"
+            f"confirmation attempts{still}"
         )
     if b_right + b_wrong == 0:
         return (
             f"not confirmed: the baseline gave no valid answer on its {len(baseline)} "
-            "confirmation attempts"
+            f"confirmation attempts{still}"
+        )
+    if blocks:
+        return (
+            f"on re-run the candidate was right on all {c_right} of its attempts, but a wrong "
+            "answer among the first k still blocks (the strict rule: any wrong answer blocks)"
         )
     return (
         f"not reproduced on re-run: the candidate was right on all {c_right} of its attempts; "
@@ -446,3 +461,27 @@ def _errors_text(named: Sequence[tuple[str, Run]]) -> str | None:
                 who = "1 of them looks"
             text += f". {who} {looks}: {advice}"
     return text + "."
+
+
+def trials_note(sides: Sequence[tuple[str, Metrics]]) -> str | None:
+    """How pass^k and the classes read rows with more than k trials, said once where it applies.
+
+    Imported runs keep every trial (``passk import``); pass^k stays the
+    harness's own unbiased C(c, k)/C(n, k) over all of them, and the class
+    uses them all too.  ``sides`` are (name, metrics), e.g. ("baseline", …).
+    """
+    counts = [(name, m.beyond_k, m.k) for name, m in sides if m.beyond_k]
+    if not counts:
+        return None
+    k = counts[0][2]
+    if len(sides) == 1:
+        rows = plural(counts[0][1], "row")
+        have = "has" if counts[0][1] == 1 else "have"
+    else:
+        rows = " and ".join(f"{plural(n, 'row')} of the {name}" for name, n, _ in counts)
+        have = "have"
+    return (
+        f"{rows} {have} more than k = {k} trials: pass^k counts k-in-a-row chances on all of "
+        "them (C(c,k)/C(n,k), the harness's own figure), while a row is stable-correct only "
+        "if every trial was right."
+    )

@@ -28,6 +28,7 @@ from .phrases import (
     ranked_counts,
     run_errors_line,
     short_digest,
+    trials_note,
 )
 from .spend import run_spend_lines
 
@@ -112,6 +113,11 @@ def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
         f"| {percent(m.mean_accuracy)} | {percent(m.pass_k)} | {percent(m.flip_rate)} |",
         "",
         f"**Rows by class:** {_class_counts(m)}",
+    ]
+    trials = trials_note([("run", m)])
+    if trials is not None:
+        lines += ["", trials]
+    lines += [
         "",
         "**Errors by reason:** "
         + (counts_text(view.errors_by_reason.items()) if view.errors_by_reason else "none"),

@@ -8,12 +8,13 @@ same words; both take them from :func:`sections`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.diff import Change, Confirmation, RowComparison
 from ..core.model import RowClass
 from ..core.result import CompareResult
 from .escape import code
+from .gated import evidence_line
 from .phrases import (
     CONFIRMATION_TEXT,
     VALUE_LEN,
@@ -38,6 +39,8 @@ class Sections:
     baseline_errors: dict[str, list[tuple[str, int]]]
     candidate_errors: dict[str, list[tuple[str, int]]]
     """Error reasons per row over all attempts: why a row is unclassified."""
+    rule_lines: dict[str, str] = field(default_factory=dict)
+    """What the gate's rule saw on each gated row (its evidence and judgement)."""
 
 
 def _protected_first(rows: Iterable[RowComparison]) -> tuple[RowComparison, ...]:
@@ -73,6 +76,10 @@ def sections(result: CompareResult) -> Sections:
         ),
         baseline_errors=errors_by_row(result.baseline.attempts),
         candidate_errors=errors_by_row(result.candidate.attempts),
+        rule_lines={
+            row_id: evidence_line(verdict, result.policy.rule)
+            for row_id, verdict in result.gate.verdicts.items()
+        },
     )
 
 
@@ -100,7 +107,10 @@ def _unclassified_why(row: RowComparison, s: Sections) -> str:
 def lost_item(row: RowComparison, s: Sections) -> str:
     """A row lost or less stable: its classes, what confirmation showed, its errors."""
     text = f"{_label(row)}: {transition(row)}"
-    if row.change is Change.LOST:
+    rule_line = s.rule_lines.get(row.id)
+    if rule_line is not None:
+        text += f"; gate rule: {rule_line}"
+    elif row.change is Change.LOST:
         if row.confirmation is None:
             text += "; not confirmed: no confirmation attempts were recorded"
         else:
