@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "report mean accuracy, pass^k and flip rate of a run artifact or result"),
     "compare": ("compare", "compare the candidate with the baseline and decide the gate"),
     "gate": ("gate", "re-derive the gate decision from a result file (no agent runs)"),
+    "plan": (
+        "plan",
+        "print the gate's false-block and catch rates for a config, and settings for targets",
+    ),
     "add": ("add", "add a failing input (e.g. from production) to the dataset as a new row"),
     "history": (
         "history",

@@ -1,0 +1,164 @@
+"""``passk plan``: what the gate's rule does for a config, and settings for target rates.
+
+For a config (its ``gate.rule`` settings, k, and the gated rows it has:
+must-not-break rows, the committed baseline's ratchet, and under
+``gate.block_on_any_regression`` the baseline's stable-correct rows) or for
+``--gated-rows N --k K``, prints the exact chance the gate blocks a harmless
+pull request and catches a gated row whose accuracy dropped
+(``core/operating.py``, the figures the comment's "How sure" section
+states), then the sequential settings with the fewest attempts that meet
+``--false-block`` and ``--miss``.  Runs no agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.model import RowClass
+from ..core.operating import DROPPED, HARMLESS, dataset_oc, suggest
+from ..core.sequential import GatedKind, RuleSettings, gated_kind
+from ..core.stats import summarize_run
+from ..errors import EXIT_OK, UsageError
+from ..report.gated import plan_lines
+from .output import warn
+
+HELP = "print the gate's false-block and catch rates for a config, and settings for targets"
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "plan",
+        help=HELP,
+        description=HELP + ". Exact figures, no agent runs.",
+    )
+    parser.add_argument(
+        "--config", default=None, help="a passk config (default: passk.yml, when it exists)"
+    )
+    parser.add_argument("--gated-rows", type=int, help="gated rows (instead of the config's)")
+    parser.add_argument("--k", type=int, help="attempts per row (instead of the config's)")
+    parser.add_argument(
+        "--false-block",
+        type=float,
+        default=0.05,
+        help="target: harmless pull requests blocked at most this often (default 0.05)",
+    )
+    parser.add_argument(
+        "--miss",
+        type=float,
+        default=0.1,
+        help="target: a dropped gated row missed at most this often (default 0.1)",
+    )
+    parser.add_argument(
+        "--accuracy",
+        type=float,
+        default=HARMLESS,
+        help=f"a harmless gated row's accuracy on both versions (default {HARMLESS})",
+    )
+    parser.add_argument(
+        "--dropped",
+        type=float,
+        default=DROPPED,
+        help=f"the accuracy a broken gated row drops to (default {DROPPED})",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.set_defaults(handler=handle)
+
+
+def _gated_kinds(config_path: Path) -> tuple[RuleSettings, int, list[GatedKind]]:
+    """The config's rule, k, and the kind of each row it gates (as far as files tell)."""
+    from ..inputs.config import load_config
+    from ..inputs.dataset import load_dataset
+    from ..store.artifact import read_run
+
+    loaded = load_config(config_path)
+    for message in loaded.warnings:
+        warn(message)
+    config = loaded.config
+    dataset = load_dataset(config.dataset, config.must_not_break_tags)
+    ratchet: frozenset[str] = frozenset()
+    stable: set[str] = set()
+    if config.baseline.artifact.exists():
+        baseline = read_run(config.baseline.artifact)
+        ratchet = frozenset(baseline.ratchet)
+        if config.gate.block_on_any_regression:
+            summaries = summarize_run(
+                baseline.rows, baseline.attempts_by_row(), config.k, config.scoring
+            )
+            stable = {s.id for s in summaries if s.row_class is RowClass.STABLE_CORRECT}
+    elif config.gate.block_on_any_regression:
+        warn(
+            f"{config.baseline.artifact}: no baseline yet, so the rows "
+            "gate.block_on_any_regression gates are not counted"
+        )
+    kinds = [
+        kind
+        for row in dataset.rows
+        if (
+            kind := gated_kind(
+                must_not_break=row.must_not_break,
+                in_ratchet=row.id in ratchet,
+                block_on_any_regression=config.gate.block_on_any_regression,
+                baseline_stable_correct=row.id in stable,
+            )
+        )
+        is not None
+    ]
+    return config.gate.rule, config.k, kinds
+
+
+def handle(args: argparse.Namespace) -> int:
+    for name, value in (("--false-block", args.false_block), ("--miss", args.miss)):
+        if not 0.0 < value < 1.0:
+            raise UsageError(f"{name} must be between 0 and 1, got {value}", where=name)
+    if not 0.0 < args.dropped < args.accuracy < 1.0:
+        raise UsageError(
+            "need 0 < --dropped < --accuracy < 1", where="--accuracy", hint="e.g. 0.99 and 0.7"
+        )
+    config_path = Path(args.config or "passk.yml")
+    settings, k, kinds = RuleSettings(), 3, [GatedKind.MUST_NOT_BREAK]
+    if args.config is not None or (args.gated_rows is None and config_path.exists()):
+        settings, k, kinds = _gated_kinds(config_path)
+    elif args.gated_rows is None:
+        raise UsageError(
+            "no passk.yml here: pass --config PATH, or --gated-rows N",
+            where="passk plan",
+            hint="e.g. `passk plan --gated-rows 10 --k 3`",
+        )
+    if args.gated_rows is not None:
+        if args.gated_rows < 1:
+            raise UsageError("--gated-rows must be at least 1", where="--gated-rows")
+        kinds = [kinds[0] if kinds else GatedKind.MUST_NOT_BREAK] * args.gated_rows
+    if args.k is not None:
+        if args.k < 1:
+            raise UsageError("--k must be at least 1", where="--k")
+        k = args.k
+    oc = (
+        dataset_oc(settings, k=k, kinds=kinds, accuracy=args.accuracy, dropped=args.dropped)
+        if kinds
+        else None
+    )
+    plan = suggest(
+        k=k,
+        gated_rows=max(len(kinds), 1),
+        false_block=args.false_block,
+        miss=args.miss,
+        accuracy=args.accuracy,
+        dropped=args.dropped,
+        base=settings,
+    )
+    if args.json:
+        doc = {
+            "settings": settings.to_json(),
+            "gate": oc.to_json() if oc is not None else None,
+            "targets": {"false_block": args.false_block, "miss": args.miss},
+            "suggested": {"settings": plan.settings.to_json(), "gate": plan.oc.to_json(),
+                          "met": plan.met},
+        }  # fmt: skip
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    for line in plan_lines(oc, settings, plan, false_block=args.false_block, miss=args.miss):
+        print(line)
+    return EXIT_OK
