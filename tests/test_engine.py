@@ -411,6 +411,33 @@ def test_a_gated_row_that_keeps_failing_is_confirmed_on_both_versions_in_rounds(
     assert (result.executions.confirm_candidate, result.executions.confirm_baseline) == (16, 23)
 
 
+def test_a_gated_row_that_only_crashes_is_asked_one_round_then_judged_as_it_is(
+    tmp_path: Path,
+) -> None:
+    """Errored attempts are not answers, so a round asks again in their place, but a round
+    with no answer at all ends the asking: a crashing row does not spend 80 timeouts."""
+    rows = rows_of("m", "x", mnb=("m",))
+    dataset = dataset_of(rows)
+    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows))
+
+    def crashes_on_m(request: AttemptRequest) -> dict[str, str]:
+        if request.row.id == "m":
+            raise RuntimeError("model overloaded")
+        return {"decision": "deny"}
+
+    agents = ReadyAgents(
+        {Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: FunctionAgent(crashes_on_m)}
+    )
+    result = compare(inputs, agents, session())
+    # Main: two crashes (k = 2); round 1 asks the 7 right answers that would pass the row;
+    # all crash, and nothing more is asked.
+    assert confirm_numbers(result.candidate, "m") == list(range(3, 10))
+    assert result.executions.confirm_rounds == 1
+    [failure] = result.gate.failures
+    assert (failure.id, failure.rule) == ("m", Rule.UNCLASSIFIED)
+    assert "cannot be judged on the candidate: 0 wrong of 9 attempts (9 errored)" in failure.reason
+
+
 # --- replay and the decision ------------------------------------------------------------
 
 

@@ -224,6 +224,16 @@ def candidate_spend(row_id: str, number: int) -> tuple[Usage | None, float]:
     )
 
 
+def _executions(baseline: int, candidate: int, rounds: int) -> Executions:
+    return Executions(
+        candidate=21,
+        confirm_baseline=baseline,
+        confirm_candidate=candidate,
+        naive=42 + baseline + candidate,
+        confirm_rounds=rounds,
+    )
+
+
 def failed_scenario(*, strict: bool = False) -> CompareResult:
     """Every kind of row the report distinguishes, and a failed gate.
 
@@ -292,25 +302,9 @@ def failed_scenario(*, strict: bool = False) -> CompareResult:
         make_run(Version.CANDIDATE, rows, cand, "refund agent (new prompt)", "0123abcdef99"),
         ratchet=["refund-004"],
         notes=("1 row was relabeled since the baseline was recorded: refund-005",),
-        executions=(
-            Executions(
-                candidate=21,
-                baseline_topup=0,
-                confirm_baseline=10,
-                confirm_candidate=10,
-                naive=62,
-                confirm_rounds=1,
-            )
-            if strict
-            else Executions(
-                candidate=21,
-                baseline_topup=0,
-                confirm_baseline=24,
-                confirm_candidate=32,
-                naive=98,
-                confirm_rounds=2,
-            )
-        ),
+        # Confirmations: (baseline, candidate, rounds); naive is both versions' 42 main
+        # attempts plus the same confirmations.
+        executions=_executions(*((10, 10, 1) if strict else (24, 32, 2))),
         policy=STRICT_POLICY if strict else NO_LIMITS,
     )
 

@@ -9,8 +9,11 @@ Two kinds of row are run again, each numbered after the row's last attempt
   every round and asks for more attempts on a version while the row's
   evidence is unclear; rounds go on until no row asks.  Errored attempts
   count toward a row's attempts and are not answers, so the next round
-  asks again in their place.  The rule bounds the attempts of a row and
-  version (``max_attempts``), so the rounds end.
+  asks again in their place, unless a whole round of the row gave no
+  answer on that version: then it is not asked again (a row that only
+  crashes would spend its whole budget in timeouts) and is judged on what
+  it has ("cannot be judged" when that is too little).  The rule bounds the
+  attempts of a row and version (``max_attempts``), so the rounds end.
 - **other lost rows**: once, ``confirm.attempts`` on both versions, as
   passk always confirmed them (the report names the first divergent check).
 
@@ -87,6 +90,9 @@ def confirm(
     rows = inputs.dataset.by_id()
     left_out: dict[Version, dict[str, None]] = {Version.BASELINE: {}, Version.CANDIDATE: {}}
     unconfirmed: dict[str, None] = {}
+    silent: set[tuple[Version, str]] = set()
+    """Rows a round got no valid answer from, on a version: not asked again (every attempt
+    of a crashing row would only cost its timeout); the rule judges what it has."""
     made = rounds = 0
     # Each round adds an attempt to every row that asks, on a side holding at most
     # max_attempts: no row asks more than 2 x max_attempts times.
@@ -106,16 +112,33 @@ def confirm(
         if rounds == 0:
             for version in Version:
                 plan[version].update(lost)
+        for version, row_id in silent:
+            plan[version].pop(row_id, None)
         _drop_unrunnable(plan, can_run, left_out, unconfirmed)
         if not any(plan.values()):
             break
         rounds += 1
         before = len(baseline.attempts) + len(candidate.attempts)
+        answered = _answers(baseline, candidate, plan)
         baseline = again(baseline, plan[Version.BASELINE], rows, asker, Version.BASELINE)
         candidate = again(candidate, plan[Version.CANDIDATE], rows, asker, Version.CANDIDATE)
         made += len(baseline.attempts) + len(candidate.attempts) - before
+        now = _answers(baseline, candidate, plan)
+        silent |= {key for key, count in now.items() if count == answered[key]}
     notes, warnings = _what_was_not_run(inputs, can_run, len(unconfirmed), left_out, rounds)
     return Confirmed(baseline, candidate, notes, warnings, made, rounds)
+
+
+def _answers(baseline: Run, candidate: Run, plan: Plan) -> dict[tuple[Version, str], int]:
+    """Valid answers so far of each (version, row) the plan asks for."""
+    runs = {Version.BASELINE: baseline, Version.CANDIDATE: candidate}
+    return {
+        (version, row_id): sum(
+            1 for a in runs[version].attempts_by_row().get(row_id, ()) if a.valid
+        )
+        for version in Version
+        for row_id in plan[version]
+    }
 
 
 def _drop_unrunnable(
