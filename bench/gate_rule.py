@@ -50,9 +50,12 @@ G = 10 and G = 1 are the rows of the G = 50 PRs taken 10 and 1 at a time.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -100,6 +103,9 @@ class Rule:
     decide: Callable[[SideAttempts, SideAttempts], Choice]
     exact: Callable[[float, float], tuple[float, float, float]]
     """(baseline accuracy, candidate accuracy) -> (block, candidate attempts, baseline extra)."""
+    settings: RuleSettings | None = None
+    """A rule of ``core/sequential.py`` (the compare path can run it); None: a bench-only rule."""
+    kind: GatedKind = GatedKind.MUST_NOT_BREAK
 
 
 def package_rule(name: str, settings: RuleSettings, kind: GatedKind, k: int = K) -> Rule:
@@ -113,7 +119,7 @@ def package_rule(name: str, settings: RuleSettings, kind: GatedKind, k: int = K)
         oc = row_oc(settings, k=k, candidate=candidate, baseline=baseline, kind=kind)
         return oc.block, oc.candidate_attempts, oc.baseline_extra
 
-    return Rule(name, decide, exact)
+    return Rule(name, decide, exact, settings, kind)
 
 
 def _tail(n: int, q: float, r: int) -> float:
@@ -263,6 +269,110 @@ def rule_trial(pr: PullRequest, seed: int) -> PullRequestResult:
     return PullRequestResult(tuple(results))
 
 
+def compare_trial(pr: PullRequest, seed: int) -> PullRequestResult:
+    """Play ``pr`` through the real compare path: ``passk baseline``, then ``passk compare``.
+
+    A dataset of G gated rows (must-not-break, or not marked and locked by the
+    committed baseline's ratchet for a ratchet rule), a config with the rule's
+    settings (``gate.rule``, ``gate.sequential``, ``confirm``), an in-process agent
+    per version answering right with its row's accuracy (drawn from a generator
+    seeded by trial, row, attempt number and version, so a re-run gives the same
+    answers); the baseline is recorded by the engine's own ``measure_run`` (what
+    ``passk baseline`` runs) and the candidate compared by ``engine.compare``
+    (what ``passk compare`` runs: main attempts, every confirmation round, the
+    gate through ``core/result.evaluate``).  Per row, from the result: blocked
+    (its gate failure), attempts on each version (its recorded verdict's
+    evidence); rounds are the comparison's (``executions.confirm_rounds``).
+    """
+    from passk_action.agents.runner import AttemptRequest, FunctionAgent, RetryPolicy
+    from passk_action.core.model import AgentInfo, Dataset, Row, dataset_digest
+    from passk_action.engine.agents import ReadyAgents
+    from passk_action.engine.compare import compare
+    from passk_action.engine.measuring import measure_run
+    from passk_action.engine.request import CandidateSource, CompareInputs
+    from passk_action.engine.session import Session
+    from passk_action.inputs.config import parse_config
+
+    settings = pr.rule.settings
+    if settings is None:
+        raise ValueError(f"{pr.rule.name} is not a rule passk runs")
+    ratchet = pr.rule.kind is GatedKind.RATCHET
+    rows = tuple(
+        Row(id=f"r{i:03d}", input={"i": i}, expected="yes", must_not_break=not ratchet)
+        for i in range(len(pr.rows))
+    )
+    accuracy = {row.id: pair for row, pair in zip(rows, pr.rows, strict=True)}
+    dataset = Dataset(rows=rows, source="data.jsonl", digest=dataset_digest(rows))
+
+    def agent(version: Version) -> FunctionAgent:
+        side = 0 if version is Version.BASELINE else 1
+
+        def answer(request: AttemptRequest) -> dict[str, str]:
+            draw = random.Random(f"{seed}|{request.row.id}|{request.number}|{version.value}")
+            right = draw.random() < accuracy[request.row.id][side]
+            return {"decision": "yes" if right else "no"}
+
+        return FunctionAgent(answer, version.value)
+
+    fields = {
+        key: value
+        for key, value in settings.to_json().items()
+        if key not in ("rule", "confirm_attempts")
+    }
+    text = (
+        f"dataset: data.jsonl\nk: {pr.k}\nconcurrency: 8\nagent: {{command: [candidate]}}\n"
+        "baseline: {agent: {command: [baseline]}}\nretry: {attempts: 0}\n"
+        f"confirm: {{attempts: 3, must_not_break_attempts: {settings.confirm_attempts}}}\n"
+        f"gate: {{rule: {settings.rule}, sequential: {json.dumps(fields)}}}\n"
+    )
+    scratch = Path(tempfile.mkdtemp(dir=_SCRATCH))
+    try:
+        config = parse_config(text, scratch / "passk.yml").config
+        assert config.gate.rule == settings, "the config must carry the rule's settings"
+        session = Session(concurrency=8, retry=RetryPolicy(attempts=0), now=lambda: "now")
+        baseline, _ = measure_run(
+            dataset,
+            rows,
+            config.settings,
+            agent(Version.BASELINE),
+            AgentInfo(Version.BASELINE, "baseline"),
+            scratch / "baseline.json",
+            session,
+            ratchet=[r.id for r in rows] if ratchet else (),
+        )
+        inputs = CompareInputs(
+            config=config,
+            dataset=dataset,
+            baseline=baseline,
+            candidate=CandidateSource(out=scratch / "candidate.json"),
+        )
+        agents = ReadyAgents(
+            {Version.BASELINE: agent(Version.BASELINE), Version.CANDIDATE: agent(Version.CANDIDATE)}
+        )
+        result = compare(inputs, agents, session)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    blocked = {f.id for f in result.gate.failures if f.id is not None}
+    rounds = result.executions.confirm_rounds
+    out = []
+    for row in rows:
+        verdict = result.gate.verdicts[row.id]
+        out.append(
+            RowResult(
+                row.id in blocked,
+                verdict.candidate.attempts,
+                verdict.baseline.attempts - pr.k,
+                rounds,
+            )
+        )
+    return PullRequestResult(tuple(out))
+
+
+_SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None
+"""Where a compare-path trial writes its runs (memory when the machine has it: fsyncs are
+the engine's, not what is measured)."""
+
+
 # --------------------------------------------------------------- measuring
 
 
@@ -405,22 +515,41 @@ def measure_flaky(rule: Rule, baseline: float, candidate: float, rows: int, seed
 # ----------------------------------------------------------------- running
 
 
-def _job(args: tuple[str, int, float, float, int, int, int]) -> list[Cell] | FlakyCell:
-    kind, index, first, second, size, extra, seed = args
+COMPARE_RULES = ("sequential (default)", "strict, ratchet row", "strict, must-not-break row")
+"""The rules ``gate.rule`` offers, each played through the compare path."""
+Job = tuple[str, int, float, float, int, int, int, str]
+TRIALS: dict[str, Trial] = {"rule": rule_trial, "compare": compare_trial}
+"""How a pull request is played: through the rule module alone, or the real compare path."""
+
+
+def _job(args: Job) -> list[Cell] | FlakyCell:
+    kind, index, first, second, size, extra, seed, path = args
     rule = rules()[index]
     if kind == "main":
-        return measure(rule, first, size, extra, seed)
+        return measure(rule, first, size, extra, seed, trial=TRIALS[path])
     return measure_flaky(rule, first, second, size, seed)
 
 
-def run(scale: float, seed: int, jobs: int) -> tuple[list[Cell], list[FlakyCell]]:
+def run(
+    scale: float, seed: int, jobs: int, path: str = "rule"
+) -> tuple[list[Cell], list[FlakyCell]]:
+    """Every cell of the table; ``path`` "compare" plays the rules passk runs through the
+    real compare path (no flaky-row table: that one is per row, the rule's own)."""
     prs, dropped, flaky_rows = int(10_000 * scale), int(4_000 * scale), int(100_000 * scale)
-    work: list[tuple[str, int, float, float, int, int, int]] = []
-    for index in range(len(rules())):
+    work: list[Job] = []
+    for index, rule in enumerate(rules()):
+        if path == "compare" and rule.name not in COMPARE_RULES:
+            continue
         for p in ACCURACIES:
-            work.append(("main", index, p, p, prs, dropped, seed + index * 100 + int(p * 1000)))
+            work.append(
+                ("main", index, p, p, prs, dropped, seed + index * 100 + int(p * 1000), path)
+            )
+        if path == "compare":
+            continue
         for b, c in FLAKY:
-            work.append(("flaky", index, b, c, flaky_rows, 0, seed + index * 100 + int(b * 10 + c)))
+            work.append(
+                ("flaky", index, b, c, flaky_rows, 0, seed + index * 100 + int(b * 10 + c), path)
+            )
     if jobs <= 1:
         done = [_job(w) for w in work]
     else:
@@ -431,8 +560,23 @@ def run(scale: float, seed: int, jobs: int) -> tuple[list[Cell], list[FlakyCell]
     return cells, flaky
 
 
+PATHS = {
+    "rule": "played through the rule module (`core/sequential.judge`, each round's attempts "
+    "drawn as the engine asks for them)",
+    "compare": "played through the real compare path: a baseline recorded by the engine "
+    "(`measure_run`, what `passk baseline` runs), then `engine.compare` (what `passk compare` "
+    "runs: main attempts, every confirmation round, the gate via `core/result.evaluate`), "
+    "with an in-process agent per version right with each row's accuracy",
+}
+
+
 def markdown(
-    cells: Sequence[Cell], flaky: Sequence[FlakyCell], scale: float, seed: int, secs: float
+    cells: Sequence[Cell],
+    flaky: Sequence[FlakyCell],
+    scale: float,
+    seed: int,
+    secs: float,
+    path: str = "rule",
 ) -> str:
     worst = max(
         [abs(c.false_block.z) for c in cells]
@@ -443,7 +587,8 @@ def markdown(
     )
     n_prs, n_dropped = int(10_000 * scale), int(4_000 * scale)
     lines = [
-        f"Gate rule, k = {K}: exact figure (simulated in brackets). {n_prs:,} harmless PRs of "
+        f"Gate rule, k = {K}: exact figure (simulated in brackets), {PATHS[path]}. "
+        f"{n_prs:,} harmless PRs of "
         f"50 gated rows (rows regrouped for 10 and 1), {n_dropped:,} PRs with one row dropped to "
         f"{DROPPED}, seed {seed}; {secs:.0f} s. Largest |simulated - exact| / Monte Carlo SE: "
         f"{worst:.1f} (⚠ marks a figure beyond 3: each does so by chance 0.27% of the time, "
@@ -460,6 +605,14 @@ def markdown(
             f"| {c.catch.text(1)} | {c.candidate_extra.text()} | {c.baseline_extra.text()} "
             f"| {c.rounds} |"
         )
+    if path == "compare":
+        lines += [
+            "",
+            "Most rounds: the comparison's confirmation rounds (all rows of a pull request "
+            "share them), the most over its pull requests.",
+        ]
+    if not flaky:
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         f"Rows that were never 0.99-reliable, one row at a time ({int(100_000 * scale):,} rows "
@@ -488,10 +641,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261220)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--path",
+        choices=sorted(TRIALS),
+        default="rule",
+        help="play pull requests through the rule module (rule) or the real compare path",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    cells, flaky = run(args.scale, args.seed, args.jobs)
-    text = markdown(cells, flaky, args.scale, args.seed, time.perf_counter() - started)
+    cells, flaky = run(args.scale, args.seed, args.jobs, args.path)
+    text = markdown(cells, flaky, args.scale, args.seed, time.perf_counter() - started, args.path)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     else:
