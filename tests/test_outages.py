@@ -3,7 +3,12 @@
 - Errors of gated rows (must-not-break, the ratchet) are held back until the
   rest of the run is done, then tried again with the whole retry budget after
   the longest backoff; their earlier failures stay in ``retries``, so the
-  result shows what happened and a re-run replays the final attempt.
+  result shows what happened and a re-run replays the final attempt.  So a
+  recording (``passk baseline``) and a comparison under ``gate.rule: strict``.
+- Under the sequential rule (the default) a comparison's second chance is its
+  next confirmation round: an errored attempt stays an error and is not an
+  answer, the round waits the longest backoff when the errors look transient,
+  then asks again in their place.
 - Re-measuring a stale baseline stops after its first attempts when the base
   agent cannot run, as every other run does.
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,9 +39,16 @@ from passk_action.core.model import (
 from passk_action.core.notes import StaleBaseline
 from passk_action.core.result import CompareResult
 from passk_action.engine.agents import ReadyAgents
+from passk_action.engine.asking import Replay
 from passk_action.engine.compare import compare
 from passk_action.engine.measuring import row_records
-from passk_action.engine.request import AgainstBase, CandidateSource, CompareInputs, StalePlan
+from passk_action.engine.request import (
+    AgainstBase,
+    CandidateSource,
+    CompareInputs,
+    Rerun,
+    StalePlan,
+)
 from passk_action.engine.session import Session
 from passk_action.errors import AgentCouldNotRun
 from passk_action.inputs.config import parse_config
@@ -134,7 +147,7 @@ def test_a_stop_during_the_wait_returns_no_held_attempt() -> None:
 # --- through the engine ------------------------------------------------------------------
 
 
-def project(tmp_path: Path) -> tuple[Dataset, Run, object]:
+def project(tmp_path: Path, rule: str = "strict") -> tuple[Dataset, Run, object]:
     rows = (
         Row("r0", {"n": 0}, "deny", must_not_break=True),
         Row("r1", {"n": 1}, "deny"),
@@ -142,7 +155,8 @@ def project(tmp_path: Path) -> tuple[Dataset, Run, object]:
     )
     dataset = Dataset(rows=rows, source="data.jsonl", digest=dataset_digest(rows))
     config = parse_config(
-        "dataset: data.jsonl\nk: 2\nagent: {command: [x]}\nretry: {attempts: 1}\n",
+        "dataset: data.jsonl\nk: 2\nagent: {command: [x]}\nretry: {attempts: 1}\n"
+        f"gate: {{rule: {rule}}}\n",
         tmp_path / "passk.yml",
     ).config
     baseline = Run(
@@ -159,9 +173,13 @@ def project(tmp_path: Path) -> tuple[Dataset, Run, object]:
 
 
 def run_compare(
-    tmp_path: Path, agent: Outage, session: Session, remeasure: StaleBaseline | None = None
+    tmp_path: Path,
+    agent: Outage,
+    session: Session,
+    remeasure: StaleBaseline | None = None,
+    rule: str = "strict",
 ) -> CompareResult:
-    dataset, baseline, config = project(tmp_path)
+    dataset, baseline, config = project(tmp_path, rule)
     base = AgainstBase("0" * 40, stale=StalePlan(remeasure=remeasure)) if remeasure else None
     inputs = CompareInputs(
         config=config,  # type: ignore[arg-type]
@@ -190,6 +208,48 @@ def test_an_outage_on_a_must_not_break_row_costs_time_not_a_red_check(tmp_path: 
     # r1 is gated by nothing: its first attempt stays an error (r2's too).
     assert attempts["r1", 1].error == "exception"
     assert 30.0 in waits
+
+
+def test_under_the_sequential_rule_the_second_chance_is_the_next_round(tmp_path: Path) -> None:
+    """One mechanism: nothing is held back; the errored attempt counts toward the row's
+    attempts, is not an answer, and the next round asks again after the longest backoff."""
+    outage = Outage(calls=2)  # each row's first try and its one retry refused
+    waits: list[float] = []
+    session = Session(
+        concurrency=1, retry=RetryPolicy(attempts=1, max_backoff_s=30.0), now=lambda: "t",
+        sleep=waits.append,
+    )  # fmt: skip
+    result = run_compare(tmp_path, outage, session, rule="sequential")
+    assert result.gate.passed, result.gate.failures
+    attempts = {(a.row_id, a.number): a for a in result.candidate.attempts}
+    assert attempts["r0", 1].error == "exception"  # stays what it was
+    assert attempts["r0", 1].retries == (f"exception: RuntimeError: {RATE_LIMITED}",)
+    verdict = result.gate.verdicts["r0"]
+    # One answer in the main attempts; the round, after the wait, asked for the 6 that
+    # would end the test if all were right: 7 answers of 8 attempts.
+    assert (verdict.candidate.attempts, verdict.candidate.errors) == (8, 1)
+    assert waits.count(30.0) == 1 and result.executions.confirm_rounds == 1
+    # Replayed, the rounds are the same, no agent is asked and nothing waits.
+    untouched = Outage(calls=0)
+    again_waits: list[float] = []
+    quiet = replace(session, sleep=again_waits.append)
+    dataset, baseline, config = project(tmp_path, "sequential")
+    inputs = CompareInputs(
+        config=config,  # type: ignore[arg-type]
+        dataset=dataset,
+        baseline=baseline,
+        candidate=CandidateSource(out=tmp_path / "again.json"),
+        rerun=Rerun(
+            Replay(
+                result.candidate.attempts,
+                tuple(a for a in result.baseline.attempts if a.phase is Phase.CONFIRM),
+            )
+        ),
+    )
+    agents = ReadyAgents({version: FunctionAgent(untouched) for version in Version})
+    again = compare(inputs, agents, quiet)
+    assert again.gate == result.gate
+    assert (again_waits, untouched.order) == ([], [])
 
 
 def test_re_measuring_a_stale_baseline_stops_when_the_base_agent_cannot_run(

@@ -21,6 +21,7 @@ from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange
 from ..core.model import Phase, Version
 from ..core.notes import Note, RatchetExits, RemeasuredOnRequest, VerdictsReused
 from ..core.result import CompareResult, Executions, evaluate
+from ..core.sequential import SEQUENTIAL
 from .agents import AgentSource
 from .asking import Asker
 from .baseline import baseline_side
@@ -42,7 +43,13 @@ def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> Com
     check_settings(inputs.baseline, config.settings, str(config.baseline.artifact), "baseline")
     rerun = inputs.rerun or Rerun()
     # The ratchet's rows are gated like must-not-break ones: theirs get a second chance too.
-    session = replace(session, gated=session.gated | frozenset(inputs.baseline.ratchet))
+    # Under the sequential rule that second chance is the next confirmation round (an errored
+    # attempt is not an answer, so the round asks again in its place): nothing is held back.
+    session = replace(
+        session,
+        gated=session.gated | frozenset(inputs.baseline.ratchet),
+        held_back=config.gate.rule.rule != SEQUENTIAL,
+    )
     asker = Asker(agents, session, rerun.replay)
     rows = row_records(dataset)
     baseline = baseline_side(inputs, rows, asker)

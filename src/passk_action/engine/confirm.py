@@ -23,13 +23,14 @@ recorded, and the result says so (a warning naming the rows and the fix).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..agents.runner import AttemptRequest
+from ..core.causes import Kind, cause
 from ..core.diff import Change, Comparison
 from ..core.gate import GatePolicy
-from ..core.model import Phase, Row, RowRecord, Run, Version
+from ..core.model import Attempt, Phase, Row, RowRecord, Run, Version
 from ..core.notes import (
     ConfirmationSkipped,
     GatedRowsAsRecorded,
@@ -41,7 +42,7 @@ from ..core.notes import (
 from ..core.verdicts import gated_verdicts, kind_of, wanted
 from .asking import Asker
 from .request import CompareInputs
-from .session import raise_if_stopped
+from .session import Session, raise_if_stopped, wait
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,10 @@ def confirm(
     unconfirmed: dict[str, None] = {}
     silent: set[tuple[Version, str]] = set()
     """Rows a round got no valid answer from, on a version: not asked again (every attempt
-    of a crashing row would only cost its timeout); the rule judges what it has."""
+    of a crashing row would only cost its timeout); the rule judges what it has.  Not when
+    the round's errors looked transient and retries are on: an outage gets the next round."""
+    waited: set[tuple[Version, str, int]] = set()
+    """Transient errors a wait before a round has already given their second chance."""
     made = rounds = 0
     # Each round adds an attempt to every row that asks, on a side holding at most
     # max_attempts: no row asks more than 2 x max_attempts times.
@@ -117,28 +121,64 @@ def confirm(
         _drop_unrunnable(plan, can_run, left_out, unconfirmed)
         if not any(plan.values()):
             break
+        if _outage(baseline, candidate, plan, waited, asker.session):
+            # The second chance: a short outage costs the longest backoff, not a row.
+            wait(asker.session, asker.session.retry.max_backoff_s)
+            raise_if_stopped(asker.session, "wait for the next confirmation round")
         rounds += 1
         before = len(baseline.attempts) + len(candidate.attempts)
-        answered = _answers(baseline, candidate, plan)
+        tops = _tops(baseline, candidate, plan)
         baseline = again(baseline, plan[Version.BASELINE], rows, asker, Version.BASELINE)
         candidate = again(candidate, plan[Version.CANDIDATE], rows, asker, Version.CANDIDATE)
         made += len(baseline.attempts) + len(candidate.attempts) - before
-        now = _answers(baseline, candidate, plan)
-        silent |= {key for key, count in now.items() if count == answered[key]}
+        runs = {Version.BASELINE: baseline, Version.CANDIDATE: candidate}
+        for (version, row_id), top in tops.items():
+            fresh = [a for a in runs[version].attempts_by_row().get(row_id, ()) if a.number > top]
+            if not any(a.valid for a in fresh) and not _transient(fresh, asker.session):
+                silent.add((version, row_id))
     notes, warnings = _what_was_not_run(inputs, can_run, len(unconfirmed), left_out, rounds)
     return Confirmed(baseline, candidate, notes, warnings, made, rounds)
 
 
-def _answers(baseline: Run, candidate: Run, plan: Plan) -> dict[tuple[Version, str], int]:
-    """Valid answers so far of each (version, row) the plan asks for."""
+def _tops(baseline: Run, candidate: Run, plan: Plan) -> dict[tuple[Version, str], int]:
+    """The last attempt number of each (version, row) the plan asks for, before the round."""
     runs = {Version.BASELINE: baseline, Version.CANDIDATE: candidate}
     return {
-        (version, row_id): sum(
-            1 for a in runs[version].attempts_by_row().get(row_id, ()) if a.valid
+        (version, row_id): max(
+            (a.number for a in runs[version].attempts_by_row().get(row_id, ())), default=0
         )
         for version in Version
         for row_id in plan[version]
     }
+
+
+def _transient(attempts: Sequence[Attempt], session: Session) -> bool:
+    """Whether some of ``attempts`` errored as an outage would, with retries on (a replayed
+    re-run has them off: it waits for nothing and asks nothing)."""
+    return session.retry.attempts > 0 and any(
+        a.error is not None and cause(a.error, a.detail).kind is Kind.TRANSIENT for a in attempts
+    )
+
+
+def _outage(
+    baseline: Run,
+    candidate: Run,
+    plan: Plan,
+    waited: set[tuple[Version, str, int]],
+    session: Session,
+) -> bool:
+    """Whether a row this round asks for erred as an outage would since the last wait: then
+    the round waits the longest backoff first (and those errors are marked waited for)."""
+    runs = {Version.BASELINE: baseline, Version.CANDIDATE: candidate}
+    fresh = {
+        (version, row_id, a.number)
+        for version in Version
+        for row_id in plan[version]
+        for a in runs[version].attempts_by_row().get(row_id, ())
+        if _transient((a,), session)
+    } - waited
+    waited |= fresh
+    return bool(fresh)
 
 
 def _drop_unrunnable(

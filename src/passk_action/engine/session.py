@@ -54,10 +54,15 @@ class Session:
     gated: frozenset[str] = frozenset()
     """Rows a gate rests on besides the must-not-break ones (the ratchet): their transient
     errors get a second chance once a run is otherwise done (see ``run_attempts``)."""
+    held_back: bool = True
+    """Whether a gated row's transient error is held back and tried again at the end of the
+    same run (the second chance).  A comparison under the sequential rule turns it off: its
+    confirmation rounds are the second chance (``engine/confirm.py``)."""
 
     def second_chance(self, request: AttemptRequest) -> bool:
-        """Whether ``request``'s row is gated: must-not-break, or in :attr:`gated`."""
-        return request.row.must_not_break or request.row.id in self.gated
+        """Whether ``request``'s row is gated (must-not-break, or in :attr:`gated`) and its
+        errors are held back for a second chance in the same run."""
+        return self.held_back and (request.row.must_not_break or request.row.id in self.gated)
 
 
 def make_session(
@@ -84,6 +89,14 @@ def make_session(
         warn=warn,
         pricing=config.pricing,
     )
+
+
+def wait(session: Session, seconds: float) -> None:
+    """Wait as the session waits between tries: its ``sleep``, or a wait a stop cuts short."""
+    if session.sleep is not None:
+        session.sleep(seconds)
+    else:
+        (session.stop or threading.Event()).wait(seconds)
 
 
 def raise_if_stopped(session: Session, what: str) -> None:
