@@ -616,7 +616,9 @@ def history_on_main() -> History:
 def test_comment_golden_with_history_marks() -> None:
     """Each blocking or lost row says whether main's baselines had the same trouble."""
     context = replace(PR_CONTEXT, history=history_on_main())
-    text = render_comment(failed_scenario(), marker=MARKER, record=RECORD, context=context)
+    # The strict rule's scenario: its three blocking rows are new and old trouble alike.
+    scenario = failed_scenario(strict=True)
+    text = render_comment(scenario, marker=MARKER, record=RECORD, context=context)
     assert_golden("comment_history.md", text)
     marks = [line for line in text.splitlines() if "history:" in line]
     assert marks == [
@@ -631,14 +633,14 @@ def test_comment_golden_with_history_marks() -> None:
     note = "6 baselines readable on main in this shallow clone; fetch-depth: 0 gives all"
     assert f"- {note}" in text
     # Without a history the comment is the one it always was.
-    plain = render_comment(failed_scenario(), marker=MARKER, record=RECORD, context=PR_CONTEXT)
+    plain = render_comment(scenario, marker=MARKER, record=RECORD, context=PR_CONTEXT)
     assert "history" not in plain
 
 
 def test_the_compare_report_marks_lost_rows_with_their_history_too() -> None:
     """The job summary and `passk compare --base` say what the comment says."""
     context = CommentContext(history=history_on_main())
-    text = render_compare_report(failed_scenario(), context=context)
+    text = render_compare_report(failed_scenario(strict=True), context=context)
     marked = [line.split(":")[0] for line in text.splitlines() if "; history: " in line]
     assert marked == [
         "- `refund-001` (must-not-break)",

@@ -89,7 +89,8 @@ def gate_sentence(oc: GateOC | None, settings: RuleSettings) -> str:
         f"blocks a harmless pull request (every gated row right {HARMLESS:.0%} of the time on "
         f"both versions) {_pct(oc.false_block)} of the time, and catches a gated row whose "
         f"accuracy drops from {HARMLESS:.0%} to {DROPPED:.0%} {_pct(oc.catch)} of the "
-        f"time{cost}. Exact figures (`passk plan`), checked by simulation in bench/gate_rule.md."
+        f"time{cost}. Exact figures (`passk plan`), checked by simulation through `passk compare` "
+        "(bench/gate_rule_compare.md)."
     )
 
 
