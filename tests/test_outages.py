@@ -58,10 +58,11 @@ RATE_LIMITED = "RateLimitError: Error code: 429 - slow down"
 
 
 class Outage:
-    """An agent whose provider refuses each row's first ``calls`` calls (429), then answers."""
+    """An agent whose provider refuses each row's first ``calls`` calls (429), then answers;
+    ``only`` one row's, when given."""
 
-    def __init__(self, calls: int, answer: str = "deny") -> None:
-        self.calls, self.answer = calls, answer
+    def __init__(self, calls: int, answer: str = "deny", only: str | None = None) -> None:
+        self.calls, self.answer, self.only = calls, answer, only
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.order: list[str] = []
@@ -71,6 +72,7 @@ class Outage:
             self.seen[request.row.id] += 1
             self.order.append(request.row.id)
             failing = self.seen[request.row.id] <= self.calls
+            failing = failing and self.only in (None, request.row.id)
         if failing:
             raise RuntimeError(RATE_LIMITED)
         return {"decision": self.answer}
@@ -250,6 +252,47 @@ def test_under_the_sequential_rule_the_second_chance_is_the_next_round(tmp_path:
     again = compare(inputs, agents, quiet)
     assert again.gate == result.gate
     assert (again_waits, untouched.order) == ([], [])
+
+
+def test_a_round_of_only_transient_errors_gets_another_round_and_a_replay_agrees(
+    tmp_path: Path,
+) -> None:
+    """An outage longer than a round: the row's whole first round errs (429s), which does not
+    end its asking as a crash would; the next round, after the wait, answers.  A replay of
+    the record (retries off) ends its rounds where this run did: the same verdicts."""
+    calls = 2 * (2 + 7)  # each try and its one retry: the 2 main attempts and round 1's 7
+    outage = Outage(calls=calls, only="r0")
+    waits: list[float] = []
+    # Two in flight: r0's two main attempts failing alike are not the run's first attempts
+    # all failing alike (that is an agent that cannot run).
+    session = Session(
+        concurrency=2, retry=RetryPolicy(attempts=1, max_backoff_s=30.0), now=lambda: "t",
+        sleep=waits.append,
+    )  # fmt: skip
+    result = run_compare(tmp_path, outage, session, rule="sequential")
+    assert result.gate.passed, result.gate.failures
+    verdict = result.gate.verdicts["r0"]
+    assert (verdict.candidate.attempts, verdict.candidate.errors) == (16, 9)
+    assert result.executions.confirm_rounds == 2 and waits.count(30.0) == 2
+    dataset, baseline, config = project(tmp_path, "sequential")
+    replayed = compare(
+        CompareInputs(
+            config=config,  # type: ignore[arg-type]
+            dataset=dataset,
+            baseline=baseline,
+            candidate=CandidateSource(out=tmp_path / "again.json"),
+            rerun=Rerun(
+                Replay(
+                    result.candidate.attempts,
+                    tuple(a for a in result.baseline.attempts if a.phase is Phase.CONFIRM),
+                )
+            ),
+        ),
+        ReadyAgents({version: FunctionAgent(Outage(calls=0)) for version in Version}),
+        replace(session, sleep=None),
+    )
+    assert replayed.gate == result.gate
+    assert replayed.executions.ran_now == 0 and replayed.executions.confirm_rounds == 2
 
 
 def test_re_measuring_a_stale_baseline_stops_when_the_base_agent_cannot_run(

@@ -42,7 +42,7 @@ from ..core.notes import (
 from ..core.verdicts import gated_verdicts, kind_of, wanted
 from .asking import Asker
 from .request import CompareInputs
-from .session import Session, raise_if_stopped, wait
+from .session import raise_if_stopped, wait
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,7 @@ def confirm(
     the round's errors looked transient and retries are on: an outage gets the next round."""
     waited: set[tuple[Version, str, int]] = set()
     """Transient errors a wait before a round has already given their second chance."""
+    retries = config.retry.attempts > 0
     made = rounds = 0
     # Each round adds an attempt to every row that asks, on a side holding at most
     # max_attempts: no row asks more than 2 x max_attempts times.
@@ -121,7 +122,7 @@ def confirm(
         _drop_unrunnable(plan, can_run, left_out, unconfirmed)
         if not any(plan.values()):
             break
-        if _outage(baseline, candidate, plan, waited, asker.session):
+        if _outage(baseline, candidate, plan, waited, asker.session.retry.attempts > 0):
             # The second chance: a short outage costs the longest backoff, not a row.
             wait(asker.session, asker.session.retry.max_backoff_s)
             raise_if_stopped(asker.session, "wait for the next confirmation round")
@@ -134,7 +135,9 @@ def confirm(
         runs = {Version.BASELINE: baseline, Version.CANDIDATE: candidate}
         for (version, row_id), top in tops.items():
             fresh = [a for a in runs[version].attempts_by_row().get(row_id, ()) if a.number > top]
-            if not any(a.valid for a in fresh) and not _transient(fresh, asker.session):
+            # The config's retries, not the session's: a replay has them off, and must end
+            # its asking where the run it replays did.
+            if not any(a.valid for a in fresh) and not _transient(fresh, retries):
                 silent.add((version, row_id))
     notes, warnings = _what_was_not_run(inputs, can_run, len(unconfirmed), left_out, rounds)
     return Confirmed(baseline, candidate, notes, warnings, made, rounds)
@@ -152,10 +155,9 @@ def _tops(baseline: Run, candidate: Run, plan: Plan) -> dict[tuple[Version, str]
     }
 
 
-def _transient(attempts: Sequence[Attempt], session: Session) -> bool:
-    """Whether some of ``attempts`` errored as an outage would, with retries on (a replayed
-    re-run has them off: it waits for nothing and asks nothing)."""
-    return session.retry.attempts > 0 and any(
+def _transient(attempts: Sequence[Attempt], retries: bool) -> bool:
+    """Whether some of ``attempts`` errored as an outage would, with retries on."""
+    return retries and any(
         a.error is not None and cause(a.error, a.detail).kind is Kind.TRANSIENT for a in attempts
     )
 
@@ -165,17 +167,18 @@ def _outage(
     candidate: Run,
     plan: Plan,
     waited: set[tuple[Version, str, int]],
-    session: Session,
+    retries: bool,
 ) -> bool:
     """Whether a row this round asks for erred as an outage would since the last wait: then
-    the round waits the longest backoff first (and those errors are marked waited for)."""
+    the round waits the longest backoff first (and those errors are marked waited for).
+    ``retries`` off (a replayed re-run, which asks nothing): no wait."""
     runs = {Version.BASELINE: baseline, Version.CANDIDATE: candidate}
     fresh = {
         (version, row_id, a.number)
         for version in Version
         for row_id in plan[version]
         for a in runs[version].attempts_by_row().get(row_id, ())
-        if _transient((a,), session)
+        if _transient((a,), retries)
     } - waited
     waited |= fresh
     return bool(fresh)
