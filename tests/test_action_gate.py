@@ -353,9 +353,7 @@ def test_the_default_rule_confirms_gated_rows_in_rounds_and_a_rerun_replays_them
     assert [n for n, v in r1 if v == "baseline"] == list(range(3, 26))
     path = checkout.repo / ".passk/result.json"
     result = json.loads(path.read_text("utf-8"))
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [
-        ("r1", "must-not-break")
-    ]
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r1", "must-not-break")]
     verdicts = {r["id"]: r["verdict"]["finding"] for r in result["rows"]}
     assert verdicts == {
         "r1": "regression", "r2": "reliable", "r3": "reliable", "r4": "reliable"
