@@ -269,6 +269,38 @@ def test_both_jobs_gate_a_broken_row_and_the_gating_job_runs_none_of_the_prs_cod
     assert github.violations == []
 
 
+def test_under_the_default_rule_job_one_runs_the_candidates_rounds_and_job_two_the_baselines(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    """``gate.rule: sequential`` on the base: the measuring job runs the candidate's side of
+    every confirmation round (it reads the candidate's answers alone), the gating job the
+    baseline's, and finds every candidate attempt it asks for in the file."""
+    git(pull.repo, "checkout", "-q", "main")
+    config = yaml.safe_load((pull.repo / "passk.yml").read_text(encoding="utf-8"))
+    config["gate"] = {"block_on_any_regression": True}  # the default rule
+    (pull.repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
+    pull.base = commit(pull.repo, "passk: the default gate rule")
+    git(pull.repo, "checkout", "-q", "-B", "feature")
+    pull.push(flip_r1())
+    measuring, artifact = pull.measure()
+    assert {v for _, _, v in measuring.asked} == {"candidate"}
+    # Every row is gated: r1's test fails after 18 answers; the others pass after 7.
+    per_row = {row: [n for r, n, _ in measuring.asked if r == row] for row in RIGHT}
+    assert per_row == {
+        "r1": list(range(1, 19)),
+        **{r: list(range(1, 8)) for r in RIGHT if r != "r1"},
+    }
+    pull.marker.unlink()
+
+    gating = pull.gate(fake(), artifact)
+    assert gating.code == 1, gating.log
+    assert not pull.marker.exists() and candidate_asked(gating) == []
+    assert gating.asked == [("r1", n, "baseline") for n in range(3, 26)]
+    result = json.loads((pull.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r1", "must-not-break")]
+    assert result["rows"][0]["verdict"]["candidate"]["attempts"] == 18
+
+
 def test_control_a_good_pull_request_passes_through_both_jobs(
     pull: PullRequest, fake: Callable[..., FakeGitHub]
 ) -> None:

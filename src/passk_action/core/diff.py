@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .classify import classify, classify_attempts, is_correct, select
-from .model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
+from .classify import classify, is_correct, select
+from .model import Attempt, Phase, RowClass, RowRecord, Scoring
 from .stats import Metrics, RowSummary, compute_metrics, summarize_decisions
 
 
@@ -292,56 +292,3 @@ def _side(
     if len(main) == len(attempts):
         return summary, summary.row_class
     return summary, classify([a.decision for a in attempts], row.expected, k, scoring)
-
-
-def confirmation_plan(
-    comparison: Comparison, *, attempts: int, must_not_break_attempts: int
-) -> dict[str, int]:
-    """How many confirmation attempts each lost row gets, on each version."""
-    return {
-        r.id: must_not_break_attempts if (r.must_not_break or r.in_ratchet) else attempts
-        for r in comparison.rows
-        if r.change is Change.LOST
-    }
-
-
-def measuring_job_plan(
-    rows: Sequence[RowRecord],
-    committed: Run | None,
-    candidate: Mapping[str, Sequence[Attempt]],
-    *,
-    k: int,
-    scoring: Scoring,
-    ratchet: frozenset[str],
-    attempts: int,
-    must_not_break_attempts: int,
-) -> dict[str, int]:
-    """The candidate's confirmation attempts the two-job mode's measuring job makes.
-
-    That job runs no baseline agent, so it cannot know every row the gating
-    job will find lost: it confirms every row the candidate did not get right
-    on all k main attempts, except those the ``committed`` baseline already
-    shows were not stable-correct on the same input (a row the candidate
-    cannot lose).  A row the committed baseline lacks, or has on another
-    input, may be lost once the gating job tops it up, so it is confirmed;
-    ``committed`` None (a stale baseline the gating job measures anew)
-    confirms every such row.  Counts are :func:`confirmation_plan`'s, so the
-    gating job finds each lost row's planned attempts (a superset of its plan).
-    """
-    known: dict[str, RowClass] = {}
-    if committed is not None:
-        recorded = {r.id: r.input_digest for r in committed.rows}
-        grouped = committed.attempts_by_row()
-        for row in rows:
-            if recorded.get(row.id) == row.input_digest:
-                known[row.id] = classify_attempts(grouped.get(row.id, ()), row.expected, k, scoring)
-    plan: dict[str, int] = {}
-    for row in rows:
-        cand = classify_attempts(candidate.get(row.id, ()), row.expected, k, scoring)
-        if cand is RowClass.STABLE_CORRECT:
-            continue
-        if known.get(row.id, RowClass.STABLE_CORRECT) is not RowClass.STABLE_CORRECT:
-            continue
-        gated = row.must_not_break or row.id in ratchet
-        plan[row.id] = must_not_break_attempts if gated else attempts
-    return plan

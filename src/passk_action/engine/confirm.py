@@ -24,7 +24,7 @@ recorded, and the result says so (a warning naming the rows and the fix).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..agents.runner import AttemptRequest
 from ..core.causes import Kind, cause
@@ -70,6 +70,22 @@ def lost_plan(comparison: Comparison, policy: GatePolicy, attempts: int) -> dict
     }
 
 
+@dataclass
+class Rounds:
+    """What the rounds made, and what they could not."""
+
+    baseline: Run
+    candidate: Run
+    made: int = 0
+    rounds: int = 0
+    left_out: dict[Version, dict[str, None]] = field(
+        default_factory=lambda: {Version.BASELINE: {}, Version.CANDIDATE: {}}
+    )
+    """Rows that asked only a version that cannot run, by that version."""
+    unconfirmed: dict[str, None] = field(default_factory=dict)
+    """Rows that asked both versions, one of which cannot run: confirmed on neither."""
+
+
 def confirm(
     inputs: CompareInputs,
     records: tuple[RowRecord, ...],
@@ -84,13 +100,47 @@ def confirm(
     rows); ``records`` hold the authoritative labels the rule scores against.
     """
     config = inputs.config
-    policy = config.gate.policy
-    settings = candidate.settings
+    lost = lost_plan(comparison, config.gate.policy, config.confirm.attempts)
     can_run = {v: asker.available(v) for v in Version}
-    lost = lost_plan(comparison, policy, config.confirm.attempts)
+    done = run_rounds(
+        inputs,
+        records,
+        comparison,
+        Rounds(baseline, candidate),
+        asker,
+        lost={version: lost for version in Version},
+        can_run=can_run,
+    )
+    notes, warnings = _what_was_not_run(
+        inputs, can_run, len(done.unconfirmed), done.left_out, done.rounds
+    )
+    return Confirmed(done.baseline, done.candidate, notes, warnings, done.made, done.rounds)
+
+
+def run_rounds(
+    inputs: CompareInputs,
+    records: tuple[RowRecord, ...],
+    comparison: Comparison,
+    runs: Rounds,
+    asker: Asker,
+    *,
+    lost: Mapping[Version, Mapping[str, int]],
+    can_run: Mapping[Version, bool],
+    one_side: bool = False,
+) -> Rounds:
+    """Every confirmation round: the gated rows' requests (``lost``'s rows too, in the first),
+    run on each version that can run, until no row asks.
+
+    A row that asks a version that cannot run is left out of every round;
+    with ``one_side`` (the two-job mode's measuring job, whose baseline
+    side the gating job runs) only that version's request is.  Numbered and
+    decided from the recorded attempts alone, so any run over the same
+    attempts asks for the same rounds.
+    """
+    config = inputs.config
+    policy = config.gate.policy
+    settings = runs.candidate.settings
     rows = inputs.dataset.by_id()
-    left_out: dict[Version, dict[str, None]] = {Version.BASELINE: {}, Version.CANDIDATE: {}}
-    unconfirmed: dict[str, None] = {}
     silent: set[tuple[Version, str]] = set()
     """Rows a round got no valid answer from, on a version: not asked again (every attempt
     of a crashing row would only cost its timeout); the rule judges what it has.  Not when
@@ -98,15 +148,14 @@ def confirm(
     waited: set[tuple[Version, str, int]] = set()
     """Transient errors a wait before a round has already given their second chance."""
     retries = config.retry.attempts > 0
-    made = rounds = 0
     # Each round adds an attempt to every row that asks, on a side holding at most
     # max_attempts: no row asks more than 2 x max_attempts times.
     for _ in range(2 * policy.rule.max_attempts + 1):
         verdicts = gated_verdicts(
             records,
             comparison,
-            baseline.attempts_by_row(),
-            candidate.attempts_by_row(),
+            runs.baseline.attempts_by_row(),
+            runs.candidate.attempts_by_row(),
             policy.rule,
             block_on_any_regression=policy.block_on_any_regression,
             k=settings.k,
@@ -114,33 +163,35 @@ def confirm(
             more_possible=True,
         )
         plan = wanted(verdicts)
-        if rounds == 0:
+        if runs.rounds == 0:
             for version in Version:
-                plan[version].update(lost)
+                plan[version].update(lost[version])
         for version, row_id in silent:
             plan[version].pop(row_id, None)
-        _drop_unrunnable(plan, can_run, left_out, unconfirmed)
+        _drop_unrunnable(plan, can_run, runs.left_out, runs.unconfirmed, one_side)
         if not any(plan.values()):
             break
-        if _outage(baseline, candidate, plan, waited, asker.session.retry.attempts > 0):
+        if _outage(runs.baseline, runs.candidate, plan, waited, asker.session.retry.attempts > 0):
             # The second chance: a short outage costs the longest backoff, not a row.
             wait(asker.session, asker.session.retry.max_backoff_s)
             raise_if_stopped(asker.session, "wait for the next confirmation round")
-        rounds += 1
-        before = len(baseline.attempts) + len(candidate.attempts)
-        tops = _tops(baseline, candidate, plan)
-        baseline = again(baseline, plan[Version.BASELINE], rows, asker, Version.BASELINE)
-        candidate = again(candidate, plan[Version.CANDIDATE], rows, asker, Version.CANDIDATE)
-        made += len(baseline.attempts) + len(candidate.attempts) - before
-        runs = {Version.BASELINE: baseline, Version.CANDIDATE: candidate}
+        runs.rounds += 1
+        before = len(runs.baseline.attempts) + len(runs.candidate.attempts)
+        tops = _tops(runs.baseline, runs.candidate, plan)
+        runs.baseline = again(runs.baseline, plan[Version.BASELINE], rows, asker, Version.BASELINE)
+        runs.candidate = again(
+            runs.candidate, plan[Version.CANDIDATE], rows, asker, Version.CANDIDATE
+        )
+        runs.made += len(runs.baseline.attempts) + len(runs.candidate.attempts) - before
+        by_version = {Version.BASELINE: runs.baseline, Version.CANDIDATE: runs.candidate}
         for (version, row_id), top in tops.items():
-            fresh = [a for a in runs[version].attempts_by_row().get(row_id, ()) if a.number > top]
+            made = by_version[version].attempts_by_row().get(row_id, ())
+            fresh = [a for a in made if a.number > top]
             # The config's retries, not the session's: a replay has them off, and must end
             # its asking where the run it replays did.
             if not any(a.valid for a in fresh) and not _transient(fresh, retries):
                 silent.add((version, row_id))
-    notes, warnings = _what_was_not_run(inputs, can_run, len(unconfirmed), left_out, rounds)
-    return Confirmed(baseline, candidate, notes, warnings, made, rounds)
+    return runs
 
 
 def _tops(baseline: Run, candidate: Run, plan: Plan) -> dict[tuple[Version, str], int]:
@@ -189,13 +240,15 @@ def _drop_unrunnable(
     can_run: Mapping[Version, bool],
     left_out: dict[Version, dict[str, None]],
     unconfirmed: dict[str, None],
+    one_side: bool = False,
 ) -> None:
     """Leave out every row that asks anything of a version that cannot run.
 
     A row that asks both versions (a lost row's confirmation; the strict
     rule's) is confirmed on both or not at all, since one side alone tells
     nothing: it goes to ``unconfirmed``.  A row that asks one version (the
-    sequential rule's) goes to ``left_out`` under that version.
+    sequential rule's) goes to ``left_out`` under that version.  With
+    ``one_side`` the other version's request stays: another job runs it.
     """
     for version in Version:
         if can_run[version]:
@@ -203,7 +256,7 @@ def _drop_unrunnable(
         for row_id in list(plan[version]):
             both = all(row_id in plan[side] for side in Version)
             (unconfirmed if both else left_out[version])[row_id] = None
-            for side in Version:
+            for side in Version if not one_side else (version,):
                 plan[side].pop(row_id, None)
 
 

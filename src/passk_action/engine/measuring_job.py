@@ -1,24 +1,32 @@
-"""The two-job mode's measuring job: the candidate alone, k times per row, then confirmed.
+"""The two-job mode's measuring job: the candidate alone, k times per row, then its side of
+the confirmation rounds.
 
 The job that runs the pull request's code holds no write token and runs no
 baseline agent, so it cannot decide the gate: it measures the candidate on
-every row and makes the confirmation attempts of every row the gating job
-may find lost (:func:`core.diff.measuring_job_plan`), numbered as
-:func:`engine.confirm.again` numbers them, so the gating job's confirmation
-finds each of them under the same row, number and phase.
+every row, then runs the candidate's side of the very rounds the gating job
+will run (``engine/confirm.run_rounds``), numbered as they number them, so the
+gating job finds each candidate attempt it asks for under the same row,
+number and phase.  The candidate's side of the gated-row rule reads the
+candidate's answers alone, so the rounds are the same; where the baseline
+matters (which rows are lost or gated under ``block_on_any_regression``) the
+job assumes what may be: a row the committed baseline does not show on the
+same input (a new row, a stale baseline the gating job measures anew) counts
+as stable-correct on the baseline, so the job makes every attempt the gating
+job can ask for, and perhaps a few it will not.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..core.diff import measuring_job_plan
-from ..core.model import Run, Version
+from ..core.model import Attempt, Dataset, Phase, Run, Version
 from ..core.notes import Note
+from ..core.result import evaluate
+from ..core.sequential import SEQUENTIAL
 from .agents import AgentSource
 from .asking import Asker
 from .candidate import candidate_side
-from .confirm import again
+from .confirm import Rounds, lost_plan, run_rounds
 from .measuring import row_records
 from .request import CompareInputs
 from .session import Session
@@ -32,28 +40,51 @@ class MeasuredCandidate:
     notes: tuple[Note, ...] = ()
 
 
+def assumed_baseline(committed: Run, dataset: Dataset, k: int, *, stale: bool) -> Run:
+    """The baseline as the measuring job may assume it: the committed attempts of every row
+    it holds on the same input (none when ``stale``), k right answers for every other row."""
+    recorded = {} if stale else {r.id: r.input_digest for r in committed.rows}
+    grouped = committed.attempts_by_row()
+    attempts: list[Attempt] = []
+    for row in dataset.rows:
+        if recorded.get(row.id) == row.input_digest:
+            attempts += [a for a in grouped.get(row.id, ()) if a.phase is Phase.MAIN]
+        else:
+            attempts += [Attempt(row.id, n, Phase.MAIN, row.expected) for n in range(1, k + 1)]
+    return replace(committed, rows=row_records(dataset), attempts=tuple(attempts))
+
+
 def measure_candidate(
     inputs: CompareInputs, agents: AgentSource, session: Session
 ) -> MeasuredCandidate:
-    """The candidate's run for the gating job: k attempts per row, then the planned
-    confirmation attempts; nothing of the baseline side runs."""
+    """The candidate's run for the gating job: k attempts per row, then its side of every
+    confirmation round; nothing of the baseline side runs."""
     config, dataset = inputs.config, inputs.dataset
     ratchet = frozenset(inputs.baseline.ratchet) & {r.id for r in dataset.rows}
-    session = replace(session, gated=session.gated | ratchet)
+    # As engine/compare does: a gated row's second chance is the next round under the
+    # sequential rule, the held-back retry under the strict one.
+    session = replace(
+        session,
+        gated=session.gated | ratchet,
+        held_back=config.gate.rule.rule != SEQUENTIAL,
+    )
     asker = Asker(agents, session)
     candidate = candidate_side(inputs, asker)
     stale = inputs.base is not None and inputs.base.stale.remeasure is not None
-    plan = measuring_job_plan(
-        row_records(dataset),
-        None if stale else inputs.baseline,
-        candidate.run.attempts_by_row(),
-        k=config.settings.k,
-        scoring=config.settings.scoring,
-        ratchet=ratchet,
-        attempts=config.confirm.attempts,
-        must_not_break_attempts=config.confirm.must_not_break_attempts,
+    baseline = assumed_baseline(inputs.baseline, dataset, config.settings.k, stale=stale)
+    records = row_records(dataset)
+    policy = config.gate.policy
+    comparison, _ = evaluate(records, baseline, candidate.run, ratchet=ratchet, policy=policy)
+    lost = lost_plan(comparison, policy, config.confirm.attempts)
+    done = run_rounds(
+        inputs,
+        records,
+        comparison,
+        Rounds(baseline, candidate.run),
+        asker,
+        lost={Version.CANDIDATE: lost, Version.BASELINE: {}},
+        can_run={Version.BASELINE: False, Version.CANDIDATE: True},
+        one_side=True,
     )
-    run = candidate.run
-    if plan:
-        run = again(run, plan, dataset.by_id(), asker, Version.CANDIDATE)
-    return MeasuredCandidate(run, len(plan), candidate.notes)
+    confirmed = {a.row_id for a in done.candidate.attempts if a.phase is Phase.CONFIRM}
+    return MeasuredCandidate(done.candidate, len(confirmed), candidate.notes)
