@@ -118,6 +118,52 @@ def test_pull_request_mode_pushes_a_branch_and_prints_the_compare_link(
     assert len(notices) == 1 and link in notices[0]
 
 
+def test_a_run_without_one_decision_is_not_pushed_as_the_baseline(
+    pushed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Failures of different kinds pass the early stop; no decision at all still refuses."""
+    repo, remote = pushed
+    before = git(remote, "rev-parse", "main")
+    write_script(
+        repo,
+        {
+            "r1": [{"crash": "model overloaded"}],
+            "r2": [{"exit": 3, "stderr": "quota"}],
+            "r3": [{"stdout": "not json"}],
+            "r4": [{"exit": 4}],
+        },
+    )
+    git(repo, "commit", "-q", "-am", "agent: broken")
+    code, stdout, outputs, _ = run_baseline(repo, tmp_path, "commit")
+    assert code == 2, stdout
+    assert "could not run" in stdout
+    assert git(remote, "rev-parse", "main") == before, "nothing reached the branch"
+    assert "mean-accuracy" not in outputs
+
+
+def test_a_run_with_one_decision_is_pushed_as_the_baseline(
+    pushed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The control: the same failures beside one right answer record a baseline."""
+    repo, remote = pushed
+    before = git(remote, "rev-parse", "main")
+    write_script(
+        repo,
+        {
+            "r1": [{"crash": "model overloaded"}],
+            "r2": [{"exit": 3, "stderr": "quota"}],
+            "r3": [{"stdout": "not json"}],
+            "r4": ["deny"],
+        },
+    )
+    git(repo, "commit", "-q", "-am", "agent: mostly broken")
+    recorded = git(repo, "rev-parse", "HEAD")
+    code, stdout, _, _ = run_baseline(repo, tmp_path, "commit")
+    assert code == 0, stdout
+    assert git(remote, "rev-parse", "main") != before
+    assert git(remote, "rev-parse", "main^") == recorded, "the new baseline was committed"
+
+
 def test_baseline_mode_refuses_pull_request_events(
     pushed: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -23,23 +23,22 @@ or a file.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 
 from ..agents.identity import agent_user
 from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
-from ..engine.agents import build_agent, close_agent
-from ..engine.measuring import carried_ratchet, measure_run, previous_baseline
+from ..engine.agents import build_agent
+from ..engine.measuring import install_baseline, previous_baseline, record_agent
 from ..engine.session import stop_on_signals
-from ..errors import EXIT_OK, GitError, UsageError
+from ..errors import EXIT_OK, AgentCouldNotRun, GitError, UsageError
 from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
+from ..report.could_not_run import render_could_not_run
 from ..report.run_report import render_run_report
 from ..sides.credentials import credentials_hidden, env_without_token
 from ..sides.exports import head_export
 from ..sides.gitrepo import GitRepo, token_auth_env
 from ..sides.provenance import commit_provenance
-from ..store.artifact import write_run
 from .inputs import ActionInputs
 from .runtime import Runtime, fraction, setup_agent
 from .workflow import Workflow
@@ -92,11 +91,11 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         with workflow.group("passk: recording the baseline"), stop_on_signals() as stop:
             session = runtime.session(config, stop)
             try:
-                run, _ = measure_run(
+                run = record_agent(
+                    agent,
                     dataset,
                     dataset.rows,
                     config.settings,
-                    agent,
                     AgentInfo(
                         Version.BASELINE,
                         agent.description,
@@ -107,16 +106,15 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                     staging,
                     session,
                 )
-            finally:
-                close_agent(agent)
-            ratchet, left = carried_ratchet(previous, run, dataset)
+            except AgentCouldNotRun as exc:
+                # Nothing is pushed: the job's summary says why, as the gate's does.
+                workflow.write_summary(render_could_not_run(exc))
+                raise
+            run, left = install_baseline(previous, run, dataset, staging, out)
             for row_id in left:
                 workflow.warn(
                     f"row {row_id!r} left the ratchet: it is no longer in the dataset", title=None
                 )
-            run = replace(run, ratchet=tuple(sorted(ratchet)))
-            write_run(run, out)
-            staging.unlink(missing_ok=True)
             workflow.line(
                 f"passk: baseline recorded to {rel} ({len(run.attempts)} attempts, "
                 f"{len(run.ratchet)} rows locked by the ratchet)"

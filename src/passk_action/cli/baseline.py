@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from typing import Any
 
 from ..core.model import Version
-from ..engine.measuring import carried_ratchet, previous_baseline
+from ..engine.measuring import install_baseline, previous_baseline
 from ..errors import EXIT_OK, ConfigError
 from ..sides.provenance import working_tree_provenance
-from ..store.artifact import write_run
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run, warn
 
 
@@ -76,13 +74,11 @@ def handle(args: argparse.Namespace) -> int:
         dirty=provenance.dirty if args.commit is None else False,
         fingerprint=provenance.fingerprint,
     )
-    ratchet, left = carried_ratchet(previous, run, dataset)
+    run, left = install_baseline(previous, run, dataset, staging, out)
     for row_id in left:
         warn(f"row {row_id!r} left the ratchet: it is no longer in the dataset")
-    write_run(replace(run, ratchet=tuple(sorted(ratchet))), out)
-    staging.unlink(missing_ok=True)
     print(
         f"passk: baseline recorded to {out} ({len(run.attempts)} attempts, "
-        f"{len(ratchet)} rows locked by the ratchet)"
+        f"{len(run.ratchet)} rows locked by the ratchet)"
     )
     return EXIT_OK

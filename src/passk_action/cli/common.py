@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..agents.runner import Agent, could_not_run
+from ..agents.runner import Agent
 from ..agents.setup import run_setup
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
-from ..engine.agents import build_agent, closing
-from ..engine.measuring import measure_run
+from ..engine.agents import build_agent
+from ..engine.measuring import record_agent
 from ..engine.session import Session, make_session, now_iso, stop_on_signals
 from ..errors import ArtifactError
 from ..inputs.config import AgentConfig, Config, load_config
@@ -120,21 +120,16 @@ def record_agent_run(
     with stop_on_signals() as stop:
         session = session_for(inputs.config, args, stop)
         agent = prepare_agent(agent_config, version, concurrency=session.concurrency)
-        with closing(agent):
-            run, _ = measure_run(
-                inputs.dataset,
-                rows,
-                inputs.config.settings,
-                agent,
-                AgentInfo(version, agent.description, commit, dirty=dirty, fingerprint=fingerprint),
-                out,
-                session,
-                resume=args.resume,
-            )
-    if run.attempts and not any(a.valid for a in run.attempts):
-        # Recorded (nothing is lost), but a run without one decision measured nothing.
-        raise could_not_run(run.attempts, version, alike=False)
-    return run
+        return record_agent(
+            agent,
+            inputs.dataset,
+            rows,
+            inputs.config.settings,
+            AgentInfo(version, agent.description, commit, dirty=dirty, fingerprint=fingerprint),
+            out,
+            session,
+            resume=args.resume,
+        )
 
 
 def write_output(path: str | None, text: str, *, markdown: bool = False) -> None:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
-from ..agents.runner import Agent, AttemptRequest
+from ..agents.runner import Agent, AttemptRequest, could_not_run
 from ..core.classify import classify_attempts
 from ..core.cost import priced_attempt
 from ..core.model import (
@@ -27,9 +27,9 @@ from ..core.model import (
     Version,
 )
 from ..errors import AgentCouldNotRun, ArtifactError, Interrupted
-from ..store.artifact import read_run
+from ..store.artifact import read_run, write_run
 from ..store.recorder import RunRecorder
-from .agents import ReadyAgents
+from .agents import ReadyAgents, closing
 from .asking import Asker
 from .session import Session
 
@@ -204,3 +204,46 @@ def previous_baseline(path: Path) -> Run | None:
             where=str(path),
             hint="restore it from git, or delete it to start a new ratchet deliberately",
         ) from exc
+
+
+def record_agent(
+    agent: Agent,
+    dataset: Dataset,
+    rows: Sequence[Row],
+    settings: EvalSettings,
+    info: AgentInfo,
+    out: Path,
+    session: Session,
+    *,
+    resume: bool = False,
+) -> Run:
+    """Record ``agent`` on ``rows`` to ``out`` and close it; refuse a run without a decision.
+
+    What ``passk run``, ``passk baseline`` and the action's baseline mode all
+    do: the agent is closed when the run ends, so persistent workers and HTTP
+    connections do not outlive it.  A run whose every attempt failed is kept
+    on disk (nothing is lost) but measured nothing, so it raises
+    ``AgentCouldNotRun`` rather than becoming a baseline.
+    """
+    with closing(agent):
+        run, _ = measure_run(dataset, rows, settings, agent, info, out, session, resume=resume)
+    if run.attempts and not any(a.valid for a in run.attempts):
+        raise could_not_run(run.attempts, info.version, alike=False)
+    return run
+
+
+def install_baseline(
+    previous: Run | None, run: Run, dataset: Dataset, staging: Path, out: Path
+) -> tuple[Run, list[str]]:
+    """Write ``run`` over the baseline at ``out`` with the ratchet carried forward.
+
+    The run was recorded to ``staging`` so that the committed baseline is
+    replaced only once the new run is complete and its ratchet computed
+    (``carried_ratchet``).  Returns the run as written and the rows that left
+    the ratchet because they left the dataset, for the caller to announce.
+    """
+    ratchet, left = carried_ratchet(previous, run, dataset)
+    installed = replace(run, ratchet=tuple(sorted(ratchet)))
+    write_run(installed, out)
+    staging.unlink(missing_ok=True)
+    return installed, left
