@@ -303,6 +303,17 @@ def test_mutated_journal_is_a_journal_or_an_artifact_error(
     journal_or_error(journal_file, data[: cut % (len(data) + 1)])
 
 
+def test_an_empty_detail_reads_as_no_detail_on_every_path(journal_file: Path) -> None:
+    # Found by Hypothesis: the writer omits an empty detail, so a reader that
+    # kept "" read a journal back differently once it was written again.
+    lines = list(VALID_JOURNAL)
+    attempt = json.loads(lines[6])
+    attempt["detail"] = ""
+    lines[6] = json.dumps(attempt)
+    journal_or_error(journal_file, ("\n".join(lines) + "\n").encode("utf-8"))
+    assert read_journal(journal_file).attempts[5].detail is None
+
+
 @PROPERTY
 @given(cut=st.integers(min_value=0))
 def test_a_valid_journal_cut_anywhere_loses_at_most_the_torn_attempt(

@@ -158,6 +158,7 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
     detail = doc.get("detail")
     if detail is not None and not isinstance(detail, str):
         raise ArtifactError("'detail' must be a string", where=where)
+    detail = detail or None  # an empty detail is no detail: the writer omits it
     duration = values.seconds(doc.get("duration_s", 0.0))
     if duration is None:
         raise ArtifactError(f"'duration_s' must be {values.SECONDS_TEXT}", where=where)

@@ -285,6 +285,7 @@ def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attemp
     detail = doc.get("detail")
     if detail is not None and type(detail) is not str:
         return None
+    detail = detail or None  # as codec.attempt_from_json reads it
     duration = doc.get("duration_s", 0.0)
     if type(duration) is not float:
         return None  # ints go the careful way
