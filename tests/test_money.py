@@ -29,11 +29,19 @@ from test_cost import _gate
         (1234.5, "$1,234.50"),
         (0, "$0"),
         (-0.0000686, "-$0.0000686"),
+        (0.000001, "$0.00000100"),
+        (5e-324, "<$0.000001"),  # not 324 digits
+        (-1e-9, "-<$0.000001"),
     ],
 )
 def test_dollars_read_as_decimals(value: float, text: str) -> None:
     assert usd(value) == text
     assert money(value) == text  # the reports' name for the same formatter
+
+
+def test_a_reasons_dollars_have_a_floor_too() -> None:
+    assert usd_plain(5e-324) == "<$0.000001"
+    assert usd_plain(0.000001) == "$0.000001"
 
 
 def test_more_digits_on_request_and_unknown_is_a_dash() -> None:
