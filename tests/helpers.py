@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from passk_action.core.classify import classify
 from passk_action.core.model import (
     AgentInfo,
     Attempt,
     EvalSettings,
     Phase,
+    RowClass,
     RowRecord,
     Run,
+    Scoring,
     Version,
     canonical_json,
     sha256_hex,
@@ -46,6 +49,13 @@ def attempts(
         else:
             made.append(Attempt(row_id, number, phase, outcome))
     return made
+
+
+def classify_decisions(
+    decisions: Sequence[str | None], expected: str, k: int, scoring: Scoring
+) -> RowClass:
+    """The class of a row ``r`` expecting ``expected`` from plain decisions (None: an error)."""
+    return classify(attempts("r", decisions), record("r", expected), k, scoring)
 
 
 def run_of(

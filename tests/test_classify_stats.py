@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import attempts, record
-from passk_action.core.classify import classify
+from helpers import attempts, classify_decisions, record
 from passk_action.core.model import RowClass, Scoring
 from passk_action.core.stats import compute_metrics, pass_hat_k, summarize_run
 
@@ -28,13 +27,16 @@ EXACT = Scoring()
     ],
 )
 def test_classify_hand_checked(decisions: list[str | None], expected: str, cls: RowClass) -> None:
-    assert classify(decisions, expected, 3, EXACT) is cls
+    assert classify_decisions(decisions, expected, 3, EXACT) is cls
 
 
 def test_normalization_is_applied_to_both_sides() -> None:
     scoring = Scoring(normalize=("strip", "casefold"))
-    assert classify([" Deny", "DENY ", "deny"], "Deny", 3, scoring) is RowClass.STABLE_CORRECT
-    assert classify(["Deny", "deny", "deny"], "deny", 3, EXACT) is RowClass.FLIP
+    assert (
+        classify_decisions([" Deny", "DENY ", "deny"], "Deny", 3, scoring)
+        is RowClass.STABLE_CORRECT
+    )
+    assert classify_decisions(["Deny", "deny", "deny"], "deny", 3, EXACT) is RowClass.FLIP
 
 
 @pytest.mark.parametrize(

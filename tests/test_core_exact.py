@@ -13,10 +13,9 @@ from dataclasses import replace
 
 import pytest
 
-from helpers import attempts, record, run_of
-from passk_action.core.classify import classify, classify_attempts, is_correct, normalize
+from helpers import attempts, classify_decisions, record, run_of
+from passk_action.core.classify import classify_attempts
 from passk_action.core.diff import (
-    ABSENT,
     Change,
     Confirmation,
     DivergentCheck,
@@ -50,6 +49,7 @@ from passk_action.core.model import (
     split_error_detail,
 )
 from passk_action.core.result import CompareResult, evaluate
+from passk_action.core.scoring import ABSENT, is_correct, normalize
 from passk_action.core.sequential import STRICT, RuleSettings
 from passk_action.core.shard import Shard, assign_shards, parse_shard, shard_sizes
 from passk_action.core.stats import (
@@ -57,7 +57,7 @@ from passk_action.core.stats import (
     RowSummary,
     check_counts,
     compute_metrics,
-    summarize_decisions,
+    summarize_attempts,
     summarize_run,
 )
 from passk_action.core.student_t import regularized_beta, student_t_cdf
@@ -109,9 +109,11 @@ def test_casefolded_scoring_still_tells_right_from_wrong() -> None:
     # A normalizer that lost the decision would make every row match every label.
     assert is_correct("DENY", "deny", CASEFOLD)
     assert not is_correct("approve", "deny", CASEFOLD)
-    assert classify(["approve"] * 3, "deny", 3, CASEFOLD) is RowClass.STABLE_WRONG
-    assert classify(["Deny", "DENY", "deny"], "deny", 3, CASEFOLD) is RowClass.STABLE_CORRECT
-    assert classify(["deny", "approve", "deny"], "deny", 3, CASEFOLD) is RowClass.FLIP
+    assert classify_decisions(["approve"] * 3, "deny", 3, CASEFOLD) is RowClass.STABLE_WRONG
+    assert (
+        classify_decisions(["Deny", "DENY", "deny"], "deny", 3, CASEFOLD) is RowClass.STABLE_CORRECT
+    )
+    assert classify_decisions(["deny", "approve", "deny"], "deny", 3, CASEFOLD) is RowClass.FLIP
 
 
 def test_unknown_normalization_rule_names_the_rule() -> None:
@@ -132,27 +134,27 @@ def test_unknown_normalization_rule_names_the_rule() -> None:
 def test_classify_compares_every_decision_with_the_first(
     decisions: list[str | None], expected_class: RowClass
 ) -> None:
-    assert classify(decisions, "deny", 3, EXACT) is expected_class
+    assert classify_decisions(decisions, "deny", 3, EXACT) is expected_class
 
 
 def test_classify_a_single_attempt_row() -> None:
     # k = 1 is refused by the config, but classify itself must not peek past the end.
-    assert classify(["deny"], "deny", 1, EXACT) is RowClass.STABLE_CORRECT
-    assert classify(["approve"], "deny", 1, EXACT) is RowClass.STABLE_WRONG
+    assert classify_decisions(["deny"], "deny", 1, EXACT) is RowClass.STABLE_CORRECT
+    assert classify_decisions(["approve"], "deny", 1, EXACT) is RowClass.STABLE_WRONG
 
 
 def test_classify_attempts_uses_the_given_phases_label_k_and_scoring() -> None:
     main = attempts("r", ["DENY", "DENY", "DENY"])
     confirm = attempts("r", ["approve"], start=4, phase=Phase.CONFIRM)
     both = main + confirm
-    assert classify_attempts(both, "deny", 3, CASEFOLD) is RowClass.STABLE_CORRECT
-    assert classify_attempts(both, "deny", 3, EXACT) is RowClass.STABLE_WRONG
-    assert classify_attempts(both, "approve", 3, CASEFOLD) is RowClass.STABLE_WRONG
-    assert classify_attempts(both, "deny", 4, CASEFOLD) is RowClass.UNCLASSIFIED
-    assert classify_attempts(both, "deny", 3, CASEFOLD, phases=None) is RowClass.FLIP
-    assert classify_attempts(confirm, "deny", 1, CASEFOLD, phases=(Phase.CONFIRM,)) is (
-        RowClass.STABLE_WRONG
-    )
+    assert classify_attempts(both, record("r", "deny"), 3, CASEFOLD) is RowClass.STABLE_CORRECT
+    assert classify_attempts(both, record("r", "deny"), 3, EXACT) is RowClass.STABLE_WRONG
+    assert classify_attempts(both, record("r", "approve"), 3, CASEFOLD) is RowClass.STABLE_WRONG
+    assert classify_attempts(both, record("r", "deny"), 4, CASEFOLD) is RowClass.UNCLASSIFIED
+    assert classify_attempts(both, record("r", "deny"), 3, CASEFOLD, phases=None) is RowClass.FLIP
+    assert classify_attempts(
+        confirm, record("r", "deny"), 1, CASEFOLD, phases=(Phase.CONFIRM,)
+    ) is (RowClass.STABLE_WRONG)
 
 
 # --- diff ---------------------------------------------------------------------------
@@ -170,15 +172,17 @@ def test_divergent_check_json_names_the_check_and_both_sides() -> None:
 def test_confirmation_outcome_of_one_sided_confirmations() -> None:
     right = attempts("r", ["deny"], start=4, phase=Phase.CONFIRM)
     wrong = attempts("r", ["approve"], start=4, phase=Phase.CONFIRM)
-    assert confirmation_outcome((), (), "deny", EXACT) is None
+    assert confirmation_outcome((), (), record("r"), EXACT) is None
     # Only the baseline was asked, and it varied: that is already an answer.
-    assert confirmation_outcome(wrong, (), "deny", EXACT) is Confirmation.BASELINE_VARIES
+    assert confirmation_outcome(wrong, (), record("r"), EXACT) is Confirmation.BASELINE_VARIES
     # The baseline gave no answer: the candidate's wrong one neither confirms
     # nor refutes anything ("not reproduced" would claim it was right).
-    assert confirmation_outcome((), wrong, "deny", EXACT) is Confirmation.INCONCLUSIVE
-    assert confirmation_outcome(right, (), "deny", EXACT) is Confirmation.INCONCLUSIVE
-    assert confirmation_outcome(right, right, "deny", EXACT) is Confirmation.NOT_REPRODUCED
-    assert confirmation_outcome(right, wrong, "deny", EXACT) is Confirmation.CONFIRMED_REGRESSION
+    assert confirmation_outcome((), wrong, record("r"), EXACT) is Confirmation.INCONCLUSIVE
+    assert confirmation_outcome(right, (), record("r"), EXACT) is Confirmation.INCONCLUSIVE
+    assert confirmation_outcome(right, right, record("r"), EXACT) is Confirmation.NOT_REPRODUCED
+    assert (
+        confirmation_outcome(right, wrong, record("r"), EXACT) is Confirmation.CONFIRMED_REGRESSION
+    )
 
 
 def test_ranked_values_most_frequent_first_then_by_value() -> None:
@@ -455,14 +459,14 @@ def test_estimator_domain_errors_say_what_is_wrong() -> None:
 
 def test_summaries_normalize_decisions_and_the_label_alike() -> None:
     row = record("r", expected="Deny")
-    summary = summarize_decisions(row, (" DENY", "deny ", None), 2, STRIP_CASEFOLD)
+    summary = summarize_attempts(row, attempts(row.id, [" DENY", "deny ", None]), 2, STRIP_CASEFOLD)
     assert (summary.valid, summary.correct, summary.errors) == (2, 2, 1)
     assert summary.row_class is RowClass.STABLE_CORRECT
-    wrong = summarize_decisions(row, ("approve", "APPROVE"), 2, CASEFOLD)
+    wrong = summarize_attempts(row, attempts(row.id, ["approve", "APPROVE"]), 2, CASEFOLD)
     assert (wrong.correct, wrong.row_class) == (0, RowClass.STABLE_WRONG)
-    flip = summarize_decisions(row, ("deny", "deny", "approve"), 3, CASEFOLD)
+    flip = summarize_attempts(row, attempts(row.id, ["deny", "deny", "approve"]), 3, CASEFOLD)
     assert flip.row_class is RowClass.FLIP
-    single = summarize_decisions(record("s"), ("deny",), 1, EXACT)
+    single = summarize_attempts(record("s"), attempts("s", ["deny"]), 1, EXACT)
     assert single.row_class is RowClass.STABLE_CORRECT
 
 

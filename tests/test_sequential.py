@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from helpers import record
 from passk_action.core.model import Attempt, Phase, Scoring, Version
 from passk_action.core.sequential import (
     LIKELIER,
@@ -273,10 +274,10 @@ def test_judge_row_scores_recorded_attempts_in_order() -> None:
         attempt(5, Phase.CONFIRM, None),
         attempt(4, Phase.CONFIRM, "approve"),
     ]
-    scored = score(reversed(cand), "deny", scoring)
+    scored = score(reversed(cand), record("r"), scoring)
     assert scored == SideAttempts((R, R, R, W, E), 3)
     base = [attempt(n, Phase.MAIN, "deny") for n in (1, 2, 3)]
-    v = judge_row("deny", base, cand, DEFAULT, kind=MNB, k=3, scoring=scoring)
+    v = judge_row(record("r"), base, cand, DEFAULT, kind=MNB, k=3, scoring=scoring)
     assert v.decision is Decision.MORE and v.candidate.wrong == 1
 
 

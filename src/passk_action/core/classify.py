@@ -1,56 +1,47 @@
-"""Scoring a decision and classifying a row from its attempts."""
+"""Classifying a row from its attempts: stable-correct, stable-wrong, flip or unclassified.
+
+Each attempt is judged by ``scoring.py`` (right or not, and what it agrees with);
+this module only counts.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 from .model import Attempt, Phase, RowClass, Scoring
-
-NORMALIZE_RULES = ("strip", "casefold")
-
-
-def normalize(decision: str, scoring: Scoring) -> str:
-    """Apply the configured normalization rules, in order, to one decision."""
-    for rule in scoring.normalize:
-        if rule == "strip":
-            decision = decision.strip()
-        elif rule == "casefold":
-            decision = decision.casefold()
-        else:  # pragma: no cover - the config schema admits only known rules
-            raise ValueError(f"unknown normalization rule {rule!r}")
-    return decision
+from .scoring import Judged, Labeled, judge
 
 
-def is_correct(decision: str, expected: str, scoring: Scoring) -> bool:
-    """Exact match after normalization of both sides."""
-    return normalize(decision, scoring) == normalize(expected, scoring)
-
-
-def classify(decisions: Sequence[str | None], expected: str, k: int, scoring: Scoring) -> RowClass:
-    """Classify a row from its decisions (``None`` marks an error attempt).
+def class_of(judged: Judged, k: int) -> RowClass:
+    """A row's class from its judged attempts.
 
     - fewer than ``k`` valid decisions: UNCLASSIFIED (an error is not a decision);
-    - all valid decisions equal and right: STABLE_CORRECT;
-    - all valid decisions equal and wrong: STABLE_WRONG;
+    - every valid decision right: STABLE_CORRECT;
+    - every valid decision wrong, all agreeing: STABLE_WRONG;
     - otherwise FLIP, whether the disagreeing answers are right or wrong
-      (``[approve, escalate, approve]`` against ``deny`` is a flip).
+      (``[approve, escalate, approve]`` against ``deny`` is a flip, and so is
+      a changed amount with the same action).
 
     With more than k valid decisions (main plus confirmation attempts) the same
     rules apply to all of them: a row is stable only if every answer agrees.
+    Answers that are all right are stable-correct even when the rules let
+    them differ (two amounts within the tolerance, two of several allowed
+    values); with exact labels, right answers are equal ones.
     """
-    # Runs for every row of every run: list operations in C, no per-decision calls.
-    if scoring.normalize:
-        valid = [normalize(d, scoring) for d in decisions if d is not None]
-        expected = normalize(expected, scoring)
-    else:
-        valid = [d for d in decisions if d is not None]
-    if len(valid) < k:
+    keys = judged.keys
+    n = len(keys)
+    if n < k:
         return RowClass.UNCLASSIFIED
-    if valid.count(valid[0]) != len(valid):
-        return RowClass.FLIP
-    if valid[0] == expected:
+    if judged.right == n:
         return RowClass.STABLE_CORRECT
-    return RowClass.STABLE_WRONG
+    if judged.right == 0 and keys.count(keys[0]) == n:
+        return RowClass.STABLE_WRONG
+    return RowClass.FLIP
+
+
+def classify(attempts: Iterable[Attempt], row: Labeled, k: int, scoring: Scoring) -> RowClass:
+    """Classify a row from its attempts (see :func:`class_of`)."""
+    return class_of(judge(attempts, row, scoring), k)
 
 
 def select(attempts: Iterable[Attempt], phases: Iterable[Phase] | None = None) -> list[Attempt]:
@@ -62,11 +53,11 @@ def select(attempts: Iterable[Attempt], phases: Iterable[Phase] | None = None) -
 
 
 def classify_attempts(
-    attempts: Iterable[Attempt],
-    expected: str,
+    attempts: Sequence[Attempt],
+    row: Labeled,
     k: int,
     scoring: Scoring,
     phases: Iterable[Phase] | None = (Phase.MAIN,),
 ) -> RowClass:
     """Classify a row from recorded attempts of the given phases (main only by default)."""
-    return classify([a.decision for a in select(attempts, phases)], expected, k, scoring)
+    return classify(select(attempts, phases), row, k, scoring)

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .classify import classify, is_correct, select
+from .classify import classify, select
 from .model import Attempt, Phase, RowClass, RowRecord, Scoring
-from .stats import Metrics, RowSummary, compute_metrics, summarize_decisions
+from .scoring import ABSENT, Labeled, is_right
+from .stats import Metrics, RowSummary, compute_metrics, summarize_attempts
 
 
 class Change(str, Enum):
@@ -42,10 +43,6 @@ class Confirmation(str, Enum):
     CONFIRMED_REGRESSION = "confirmed-regression"
     NOT_REPRODUCED = "not-reproduced"
     INCONCLUSIVE = "inconclusive"
-
-
-ABSENT = "(absent)"
-"""Stands for a check an attempt did not report, so absence can diverge too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +106,7 @@ def change_of(baseline: RowClass, candidate: RowClass) -> Change:
 def confirmation_outcome(
     baseline_confirm: Sequence[Attempt],
     candidate_confirm: Sequence[Attempt],
-    expected: str,
+    row: Labeled,
     scoring: Scoring,
 ) -> Confirmation | None:
     """Outcome of the confirmation attempts of a lost row (None if none were made).
@@ -126,10 +123,7 @@ def confirmation_outcome(
         return None
 
     def wrong(attempts: Sequence[Attempt]) -> bool:
-        return any(
-            a.decision is not None and not is_correct(a.decision, expected, scoring)
-            for a in attempts
-        )
+        return any(a.decision is not None and not is_right(a, row, scoring) for a in attempts)
 
     baseline_valid = [a for a in baseline_confirm if a.decision is not None]
     if wrong(baseline_confirm):
@@ -247,7 +241,7 @@ def compare_runs(
             confirmation = confirmation_outcome(
                 select(base, (Phase.CONFIRM,)),
                 select(cand, (Phase.CONFIRM,)),
-                row.expected,
+                row,
                 scoring,
             )
             if confirmation is Confirmation.CONFIRMED_REGRESSION:
@@ -288,7 +282,7 @@ def _side(
     have none, and then it is the main class (one pass instead of two).
     """
     main = [a for a in attempts if a.phase is Phase.MAIN]
-    summary = summarize_decisions(row, tuple(a.decision for a in main), k, scoring)
+    summary = summarize_attempts(row, main, k, scoring)
     if len(main) == len(attempts):
         return summary, summary.row_class
-    return summary, classify([a.decision for a in attempts], row.expected, k, scoring)
+    return summary, classify(attempts, row, k, scoring)

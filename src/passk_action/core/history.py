@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .model import Phase, RowClass, Run
-from .stats import Metrics, compute_metrics, summarize_decisions
+from .model import Attempt, Phase, RowClass, Run
+from .stats import Metrics, compute_metrics, summarize_attempts
 
 CODES: Mapping[RowClass, str] = {
     RowClass.STABLE_CORRECT: "C",
@@ -59,14 +59,12 @@ def summarize_version(run: Run) -> VersionSummary:
     every attempt by row first would only cost time.
     """
     settings = run.settings
-    decisions: dict[str, list[tuple[int, str | None]]] = {row.id: [] for row in run.rows}
+    main: dict[str, list[Attempt]] = {row.id: [] for row in run.rows}
     for attempt in run.attempts:
         if attempt.phase is Phase.MAIN:
-            decisions[attempt.row_id].append((attempt.number, attempt.decision))
+            main[attempt.row_id].append(attempt)
     summaries = [
-        summarize_decisions(
-            row, tuple(d for _, d in sorted(decisions[row.id])), settings.k, settings.scoring
-        )
+        summarize_attempts(row, sorted(main[row.id], key=_number), settings.k, settings.scoring)
         for row in run.rows
     ]
     return VersionSummary(
@@ -79,6 +77,10 @@ def summarize_version(run: Run) -> VersionSummary:
         agent_commit=run.agent.commit,
         created_at=run.created_at,
     )
+
+
+def _number(attempt: Attempt) -> int:
+    return attempt.number
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,33 +54,84 @@ def sha256_hex(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+ExpectedChecks = tuple[tuple[str, Json], ...]
+"""A row's expected intermediate checks: (name, value) in the dataset's order.  A value is a
+string, or any JSON value (an ordered list of tool calls is one check)."""
+
+
+def expected_json(expected: str | None) -> Json:
+    """A row's expected decision as the dataset file states it.
+
+    A structured decision is held as its canonical JSON text (see
+    :func:`object_text`), so it reads back as the object; a label is itself;
+    None (a task its environment scores) has no expected decision.
+    """
+    if expected is not None and is_object_text(expected):
+        return json.loads(expected)
+    return expected
+
+
+def object_text(value: Mapping[str, Json]) -> str:
+    """The canonical JSON text a structured decision (a JSON object) is held as."""
+    return canonical_json(value).decode("utf-8")
+
+
+def is_object_text(text: str) -> bool:
+    """Whether ``text`` is the canonical JSON text of an object (a structured decision).
+
+    Decisions and labels are held as text; one that is exactly the canonical
+    text of an object stands for that object, in memory and in artifacts.
+    """
+    if not text.startswith("{") or not text.endswith("}"):
+        return False
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(value, dict):
+        return False
+    try:
+        return object_text(value) == text
+    except (ValueError, RecursionError):
+        return False
+
+
 @dataclass(frozen=True, slots=True)
 class Row:
     """One labeled dataset row.
 
-    ``must_not_break`` is the *effective* mark: the row's own flag, or one of
-    its tags listed under ``must_not_break.tags`` in the config.  ``marked``
-    keeps the row's own flag so the dataset digest depends on the file only.
+    ``expected`` is a label, a structured decision's canonical JSON text
+    (:func:`object_text`), or None for a task its environment scores
+    (``scoring.by: environment``).  ``expected_checks`` are the intermediate
+    checks the row expects, in the dataset's order.  ``must_not_break`` is the
+    *effective* mark: the row's own flag, or one of its tags listed under
+    ``must_not_break.tags`` in the config.  ``marked`` keeps the row's own
+    flag so the dataset digest depends on the file only.
     """
 
     id: str
     input: Json
-    expected: str
+    expected: str | None
     tags: tuple[str, ...] = ()
     must_not_break: bool = False
     marked: bool = False
     cluster: str | None = None
     line: int = 0
+    expected_checks: ExpectedChecks = ()
 
     def content(self) -> dict[str, Json]:
-        """The row as the dataset file states it: what the dataset digest covers."""
-        out: dict[str, Json] = {
-            "id": self.id,
-            "input": self.input,
-            "expected": self.expected,
-            "tags": list(self.tags),
-            "must_not_break": self.marked,
-        }
+        """The row as the dataset file states it: what the dataset digest covers.
+
+        ``expected`` and ``expected_checks`` appear only when the row has them,
+        so a dataset of labels keeps the digest it always had.
+        """
+        out: dict[str, Json] = {"id": self.id, "input": self.input}
+        if self.expected is not None:
+            out["expected"] = expected_json(self.expected)
+        if self.expected_checks:
+            out["expected_checks"] = dict(self.expected_checks)
+        out["tags"] = list(self.tags)
+        out["must_not_break"] = self.marked
         if self.cluster is not None:
             out["cluster"] = self.cluster
         return out
@@ -115,19 +166,132 @@ def dataset_digest(rows: Iterable[Row]) -> str:
     return sha256_hex(canonical_json([r.content() for r in ordered]))
 
 
+NORMALIZE_RULES = ("strip", "casefold")
+EXACT, SET, ANY_OF = "exact", "set", "any_of"
+COMPARISONS = (EXACT, SET, ANY_OF)
+BY_EXPECTED, BY_ENVIRONMENT = "expected", "environment"
+CHECKS_REPORTED, CHECKS_REQUIRED = "reported", "required"
+DEFAULT_THRESHOLD = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRule:
+    """How one field of a structured decision is compared with the row's expected value.
+
+    ``compare``: ``exact`` (the default), ``set`` (a list compared as a set)
+    or ``any_of`` (the row lists the values that count as right).
+    ``normalize`` applies to strings (inside lists too); None takes the
+    scoring's own ``normalize``.  ``tolerance`` (absolute) and
+    ``relative_tolerance`` (a share of the expected value) make a number
+    right when it is that close; with both, either is enough.
+    """
+
+    name: str
+    compare: str = EXACT
+    normalize: tuple[str, ...] | None = None
+    tolerance: float | None = None
+    relative_tolerance: float | None = None
+
+    @property
+    def numeric(self) -> bool:
+        return self.tolerance is not None or self.relative_tolerance is not None
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {"compare": self.compare}
+        if self.normalize is not None:
+            out["normalize"] = list(self.normalize)
+        if self.tolerance is not None:
+            out["tolerance"] = self.tolerance
+        if self.relative_tolerance is not None:
+            out["relative_tolerance"] = self.relative_tolerance
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Extractor:
+    """How the decision is read out of what the agent answered: exactly one way.
+
+    ``json_pointer`` (RFC 6901) points into a JSON answer (an object, or text
+    holding one); ``regex`` has one group, whose first match in a text answer
+    is the decision.
+    """
+
+    json_pointer: str | None = None
+    regex: str | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        if self.json_pointer is not None:
+            return {"json_pointer": self.json_pointer}
+        return {"regex": self.regex}
+
+    def describe(self) -> str:
+        """``scoring.extract.regex 'DECISION: (\\w+)'``, for messages."""
+        if self.json_pointer is not None:
+            return f"scoring.extract.json_pointer '{self.json_pointer}'"
+        return f"scoring.extract.regex '{self.regex}'"
+
+
 @dataclass(frozen=True, slots=True)
 class Scoring:
-    """How a decision is compared with the expected label.
+    """How an answer becomes a decision, and how a decision is compared with the expected one.
 
-    ``normalize`` is an ordered list of rules applied to both sides before an
-    exact comparison: ``strip`` (surrounding whitespace) and ``casefold``.
-    An empty list is plain exact match, the default.
+    Every rule is exact and deterministic: no model is asked.
+
+    - ``normalize``: rules applied to both sides of a label (and, by default,
+      to every string field) before an exact comparison: ``strip``
+      (surrounding whitespace) and ``casefold``.  Empty: plain exact match.
+    - ``fields``: a structured decision (a JSON object) and each field's rule;
+      a decision is right when every field the row expects matches.
+    - ``extract``: how the decision is read out of the answer (None: the
+      answer's ``decision`` is the decision).
+    - ``checks``: ``required`` makes a decision right only when the row's
+      expected checks are right too; ``reported`` (default) only reports them.
+    - ``by``: ``environment`` when the agent reports each task's outcome
+      (``correct``, or a ``score`` at or above ``threshold``) and rows carry no
+      expected decision; ``expected`` (default) otherwise.
     """
 
     normalize: tuple[str, ...] = ()
+    fields: tuple[FieldRule, ...] = ()
+    extract: Extractor | None = None
+    checks: str = CHECKS_REPORTED
+    by: str = BY_EXPECTED
+    threshold: float = DEFAULT_THRESHOLD
+
+    @property
+    def structured(self) -> bool:
+        """Decisions are JSON objects whose fields ``fields`` names."""
+        return bool(self.fields)
+
+    @property
+    def by_environment(self) -> bool:
+        return self.by == BY_ENVIRONMENT
+
+    @property
+    def checks_required(self) -> bool:
+        return self.checks == CHECKS_REQUIRED
+
+    @property
+    def plain(self) -> bool:
+        """Judging is exact match of two labels after ``normalize`` (the fast path)."""
+        return not self.fields and self.checks != CHECKS_REQUIRED
+
+    def field(self, name: str) -> FieldRule | None:
+        return next((f for f in self.fields if f.name == name), None)
 
     def to_json(self) -> dict[str, Json]:
-        return {"match": "exact", "normalize": list(self.normalize)}
+        """The rules as runs record them; keys beyond ``normalize`` only when set."""
+        out: dict[str, Json] = {"match": "exact", "normalize": list(self.normalize)}
+        if self.fields:
+            out["fields"] = {f.name: f.to_json() for f in self.fields}
+        if self.extract is not None:
+            out["extract"] = self.extract.to_json()
+        if self.checks != CHECKS_REPORTED:
+            out["checks"] = self.checks
+        if self.by != BY_EXPECTED:
+            out["by"] = self.by
+            out["threshold"] = self.threshold
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,8 +336,15 @@ class Attempt:
     """One recorded execution of the agent on one row.
 
     Exactly one of ``decision`` and ``error`` is set.  An error attempt
-    (crash, timeout, unparseable output) is never a decision.  ``checks`` are
-    the agent's intermediate checks in the order it reported them.
+    (crash, timeout, unparseable output) is never a decision.  ``decision``
+    is what the scoring rules read from the answer: a label, a structured
+    decision's canonical JSON text (:func:`object_text`), or the outcome
+    (``success``/``failure``) of a task its environment scores.  ``answer``
+    keeps what the agent answered when that is not the decision itself (a
+    JSON value, a text an extractor read, an answer it could not read), and
+    ``correct``/``score`` the outcome the agent reported, so a recorded run
+    can be scored again under other rules (``core/scoring.py``).
+    ``checks`` are the agent's intermediate checks in the order it reported them.
     ``retries`` keeps the reasons of earlier errored tries of this same
     attempt, so retrying never loses what happened.  ``usage`` is what the
     attempt spent, when reported; ``warnings`` note what passk ignored in an
@@ -191,10 +362,28 @@ class Attempt:
     retries: tuple[str, ...] = ()
     usage: Usage | None = None
     warnings: tuple[str, ...] = ()
+    answer: Json = None
+    correct: bool | None = None
+    score: float | None = None
 
     @property
     def valid(self) -> bool:
         return self.decision is not None
+
+    @property
+    def answered(self) -> bool:
+        """The agent answered, whether or not a decision could be read from the answer.
+
+        An answer the rules could not read is an error attempt, but not a
+        failure to run: it is never retried (asking again would hide how
+        often the agent answers in a form nobody can read).
+        """
+        return (
+            self.decision is not None
+            or self.answer is not None
+            or self.correct is not None
+            or self.score is not None
+        )
 
 
 _STDERR_LEAD = re.compile(r"^stderr \(last \d+ chars\): ")
@@ -241,14 +430,16 @@ class RowRecord:
 
     ``cluster`` is the dataset row's cluster (None: a row of its own), kept so
     a report of the artifact alone can compute clustered error bars.
+    ``expected`` and ``expected_checks`` are the row's, as :class:`Row` has them.
     """
 
     id: str
     input_digest: str
-    expected: str
+    expected: str | None
     must_not_break: bool
     tags: tuple[str, ...] = ()
     cluster: str | None = None
+    expected_checks: ExpectedChecks = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,18 @@ class BaselineReused(Note):
 
 
 @dataclass(frozen=True)
+class Rescored(Note):
+    """A recorded run (the committed baseline, a recorded candidate) was recorded under other
+    scoring rules: its answers were read again under the gate's, with no agent run."""
+
+    run: str
+    """``the committed baseline`` or ``the recorded candidate``."""
+    attempts: int
+    changed: int
+    """Attempts whose decision (or error) the gate's rules read otherwise."""
+
+
+@dataclass(frozen=True)
 class RatchetExits(Note):
     """Rows the committed ratchet locked that left it because they left the dataset."""
 

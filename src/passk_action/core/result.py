@@ -16,6 +16,7 @@ from .diff import Comparison, compare_runs
 from .gate import GateDecision, GatePolicy, ProtectedChange, decide
 from .model import RowRecord, Run
 from .notes import Note
+from .scoring import rescore_run
 from .verdicts import gated_verdicts, with_verdicts
 
 
@@ -105,6 +106,8 @@ def evaluate(
     attempt, with no attempt more possible.
     """
     settings = candidate.settings
+    # The candidate's rules are the gate's: a baseline recorded under others is read again.
+    baseline = rescore_run(baseline, settings.scoring)
     base_rows, cand_rows = baseline.attempts_by_row(), candidate.attempts_by_row()
     comparison = compare_runs(
         rows, base_rows, cand_rows, k=settings.k, scoring=settings.scoring, ratchet=ratchet

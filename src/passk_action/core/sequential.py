@@ -78,8 +78,8 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
-from .classify import is_correct
 from .model import Attempt, Phase, Scoring, Version
+from .scoring import Labeled, is_right
 
 SEQUENTIAL = "sequential"
 STRICT = "strict"
@@ -448,19 +448,19 @@ class SideAttempts:
         return len(self.outcomes) - self.main
 
 
-def score(attempts: Iterable[Attempt], expected: str, scoring: Scoring) -> SideAttempts:
+def score(attempts: Iterable[Attempt], row: Labeled, scoring: Scoring) -> SideAttempts:
     """A version's recorded attempts at a row as outcomes, main attempts first.
 
     Order: main attempts, then confirmations, each by attempt number (the
-    order they were recorded in).  Right and wrong are exact match after
-    the scoring's normalization (:func:`~.classify.is_correct`).
+    order they were recorded in).  Right and wrong are the scoring's
+    judgment (:func:`~.scoring.is_right`).
     """
     ordered = sorted(attempts, key=lambda a: (a.phase is not Phase.MAIN, a.number))
     outcomes = tuple(
         Outcome.ERROR
         if a.decision is None
         else Outcome.RIGHT
-        if is_correct(a.decision, expected, scoring)
+        if is_right(a, row, scoring)
         else Outcome.WRONG
         for a in ordered
     )
@@ -653,7 +653,7 @@ def judge_strict(
 
 
 def judge_row(
-    expected: str,
+    row: Labeled,
     baseline: Iterable[Attempt],
     candidate: Iterable[Attempt],
     settings: RuleSettings,
@@ -666,8 +666,8 @@ def judge_row(
 ) -> RowVerdict:
     """:func:`judge` of a row's recorded attempts (all phases) on both versions."""
     return judge(
-        score(candidate, expected, scoring),
-        score(baseline, expected, scoring),
+        score(candidate, row, scoring),
+        score(baseline, row, scoring),
         settings,
         kind=kind,
         k=k,

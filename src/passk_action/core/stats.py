@@ -9,8 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
 
-from .classify import normalize, select
+from .classify import class_of, select
 from .model import Attempt, Phase, RowClass, RowRecord, Scoring
+from .scoring import judge
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
@@ -59,36 +60,28 @@ def summarize_row(
     scoring: Scoring,
     phases: Iterable[Phase] | None = (Phase.MAIN,),
 ) -> RowSummary:
-    chosen = select(attempts, phases)
-    return summarize_decisions(row, tuple(a.decision for a in chosen), k, scoring)
+    return summarize_attempts(row, select(attempts, phases), k, scoring)
 
 
-def summarize_decisions(
-    row: RowRecord, decisions: tuple[str | None, ...], k: int, scoring: Scoring
+def summarize_attempts(
+    row: RowRecord, attempts: Sequence[Attempt], k: int, scoring: Scoring
 ) -> RowSummary:
-    """A row's summary from its decisions (``None`` marks an error attempt).
+    """A row's summary from its attempts (an error attempt is not a decision).
 
-    ``correct`` counts decisions equal to the expected label after
-    normalization (:func:`~.classify.is_correct`); the class is
-    :func:`~.classify.classify` of the same decisions.
+    ``correct`` counts the attempts judged right (:func:`~.scoring.is_right`:
+    the decision matches the expected one, and with ``checks: required`` the
+    expected checks too); the class is :func:`~.classify.class_of` of the
+    same judgments.
     """
-    if scoring.normalize:
-        valid = [normalize(d, scoring) for d in decisions if d is not None]
-        expected = normalize(row.expected, scoring)
-    else:
-        valid = [d for d in decisions if d is not None]
-        expected = row.expected
-    n = len(valid)
-    correct = valid.count(expected)
-    if n < k:
-        row_class = RowClass.UNCLASSIFIED
-    elif valid.count(valid[0]) != n:
-        row_class = RowClass.FLIP
-    elif correct:
-        row_class = RowClass.STABLE_CORRECT  # all equal, and one of them right
-    else:
-        row_class = RowClass.STABLE_WRONG
-    return RowSummary(row.id, row_class, n, correct, len(decisions) - n, decisions)
+    judged = judge(attempts, row, scoring)
+    return RowSummary(
+        row.id,
+        class_of(judged, k),
+        len(judged.keys),
+        judged.right,
+        judged.errors,
+        tuple(a.decision for a in attempts),
+    )
 
 
 @dataclass(frozen=True)

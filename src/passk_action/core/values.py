@@ -22,7 +22,12 @@ refused and no arithmetic passk does on accepted values can overflow:
   within the rule, so whatever passk writes it reads back;
 - a **duration** is seconds, from 0 to 10^9 (about 32 years);
 - a **relative limit** (``gate.max_cost_increase``) is a share, from 0 to
-  10^6 (+100,000,000%).
+  10^6 (+100,000,000%);
+- a **tolerance** (``scoring.fields.*.tolerance``) is a number in the
+  field's own unit, from 0 to 10^12, and a **relative tolerance** a share
+  of the expected value, from 0 to 1 (100%: anything between 0 and twice
+  the expected value).  The numbers they compare are any finite JSON
+  numbers (:func:`finite`).
 
 Why sums are safe: a float overflows past 1.8 x 10^308.  A sum (or mean)
 of n amounts is at most n x 10^12, and a variance term (a squared
@@ -44,6 +49,8 @@ MAX_PRICE = 10**5
 MAX_USD = 10**12
 MAX_SECONDS = 10**9
 MAX_RELATIVE = 10**6
+MAX_TOLERANCE = 10**12
+MAX_RELATIVE_TOLERANCE = 1
 MAX_RELATIVE_CHANGE = 10**12
 """Where a relative change is capped: above every limit (a baseline near 0 makes it huge)."""
 
@@ -52,6 +59,8 @@ AMOUNT_TEXT = "a number from 0 to 10^12"
 SECONDS_TEXT = "a number of seconds from 0 to 10^9"
 RELATIVE_TEXT = "a share from 0 to 10^6 (e.g. 0.25 for +25%)"
 PRICE_TEXT = "a price from 0 to 10^5 dollars per million tokens"
+TOLERANCE_TEXT = "a number from 0 to 10^12, in the field's own unit"
+RELATIVE_TOLERANCE_TEXT = "a share of the expected value from 0 to 1 (e.g. 0.02 for 2%)"
 
 
 def _within(value: object, high: int) -> float | None:
@@ -91,6 +100,34 @@ def relative_limit(value: object) -> float | None:
 def price(value: object) -> float | None:
     """US dollars per million tokens: a number from 0 to :data:`MAX_PRICE`."""
     return _within(value, MAX_PRICE)
+
+
+def tolerance(value: object) -> float | None:
+    """An absolute tolerance: a number from 0 to :data:`MAX_TOLERANCE`."""
+    return _within(value, MAX_TOLERANCE)
+
+
+def relative_tolerance(value: object) -> float | None:
+    """A relative tolerance: a share of the expected value from 0 to 1."""
+    return _within(value, MAX_RELATIVE_TOLERANCE)
+
+
+def within_tolerance(
+    got: float, expected: float, absolute: float | None, relative: float | None
+) -> bool:
+    """Whether ``got`` is within ``absolute`` of ``expected``, or within ``relative`` x |expected|.
+
+    Exact equality always counts; either tolerance is enough when both are
+    set; None sets none.  Both numbers are finite floats (:func:`finite`),
+    so the difference cannot overflow to NaN (it may be inf, which no
+    tolerance reaches).
+    """
+    if got == expected:
+        return True
+    gap = abs(got - expected)
+    if absolute is not None and gap <= absolute:
+        return True
+    return relative is not None and gap <= relative * abs(expected)
 
 
 _FLOAT_MAX = int(1.7976931348623157e308)

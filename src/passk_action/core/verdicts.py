@@ -57,16 +57,17 @@ def gated_verdicts(
     """Row id -> verdict, for every gated row, in dataset order.
 
     ``baseline`` and ``candidate`` map a row to all its recorded attempts;
-    ``records`` give each row's expected label (authoritative: the base's).
+    ``records`` give each row's expected decision and checks (authoritative:
+    the base's), judged by ``scoring`` (:func:`~.scoring.is_right`).
     """
-    expected = {r.id: r.expected for r in records}
+    labeled = {r.id: r for r in records}
     verdicts: dict[str, RowVerdict] = {}
     for row in comparison.rows:
         kind = kind_of(row, block_on_any_regression)
         if kind is None:
             continue
         verdicts[row.id] = judge_row(
-            expected[row.id],
+            labeled[row.id],
             baseline.get(row.id, ()),
             candidate.get(row.id, ()),
             settings,

@@ -183,7 +183,7 @@ def carried_ratchet(
         r.id
         for r in new_run.rows
         if r.must_not_break
-        and classify_attempts(grouped.get(r.id, ()), r.expected, settings.k, settings.scoring)
+        and classify_attempts(grouped.get(r.id, ()), r, settings.k, settings.scoring)
         is RowClass.STABLE_CORRECT
     }
     return (old & ids) | locked, sorted(old - ids)
