@@ -20,6 +20,8 @@ from passk_action.core.model import (
     AgentInfo,
     Attempt,
     EvalSettings,
+    Extractor,
+    FieldRule,
     Phase,
     RowRecord,
     Run,
@@ -27,6 +29,7 @@ from passk_action.core.model import (
     Usage,
     Version,
     canonical_json,
+    object_text,
     sha256_hex,
 )
 from passk_action.errors import ArtifactError
@@ -119,6 +122,53 @@ def small_run_v2() -> Run:
     return replace(run, attempts=tuple(attempts))
 
 
+def small_run_v3() -> Run:
+    """A run with what version 3 added: a structured decision and an expected object, an
+    answer an extractor read and one it could not, expected checks, and an outcome."""
+    from dataclasses import replace
+
+    run = small_run_v2()
+    structured = Scoring(
+        normalize=("strip", "casefold"),
+        fields=(
+            FieldRule("action"),
+            FieldRule("amount", tolerance=0.5, relative_tolerance=0.01),
+            FieldRule("reasons", compare="set", normalize=()),
+        ),
+        extract=Extractor(json_pointer="/decision"),
+        checks="required",
+    )
+    refund = object_text({"action": "refund", "amount": 120, "reasons": ["damaged"]})
+    rows = (
+        replace(run.rows[0], expected=refund, expected_checks=(("tools", ["lookup", "refund"]),)),
+        run.rows[1],
+        RowRecord("refund-003", _digest("refund-003"), None, False),
+    )
+    answer = {"decision": {"action": "refund", "amount": 120, "reasons": ["damaged"]}}
+    attempts = list(run.attempts)
+    attempts[0] = replace(
+        attempts[0], decision=refund, answer=answer, checks=(("tools", '["lookup","refund"]'),)
+    )
+    attempts[3] = replace(
+        attempts[3],
+        decision=None,
+        error="bad-output",
+        detail="the answer has no /decision",
+        answer="I would refund it",
+    )
+    attempts += [
+        Attempt("refund-003", 1, Phase.MAIN, "success", correct=True, duration_s=2.5),
+        Attempt("refund-003", 2, Phase.MAIN, "failure", score=0.25, duration_s=2.5),
+        Attempt("refund-003", 3, Phase.MAIN, "success", correct=True, score=1.0, answer="moved"),
+    ]
+    return replace(
+        run,
+        settings=EvalSettings(k=3, scoring=structured),
+        rows=rows,
+        attempts=tuple(attempts),
+    )
+
+
 def normalized(run: Run) -> Run:
     """What a run looks like after a trip through JSON: durations rounded to 0.1 ms."""
     from dataclasses import replace
@@ -132,20 +182,35 @@ def normalized(run: Run) -> Run:
 # ------------------------------------------------------------------ golden files
 
 
-def test_valid_v2_artifact_is_exactly_what_dump_run_writes() -> None:
-    golden = GOLDEN / "valid_v2.json"
-    text = dump_run(small_run_v2())
+def test_valid_v3_artifact_is_exactly_what_dump_run_writes() -> None:
+    golden = GOLDEN / "valid_v3.json"
+    text = dump_run(small_run_v3())
     if UPDATE:
         golden.write_text(text, encoding="utf-8")
     assert golden.read_text(encoding="utf-8") == text
     # schema_version first, then one row / one attempt per line (readable diffs).
     lines = text.splitlines()
     assert lines[1] == f'  "schema_version": {SCHEMA_VERSION},'
-    assert sum(1 for line in lines if line.startswith('    {"row":')) == 7
+    assert sum(1 for line in lines if line.startswith('    {"row":')) == 10
+    # A structured decision and an expected object are written as objects, not as text.
+    assert '"expected":{"action":"refund","amount":120,"reasons":["damaged"]}' in text
+    assert '"decision":{"action":"refund","amount":120,"reasons":["damaged"]}' in text
 
 
-def test_valid_v2_golden_reads_back_to_the_run() -> None:
-    assert read_run(GOLDEN / "valid_v2.json") == normalized(small_run_v2())
+def test_valid_v3_golden_reads_back_to_the_run_through_both_readers() -> None:
+    path = GOLDEN / "valid_v3.json"
+    run = read_run(path)
+    assert run == normalized(small_run_v3())
+    assert run_from_json(json.loads(path.read_text()), str(path)) == run
+
+
+def test_old_v2_golden_still_reads_as_it_was() -> None:
+    """Version 2 (labels only, no answers or outcomes) is read as it is, by both readers."""
+    path = GOLDEN / "valid_v2.json"
+    assert json.loads(path.read_text())["schema_version"] == 2
+    run = read_run(path)
+    assert run == normalized(small_run_v2())
+    assert run_from_json(json.loads(path.read_text()), str(path)) == run
 
 
 def test_old_v1_golden_still_reads_with_no_usage() -> None:
@@ -203,8 +268,8 @@ def test_a_damaged_usage_is_refused_with_its_key(
             "(record the run again, e.g. with `passk baseline`)",
         ),
         (
-            "newer_v3.json",
-            "newer_v3.json: schema_version 3 is newer than this passk reads (2) (upgrade passk)",
+            "newer_v4.json",
+            "newer_v4.json: schema_version 4 is newer than this passk reads (3) (upgrade passk)",
         ),
     ],
 )
@@ -215,7 +280,7 @@ def test_refused_golden_artifacts_say_why(name: str, message: str) -> None:
     assert str(caught.value) == f"{GOLDEN}/{message}"
 
 
-@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v3.json"])
+@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v4.json"])
 def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -230,7 +295,7 @@ def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
 def test_golden_refusals_differ_from_the_valid_file_only_where_they_claim() -> None:
     """Guards the goldens themselves: each is the valid file with one deliberate fault."""
     valid = json.loads((GOLDEN / "valid_v1.json").read_text())
-    for name, version in (("old_v0.json", 0), ("newer_v3.json", 3)):
+    for name, version in (("old_v0.json", 0), ("newer_v4.json", 4)):
         doc = json.loads((GOLDEN / name).read_text())
         assert doc["schema_version"] == version
         assert {k: v for k, v in doc.items() if k != "schema_version"} == {
@@ -404,3 +469,35 @@ def test_journal_recording_an_attempt_twice_is_refused(tmp_path: Path) -> None:
         journal.append(run.attempts[0])
     with pytest.raises(ArtifactError, match="recorded twice"):
         read_journal(path)
+
+
+def test_an_import_recorded_before_version_3_reads_as_scored_by_its_harness() -> None:
+    """Imports used to make up a label ("pass"); read now, each trial reports its grade, and
+    the three numbers are the ones it had."""
+    from passk_action.core.stats import compute_metrics, summarize_run
+    from passk_action.store.document import graded_by_harness
+
+    path = GOLDEN / "imported_v2.json"
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == 2 and {r["expected"] for r in doc["rows"]} == {"pass"}
+    run = read_run(path)
+    assert run == run_from_json(doc, str(path))
+    assert run.settings.scoring == Scoring(by="environment")
+    assert {r.expected for r in run.rows} == {None}
+    assert {(a.decision, a.correct) for a in run.attempts} == {
+        ("success", True),
+        ("failure", False),
+    }
+
+    def numbers(r: Run) -> tuple[object, ...]:
+        m = compute_metrics(summarize_run(r.rows, r.attempts_by_row(), 3, r.settings.scoring), 3)
+        return m.mean_accuracy, m.pass_k, m.flip_rate
+
+    as_labels = json.loads(json.dumps(doc))
+    as_labels["schema_version"] = 3  # the same content, read as it stands
+    labelled = run_from_json(as_labels, str(path))
+    assert labelled.rows[0].expected == "pass"
+    assert numbers(run) == numbers(labelled) == (5 / 9, 1 / 3, 1 / 3)
+    assert graded_by_harness(labelled) == run
+    # A run passk recorded (not imported) is never rewritten.
+    assert read_run(GOLDEN / "valid_v2.json").settings.scoring.by == "expected"

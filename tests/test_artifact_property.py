@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from passk_action.core.gate import GatePolicy
-from passk_action.core.model import Attempt, Phase, Run, Usage
+from passk_action.core.model import Attempt, Phase, Run, Usage, object_text
 from passk_action.core.notes import Written
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.errors import ArtifactError
@@ -41,6 +41,7 @@ from passk_action.store.document import run_from_json
 from passk_action.store.journal import Journal, read_journal
 from passk_action.store.results import AuditedResult, dump_result, result_from_json, result_to_json
 from test_artifact import small_run_v2 as small_run
+from test_artifact import small_run_v3
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 WHERE = "base.json"
@@ -146,7 +147,9 @@ VALID_RUN = json.loads(dump_run(small_run()))
 def test_the_unmutated_documents_load() -> None:
     """Keeps the properties honest: the seeds they mutate are valid."""
     assert run_or_error(VALID_RUN) is not None
+    assert run_or_error(VALID_RUN_V3) is not None
     assert result_or_error(VALID_RESULT) is not None
+    assert result_or_error(VALID_RESULT_V3) is not None
 
 
 @PROPERTY
@@ -158,6 +161,16 @@ def test_random_json_is_a_run_or_an_artifact_error(doc: Any) -> None:
 @PROPERTY
 @given(doc=mutated(VALID_RUN))
 def test_mutated_run_is_a_run_or_an_artifact_error(doc: Any) -> None:
+    run_or_error(doc)
+
+
+VALID_RUN_V3 = json.loads(dump_run(small_run_v3()))
+
+
+@PROPERTY
+@given(doc=mutated(VALID_RUN_V3))
+def test_a_mutated_run_of_version_3_is_a_run_or_an_artifact_error(doc: Any) -> None:
+    """Structured decisions, answers, outcomes, expected objects and checks, mutated."""
     run_or_error(doc)
 
 
@@ -184,8 +197,8 @@ def test_found_by_hypothesis(path: tuple[Any, ...], value: Any, message: str) ->
 # -------------------------------------------------------------------- results
 
 
-def make_result() -> CompareResult:
-    candidate = small_run()
+def make_result(candidate: Run | None = None) -> CompareResult:
+    candidate = candidate or small_run()
     baseline = replace(
         candidate,
         attempts=tuple(a for a in candidate.attempts if a.error is None),
@@ -211,6 +224,7 @@ def make_result() -> CompareResult:
 
 
 VALID_RESULT = json.loads(dump_result(make_result()))
+VALID_RESULT_V3 = json.loads(dump_result(make_result(small_run_v3())))
 
 
 def result_or_error(doc: Any) -> AuditedResult | None:
@@ -235,6 +249,12 @@ def test_random_json_is_a_result_or_an_artifact_error(doc: Any) -> None:
 @PROPERTY
 @given(doc=mutated(VALID_RESULT))
 def test_mutated_result_is_a_result_or_an_artifact_error(doc: Any) -> None:
+    result_or_error(doc)
+
+
+@PROPERTY
+@given(doc=mutated(VALID_RESULT_V3))
+def test_a_mutated_result_of_version_3_is_a_result_or_an_artifact_error(doc: Any) -> None:
     result_or_error(doc)
 
 
@@ -348,12 +368,26 @@ def test_a_duration_finer_than_stored_reads_back_equal_after_a_write() -> None:
     assert run is not None and run.attempts[0].duration_s == 0.0312
 
 
+finite_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+"""JSON values passk can store: an answer, a field's value."""
+structured = st.dictionaries(st.text(max_size=6), finite_json, max_size=3).map(object_text)
+
 attempts = st.builds(
     Attempt,
     row_id=st.text(min_size=1, max_size=12),
     number=st.integers(min_value=1, max_value=10**6),
     phase=st.sampled_from(list(Phase)),
-    decision=st.none() | st.text(max_size=8),
+    decision=st.none() | st.text(max_size=8) | structured | st.just('{"a":1}'),
     checks=st.lists(st.tuples(st.text(max_size=4), st.text(max_size=4)), max_size=2).map(tuple),
     error=st.none() | st.sampled_from(["crash", "timeout", 'a "quoted"\nerror', "é"]),
     detail=st.none() | st.text(max_size=8),
@@ -362,6 +396,9 @@ attempts = st.builds(
     usage=st.none()
     | st.builds(Usage, st.none() | st.integers(0, 10**6), st.none() | st.integers(0, 99)),
     warnings=st.lists(st.text(max_size=4), max_size=1).map(tuple),
+    answer=st.none() | finite_json.filter(lambda v: v is not None),
+    correct=st.none() | st.booleans(),
+    score=st.none() | st.floats(allow_nan=False, allow_infinity=False),
 )
 
 

@@ -24,9 +24,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from passk_action.core.classify import classify, normalize
+from passk_action.core.classify import classify
 from passk_action.core.diff import check_flips, compare_runs
 from passk_action.core.model import Attempt, Phase, RowClass, RowRecord, Scoring, group_attempts
+from passk_action.core.scoring import normalize
 from passk_action.core.stats import compute_metrics, pass_hat_k, summarize_row, summarize_run
 from passk_action.core.uncertainty import check_stability, mcnemar_exact_p, pass_at_k, pass_curve
 from passk_action.errors import ArtifactError
@@ -43,8 +44,9 @@ from passk_action.store.results import (
     read_run_or_result,
     result_from_json,
 )
+from test_artifact import normalized, small_run_v3
 from test_artifact import small_run_v2 as small_run
-from test_artifact_property import json_values, make_result, mutated
+from test_artifact_property import finite_json, json_values, make_result, mutated, structured
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -96,6 +98,68 @@ def test_a_run_streams_equal_and_reindented_reads_equal(tmp_path: Path) -> None:
     assert stream_canonical(pretty, stream_run_document) is None
     assert read_run(canonical) == read_run(pretty) == run
     assert read_run_or_result(canonical) == run
+
+
+def test_a_run_of_version_3_streams_equal_and_reindented_reads_equal(tmp_path: Path) -> None:
+    """Structured decisions, answers and outcomes take the fast path and read as the whole."""
+    run = normalized(small_run_v3())
+    canonical, pretty = tmp_path / "run.json", tmp_path / "pretty.json"
+    write_run(run, canonical)
+    pretty.write_text(json.dumps(json.loads(dump_run(run)), indent=2), encoding="utf-8")
+    fast = stream_canonical(canonical, stream_run_document)
+    assert fast is not None and fast == run
+    assert read_run(pretty) == run
+    result = tmp_path / "result.json"
+    result.write_text(dump_result(make_result(run)), encoding="utf-8")
+    assert stream_canonical(result, results._stream_result) == whole_result(result)
+
+
+@st.composite
+def v3_runs(draw: st.DrawFn) -> Any:
+    """Runs with everything version 3 holds: expected labels, objects or none, expected
+    checks, and attempts with labels, structured decisions, answers, outcomes, errors."""
+    expected = st.none() | st.sampled_from(["deny", "approve"]) | structured
+    checks = st.dictionaries(st.sampled_from(["a", "tools"]), finite_json.filter(
+        lambda v: v is not None), max_size=2)  # fmt: skip
+    rows = []
+    for i in range(draw(st.integers(1, 3))):
+        rows.append(
+            RowRecord(f"r{i}", "sha256:" + "0" * 64, draw(expected), False, (), None,
+                      tuple(draw(checks).items()))
+        )  # fmt: skip
+    made: list[Attempt] = []
+    for r in rows:
+        for n in range(1, draw(st.integers(2, 4)) + 1):
+            decision = draw(st.none() | st.sampled_from(["deny", "success"]) | structured)
+            made.append(
+                Attempt(
+                    r.id, n, Phase.MAIN, decision,
+                    tuple(draw(st.dictionaries(st.sampled_from(["a", "b"]), st.text(max_size=3),
+                                               max_size=2)).items()),
+                    error=None if decision is not None else "bad-output",
+                    detail=None if decision is not None else "unread",
+                    duration_s=round(draw(st.floats(0, 100)), 4),
+                    answer=draw(st.none() | finite_json.filter(lambda v: v is not None)),
+                    correct=draw(st.none() | st.booleans()),
+                    score=draw(st.none() | st.floats(allow_nan=False, allow_infinity=False)),
+                )
+            )  # fmt: skip
+    base = small_run()
+    return replace(base, rows=tuple(rows), attempts=tuple(made), ratchet=())
+
+
+@PROPERTY
+@given(run=v3_runs())
+def test_any_run_of_version_3_reads_equal_through_both_readers(
+    tmp_path_factory: pytest.TempPathFactory, run: Any
+) -> None:
+    path = tmp_path_factory.mktemp("v3") / "run.json"
+    write_run(run, path)
+    fast = stream_canonical(path, stream_run_document)
+    whole = run_from_json(parse_json_file(path), str(path))
+    assert fast is not None, "passk's own layout takes the fast path"
+    assert fast == whole == run
+    assert [type(a.decision) for a in fast.attempts] == [type(a.decision) for a in run.attempts]
 
 
 def test_lines_the_text_fast_path_must_not_take_still_read_equal(tmp_path: Path) -> None:
@@ -167,6 +231,7 @@ def test_the_garbage_collector_is_left_as_it_was(tmp_path: Path, enabled: bool) 
 
 VALID_RESULT_TEXT = dump_result(make_result())
 VALID_RESULT = json.loads(VALID_RESULT_TEXT)
+VALID_RESULT_V3 = json.loads(dump_result(make_result(small_run_v3())))
 
 
 def result_text(doc: Any) -> str:
@@ -197,19 +262,32 @@ def same_either_way(path: Path) -> None:
         assert either == fast
 
 
-@PROPERTY
-@given(doc=mutated(VALID_RESULT))
-def test_a_mutated_result_in_our_layout_reads_like_the_whole_document(
-    tmp_path_factory: pytest.TempPathFactory, doc: Any
-) -> None:
+def laid_out_reads_like_the_whole_document(doc: Any, folder: Path) -> None:
+    """``doc`` in passk's layout reads the same through both readers (value or error)."""
     try:
         text = result_text(doc)
     except (ValueError, TypeError):
         assume(False)  # NaN cannot be written by passk, or the shape is not a document
         raise
-    path = tmp_path_factory.mktemp("m") / "result.json"
+    path = folder / "result.json"
     path.write_text(text, encoding="utf-8")
     same_either_way(path)
+
+
+@PROPERTY
+@given(doc=mutated(VALID_RESULT))
+def test_a_mutated_result_in_our_layout_reads_like_the_whole_document(
+    tmp_path_factory: pytest.TempPathFactory, doc: Any
+) -> None:
+    laid_out_reads_like_the_whole_document(doc, tmp_path_factory.mktemp("m"))
+
+
+@PROPERTY
+@given(doc=mutated(VALID_RESULT_V3))
+def test_a_mutated_result_of_version_3_reads_like_the_whole_document(
+    tmp_path_factory: pytest.TempPathFactory, doc: Any
+) -> None:
+    laid_out_reads_like_the_whole_document(doc, tmp_path_factory.mktemp("m3"))
 
 
 EDITS = st.sampled_from(["delete", "duplicate", "drop-comma", "space", "char", "swap"])
@@ -259,14 +337,7 @@ def test_an_edited_result_text_reads_like_the_whole_document(
 def test_random_json_reads_like_the_whole_document(
     tmp_path_factory: pytest.TempPathFactory, doc: Any
 ) -> None:
-    try:
-        text = result_text(doc)
-    except (ValueError, TypeError):
-        assume(False)
-        raise
-    path = tmp_path_factory.mktemp("r") / "result.json"
-    path.write_text(text, encoding="utf-8")
-    same_either_way(path)
+    laid_out_reads_like_the_whole_document(doc, tmp_path_factory.mktemp("r"))
 
 
 def test_a_truncated_result_gets_the_whole_document_error(tmp_path: Path) -> None:
@@ -316,7 +387,8 @@ def test_row_summaries_match_the_formulas(
     decisions = [a.decision for a in attempts if a.phase is Phase.MAIN]
     summary = summarize_row(row, attempts, k, scoring)
     assert summary.row_class is classify_reference(decisions, "deny", k, scoring)
-    assert classify(decisions, "deny", k, scoring) is summary.row_class
+    main = [a for a in attempts if a.phase is Phase.MAIN]
+    assert classify(main, row, k, scoring) is summary.row_class
     valid = [d for d in decisions if d is not None]
     assert summary.valid == len(valid) and summary.errors == len(decisions) - len(valid)
     right = normalize("deny", scoring)

@@ -17,14 +17,30 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core import values
-from ..core.model import Attempt, Phase, RowRecord, Run, Usage
+from ..core.model import (
+    Attempt,
+    ExpectedChecks,
+    Phase,
+    RowRecord,
+    Run,
+    Usage,
+    canonical_json,
+    expected_json,
+    is_object_text,
+    object_text,
+)
 from ..core.shard import Shard
 from ..errors import ArtifactError
 
-SCHEMA_VERSION = 2
-"""The version passk writes.  2 added an attempt's ``usage`` and ``warnings``."""
+SCHEMA_VERSION = 3
+"""The version passk writes.  3 added structured decisions and expected objects (JSON
+objects), a row's ``expected_checks`` and an environment-scored row without ``expected``,
+an attempt's ``answer``, ``correct`` and ``score``, and the scoring's ``fields``,
+``extract``, ``checks``, ``by`` and ``threshold``.  2 added an attempt's ``usage`` and
+``warnings``."""
 OLDEST_READ_VERSION = 1
-"""Version 1 files read as they are: no attempt in them has a usage."""
+"""Versions 1 and 2 read as they are: their rows expect labels, their attempts hold
+labels, and no attempt in a version 1 file has a usage."""
 RUN_KIND = "passk-run"
 DIGEST_PREFIX = "sha256:"
 
@@ -35,19 +51,30 @@ DURATION_DIGITS = 4
 # --- attempts and rows --------------------------------------------------------
 
 
+def decision_json(decision: str) -> Any:
+    """A decision as artifacts write it: a structured one as its object, a label as itself."""
+    return json.loads(decision) if is_object_text(decision) else decision
+
+
 def attempt_to_json(attempt: Attempt) -> dict[str, Any]:
     out: dict[str, Any] = {"row": attempt.row_id, "n": attempt.number, "phase": attempt.phase.value}
     if attempt.decision is not None:
-        out["decision"] = attempt.decision
+        out["decision"] = decision_json(attempt.decision)
     if attempt.checks:
         out["checks"] = dict(attempt.checks)
     if attempt.error is not None:
         out["error"] = attempt.error
     if attempt.detail:
         out["detail"] = attempt.detail
+    if attempt.correct is not None:
+        out["correct"] = attempt.correct
     out["duration_s"] = round(attempt.duration_s, DURATION_DIGITS)
-    # After duration_s: the usage differs in every attempt, so it stays out of
-    # the "middle" the streaming reader learns once (see AttemptLines).
+    # After duration_s: the score, the answer and the usage differ in every attempt, so
+    # they stay out of the "middle" the streaming reader learns once (see AttemptLines).
+    if attempt.score is not None:
+        out["score"] = attempt.score
+    if attempt.answer is not None:
+        out["answer"] = attempt.answer
     if attempt.usage is not None:
         out["usage"] = usage_to_json(attempt.usage)
     if attempt.warnings:
@@ -127,9 +154,37 @@ ATTEMPT_KEYS = frozenset(
         "retries",
         "usage",
         "warnings",
+        "answer",
+        "correct",
+        "score",
     }
 )
 PHASES = {p.value: p for p in Phase}
+
+
+def decision_from_json(value: Any, key: str, where: str) -> str | None:
+    """A recorded decision (or expected one): a non-empty string, or an object as its text."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        try:
+            return object_text(value)
+        except (ValueError, RecursionError):
+            raise ArtifactError(f"'{key}' cannot be read as a JSON object", where=where) from None
+    if not isinstance(value, str) or not value:
+        raise ArtifactError(f"'{key}' must be a non-empty string or an object", where=where)
+    return value
+
+
+def outcome_from_json(doc: Mapping[str, Any], where: str) -> tuple[bool | None, float | None]:
+    """An attempt's optional ``correct`` (true or false) and ``score`` (a finite number)."""
+    correct, score = doc.get("correct"), doc.get("score")
+    if correct is not None and not isinstance(correct, bool):
+        raise ArtifactError("'correct' must be true or false", where=where)
+    number = None if score is None else values.finite(score)
+    if score is not None and number is None:
+        raise ArtifactError("'score' must be a finite number", where=where)
+    return correct, number
 
 
 def attempt_from_json(doc: Any, where: str) -> Attempt:
@@ -149,9 +204,18 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
     decision, error = doc.get("decision"), doc.get("error")
     if (decision is None) == (error is None):
         raise ArtifactError("an attempt has exactly one of 'decision' and 'error'", where=where)
-    for key, value in (("decision", decision), ("error", error)):
-        if value is not None and (not isinstance(value, str) or not value):
-            raise ArtifactError(f"'{key}' must be a non-empty string", where=where)
+    if error is not None and (not isinstance(error, str) or not error):
+        raise ArtifactError("'error' must be a non-empty string", where=where)
+    decision = decision_from_json(decision, "decision", where)
+    correct, score = outcome_from_json(doc, where)
+    answer = doc.get("answer")
+    if answer is not None:
+        try:
+            canonical_json(answer)  # written back as it is read: JSON, no NaN
+        except (ValueError, TypeError, RecursionError):
+            raise ArtifactError(
+                "'answer' must be a JSON value passk can store", where=where
+            ) from None
     checks = doc.get("checks", {})
     if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
         raise ArtifactError("'checks' must be an object of strings", where=where)
@@ -183,14 +247,27 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
         retries=tuple(retries),
         usage=None if usage is None else usage_from_json(usage, where),
         warnings=tuple(warnings),
+        answer=answer,
+        correct=correct,
+        score=score,
     )
+
+
+def expected_to_json(row: RowRecord) -> dict[str, Any]:
+    """A row's ``expected`` (absent for a task its environment scores) and ``expected_checks``."""
+    out: dict[str, Any] = {}
+    if row.expected is not None:
+        out["expected"] = expected_json(row.expected)
+    if row.expected_checks:
+        out["expected_checks"] = dict(row.expected_checks)
+    return out
 
 
 def row_to_json(row: RowRecord) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": row.id,
         "input_digest": row.input_digest,
-        "expected": row.expected,
+        **expected_to_json(row),
         "must_not_break": row.must_not_break,
     }
     if row.tags:
@@ -200,7 +277,20 @@ def row_to_json(row: RowRecord) -> dict[str, Any]:
     return out
 
 
-ROW_KEYS = frozenset({"id", "input_digest", "expected", "must_not_break", "tags", "cluster"})
+ROW_KEYS = frozenset(
+    {"id", "input_digest", "expected", "expected_checks", "must_not_break", "tags", "cluster"}
+)
+
+
+def expected_from_json(doc: Mapping[str, Any], where: str) -> tuple[str | None, ExpectedChecks]:
+    """A recorded row's ``expected`` (a label, an object, or absent) and ``expected_checks``."""
+    expected = decision_from_json(doc.get("expected"), "expected", where)
+    checks = doc.get("expected_checks", {})
+    if not isinstance(checks, dict) or any(not k or v is None for k, v in checks.items()):
+        raise ArtifactError(
+            "'expected_checks' must be an object of check names and values", where=where
+        )
+    return expected, tuple(checks.items())
 
 
 def row_from_json(doc: Any, where: str) -> RowRecord:
@@ -209,19 +299,26 @@ def row_from_json(doc: Any, where: str) -> RowRecord:
     extra = doc.keys() - ROW_KEYS
     if extra:
         raise ArtifactError(f"unknown row field {sorted(extra)[0]!r}", where=where)
-    row_id, digest, expected = doc.get("id"), doc.get("input_digest"), doc.get("expected")
+    row_id, digest = doc.get("id"), doc.get("input_digest")
     mnb, tags = doc.get("must_not_break"), doc.get("tags", [])
     if not isinstance(row_id, str) or not row_id:
         raise ArtifactError("'id' must be a non-empty string", where=where)
     if not isinstance(digest, str) or not digest.startswith(DIGEST_PREFIX) or len(digest) != 71:
         raise ArtifactError("'input_digest' must be 'sha256:' and 64 hex digits", where=where)
-    if not isinstance(expected, str) or not expected:
-        raise ArtifactError("'expected' must be a non-empty string", where=where)
+    expected, expected_checks = expected_from_json(doc, where)
     if not isinstance(mnb, bool):
         raise ArtifactError("'must_not_break' must be true or false", where=where)
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise ArtifactError("'tags' must be a list of strings", where=where)
-    return RowRecord(row_id, digest, expected, mnb, tuple(tags), cluster_from_json(doc, where))
+    return RowRecord(
+        row_id,
+        digest,
+        expected,
+        mnb,
+        tuple(tags),
+        cluster_from_json(doc, where),
+        expected_checks,
+    )
 
 
 def cluster_from_json(doc: Mapping[str, Any], where: str) -> str | None:
@@ -301,7 +398,8 @@ _PHASE_TEXT = {phase: json.dumps(phase.value) for phase in Phase}
 def attempt_line(attempt: Attempt, strings: dict[str, str]) -> str:
     """``compact_json(attempt_to_json(attempt))``, built by hand when the attempt is plain.
 
-    Plain: no checks, retries, detail, usage or warnings, and a finite duration.  ``strings``
+    Plain: no checks, retries, detail, usage, warnings, answer or outcome, a label (not
+    an object's text) and a finite duration.  ``strings``
     caches the JSON text of row ids and decisions, which repeat k times and
     more.  Anything else takes the general way; a test holds both to the
     same text.
@@ -313,7 +411,11 @@ def attempt_line(attempt: Attempt, strings: dict[str, str]) -> str:
         or attempt.detail
         or attempt.usage is not None
         or attempt.warnings
+        or attempt.answer is not None
+        or attempt.correct is not None
+        or attempt.score is not None
         or not math.isfinite(duration)
+        or (attempt.decision is not None and attempt.decision.startswith("{"))
     ):
         return compact_json(attempt_to_json(attempt))
     row = strings.get(attempt.row_id)

@@ -11,15 +11,23 @@ file holds.  The fast reader (``lines.py``) ends in the same checks.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace as dataclass_replace
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from ..core import values
 from ..core.model import (
+    BY_ENVIRONMENT,
+    BY_EXPECTED,
+    CHECKS_REPORTED,
+    DEFAULT_THRESHOLD,
     AgentInfo,
     Attempt,
     EvalSettings,
+    Extractor,
+    FieldRule,
     ImportInfo,
     Phase,
     RowRecord,
@@ -27,6 +35,7 @@ from ..core.model import (
     Scoring,
     Version,
 )
+from ..core.scoring import FAILURE, SUCCESS
 from ..core.shard import Shard
 from ..errors import ArtifactError, UsageError
 from .codec import (
@@ -63,9 +72,49 @@ def schema_error_text(error: jsonschema.ValidationError) -> str:
     return f"{path}: {error.message}"
 
 
-def settings_from_json(doc: Mapping[str, Any]) -> EvalSettings:
-    scoring = doc["scoring"]
-    return EvalSettings(k=doc["k"], scoring=Scoring(normalize=tuple(scoring["normalize"])))
+def settings_from_json(doc: Mapping[str, Any], where: str) -> EvalSettings:
+    """The settings of a header the schema accepted (older versions have only ``normalize``)."""
+    return EvalSettings(k=doc["k"], scoring=scoring_from_json(doc["scoring"], where))
+
+
+def scoring_from_json(doc: Mapping[str, Any], where: str) -> Scoring:
+    """The scoring rules a run recorded, as :meth:`Scoring.to_json` wrote them.
+
+    The schema checked the shape; tolerances and the threshold follow the
+    value rules of ``core/values.py``, as the config's do.
+    """
+    extract = doc.get("extract")
+    threshold = _ruled(doc, "threshold", values.finite, where)
+    return Scoring(
+        normalize=tuple(doc["normalize"]),
+        fields=tuple(
+            FieldRule(
+                name,
+                compare=rule["compare"],
+                normalize=tuple(rule["normalize"]) if "normalize" in rule else None,
+                tolerance=_ruled(rule, "tolerance", values.tolerance, f"{where}.{name}"),
+                relative_tolerance=_ruled(
+                    rule, "relative_tolerance", values.relative_tolerance, f"{where}.{name}"
+                ),
+            )
+            for name, rule in doc.get("fields", {}).items()
+        ),
+        extract=None if extract is None else Extractor(**extract),
+        checks=doc.get("checks", CHECKS_REPORTED),
+        by=doc.get("by", BY_EXPECTED),
+        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+    )
+
+
+def _ruled(
+    doc: Mapping[str, Any], key: str, rule: Callable[[object], float | None], where: str
+) -> float | None:
+    if key not in doc:
+        return None
+    number = rule(doc[key])
+    if number is None:
+        raise ArtifactError(f"'{key}' is {doc[key]!r}, out of its range", where=where)
+    return number
 
 
 def check_version(doc: Any, where: str, kind: str, newest: int = SCHEMA_VERSION) -> None:
@@ -184,10 +233,10 @@ def assemble_run(
             hint="k is the attempts per row the run was recorded with; record it again",
         )
     agent = doc["agent"]
-    return Run(
+    run = Run(
         tool_version=doc["tool_version"],
         dataset_digest=doc["dataset_digest"],
-        settings=settings_from_json(doc["settings"]),
+        settings=settings_from_json(doc["settings"], f"{where}: settings.scoring"),
         agent=AgentInfo(
             Version(agent["version"]),
             agent["description"],
@@ -202,6 +251,43 @@ def assemble_run(
         attempts=attempts,
         ratchet=tuple(doc["ratchet"]),
         imported=_imported_from_json(doc.get("imported")),
+    )
+    if doc["schema_version"] < LEGACY_IMPORTS_BEFORE and run.imported is not None:
+        return graded_by_harness(run)
+    return run
+
+
+LEGACY_IMPORTS_BEFORE = 3
+"""Runs ``passk import`` made before this version recorded a harness's grade as a label."""
+LEGACY_PASS, LEGACY_FAIL = "pass", "fail"
+
+
+def graded_by_harness(run: Run) -> Run:
+    """An import recorded before version 3, as the environment-scored run it stands for.
+
+    Those runs made up a label: every row expected ``"pass"`` and each trial
+    decided ``"pass"`` or ``"fail"``.  Read now, each trial reports its grade
+    (``correct``) and the rows expect nothing (``scoring.by: environment``):
+    the same three numbers, comparable with a run imported today.  A run
+    whose rows expect anything else is read as it is.
+    """
+    scoring = run.settings.scoring
+    if scoring != Scoring() or any(r.expected != LEGACY_PASS for r in run.rows):
+        return run
+    graded = {LEGACY_PASS: (SUCCESS, True), LEGACY_FAIL: (FAILURE, False)}
+    attempts = []
+    for attempt in run.attempts:
+        decision, correct = graded.get(attempt.decision or "", (None, None))
+        if attempt.decision is not None and decision is None:
+            return run  # a decision no import made: not one of its runs
+        if decision is not None:
+            attempt = dataclass_replace(attempt, decision=decision, correct=correct)
+        attempts.append(attempt)
+    return dataclass_replace(
+        run,
+        settings=dataclass_replace(run.settings, scoring=Scoring(by=BY_ENVIRONMENT)),
+        rows=tuple(dataclass_replace(r, expected=None) for r in run.rows),
+        attempts=tuple(attempts),
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from ..core import values
-from ..core.model import Attempt, RowRecord, Run, Usage
+from ..core.model import Attempt, RowRecord, Run, Usage, object_text
 from ..errors import ArtifactError
 from .codec import (
     ATTEMPT_KEYS,
@@ -217,13 +217,19 @@ class Interner:
 
 
 def row_fast(doc: Any, interner: Interner) -> RowRecord | None:
-    """:func:`row_from_json` for a row that is plainly valid; None for any doubt."""
-    if type(doc) is not dict or not doc.keys() <= ROW_KEYS:
+    """:func:`row_from_json` for a row that is plainly valid; None for any doubt.
+
+    Plain: a label or no ``expected`` (a task its environment scores), no
+    ``expected_checks``; an expected object goes the careful way.
+    """
+    if type(doc) is not dict or not doc.keys() <= _FAST_ROW_KEYS:
         return None
     row_id, digest, expected = doc.get("id"), doc.get("input_digest"), doc.get("expected")
     mnb, tags = doc.get("must_not_break"), doc.get("tags", _ABSENT)
     cluster = doc.get("cluster")
-    if type(row_id) is not str or not row_id or type(expected) is not str or not expected:
+    if type(row_id) is not str or not row_id:
+        return None
+    if expected is not None and (type(expected) is not str or not expected):
         return None
     if type(digest) is not str or len(digest) != 71 or not digest.startswith(DIGEST_PREFIX):
         return None
@@ -237,7 +243,11 @@ def row_fast(doc: Any, interner: Interner) -> RowRecord | None:
         return None
     string = interner.string
     shared = None if cluster is None else string(cluster)
-    return RowRecord(string(row_id), string(digest), string(expected), mnb, tag_tuple, shared)
+    label = None if expected is None else string(expected)
+    return RowRecord(string(row_id), string(digest), label, mnb, tag_tuple, shared)
+
+
+_FAST_ROW_KEYS = ROW_KEYS - {"expected_checks"}
 
 
 def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attempt | None:
@@ -256,13 +266,23 @@ def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attemp
     decision, error = doc.get("decision"), doc.get("error")
     strings = interner.strings
     if decision is not None:
-        if error is not None or type(decision) is not str or not decision:
+        if error is not None:
+            return None
+        if type(decision) is dict:
+            try:
+                decision = object_text(decision)
+            except (ValueError, RecursionError):
+                return None
+        elif type(decision) is not str or not decision:
             return None
         decision = strings.setdefault(decision, decision)
     elif type(error) is not str or not error:
         return None
     else:
         error = strings.setdefault(error, error)
+    correct = doc.get("correct")
+    if correct is not None and type(correct) is not bool:
+        return None
     checks = doc.get("checks", _ABSENT)
     if checks is _ABSENT:
         pairs: tuple[tuple[str, str], ...] = ()
@@ -294,16 +314,19 @@ def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attemp
         return None
     duration = round(duration, DURATION_DIGITS)
     raw_usage = doc.get("usage")
-    if raw_usage is None:
-        return Attempt(row_id, n, phase_value, decision, pairs, error, detail, duration, ())
-    try:
-        usage = usage_from_json(raw_usage, "")
-    except ArtifactError:
-        return None
-    return Attempt(row_id, n, phase_value, decision, pairs, error, detail, duration, (), usage)
+    usage = None
+    if raw_usage is not None:
+        try:
+            usage = usage_from_json(raw_usage, "")
+        except ArtifactError:
+            return None
+    return Attempt(
+        row_id, n, phase_value, decision, pairs, error, detail, duration, (), usage,
+        correct=correct,
+    )  # fmt: skip
 
 
-_FASTATTEMPT_KEYS = ATTEMPT_KEYS - {"retries", "warnings"}
+_FASTATTEMPT_KEYS = ATTEMPT_KEYS - {"retries", "warnings", "answer", "score"}
 _ATTEMPT_HEAD = re.compile(r'\{"row":"([^"\\\x00-\x1f]*)","n":([1-9][0-9]{0,17}),')
 _ATTEMPT_TAIL = re.compile(
     r'"duration_s":(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+))\}'
@@ -365,7 +388,7 @@ class AttemptLines:
                 return -1
         self.out.append(
             Attempt(row_id, int(head.group(2)), model.phase, model.decision, model.checks,
-                    model.error, model.detail, duration, (), usage)
+                    model.error, model.detail, duration, (), usage, correct=model.correct)
         )  # fmt: skip
         return end
 

@@ -23,7 +23,14 @@ from ..core.sequential import STRICT, RowVerdict, RuleSettings
 from ..errors import ArtifactError
 from ..report.notes import sentences
 from .atomic import write_text_atomic
-from .codec import cluster_from_json, compact_json, dump_document, run_to_json
+from .codec import (
+    cluster_from_json,
+    compact_json,
+    dump_document,
+    expected_from_json,
+    expected_to_json,
+    run_to_json,
+)
 from .document import DAMAGED_HINT, check_version, run_from_json, validate_header, with_hint
 from .jsonfile import parse_json_file
 from .lines import (
@@ -39,9 +46,10 @@ from .lines import (
 )
 
 RESULT_KIND = "passk-result"
-RESULT_SCHEMA_VERSION = 3
-"""The result version passk writes.  3 added the gated-row rule (``policy.rule``) and each
-gated row's ``verdict``; results of 1 and 2 were decided by what is now ``gate.rule: strict``
+RESULT_SCHEMA_VERSION = 4
+"""The result version passk writes.  4 lets a row's ``expected`` be a structured decision,
+carry ``expected_checks`` or be absent (a task its environment scores), beside version-3
+runs; 3 added the gated-row rule (``policy.rule``) and each gated row's ``verdict``; results of 1 and 2 were decided by what is now ``gate.rule: strict``
 and are audited with it.  Run artifacts keep their own version (``store/artifact.py``)."""
 LEGACY_RULE = RuleSettings(rule=STRICT)
 """The rule an older result (schema 1 or 2) was decided by."""
@@ -54,7 +62,7 @@ def comparison_row_to_json(
     return {
         "id": row.id,
         "input_digest": record.input_digest,
-        "expected": record.expected,
+        **expected_to_json(record),
         "must_not_break": row.must_not_break,
         "tags": list(record.tags),
         **({"cluster": record.cluster} if record.cluster is not None else {}),
@@ -162,19 +170,19 @@ def _record_from_json(row: Any, where: str) -> RowRecord:
     """The authoritative label and mark of one row: what the gate is recomputed from."""
     if not isinstance(row, dict):
         raise ArtifactError("a row must be a JSON object", where=where)
-    row_id, expected, mnb = row.get("id"), row.get("expected"), row.get("must_not_break")
+    row_id, mnb = row.get("id"), row.get("must_not_break")
     digest, tags = row.get("input_digest", ""), row.get("tags", [])
     if not isinstance(row_id, str) or not row_id:
         raise ArtifactError("'id' must be a non-empty string", where=where)
-    if not isinstance(expected, str) or not expected:
-        raise ArtifactError("'expected' must be a non-empty string", where=where)
+    expected, expected_checks = expected_from_json(row, where)
     if not isinstance(mnb, bool):
         raise ArtifactError("'must_not_break' must be true or false", where=where)
     if not isinstance(digest, str):
         raise ArtifactError("'input_digest' must be a string", where=where)
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise ArtifactError("'tags' must be a list of strings", where=where)
-    return RowRecord(row_id, digest, expected, mnb, tuple(tags), cluster_from_json(row, where))
+    cluster = cluster_from_json(row, where)
+    return RowRecord(row_id, digest, expected, mnb, tuple(tags), cluster, expected_checks)
 
 
 def result_from_json(doc: Any, where: str) -> AuditedResult:
@@ -314,7 +322,9 @@ def _record_fast(doc: Any, interner: Interner) -> RowRecord | None:
         return None
     row_id, expected, mnb = doc.get("id"), doc.get("expected"), doc.get("must_not_break")
     digest, tags = doc.get("input_digest", ""), doc.get("tags", _NO_TAGS)
-    if type(row_id) is not str or not row_id or type(expected) is not str or not expected:
+    if type(row_id) is not str or not row_id or "expected_checks" in doc:
+        return None  # an expected object or expected checks: the careful way
+    if expected is not None and (type(expected) is not str or not expected):
         return None
     if type(mnb) is not bool or type(digest) is not str or type(tags) is not list:
         return None
@@ -326,7 +336,8 @@ def _record_fast(doc: Any, interner: Interner) -> RowRecord | None:
     string = interner.string
     tag_tuple = interner.tag_tuple(tags)
     shared = None if cluster is None else string(cluster)
-    return RowRecord(string(row_id), string(digest), string(expected), mnb, tag_tuple, shared)
+    label = None if expected is None else string(expected)
+    return RowRecord(string(row_id), string(digest), label, mnb, tag_tuple, shared)
 
 
 _NO_TAGS: list[str] = []
