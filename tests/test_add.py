@@ -465,3 +465,35 @@ def test_a_pull_request_cannot_pass_a_swapped_row_off_as_an_added_one(tmp_path: 
     # Unallowed, the gate runs r-1 with the base's mark and label (trusted.py).
     gated = authoritative_dataset(base, head, allowed=False).by_id()["r-1"]
     assert (gated.expected, gated.must_not_break) == ("approve", True)
+
+
+def test_a_structured_decision_and_a_task_its_environment_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "failure.json").write_text(json.dumps(FAILURE), encoding="utf-8")
+    fields = "scoring: {fields: {action: exact, amount: {tolerance: 0.01}}}\n"
+    (tmp_path / "passk.yml").write_text(CONFIG.format(name="d.jsonl") + fields, "utf-8")
+    first = '{"id": "r-1", "input": 1, "expected": {"action": "refund", "amount": 12}}\n'
+    (tmp_path / "d.jsonl").write_text(first, encoding="utf-8")
+    assert add("failure.json", "--expected", '{"action": "deny", "amount": 0}') == 0
+    assert "expected action: deny, amount: 0" in capsys.readouterr().out
+    assert json.loads((tmp_path / "d.jsonl").read_text("utf-8").splitlines()[1])["expected"] == {
+        "action": "deny",
+        "amount": 0,
+    }
+    # A field the rules do not know, read back by the loader: one line, the file untouched.
+    (tmp_path / "again.json").write_text('"again"', encoding="utf-8")
+    assert add("again.json", "--expected", '{"action": "deny", "amout": 0}') == 2
+    assert "the scoring rules do not know" in capsys.readouterr().err
+    assert add("again.json", "--expected", "deny") == 2
+    assert "a structured decision is a JSON object" in capsys.readouterr().err
+
+    environment = CONFIG.format(name="t.jsonl") + "scoring: {by: environment}\n"
+    (tmp_path / "passk.yml").write_text(environment, encoding="utf-8")
+    (tmp_path / "t.jsonl").write_text('{"id": "t-1", "input": 1}\n', encoding="utf-8")
+    assert add("failure.json") == 0
+    assert "expected success (its environment scores it)" in capsys.readouterr().out
+    assert "expected" not in json.loads((tmp_path / "t.jsonl").read_text("utf-8").splitlines()[1])
+    assert add("again.json", "--expected", "deny") == 2
+    assert "a task its environment scores has no expected decision" in capsys.readouterr().err

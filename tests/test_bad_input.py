@@ -193,6 +193,58 @@ CASES: list[Case] = [
         "data.yaml:",
         "ids must be unique",
     ),
+    # ----------------------------------------------------------------- scoring
+    Case(
+        "scoring-unknown-field",
+        {
+            "passk.yml": config(scoring={"fields": {"action": "exact", "amount": "exact"}}),
+            "data.jsonl": '{"id": "a", "input": 1, "expected": {"action": "deny", "amout": 0}}\n',
+        },
+        "data.jsonl:1",
+        "did you mean 'amount'? scoring.fields names action, amount",
+    ),
+    Case(
+        "scoring-tolerance-on-a-string",
+        {
+            "passk.yml": config(scoring={"fields": {"amount": {"tolerance": 0.01}}}),
+            "data.jsonl": '{"id": "a", "input": 1, "expected": {"amount": "120"}}\n',
+        },
+        "data.jsonl:1",
+        "write the number without quotes, or remove the tolerance",
+    ),
+    Case(
+        "scoring-regex-does-not-compile",
+        {
+            "passk.yml": config(scoring={"extract": {"regex": "DECISION: (\\w+"}}),
+            "data.jsonl": GOOD_DATA,
+        },
+        "passk.yml: scoring.extract.regex",
+        "write a Python regular expression",
+    ),
+    Case(
+        "scoring-regex-without-a-group",
+        {
+            "passk.yml": config(scoring={"extract": {"regex": "deny|approve"}}),
+            "data.jsonl": GOOD_DATA,
+        },
+        "passk.yml: scoring.extract.regex",
+        "make other groups non-capturing",
+    ),
+    Case(
+        "scoring-extractor-matches-nothing",
+        {
+            "passk.yml": config(scoring={"extract": {"regex": "DECISION: (\\w+)"}}),
+            "data.jsonl": GOOD_DATA,
+        },
+        "scoring.extract",
+        "fix the extractor so it finds the decision in answers like this one",
+    ),
+    Case(
+        "scoring-expected-in-an-environment-scored-row",
+        {"passk.yml": config(scoring={"by": "environment"}), "data.jsonl": GOOD_DATA},
+        "data.jsonl:1",
+        'the agent reports "correct" or a "score" per task',
+    ),
     # --------------------------------------------------------------- artifacts
     Case(
         "artifact-syntax",
@@ -346,9 +398,7 @@ def recorded_run(
         agent=AgentInfo(version, "scripted"),
         created_at="2026-11-30T09:00:00Z",
         rows=rows,
-        attempts=tuple(
-            Attempt(r.id, n, Phase.MAIN, "deny") for r in rows for n in range(1, k + 1)
-        ),
+        attempts=tuple(Attempt(r.id, n, Phase.MAIN, "deny") for r in rows for n in range(1, k + 1)),
     )
 
 
@@ -368,12 +418,14 @@ def compare(*extra: str) -> list[str]:
 def test_a_baseline_recorded_with_another_k_is_refused(
     compare_project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_run(recorded_run(compare_project, k=4, version=Version.BASELINE),
-              compare_project / "baseline.json")
+    write_run(
+        recorded_run(compare_project, k=4, version=Version.BASELINE),
+        compare_project / "baseline.json",
+    )
     assert main(compare()) == 2
     assert capsys.readouterr().err == (
-        "passk: error: baseline.json: the baseline was recorded with k=4, scoring exact; "
-        "the config has k=3, scoring exact (record it again with the current config "
+        "passk: error: baseline.json: the baseline was recorded with k=4; "
+        "the config has k=3 (record it again with the current config "
         "(`passk baseline`))\n"
     )
     assert not (compare_project / "result.json").exists()
@@ -382,10 +434,15 @@ def test_a_baseline_recorded_with_another_k_is_refused(
 def test_a_candidate_run_of_another_dataset_or_k_is_refused(
     compare_project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_run(recorded_run(compare_project, k=3, version=Version.BASELINE),
-              compare_project / "baseline.json")
+    write_run(
+        recorded_run(compare_project, k=3, version=Version.BASELINE),
+        compare_project / "baseline.json",
+    )
     edited = recorded_run(
-        compare_project, k=3, version=Version.CANDIDATE, digest="sha256:" + "1" * 64,
+        compare_project,
+        k=3,
+        version=Version.CANDIDATE,
+        digest="sha256:" + "1" * 64,
         input_digest="sha256:" + "2" * 64,
     )
     first = edited.rows[0].id
@@ -404,15 +461,19 @@ def test_a_candidate_run_of_another_dataset_or_k_is_refused(
     write_run(relabeled, compare_project / "candidate.json")
     assert main(compare("--candidate", "candidate.json")) == 0, capsys.readouterr().err
     capsys.readouterr()
-    write_run(recorded_run(compare_project, k=2, version=Version.CANDIDATE),
-              compare_project / "candidate.json")
+    write_run(
+        recorded_run(compare_project, k=2, version=Version.CANDIDATE),
+        compare_project / "candidate.json",
+    )
     assert main(compare("--candidate", "candidate.json")) == 2
     err = capsys.readouterr().err
     assert err.startswith("passk: error: --candidate: the candidate run was recorded with k=2")
     assert len(err.splitlines()) == 1
     # The same candidate on the current dataset and k compares fine: the refusals were real.
-    write_run(recorded_run(compare_project, k=3, version=Version.CANDIDATE),
-              compare_project / "candidate.json")
+    write_run(
+        recorded_run(compare_project, k=3, version=Version.CANDIDATE),
+        compare_project / "candidate.json",
+    )
     assert main(compare("--candidate", "candidate.json")) == 0, capsys.readouterr().err
 
 

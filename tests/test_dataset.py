@@ -200,7 +200,7 @@ def test_exact_message_for_a_misspelt_field() -> None:
     error = error_of("jsonl", jsonl({**ROW, "must_not_brake": True}))
     assert str(error) == (
         "d.jsonl:1: unknown field \"must_not_brake\" (did you mean 'must_not_break'?"
-        " A row has id, input, expected, tags, must_not_break, cluster)"
+        " A row has id, input, expected, expected_checks, tags, must_not_break, cluster)"
     )
 
 

@@ -59,7 +59,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     for message in loaded.warnings:
         workflow.warn(message)
     config = loaded.config
-    dataset = load_dataset(config.dataset, config.must_not_break_tags)
+    dataset = load_dataset(config.dataset, config.must_not_break_tags, config.scoring)
     out = config.baseline.artifact
     rel = repo.relative(out)
     previous = previous_baseline(out)

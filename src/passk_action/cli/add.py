@@ -24,7 +24,13 @@ from ..errors import EXIT_OK, UsageError
 from ..inputs.config import load_config
 from ..inputs.dataset import format_for, load_dataset
 from ..inputs.dataset_writer import append_row
-from ..inputs.new_row import NewRow, failed_attempt, plan_row
+from ..inputs.new_row import (
+    NewRow,
+    expected_text_of,
+    expected_value,
+    failed_attempt,
+    plan_row,
+)
 from ..report.added_row import AddedRow, added_lines
 from ..store.artifact import write_text_atomic
 from ..store.results import AuditedResult, read_run_or_result
@@ -47,7 +53,10 @@ def add_parser(commands: Any) -> None:
         help="a JSON file holding the input the agent failed on, or - for stdin",
     )
     parser.add_argument(
-        "--expected", required=True, help="the decision the input should get, e.g. deny"
+        "--expected",
+        default=None,
+        help="the decision the input should get, e.g. deny; a structured one as a JSON object; "
+        "none for a task its environment scores",
     )
     parser.add_argument("--id", default=None, help="the new row's id (default: the next one)")
     parser.add_argument(
@@ -101,7 +110,7 @@ def handle(args: argparse.Namespace) -> int:
     for message in loaded.warnings:
         warn(message)
     config = loaded.config
-    dataset = load_dataset(config.dataset, config.must_not_break_tags)
+    dataset = load_dataset(config.dataset, config.must_not_break_tags, config.scoring)
     value, origin = _failing_input(args)
     planned = plan_row(
         dataset,
@@ -124,6 +133,7 @@ def handle(args: argparse.Namespace) -> int:
         format_for(path),
         planned.record,
         config.must_not_break_tags,
+        config.scoring,
     )
     if not args.dry_run:
         _replace(path, appended.data)
@@ -133,7 +143,7 @@ def handle(args: argparse.Namespace) -> int:
         id=planned.id,
         dataset=str(path),
         line=appended.line,
-        expected=args.expected,
+        expected=expected_text_of(planned.record.get("expected")),
         must_not_break=planned.must_not_break,
         marked=args.must_not_break,
         protecting_tags=planned.protecting_tags,
@@ -188,13 +198,13 @@ def _failing_input(args: argparse.Namespace) -> tuple[Json, str | None]:
             hint="--row names the row in the run, --rows the dataset the run was recorded over",
         )
     run = _run_of(Path(args.from_run), Version(args.version))
-    source = load_dataset(Path(args.rows))
+    source = load_dataset(Path(args.rows), scoring=run.settings.scoring)
     failed = failed_attempt(
         run,
         source,
         args.row,
         attempt=args.attempt,
-        expected=args.expected,
+        expected=expected_text_of(expected_value(args.expected, run.settings.scoring)),
         where=args.from_run,
     )
     which = f"attempt {args.attempt} of" if args.attempt is not None else "the attempts of"

@@ -38,7 +38,7 @@ def load_inputs(config_path: str) -> Inputs:
     for message in loaded.warnings:
         warn(message)
     config = loaded.config
-    dataset = load_dataset(config.dataset, config.must_not_break_tags)
+    dataset = load_dataset(config.dataset, config.must_not_break_tags, config.scoring)
     return Inputs(config, dataset)
 
 

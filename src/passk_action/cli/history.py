@@ -66,7 +66,10 @@ def handle(args: argparse.Namespace) -> int:
     history = history_at(config.path.parent, config.baseline.artifact, args.base, last=args.last)
     ids: list[str] | None
     try:
-        ids = [row.id for row in load_dataset(config.dataset, config.must_not_break_tags).rows]
+        ids = [
+            row.id
+            for row in load_dataset(config.dataset, config.must_not_break_tags, config.scoring).rows
+        ]
     except DatasetError as exc:
         warn(f"the rows no baseline measured yet are not listed: {exc.one_line()}")
         ids = None

@@ -19,6 +19,7 @@ import difflib
 import functools
 import json
 import math
+import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +36,17 @@ from jsonschema.exceptions import ValidationError
 from ..core import values
 from ..core.cost import Price, Pricing
 from ..core.gate import GatePolicy
-from ..core.model import EvalSettings, Scoring
+from ..core.model import (
+    BY_ENVIRONMENT,
+    DEFAULT_THRESHOLD,
+    EXACT,
+    SET,
+    EvalSettings,
+    Extractor,
+    FieldRule,
+    Scoring,
+)
+from ..core.scoring import pointer_parts
 from ..core.sequential import DEFAULT_RULE, RuleSettings
 from ..errors import ConfigError, PasskError
 from .schema_errors import (
@@ -498,7 +509,8 @@ def _description(parts: tuple[str | int, ...]) -> str | None:
             prefix = schema.get("prefixItems", [])
             schema = prefix[part] if part < len(prefix) else schema.get("items", {})
         else:
-            props = schema.get("properties", {})
+            # A rule written either way (``amount: set`` or a mapping) keeps its keys in "else".
+            props = schema.get("properties") or schema.get("else", {}).get("properties", {})
             schema = props[part] if part in props else schema.get("additionalProperties", {})
         if isinstance(schema, Mapping) and "description" in schema:
             found = str(schema["description"])
@@ -545,7 +557,7 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
         dataset=base / doc["dataset"],
         k=int(doc.get("k", DEFAULT_K)),
         concurrency=int(doc.get("concurrency", DEFAULT_CONCURRENCY)),
-        scoring=Scoring(normalize=tuple(doc.get("scoring", {}).get("normalize", ()))),
+        scoring=_scoring(doc.get("scoring", {}), f"{name}: scoring"),
         agent=agent,
         baseline=BaselineConfig(
             artifact=base / baseline_doc.get("artifact", DEFAULT_ARTIFACT),
@@ -601,6 +613,116 @@ def _rule(gate_doc: Mapping[str, Any], confirm: ConfirmConfig, name: str) -> Rul
             hint="see docs/gate-rule.md; `passk plan --false-block 0.05 --miss 0.1` suggests "
             "settings",
         ) from exc
+
+
+def _scoring(doc: Mapping[str, Any], where: str) -> Scoring:
+    """The schema-valid ``scoring`` section, every rule checked: a regex that compiles with one
+    group, a JSON pointer, tolerances by ``core/values.py``, and keys that fit together."""
+    by = str(doc.get("by", "expected"))
+    fields = tuple(
+        _field_rule(name, rule, f"{where}.fields.{name}")
+        for name, rule in doc.get("fields", {}).items()
+    )
+    extract = _extractor(doc["extract"], f"{where}.extract") if "extract" in doc else None
+    if by == BY_ENVIRONMENT and (fields or extract is not None):
+        raise ConfigError(
+            f"{'fields' if fields else 'extract'} does not apply when scoring.by is environment",
+            where=f"{where}.{'fields' if fields else 'extract'}",
+            hint="the environment scores each task from the outcome the agent reports; "
+            "remove the key, or score decisions with by: expected",
+        )
+    threshold = DEFAULT_THRESHOLD
+    if "threshold" in doc:
+        if by != BY_ENVIRONMENT:
+            raise ConfigError(
+                "applies only when scoring.by is environment",
+                where=f"{where}.threshold",
+                hint="add `by: environment` (the agent reports a score per task) or remove it",
+            )
+        threshold = _ruled(
+            doc["threshold"],
+            values.finite,
+            "a finite number",
+            f"{where}.threshold",
+            "a reported score at or above it is a success, e.g. 1.0",
+        )
+    return Scoring(
+        normalize=tuple(doc.get("normalize", ())),
+        fields=fields,
+        extract=extract,
+        checks=str(doc.get("checks", "reported")),
+        by=by,
+        threshold=threshold,
+    )
+
+
+def _field_rule(name: str, doc: Any, where: str) -> FieldRule:
+    """One field's rule; the shorthand ``amount: set`` is ``{compare: set}``."""
+    if isinstance(doc, str):
+        return FieldRule(name, compare=doc)
+    compare = str(doc.get("compare", EXACT))
+    tolerance = doc.get("tolerance")
+    relative = doc.get("relative_tolerance")
+    if compare == SET and (tolerance is not None or relative is not None):
+        raise ConfigError(
+            "a tolerance applies to single numbers, not to a list compared as a set",
+            where=f"{where}.{'tolerance' if tolerance is not None else 'relative_tolerance'}",
+            hint="use compare: exact or any_of with a tolerance",
+        )
+    normalize = doc.get("normalize")
+    return FieldRule(
+        name,
+        compare=compare,
+        normalize=None if normalize is None else tuple(normalize),
+        tolerance=None
+        if tolerance is None
+        else _ruled(
+            tolerance,
+            values.tolerance,
+            values.TOLERANCE_TEXT,
+            f"{where}.tolerance",
+            "how far from the expected number an answer may be, e.g. 0.01",
+        ),
+        relative_tolerance=None
+        if relative is None
+        else _ruled(
+            relative,
+            values.relative_tolerance,
+            values.RELATIVE_TOLERANCE_TEXT,
+            f"{where}.relative_tolerance",
+            "a share of the expected number, e.g. 0.02 for 2%",
+        ),
+    )
+
+
+def _extractor(doc: Mapping[str, Any], where: str) -> Extractor:
+    if "json_pointer" in doc:
+        pointer = str(doc["json_pointer"])
+        if pointer_parts(pointer) is None:
+            raise ConfigError(
+                f"{pointer!r} is not a JSON pointer",
+                where=f"{where}.json_pointer",
+                hint='start it with "/" (e.g. /decision/action; ~1 stands for "/", ~0 for "~"),'
+                ' or "" for the whole answer',
+            )
+        return Extractor(json_pointer=pointer)
+    pattern = str(doc["regex"])
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as exc:
+        at = f" at position {exc.pos}" if exc.pos is not None else ""
+        raise ConfigError(
+            f"{pattern!r} does not compile: {exc.msg}{at}",
+            where=f"{where}.regex",
+            hint="write a Python regular expression; in YAML, single quotes keep backslashes",
+        ) from exc
+    if groups != 1:
+        raise ConfigError(
+            f"{pattern!r} has {groups} groups; it needs exactly one, around the decision",
+            where=f"{where}.regex",
+            hint="e.g. 'DECISION: (\\w+)'; make other groups non-capturing with (?:...)",
+        )
+    return Extractor(regex=pattern)
 
 
 def _limit(doc: Mapping[str, Any], key: str, name: str) -> float | None:

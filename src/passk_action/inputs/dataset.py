@@ -5,7 +5,13 @@ Every row has the same fields in every format:
 - ``id``: a non-empty string, unique in the file (an unquoted number is an
   error: ``007`` and ``7`` must not silently become the same row);
 - ``input``: any JSON value, passed to the agent as is;
-- ``expected``: the expected decision, a non-empty string;
+- ``expected``: the expected decision: a non-empty string, or with
+  ``scoring.fields`` a JSON object naming some of those fields (each value
+  fit for its field's rule); absent when ``scoring.by`` is ``environment``
+  (the agent reports each task's outcome);
+- ``expected_checks``: optional object of the intermediate checks the row
+  expects, name -> value (a string, or any JSON value: an ordered list of
+  tool calls is one check);
 - ``tags``: optional list of strings;
 - ``must_not_break``: optional true/false, the row's own mark;
 - ``cluster``: optional string grouping related rows (for clustered error bars).
@@ -20,7 +26,8 @@ Formats, chosen by file extension:
   ``rows`` holds that list.  Dates stay strings; ``yes``/``no`` are booleans
   (so ``expected: no`` must be quoted, which the error says).
 - ``.csv``: a header row naming the columns ``id``, ``input``, ``expected``
-  and optionally ``tags``, ``must_not_break``, ``cluster``.  ``tags`` are
+  and optionally ``tags``, ``must_not_break``, ``cluster``, ``expected_checks``
+  (a JSON object), ``expected`` holding a structured decision as JSON.  ``tags`` are
   separated by ``|`` (``refund|high-value``); ``must_not_break`` is one of
   true/false/1/0/yes/no or empty (false); an empty ``cluster`` means none.
   An ``input`` cell that starts with ``{`` or ``[`` is read as JSON, anything
@@ -45,7 +52,19 @@ from typing import Any
 
 import yaml
 
-from ..core.model import Dataset, Row, canonical_json, dataset_digest
+from ..core import values
+from ..core.model import (
+    ANY_OF,
+    SET,
+    Dataset,
+    ExpectedChecks,
+    Row,
+    Scoring,
+    canonical_json,
+    dataset_digest,
+    is_object_text,
+    object_text,
+)
 from ..errors import DatasetError
 from .config import (
     StrictYamlLoader,
@@ -56,7 +75,7 @@ from .config import (
 )
 from .schema_errors import describe_value, json_path
 
-FIELDS = ("id", "input", "expected", "tags", "must_not_break", "cluster")
+FIELDS = ("id", "input", "expected", "expected_checks", "tags", "must_not_break", "cluster")
 _FIELD_SET = frozenset(FIELDS)
 REQUIRED = ("id", "input", "expected")
 FORMATS = {"jsonl": "jsonl", "yaml": "yaml", "yml": "yaml", "csv": "csv"}
@@ -78,8 +97,14 @@ def format_for(path: Path) -> str:
     return fmt
 
 
-def load_dataset(path: Path, must_not_break_tags: Iterable[str] = ()) -> Dataset:
-    """Read the dataset at ``path``; rows with any of ``must_not_break_tags`` are must-not-break."""
+def load_dataset(
+    path: Path, must_not_break_tags: Iterable[str] = (), scoring: Scoring | None = None
+) -> Dataset:
+    """Read the dataset at ``path``; rows with any of ``must_not_break_tags`` are must-not-break.
+
+    ``scoring`` (the config's) says what an ``expected`` may be: a label, an
+    object of the fields it names, or none (the environment scores each task).
+    """
     fmt = format_for(path)
     data = read_input_file(
         path,
@@ -89,11 +114,15 @@ def load_dataset(path: Path, must_not_break_tags: Iterable[str] = ()) -> Dataset
         directory_hint=_FORMATS_HINT,
         unreadable="the dataset",
     )
-    return parse_dataset(data, str(path), fmt, must_not_break_tags)
+    return parse_dataset(data, str(path), fmt, must_not_break_tags, scoring)
 
 
 def parse_dataset(
-    data: bytes, source: str, fmt: str, must_not_break_tags: Iterable[str] = ()
+    data: bytes,
+    source: str,
+    fmt: str,
+    must_not_break_tags: Iterable[str] = (),
+    scoring: Scoring | None = None,
 ) -> Dataset:
     """Parse a dataset's bytes; ``source`` names it in messages and in ``Dataset.source``.
 
@@ -105,10 +134,11 @@ def parse_dataset(
     text = decode_text(data, source, DatasetError)
     records = {"jsonl": _jsonl_records, "yaml": _yaml_records, "csv": _csv_records}[kind]
     tags = frozenset(must_not_break_tags)
+    rules = scoring or Scoring()
     rows: list[Row] = []
     first_line: dict[str, int] = {}
-    for line, record in records(text, source):
-        row = _make_row(record, line, source, tags)
+    for line, record in records(text, source, rules):
+        row = _make_row(record, line, source, tags, rules)
         # By id, not by line: YAML flow style and aliases put two rows on one line.
         if row.id in first_line:
             raise DatasetError(
@@ -197,21 +227,24 @@ def _parse_json(text: str, where: str, what: str, hint: str) -> Any:
 # ------------------------------------------------------------------------ formats
 
 
-def _jsonl_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
+def _jsonl_records(text: str, source: str, scoring: Scoring) -> Iterator[tuple[int, Any]]:
     # Split on "\n" only: str.splitlines() also splits on U+2028 and friends,
     # which may appear inside JSON strings and would shift every line number.
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        yield number, _parse_json(
-            line,
-            f"{source}:{number}",
-            "the line",
-            'write one JSON object per line, e.g. {"id": "r1", "input": ..., "expected": ...}',
+        yield (
+            number,
+            _parse_json(
+                line,
+                f"{source}:{number}",
+                "the line",
+                'write one JSON object per line, e.g. {"id": "r1", "input": ..., "expected": ...}',
+            ),
         )
 
 
-def _yaml_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
+def _yaml_records(text: str, source: str, scoring: Scoring) -> Iterator[tuple[int, Any]]:
     loader = StrictYamlLoader(text)
     try:
         root = loader.get_single_node()
@@ -275,7 +308,7 @@ def _yaml_row_nodes(root: yaml.Node, source: str) -> list[yaml.Node]:
     )
 
 
-def _csv_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
+def _csv_records(text: str, source: str, scoring: Scoring) -> Iterator[tuple[int, Any]]:
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
     header_line = 1
@@ -296,7 +329,7 @@ def _csv_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
         if not cells or (len(cells) == 1 and not cells[0].strip()):
             continue
         if header is None:
-            header, header_line = _csv_header(cells, source, start), start
+            header, header_line = _csv_header(cells, source, start, scoring), start
             continue
         if len(cells) != len(header):
             raise DatasetError(
@@ -304,10 +337,13 @@ def _csv_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
                 where=f"{source}:{start}",
                 hint="quote cells that contain commas, quotes or line breaks",
             )
-        yield start, _csv_record(dict(zip(header, cells, strict=True)), f"{source}:{start}")
+        yield (
+            start,
+            _csv_record(dict(zip(header, cells, strict=True)), f"{source}:{start}", scoring),
+        )
 
 
-def _csv_header(cells: list[str], source: str, line: int) -> list[str]:
+def _csv_header(cells: list[str], source: str, line: int, scoring: Scoring) -> list[str]:
     where = f"{source}:{line}"
     names = [cell.strip() for cell in cells]
     for name in names:
@@ -320,19 +356,35 @@ def _csv_header(cells: list[str], source: str, line: int) -> list[str]:
             raise DatasetError(
                 f"the column {_show(name)} appears twice", where=where, hint="remove one of them"
             )
-    missing = [name for name in REQUIRED if name not in names]
+    required = REQUIRED if not scoring.by_environment else ("id", "input")
+    missing = [name for name in required if name not in names]
     if missing:
         raise DatasetError(
             f"the header has no {_show(missing[0])} column",
             where=where,
-            hint="the first row must name the columns, at least id,input,expected",
+            hint=f"the first row must name the columns, at least {','.join(required)}",
         )
     return names
 
 
-def _csv_record(cells: dict[str, str], where: str) -> dict[str, Any]:
+def _csv_record(cells: dict[str, str], where: str, scoring: Scoring) -> dict[str, Any]:
     """Turn CSV cells into the same record a JSONL line would give."""
-    record: dict[str, Any] = {"id": cells["id"], "expected": cells["expected"]}
+    record: dict[str, Any] = {"id": cells["id"]}
+    if "expected" in cells and not (scoring.by_environment and not cells["expected"].strip()):
+        expected = cells["expected"]
+        if scoring.fields and expected.lstrip().startswith("{"):
+            record["expected"] = _parse_json(
+                expected, where, "the expected cell", "a structured decision is a JSON object"
+            )
+        else:
+            record["expected"] = expected
+    if cells.get("expected_checks", "").strip():
+        record["expected_checks"] = _parse_json(
+            cells["expected_checks"],
+            where,
+            "the expected_checks cell",
+            'write the checks as a JSON object, e.g. {"damage": "found"}',
+        )
     raw_input = cells["input"]
     if raw_input.lstrip().startswith(("{", "[")):
         record["input"] = _parse_json(
@@ -362,7 +414,9 @@ def _csv_record(cells: dict[str, str], where: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------- rows
 
 
-def _make_row(record: Any, line: int, source: str, must_not_break_tags: frozenset[str]) -> Row:
+def _make_row(
+    record: Any, line: int, source: str, must_not_break_tags: frozenset[str], scoring: Scoring
+) -> Row:
     where = f"{source}:{line}"
     if not isinstance(record, dict):
         raise DatasetError(
@@ -377,20 +431,12 @@ def _make_row(record: Any, line: int, source: str, must_not_break_tags: frozense
         )
     row_id = _row_id(record, where)
     label = f"row {_show(row_id)}"
-    for key in ("input", "expected"):
-        if key not in record:
-            raise DatasetError(
-                f"{label} has no {key!r}",
-                where=where,
-                hint="every row needs id, input and expected",
-            )
-    expected = record["expected"]
-    if not isinstance(expected, str) or not expected.strip():
+    if "input" not in record:
         raise DatasetError(
-            f"{label}: 'expected' must be a non-empty string, got {describe_value(expected)}",
-            where=where,
-            hint=_string_hint(expected, "the expected decision, e.g. approve"),
+            f"{label} has no 'input'", where=where, hint="every row needs id, input and expected"
         )
+    expected = _expected(record, label, where, scoring)
+    expected_checks = _expected_checks(record.get("expected_checks"), label, where)
     tags = _tags(record.get("tags"), label, where)
     marked = record.get("must_not_break", False)
     if not isinstance(marked, bool):
@@ -415,7 +461,112 @@ def _make_row(record: Any, line: int, source: str, must_not_break_tags: frozense
         marked=marked,
         cluster=cluster,
         line=line,
+        expected_checks=expected_checks,
     )
+
+
+def _expected(record: dict[str, Any], label: str, where: str, scoring: Scoring) -> str | None:
+    """The row's expected decision as the rules take it: a label, an object's text, or None."""
+    if scoring.by_environment:
+        if "expected" in record:
+            older = ' (rows `passk import` wrote before expect "pass")'
+            raise DatasetError(
+                f"{label} has 'expected', but scoring.by is environment: the environment "
+                "scores each task",
+                where=where,
+                hint='remove expected; the agent reports "correct" or a "score" per task'
+                + (older if record["expected"] == "pass" else ""),
+            )
+        return None
+    if "expected" not in record:
+        raise DatasetError(
+            f"{label} has no 'expected'",
+            where=where,
+            hint="every row needs id, input and expected (or set scoring.by: environment "
+            "when the agent's environment scores each task)",
+        )
+    expected = record["expected"]
+    if scoring.structured:
+        return _structured_expected(expected, label, where, scoring)
+    if isinstance(expected, dict) or (isinstance(expected, str) and is_object_text(expected)):
+        raise DatasetError(
+            f"{label}: 'expected' is a JSON object, and scoring.fields names no fields",
+            where=where,
+            hint="list the decision's fields and their rules under scoring.fields in passk.yml, "
+            "e.g. `fields: {action: exact, amount: {tolerance: 0.01}}`",
+        )
+    if not isinstance(expected, str) or not expected.strip():
+        raise DatasetError(
+            f"{label}: 'expected' must be a non-empty string, got {describe_value(expected)}",
+            where=where,
+            hint=_string_hint(expected, "the expected decision, e.g. approve"),
+        )
+    return expected
+
+
+def _structured_expected(expected: Any, label: str, where: str, scoring: Scoring) -> str:
+    """An expected object (fields the rules name, each value fit for its rule) as its text."""
+    names = [f.name for f in scoring.fields]
+    if not isinstance(expected, dict) or not expected:
+        raise DatasetError(
+            f"{label}: 'expected' must be an object of the decision's fields "
+            f"({', '.join(names)}), got {describe_value(expected)}",
+            where=where,
+            hint='e.g. {"' + names[0] + '": ...}; scoring.fields in passk.yml names the fields',
+        )
+    for name, value in expected.items():
+        rule = scoring.field(name)
+        if rule is None:
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            raise DatasetError(
+                f"{label}: expected.{name} is a field the scoring rules do not know",
+                where=where,
+                hint=(f"did you mean {close[0]!r}? " if close else "")
+                + f"scoring.fields names {', '.join(names)}; add it there, or fix the row",
+            )
+        options = value if rule.compare in (ANY_OF, SET) else [value]
+        if rule.compare in (ANY_OF, SET) and (not isinstance(value, list) or not value):
+            what = "the values that count as right" if rule.compare == ANY_OF else "the set's items"
+            raise DatasetError(
+                f"{label}: expected.{name} must be a non-empty list of {what} "
+                f"(scoring.fields.{name} is {rule.compare}), got {describe_value(value)}",
+                where=where,
+                hint=f'e.g. "{name}": ["high", "urgent"]',
+            )
+        if rule.numeric:
+            bad = next(
+                (o for o in options if isinstance(o, bool) or values.finite(o) is None), None
+            )
+            if bad is not None or not options:
+                raise DatasetError(
+                    f"{label}: expected.{name} is {describe_value(bad)}, but "
+                    f"scoring.fields.{name} has a tolerance, which compares numbers",
+                    where=where,
+                    hint="write the number without quotes, or remove the tolerance",
+                )
+    return object_text(expected)
+
+
+def _expected_checks(value: Any, label: str, where: str) -> ExpectedChecks:
+    """The row's optional ``expected_checks``: name -> a string or any JSON value but null."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise DatasetError(
+            f"{label}: 'expected_checks' must be an object of check names and values, "
+            f"got {describe_value(value)}",
+            where=where,
+            hint='e.g. {"damage": "found", "tools": ["lookup_order", "refund"]}',
+        )
+    for name, expected in value.items():
+        if not name or expected is None:
+            raise DatasetError(
+                f"{label}: expected_checks has "
+                + ("an empty check name" if not name else f"no value for {name!r}"),
+                where=where,
+                hint="name each check as the agent reports it, with the value it should have",
+            )
+    return tuple(value.items())
 
 
 def _row_id(record: dict[str, Any], where: str) -> str:
@@ -452,8 +603,10 @@ def _tags(value: Any, label: str, where: str) -> tuple[str, ...]:
         return ()
     if isinstance(value, list) and all(isinstance(t, str) and t for t in value):
         return tuple(value)
-    bad = value if not isinstance(value, list) else next(
-        t for t in value if not isinstance(t, str) or not t
+    bad = (
+        value
+        if not isinstance(value, list)
+        else next(t for t in value if not isinstance(t, str) or not t)
     )
     raise DatasetError(
         f"{label}: 'tags' must be a list of non-empty strings, found {describe_value(bad)}",

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from ..core.model import Json
+from ..core.model import Json, Scoring
 from ..errors import DatasetError
 from .config import StrictYamlLoader
 from .dataset import FIELDS, TAG_SEPARATOR, parse_dataset
@@ -56,6 +56,7 @@ def append_row(
     fmt: str,
     record: dict[str, Json],
     must_not_break_tags: Iterable[str] = (),
+    scoring: Scoring | None = None,
 ) -> Appended:
     """``data`` (the dataset ``source``, in format ``fmt``) with ``record`` appended.
 
@@ -63,7 +64,7 @@ def append_row(
     the row cannot be appended in the file's own layout.
     """
     tags = tuple(must_not_break_tags)
-    before = parse_dataset(data, source, fmt, tags)
+    before = parse_dataset(data, source, fmt, tags, scoring)
     text = data.decode("utf-8")  # valid: the loader read it; a BOM stays a character
     bom = BOM if text.startswith(BOM) else ""
     body = text[len(bom) :]
@@ -76,7 +77,7 @@ def append_row(
     new_body, row_text = writers[fmt](body, record, newline, source)
     new_data = (bom + new_body).encode("utf-8")
     try:
-        after = parse_dataset(new_data, source, fmt, tags)
+        after = parse_dataset(new_data, source, fmt, tags, scoring)
     except DatasetError as exc:
         raise DatasetError(
             f"{_CANNOT}: the new row would read back as an error ({exc.message})",
@@ -93,13 +94,11 @@ def append_row(
 
 def _content(record: dict[str, Json]) -> dict[str, Json]:
     """``record`` as :meth:`Row.content` states a row (the loader's defaults filled in)."""
-    out = {
-        "id": record["id"],
-        "input": record["input"],
-        "expected": record["expected"],
-        "tags": list(record.get("tags") or []),
-        "must_not_break": bool(record.get("must_not_break", False)),
-    }
+    out = {"id": record["id"], "input": record["input"]}
+    if record.get("expected") is not None:
+        out["expected"] = record["expected"]
+    out["tags"] = list(record.get("tags") or [])
+    out["must_not_break"] = bool(record.get("must_not_break", False))
     if record.get("cluster") is not None:
         out["cluster"] = record["cluster"]
     return out

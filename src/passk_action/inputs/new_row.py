@@ -11,7 +11,10 @@ flag or the dataset line and the fix:
   one row, its label edited in place;
 - the expected decision is one some row already expects (a typo in a
   must-not-break row's label would block every pull request, and relabeling
-  it later is a protected change), unless ``new_label`` says it is new;
+  it later is a protected change), unless ``new_label`` says it is new; a
+  structured decision is a JSON object of the fields ``scoring.fields``
+  names (the dataset's loader checks them on reading the row back), and a
+  task its environment scores has none;
 - a row taken from a run is the input that run measured (same input
   digest), and a named attempt did get it wrong.
 
@@ -21,13 +24,24 @@ Pure: the dataset and run are already loaded; the bytes are written by
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..core.classify import normalize
-from ..core.model import Attempt, Dataset, Json, Row, Run, Scoring, canonical_json, sha256_hex
+from ..core.model import (
+    Attempt,
+    Dataset,
+    Json,
+    Row,
+    Run,
+    Scoring,
+    canonical_json,
+    object_text,
+    sha256_hex,
+)
+from ..core.scoring import decision_text, is_correct, normalize
 from ..errors import UsageError
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
@@ -40,7 +54,8 @@ class NewRow:
     """What the user asked to add."""
 
     input: Json
-    expected: str
+    expected: str | None
+    """As given on the command line: a label, a JSON object's text, or None."""
     id: str | None = None
     tags: tuple[str, ...] = ()
     must_not_break: bool = False
@@ -78,20 +93,17 @@ def plan_row(
     new_label: bool = False,
 ) -> PlannedRow:
     """Check ``new`` against ``dataset`` and give the row to append; UsageError if it cannot be."""
-    expected = new.expected
-    if not expected.strip():
-        raise UsageError(
-            "the expected decision is empty", where="--expected", hint="e.g. --expected deny"
-        )
     scoring = scoring or Scoring()
-    labels = sorted({row.expected for row in dataset.rows})
-    known = {normalize(label, scoring) for label in labels}
-    if not new_label and normalize(expected, scoring) not in known:
-        raise UsageError(
-            f"no row expects {expected!r}; the dataset's decisions are {_listed(labels)}",
-            where="--expected",
-            hint="check the spelling, or pass --new-label if it is a decision no row has yet",
-        )
+    expected = expected_value(new.expected, scoring)
+    if isinstance(expected, str):
+        labels = sorted({row.expected for row in dataset.rows if row.expected is not None})
+        known = {normalize(label, scoring) for label in labels}
+        if not new_label and normalize(expected, scoring) not in known:
+            raise UsageError(
+                f"no row expects {expected!r}; the dataset's decisions are {_listed(labels)}",
+                where="--expected",
+                hint="check the spelling, or pass --new-label if it is a decision no row has yet",
+            )
     by_id = dataset.by_id()
     if new.id is not None and new.id in by_id:
         raise UsageError(
@@ -113,7 +125,9 @@ def plan_row(
         if not tag.strip():
             raise UsageError("a tag is empty", where="--tag", hint="e.g. --tag production")
     row_id, generated = (new.id, None) if new.id is not None else next_id(dataset.rows, wanted)
-    record: dict[str, Json] = {"id": row_id, "input": new.input, "expected": expected}
+    record: dict[str, Json] = {"id": row_id, "input": new.input}
+    if expected is not None:
+        record["expected"] = expected
     if tags:
         record["tags"] = list(tags)
     if new.must_not_break:
@@ -128,6 +142,48 @@ def plan_row(
         must_not_break=new.must_not_break or bool(protecting),
         protecting_tags=protecting,
     )
+
+
+def expected_value(given: str | None, scoring: Scoring) -> Json:
+    """``--expected`` as the dataset states it: a label, a JSON object, or None (a task its
+    environment scores); UsageError when it does not fit the scoring rules."""
+    if scoring.by_environment:
+        if given is not None:
+            raise UsageError(
+                "scoring.by is environment: a task its environment scores has no expected decision",
+                where="--expected",
+                hint="leave --expected out",
+            )
+        return None
+    if given is None or not given.strip():
+        raise UsageError(
+            "the expected decision is missing"
+            if given is None
+            else "the expected decision is empty",
+            where="--expected",
+            hint="e.g. --expected deny, or a JSON object of the decision's fields, "
+            '--expected \'{"action": "refund", "amount": 120}\'',
+        )
+    if not scoring.structured:
+        return given
+    try:
+        value = json.loads(given)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise UsageError(
+            "a structured decision is a JSON object of the fields scoring.fields names",
+            where="--expected",
+            hint='e.g. --expected \'{"action": "refund", "amount": 120}\'',
+        )
+    return value
+
+
+def expected_text_of(value: Json) -> str | None:
+    """The expected value as rows hold it in memory (a JSON object as its canonical text)."""
+    if isinstance(value, dict):
+        return object_text(value)
+    return None if value is None else str(value)
 
 
 def next_id(rows: Sequence[Row], input_json: bytes) -> tuple[str, str]:
@@ -168,7 +224,7 @@ def failed_attempt(
     row_id: str,
     *,
     attempt: int | None,
-    expected: str,
+    expected: str | None,
     where: str,
 ) -> FailedAttempt:
     """The input row ``row_id`` of ``run`` was measured on, from ``rows`` (its dataset).
@@ -209,12 +265,10 @@ def failed_attempt(
             where="--attempt",
             hint="name one of its attempts, or leave --attempt out",
         )
-    if chosen.decision is not None and normalize(chosen.decision, scoring) == normalize(
-        expected, scoring
-    ):
+    if chosen.decision is not None and is_correct(chosen.decision, expected, scoring):
         raise UsageError(
-            f"attempt {attempt} of row {row_id!r} answered {chosen.decision!r}, the expected "
-            "decision: it is not a failure",
+            f"attempt {attempt} of row {row_id!r} answered {decision_text(chosen.decision)!r}, "
+            "the expected decision: it is not a failure",
             where="--attempt",
             hint="name an attempt that answered otherwise, or check --expected",
         )
@@ -222,7 +276,9 @@ def failed_attempt(
 
 
 def _answer(attempt: Attempt) -> str:
-    return attempt.decision if attempt.decision is not None else f"error: {attempt.error}"
+    if attempt.decision is not None:
+        return decision_text(attempt.decision)
+    return f"error: {attempt.error}"
 
 
 def _answers(attempts: Sequence[Attempt]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.scoring import expected_text
 from .phrases import plain_id, plural
 
 
@@ -21,7 +22,8 @@ class AddedRow:
     id: str
     dataset: str
     line: int
-    expected: str
+    expected: str | None
+    """A label, a structured decision's canonical text, or None (its environment scores it)."""
     must_not_break: bool
     marked: bool
     """The row's own mark (``--must-not-break``), as opposed to a protecting tag."""
@@ -51,7 +53,7 @@ def added_lines(row: AddedRow, *, dry_run: bool = False) -> list[str]:
     what = "would add" if dry_run else "added"
     lines = [
         f"passk: {what} row {row_id} to {row.dataset} (line {row.line}): "
-        + ", ".join([f"expected {row.expected}", *marks])
+        + ", ".join([f"expected {expected_text(row.expected)}", *marks])
     ]
     if row.generated is not None:
         lines.append(f"passk: no --id given: {row_id} is {row.generated}")

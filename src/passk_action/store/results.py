@@ -49,8 +49,9 @@ RESULT_KIND = "passk-result"
 RESULT_SCHEMA_VERSION = 4
 """The result version passk writes.  4 lets a row's ``expected`` be a structured decision,
 carry ``expected_checks`` or be absent (a task its environment scores), beside version-3
-runs; 3 added the gated-row rule (``policy.rule``) and each gated row's ``verdict``; results of 1 and 2 were decided by what is now ``gate.rule: strict``
-and are audited with it.  Run artifacts keep their own version (``store/artifact.py``)."""
+runs; 3 added the gated-row rule (``policy.rule``) and each gated row's ``verdict``;
+results of 1 and 2 were decided by what is now ``gate.rule: strict`` and are audited with
+it.  Run artifacts keep their own version (``store/artifact.py``)."""
 LEGACY_RULE = RuleSettings(rule=STRICT)
 """The rule an older result (schema 1 or 2) was decided by."""
 
