@@ -193,7 +193,7 @@ def test_killed_by_signal_names_the_signal() -> None:
         ("not_json.py", "stdout is not one JSON object"),
         ("json_array.py", "must be a JSON object, got an array"),
         ("missing_decision.py", 'no "decision" key'),
-        ("nonstring_decision.py", '"decision" must be a string, got 1'),
+        ("nonstring_decision.py", "the decision must be a string, got a JSON number"),
         ("checks_not_object.py", '"checks" must be a JSON object'),
     ],
 )

@@ -62,8 +62,10 @@ def test_string_outcome_is_a_bare_decision(tmp_path: Path) -> None:
 
 
 def test_decision_with_checks_keeps_their_order(tmp_path: Path) -> None:
-    outcome = {"decision": "deny", "checks": {"return_window": "ok", "damage": "none",
-                                              "amount": "high"}}
+    outcome = {
+        "decision": "deny",
+        "checks": {"return_window": "ok", "damage": "none", "amount": "high"},
+    }
     done = run_agent(tmp_path, {"default": outcome}, req())
     assert done.returncode == 0
     answer = json.loads(done.stdout)
@@ -78,8 +80,12 @@ def test_version_list_then_star_then_default(tmp_path: Path) -> None:
     }
     answers = {
         (row, version): json.loads(run_agent(tmp_path, script, req(row, 1, version)).stdout)
-        for row, version in [("r-001", "baseline"), ("r-001", "candidate"),
-                             ("r-002", "baseline"), ("r-003", "candidate")]
+        for row, version in [
+            ("r-001", "baseline"),
+            ("r-001", "candidate"),
+            ("r-002", "baseline"),
+            ("r-003", "candidate"),
+        ]
     }
     assert answers == {
         ("r-001", "baseline"): {"decision": "approve"},
@@ -91,8 +97,10 @@ def test_version_list_then_star_then_default(tmp_path: Path) -> None:
 
 def test_attempt_n_plays_element_n_and_repeats_the_last(tmp_path: Path) -> None:
     script = {"rows": {"r-001": {"candidate": ["approve", "deny", "escalate"]}}}
-    got = [json.loads(run_agent(tmp_path, script, req(attempt=n)).stdout)["decision"]
-           for n in (1, 2, 3, 4, 9)]
+    got = [
+        json.loads(run_agent(tmp_path, script, req(attempt=n)).stdout)["decision"]
+        for n in (1, 2, 3, 4, 9)
+    ]
     assert got == ["approve", "deny", "escalate", "escalate", "escalate"]
 
 
@@ -138,15 +146,20 @@ def test_env_fills_in_what_the_request_lacks(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
     path.write_text(json.dumps({"rows": {"r-007": {"baseline": ["a", "b"]}}}))
     env = dict(os.environ, PASSK_ROW_ID="r-007", PASSK_VERSION="baseline", PASSK_ATTEMPT="2")
-    done = subprocess.run([sys.executable, "-m", MODULE, str(path)], input=b'{"input": {}}',
-                          capture_output=True, env=env, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-m", MODULE, str(path)],
+        input=b'{"input": {}}',
+        capture_output=True,
+        env=env,
+        timeout=30,
+    )
     assert json.loads(done.stdout) == {"decision": "b"}
 
 
 @pytest.mark.parametrize(
     ("script", "fragment"),
     [
-        ({"default": {"decision": 5}}, "decision must be a string"),
+        ({"default": {"decision": None}}, "decision must not be null"),
         ({"rows": {"r-001": {"candidate": []}}}, "non-empty list"),
         ({"rows": {"r-001": {"canddate": ["deny"]}}}, "canddate"),
         ({"default": {"decision": "deny", "crash": "x"}}, "exactly one"),
@@ -180,7 +193,9 @@ def test_log_records_every_request_including_hung_ones(tmp_path: Path) -> None:
         run_agent(tmp_path, script, req("r-002", 1), log=log, timeout=1.5)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(x["id"], x["attempt"], x["version"]) for x in lines] == [
-        ("r-001", 1, "candidate"), ("r-001", 2, "baseline"), ("r-002", 1, "candidate"),
+        ("r-001", 1, "candidate"),
+        ("r-001", 2, "baseline"),
+        ("r-002", 1, "candidate"),
     ]
     assert lines[0]["input"] == {"q": "r-001"}
 
@@ -191,8 +206,12 @@ def test_concurrent_log_lines_stay_whole(tmp_path: Path) -> None:
     path.write_text(json.dumps({"default": "approve"}))
     env = dict(os.environ, PASSK_SCRIPTED_LOG=str(log))
     procs = [
-        subprocess.Popen([sys.executable, "-m", MODULE, str(path)], stdin=subprocess.PIPE,
-                         stdout=subprocess.DEVNULL, env=env)
+        subprocess.Popen(
+            [sys.executable, "-m", MODULE, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=env,
+        )
         for _ in range(8)
     ]
     for n, proc in enumerate(procs, start=1):
@@ -205,12 +224,28 @@ def test_concurrent_log_lines_stay_whole(tmp_path: Path) -> None:
 
 
 def test_parse_script_in_process() -> None:
-    script = parse_script({
-        "rows": {"r-1": {"*": [{"sleep": 0, "then": {"crash": "x"}}, {"exit": 3},
-                               {"stdout": "?"}, {"hang": True}, "ok"]}},
-    })
+    script = parse_script(
+        {
+            "rows": {
+                "r-1": {
+                    "*": [
+                        {"sleep": 0, "then": {"crash": "x"}},
+                        {"exit": 3},
+                        {"stdout": "?"},
+                        {"hang": True},
+                        "ok",
+                    ]
+                }
+            },
+        }
+    )
     assert [outcome_for(script, "r-1", "baseline", n) for n in range(1, 7)] == [
-        Sleep(0.0, Crash("x")), Exit(3), RawStdout("?"), Hang(), Answer("ok"), Answer("ok"),
+        Sleep(0.0, Crash("x")),
+        Exit(3),
+        RawStdout("?"),
+        Hang(),
+        Answer("ok"),
+        Answer("ok"),
     ]
     with pytest.raises(UsageError, match="no outcome for row 'r-2'"):
         outcome_for(script, "r-2", "baseline", 1)

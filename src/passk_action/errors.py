@@ -99,6 +99,15 @@ class AgentCouldNotRun(AgentError):
         super().__init__(message, where=where, hint=hint)
 
 
+class UnreadableAnswers(ConfigError):
+    """The agent answered, and the scoring rules could read a decision from none of its answers.
+
+    The rules are wrong, not the agent (an extractor that matches nothing, a
+    structured decision the agent does not send): said once, with a sample
+    answer, and ``where`` names the scoring key to fix.
+    """
+
+
 def last_line(text: str) -> str:
     """The last non-blank line of ``text``, stripped ('' when there is none)."""
     for line in reversed(text.splitlines()):

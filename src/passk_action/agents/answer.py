@@ -14,12 +14,14 @@ outcome into the attempt recorded.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..core import values
 from ..core.model import Attempt, Json, Usage
+from ..core.scoring import BAD_OUTPUT as BAD_OUTPUT_CODE
+from ..core.scoring import MISSING, scored_attempt
 from .protocol import AttemptRequest
 
 DEFAULT_OUTPUT_CAP = 1 << 20
@@ -145,17 +147,53 @@ def _constant_outside_usage(obj: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Answer:
-    """A valid answer: the decision, its checks, what it spent, and what was ignored."""
+    """A valid answer: its decision as sent (any JSON value; ``MISSING`` when the answer has
+    none), the outcome it reported, its checks, what it spent, and what was ignored.
 
-    decision: str
+    The scoring rules read the decision from it when the attempt is recorded
+    (:func:`decided_attempt`).
+    """
+
+    decision: Json
     checks: tuple[tuple[str, str], ...] = ()
     usage: Usage | None = None
     warnings: tuple[str, ...] = ()
+    correct: Json = None
+    score: Json = None
+
+
+OUTCOME_KEYS = ("correct", "score")
+"""What an agent reports of a task its environment scored (``scoring.by: environment``)."""
+
+
+def _raw_decision(obj: dict[str, Any]) -> Json:
+    """The answer's ``decision`` as sent: a non-empty string, or any JSON value UTF-8 can store."""
+    if "decision" not in obj or obj["decision"] is None:
+        if any(obj.get(key) is not None for key in OUTCOME_KEYS):
+            return MISSING
+        if "decision" in obj:
+            raise BadOutput('"decision" must be a string or a JSON object, got null')
+        raise BadOutput('the answer has no "decision" key')
+    decision = obj["decision"]
+    if isinstance(decision, str):
+        if not decision.strip():
+            raise BadOutput('"decision" is empty')
+        return _storable(decision, '"decision"')
+    try:
+        _storable(compact_json(decision), '"decision"')
+    except RecursionError as exc:
+        raise BadOutput('"decision" is nested too deeply to store') from exc
+    except (ValueError, TypeError) as exc:
+        raise BadOutput(f'"decision" cannot be stored as JSON ({exc})') from exc
+    return decision
 
 
 def parse_output_object(obj: object) -> Answer:
-    """Validate a decoded answer; return its decision and checks in reported order.
+    """Validate a decoded answer; return its decision as sent and its checks in reported order.
 
+    The decision is any JSON value (a label, a structured decision, a text an
+    extractor reads); it may be absent when the answer reports an outcome
+    (``correct``, ``score``).  The scoring rules decide what it must be.
     Check values that are not strings are kept as their compact JSON text
     (``true`` -> ``"true"``) so every check compares as a string.  A
     malformed ``usage`` never costs the decision: what is wrong with it
@@ -164,14 +202,7 @@ def parse_output_object(obj: object) -> Answer:
     if not isinstance(obj, dict):
         kind = "an array" if isinstance(obj, list) else f"a {type(obj).__name__}"
         raise BadOutput(f"the answer must be a JSON object, got {kind}")
-    if "decision" not in obj:
-        raise BadOutput('the answer has no "decision" key')
-    decision = obj["decision"]
-    if not isinstance(decision, str):
-        raise BadOutput(f'"decision" must be a string, got {_preview(decision)}')
-    if not decision.strip():
-        raise BadOutput('"decision" is empty')
-    _storable(decision, '"decision"')
+    decision = _raw_decision(obj)
     raw_checks = obj.get("checks", {})
     if raw_checks is None:
         raw_checks = {}
@@ -182,7 +213,7 @@ def parse_output_object(obj: object) -> Answer:
         for name, value in raw_checks.items()
     )
     usage, warnings = parse_usage(obj.get("usage"))
-    return Answer(decision, checks, usage, warnings)
+    return Answer(decision, checks, usage, warnings, obj.get("correct"), obj.get("score"))
 
 
 USAGE_TOKENS = ("input_tokens", "output_tokens")
@@ -306,17 +337,49 @@ def error_attempt(request: AttemptRequest, reason: str, detail: str, duration_s:
 
 
 def decided_attempt(request: AttemptRequest, answer: Answer, duration_s: float) -> Attempt:
-    """An attempt whose answer passed :func:`parse_output_object`."""
-    return Attempt(
+    """An attempt whose answer passed :func:`parse_output_object`, read by the request's rules.
+
+    The decision is what ``request.scoring`` reads from the answer; an answer
+    it cannot read is a ``bad-output`` error attempt that keeps the answer
+    (``core/scoring.py``).  A reported outcome is kept when it is well formed
+    (``correct`` true or false, ``score`` a finite number); when the rules
+    score by it, a malformed one is the error.
+    """
+    correct = answer.correct if isinstance(answer.correct, bool) else None
+    score = None if isinstance(answer.score, bool) else values.finite(answer.score)
+    attempt = Attempt(
         row_id=request.row.id,
         number=request.number,
         phase=request.phase,
-        decision=answer.decision,
+        decision=None,
         checks=answer.checks,
         duration_s=duration_s,
         usage=answer.usage,
         warnings=answer.warnings,
+        correct=correct,
+        score=score,
     )
+    if request.scoring.by_environment:
+        for key, raw, kept in (
+            ("correct", answer.correct, correct),
+            ("score", answer.score, score),
+        ):
+            if raw is not None and kept is None:
+                want = "true or false" if key == "correct" else "a finite number"
+                reason = f'"{key}" must be {want}, got {_preview(raw)}'
+                return error_attempt(request, BAD_OUTPUT_CODE, reason, duration_s)
+    return scored_attempt(attempt, answer.decision, request.scoring)
+
+
+def map_strings(value: Json, change: Callable[[str], str]) -> Json:
+    """``value`` with ``change`` applied to every string in it (keys included), e.g. a mask."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [map_strings(v, change) for v in value]
+    if isinstance(value, dict):
+        return {change(k): map_strings(v, change) for k, v in value.items()}
+    return value
 
 
 def exception_detail(exc: BaseException) -> str:

@@ -62,6 +62,7 @@ from .answer import (
     BadOutput,
     decided_attempt,
     error_attempt,
+    map_strings,
     parse_output,
     request_message,
 )
@@ -450,7 +451,7 @@ class HttpAgent:
         # An endpoint that echoes the key into its answer must not get it stored.
         answer = replace(
             answer,
-            decision=mask(answer.decision),
+            decision=map_strings(answer.decision, mask),
             checks=tuple((mask(name), mask(value)) for name, value in answer.checks),
             warnings=tuple(mask(w) for w in answer.warnings),
             usage=(

@@ -12,16 +12,17 @@ is not an answer.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from ..core.model import Attempt, Phase, Row, Version
+from ..core.model import Attempt, Phase, Row, Scoring, Version
+from ..core.scoring import BAD_OUTPUT as BAD_OUTPUT
 
 # Reason codes stored in Attempt.error.  They are part of the artifact format:
-# renaming one breaks comparisons with recorded runs.
+# renaming one breaks comparisons with recorded runs.  BAD_OUTPUT (an answer that
+# breaks the protocol, or that the scoring rules cannot read) is core/scoring's.
 TIMEOUT = "timeout"
 EXIT_STATUS = "exit-status"
-BAD_OUTPUT = "bad-output"
 OUTPUT_TOO_LARGE = "output-too-large"
 SPAWN_FAILED = "spawn-failed"
 EXCEPTION = "exception"
@@ -38,12 +39,14 @@ SECRET_ENV = (
 
 @dataclass(frozen=True)
 class AttemptRequest:
-    """One attempt to make: which row, which attempt number, why, on which version."""
+    """One attempt to make: which row, which attempt number, why, on which version, and how
+    its answer is read (the scoring rules: an extractor, structured decisions, an outcome)."""
 
     row: Row
     number: int
     phase: Phase
     version: Version
+    scoring: Scoring = field(default_factory=Scoring)
 
 
 RetryAfters = Mapping[str, str]

@@ -18,8 +18,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
 from ..core.causes import Kind, cause, dominant_kind
-from ..core.model import Attempt, Phase, Version, split_error_detail
-from ..errors import AgentCouldNotRun, UsageError
+from ..core.model import Attempt, Phase, Scoring, Version, split_error_detail
+from ..core.scoring import unreadable_message
+from ..errors import AgentCouldNotRun, PasskError, UnreadableAnswers, UsageError
 from ..progress import Progress
 from .answer import error_attempt, exception_detail
 from .protocol import EXCEPTION, Agent, AttemptCancelled, AttemptRequest, Cancellable
@@ -91,18 +92,30 @@ class FirstAttemptsWatch:
 
     When the first ``window`` attempts to finish all failed with one
     :func:`failure_signature`, the agent is not being measured, it is not
-    running: :meth:`verdict` then returns the :class:`AgentCouldNotRun` to
-    raise.  One decision (right or wrong) or two different failures settle
-    it the other way for good.
+    running: :meth:`add` then returns the :class:`AgentCouldNotRun` to
+    raise, or, when the agent answered every time and the scoring rules
+    could read none of its answers alike (an extractor that matches
+    nothing), the :class:`UnreadableAnswers`.  One decision (right or wrong)
+    or two different failures settle it the other way for good.
     """
 
-    def __init__(self, window: int, version: Version | None = None) -> None:
+    def __init__(
+        self, window: int, version: Version | None = None, scoring: Scoring | None = None
+    ) -> None:
         self.window = window
         self.version = version
+        self.scoring = scoring or Scoring()
         self.settled = window <= 0
         self._seen: list[Attempt] = []
 
-    def add(self, attempt: Attempt) -> AgentCouldNotRun | None:
+    @classmethod
+    def of(cls, first: AttemptRequest | None, window: int) -> FirstAttemptsWatch:
+        """The watch of a run whose first request is ``first`` (its version, its rules)."""
+        if first is None:
+            return cls(window)
+        return cls(window, first.version, first.scoring)
+
+    def add(self, attempt: Attempt) -> PasskError | None:
         if self.settled:
             return None
         signature = failure_signature(attempt)
@@ -114,7 +127,16 @@ class FirstAttemptsWatch:
         if len(self._seen) < self.window:
             return None
         self.settled = True
+        if attempt.answered:
+            # The agent answered every time; the rules could read none of it.
+            return unreadable_answers(self._seen, self.scoring)
         return could_not_run(self._seen, self.version)
+
+
+def unreadable_answers(attempts: Sequence[Attempt], scoring: Scoring) -> UnreadableAnswers:
+    """The error for rules that read none of ``attempts``' answers, said once with a sample."""
+    key, message, hint = unreadable_message(attempts[0], len(attempts), scoring)
+    return UnreadableAnswers(message, where=key, hint=hint)
 
 
 def could_not_run(
@@ -220,8 +242,8 @@ class _Tries:
                 attempt = _run_once(self.agent, request)
             except AttemptCancelled:
                 return None
-            if attempt.valid or retry_index == self.retry.attempts:
-                break
+            if attempt.answered or retry_index == self.retry.attempts:
+                break  # a decision, or an answer the rules could not read: never retried
             note = _retry_note(attempt)
             notes.append(note)
             if self.on_retry is not None:
@@ -293,8 +315,8 @@ def run_attempts(
 
     - An error attempt is tried again up to ``retry.attempts`` times under the
       same number; the final :class:`Attempt` lists the earlier failures in
-      ``retries``.  A decision, right or wrong, is final: retrying wrong
-      answers would turn flips into passes.
+      ``retries``.  A decision, right or wrong, is final (so is an answer the
+      rules could not read): retrying wrong answers would turn flips into passes.
     - ``on_attempt`` (the journal) and ``progress`` are called from the
       calling thread only, one attempt at a time, as attempts finish.  If either
       raises, in-flight attempts are killed and the exception propagates.
@@ -360,10 +382,8 @@ def run_attempts(
         if progress is not None:
             progress.advance(attempt)
 
-    watch = FirstAttemptsWatch(
-        min(len(requests), 2 * concurrency) if fail_fast else 0,
-        requests[0].version if requests else None,
-    )
+    window = min(len(requests), 2 * concurrency) if fail_fast else 0
+    watch = FirstAttemptsWatch.of(requests[0] if requests else None, window)
     started = 0
 
     if progress is not None:

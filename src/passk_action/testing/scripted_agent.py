@@ -27,7 +27,11 @@ the row's behaviour.  An outcome is one of:
 
 - ``"deny"``: shorthand for ``{"decision": "deny"}``;
 - ``{"decision": "deny", "checks": {"return_window": "ok"}}``: a normal answer,
-  optionally with ``"usage": {"input_tokens": 812, ...}`` sent as it is;
+  optionally with ``"usage": {"input_tokens": 812, ...}`` sent as it is; the
+  decision may be any JSON value (``{"action": "refund", "amount": 120}``, a
+  text an extractor reads), and ``"correct"`` or ``"score"`` report the
+  outcome of a task its environment scores (then the decision is optional:
+  ``{"correct": true}``);
 - ``{"crash": "message"}``: raise an exception (traceback on stderr, exit 1);
 - ``{"exit": 3, "stderr": "text"}``: write ``stderr`` (optional), exit 3;
 - ``{"sleep": 2.5, "then": <outcome>}``: wait, then play ``then``;
@@ -66,10 +70,13 @@ class ScriptedCrash(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    decision: str
+    decision: Any
+    """Any JSON value; None: the answer has no decision (it reports an outcome)."""
     checks: tuple[tuple[str, str], ...] = ()
     usage: Any = None
     """Sent as the answer's ``usage`` exactly as scripted (a malformed one too)."""
+    outcome: tuple[tuple[str, Any], ...] = ()
+    """``correct`` and ``score`` as scripted, sent as they are."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,29 +125,50 @@ def parse_outcome(value: Any, where: str) -> Outcome:
     if isinstance(value, str):
         return Answer(value)
     if not isinstance(value, dict):
-        raise _fail(where, f"an outcome must be a string or an object, got {value!r}",
-                    'write e.g. "deny" or {"decision": "deny"}')
+        raise _fail(
+            where,
+            f"an outcome must be a string or an object, got {value!r}",
+            'write e.g. "deny" or {"decision": "deny"}',
+        )
     kinds = [k for k in ("decision", "crash", "exit", "sleep", "stdout", "hang") if k in value]
+    if not kinds and ("correct" in value or "score" in value):
+        kinds = ["decision"]  # an outcome reported without a decision
     if len(kinds) != 1:
-        raise _fail(where, f"an outcome needs exactly one of decision, crash, exit, sleep, "
-                    f"stdout, hang; got keys {sorted(value)}", "keep one kind per outcome")
+        raise _fail(
+            where,
+            f"an outcome needs exactly one of decision, crash, exit, sleep, "
+            f"stdout, hang; got keys {sorted(value)}",
+            "keep one kind per outcome",
+        )
     kind = kinds[0]
-    extras = {"decision": {"checks", "usage"}, "exit": {"stderr"}, "sleep": {"then"}}
+    extras = {
+        "decision": {"checks", "usage", "correct", "score"},
+        "exit": {"stderr"},
+        "sleep": {"then"},
+    }
     allowed = extras.get(kind, set())
     extra = sorted(set(value) - {kind} - allowed)
     if extra:
-        raise _fail(where, f"unknown key(s) {extra} in a {kind!r} outcome",
-                    "remove them; see the scripted_agent docstring for the format")
-    raw = value[kind]
+        raise _fail(
+            where,
+            f"unknown key(s) {extra} in a {kind!r} outcome",
+            "remove them; see the scripted_agent docstring for the format",
+        )
+    raw = value.get(kind)
     if kind == "decision":
         checks = value.get("checks", {})
-        if not isinstance(raw, str):
-            raise _fail(where, f"decision must be a string, got {raw!r}",
-                        'use {"stdout": ...} to script malformed output')
+        if raw is None and "decision" in value:
+            raise _fail(
+                where, "decision must not be null", 'use {"stdout": ...} to script malformed output'
+            )
         if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
-            raise _fail(where, "checks must be an object of string values",
-                        'write e.g. {"return_window": "ok"}')
-        return Answer(raw, tuple(checks.items()), value.get("usage"))
+            raise _fail(
+                where,
+                "checks must be an object of string values",
+                'write e.g. {"return_window": "ok"}',
+            )
+        outcome = tuple((k, value[k]) for k in ("correct", "score") if k in value)
+        return Answer(raw, tuple(checks.items()), value.get("usage"), outcome)
     if kind == "crash":
         return Crash(str(raw))
     if kind == "exit":
@@ -152,11 +180,15 @@ def parse_outcome(value: Any, where: str) -> Outcome:
         return Exit(raw, stderr)
     if kind == "sleep":
         if not isinstance(raw, (int, float)) or isinstance(raw, bool) or raw < 0:
-            raise _fail(where, f"sleep must be a non-negative number of seconds, got {raw!r}",
-                        'e.g. {"sleep": 2.5, "then": "deny"}')
+            raise _fail(
+                where,
+                f"sleep must be a non-negative number of seconds, got {raw!r}",
+                'e.g. {"sleep": 2.5, "then": "deny"}',
+            )
         if "then" not in value:
-            raise _fail(where, "a sleep outcome needs 'then'",
-                        'e.g. {"sleep": 2.5, "then": "deny"}')
+            raise _fail(
+                where, "a sleep outcome needs 'then'", 'e.g. {"sleep": 2.5, "then": "deny"}'
+            )
         return Sleep(float(raw), parse_outcome(value["then"], f"{where}.then"))
     if kind == "stdout":
         if not isinstance(raw, str):
@@ -183,16 +215,22 @@ def parse_script(data: Any, source: str = "<script>") -> Script:
     default = parse_outcome(data["default"], f"{source}: default") if "default" in data else None
     raw_rows = data.get("rows", {})
     if not isinstance(raw_rows, dict):
-        raise _fail(f"{source}: rows", "rows must be an object keyed by row id",
-                    'e.g. {"r-001": {"*": ["deny"]}}')
+        raise _fail(
+            f"{source}: rows",
+            "rows must be an object keyed by row id",
+            'e.g. {"r-001": {"*": ["deny"]}}',
+        )
     rows: dict[str, dict[str, tuple[Outcome, ...]]] = {}
     for row_id, entry in raw_rows.items():
         where = f"{source}: rows[{row_id!r}]"
         if isinstance(entry, list):
             entry = {"*": entry}
         if not isinstance(entry, dict):
-            raise _fail(where, "must be a list of outcomes or an object keyed by version",
-                        'e.g. {"baseline": ["deny"], "candidate": ["approve"]}')
+            raise _fail(
+                where,
+                "must be a list of outcomes or an object keyed by version",
+                'e.g. {"baseline": ["deny"], "candidate": ["approve"]}',
+            )
         bad = sorted(set(entry) - {"baseline", "candidate", "*"})
         if bad:
             raise _fail(where, f"unknown version key(s) {bad}", 'use "baseline", "candidate", "*"')
@@ -205,11 +243,15 @@ def load_script(path: str) -> Script:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except OSError as exc:
-        raise UsageError(f"cannot read the script: {exc.strerror}", where=path,
-                         hint="pass the path of a JSON script file") from exc
+        raise UsageError(
+            f"cannot read the script: {exc.strerror}",
+            where=path,
+            hint="pass the path of a JSON script file",
+        ) from exc
     except json.JSONDecodeError as exc:
-        raise UsageError(f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}",
-                         hint="fix the JSON syntax") from exc
+        raise UsageError(
+            f"not valid JSON: {exc.msg}", where=f"{path}:{exc.lineno}", hint="fix the JSON syntax"
+        ) from exc
     return parse_script(data, path)
 
 
@@ -219,9 +261,11 @@ def outcome_for(script: Script, row_id: str, version: str, attempt: int) -> Outc
     outcomes = entry.get(version) or entry.get("*")
     if outcomes is None:
         if script.default is None:
-            raise UsageError(f"no outcome for row {row_id!r} ({version}) and no default",
-                             where=script.source,
-                             hint=f'add rows["{row_id}"] or a "default" outcome')
+            raise UsageError(
+                f"no outcome for row {row_id!r} ({version}) and no default",
+                where=script.source,
+                hint=f'add rows["{row_id}"] or a "default" outcome',
+            )
         return script.default
     return outcomes[min(attempt, len(outcomes)) - 1]
 
@@ -231,8 +275,11 @@ def parse_request(text: str, env: Mapping[str, str]) -> tuple[dict[str, Any], st
     try:
         request = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"the request on stdin is not JSON: {exc.msg}", where="stdin",
-                         hint="passk writes one JSON object per attempt") from exc
+        raise UsageError(
+            f"the request on stdin is not JSON: {exc.msg}",
+            where="stdin",
+            hint="passk writes one JSON object per attempt",
+        ) from exc
     if not isinstance(request, dict):
         raise UsageError("the request on stdin must be a JSON object", where="stdin")
     row_id = request.get("id", env.get("PASSK_ROW_ID"))
@@ -244,9 +291,12 @@ def parse_request(text: str, env: Mapping[str, str]) -> tuple[dict[str, Any], st
     elif isinstance(attempt, str) and attempt.isdigit():
         number = int(attempt)
     if not isinstance(row_id, str) or not isinstance(version, str) or number < 1:
-        raise UsageError(f"the request needs id, version and a positive attempt, got "
-                         f"id={row_id!r} version={version!r} attempt={attempt!r}",
-                         where="stdin", hint="send {id, input, attempt, version}")
+        raise UsageError(
+            f"the request needs id, version and a positive attempt, got "
+            f"id={row_id!r} version={version!r} attempt={attempt!r}",
+            where="stdin",
+            hint="send {id, input, attempt, version}",
+        )
     return request, row_id, version, number
 
 
@@ -266,7 +316,9 @@ def play(outcome: Outcome, stdout: IO[bytes], stderr: IO[bytes]) -> int:
         time.sleep(outcome.seconds)
         outcome = outcome.then
     if isinstance(outcome, Answer):
-        answer: dict[str, Any] = {"decision": outcome.decision}
+        answer: dict[str, Any] = dict(outcome.outcome)
+        if outcome.decision is not None:
+            answer["decision"] = outcome.decision
         if outcome.checks:
             answer["checks"] = dict(outcome.checks)
         if outcome.usage is not None:
@@ -289,8 +341,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if len(args) != 1:
-            raise UsageError("expected exactly one argument, the script path",
-                             hint="python -m passk_action.testing.scripted_agent SCRIPT.json")
+            raise UsageError(
+                "expected exactly one argument, the script path",
+                hint="python -m passk_action.testing.scripted_agent SCRIPT.json",
+            )
         script = load_script(args[0])
         request, row_id, version, attempt = parse_request(sys.stdin.read(), os.environ)
         log_path = os.environ.get(LOG_ENV)
