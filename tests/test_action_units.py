@@ -440,6 +440,26 @@ def _rows(**edits: dict[str, Any]) -> list[dict[str, Any]]:
             None,
         ),
         (snapshot(BASE_CONFIG + "scoring: {normalize: [strip]}\n"), protect.SCORING_CHANGED, None),
+        (
+            snapshot(BASE_CONFIG + "scoring: {extract: {regex: '(approve|deny)'}}\n"),
+            protect.SCORING_RULES_CHANGED,
+            None,
+        ),
+        (
+            snapshot(BASE_CONFIG + "scoring: {fields: {a: set}}\n"),
+            protect.SCORING_RULES_CHANGED,
+            None,
+        ),
+        (
+            snapshot(BASE_CONFIG + "scoring: {checks: required}\n"),
+            protect.SCORING_RULES_CHANGED,
+            None,
+        ),
+        (
+            snapshot(rows=_rows(a={"expected_checks": {"damage": "found"}})),
+            protect.ROW_RELABELED,
+            "a",
+        ),
     ],
 )
 def test_each_protected_edit_is_found(head: ProtectedInputs, kind: str, row: str | None) -> None:
@@ -574,6 +594,60 @@ def test_the_gate_limits_and_prices_come_from_the_base() -> None:
     assert allowed.gate.policy.max_latency_p95_increase is None
     assert allowed.pricing == base.pricing and allowed.k == base.k
     assert allowed.gate.policy.block_on_any_regression == base.gate.policy.block_on_any_regression
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "details"),
+    [
+        (
+            "scoring: {by: environment, threshold: 1.0}",
+            "scoring: {by: environment, threshold: 0.5}",
+            ["scoring.threshold changes from 1.0 to 0.5"],
+        ),
+        (
+            "scoring: {checks: required}",
+            "scoring: {checks: reported}",
+            ['scoring.checks changes from "required" to none'],
+        ),
+        (
+            "scoring: {fields: {amount: {tolerance: 1}}}",
+            "scoring: {fields: {amount: {tolerance: 50}}}",
+            [
+                'scoring.fields changes from {"amount": {"compare": "exact", "tolerance": 1.0}} '
+                'to {"amount": {"compare": "exact", "tolerance": 50.0}}'
+            ],
+        ),
+        (
+            "scoring: {extract: {json_pointer: /decision}}",
+            "scoring: {extract: {json_pointer: /answer}, fields: {action: exact}}",
+            [
+                'scoring.extract changes from {"json_pointer": "/decision"} to '
+                '{"json_pointer": "/answer"}',
+                'scoring.fields changes from none to {"action": {"compare": "exact"}}',
+            ],
+        ),
+    ],
+)
+def test_any_scoring_rule_changed_is_a_protected_change(
+    base: str, head: str, details: list[str]
+) -> None:
+    """No order says which rules are stricter: every change decides which answers count."""
+    changes = protected_changes(
+        snapshot(BASE_CONFIG + base + "\n"), snapshot(BASE_CONFIG + head + "\n")
+    )
+    assert [(c.kind, c.detail) for c in changes] == [
+        (protect.SCORING_RULES_CHANGED, d) for d in details
+    ]
+    same = snapshot(BASE_CONFIG + base + "\n")
+    assert protected_changes(same, snapshot(BASE_CONFIG + base + "\n")) == ()
+
+
+def test_the_scoring_rules_come_from_the_base_unless_the_label_allows_the_head_s() -> None:
+    base = parse_config(BASE_CONFIG, Path("/repo/passk.yml")).config
+    head = parse_config(BASE_CONFIG + "scoring: {extract: {regex: '(approve|deny)'}}\n",
+                        Path("/repo/passk.yml")).config  # fmt: skip
+    assert effective_config(base, head).scoring == base.scoring
+    assert effective_config(base, head, allowed=True).scoring == head.scoring
 
 
 def test_strengthening_edits_are_not_protected_changes() -> None:

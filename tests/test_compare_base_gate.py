@@ -139,6 +139,24 @@ TRICKS: dict[str, tuple[list[Edit], dict[str, Any], list[tuple[str | None, str, 
             ),
         ],
     ),
+    # r1 now answers in a sentence, and the branch reads its answers with a regex.
+    "scoring loosened": (
+        [edit_config(lambda c: c.update(scoring={"extract": {"regex": "(approve|deny)"}}))],
+        {**RIGHT, "r1": ["I would approve it"]},
+        [
+            (
+                None,
+                "protected-change",
+                'scoring.extract changes from none to {"regex": "(approve|deny)"}',
+            ),
+            (
+                "r1",
+                "must-not-break",
+                "must-not-break row was stable-correct on the baseline and is stable-wrong on "
+                "the candidate (confirmed-regression)",
+            ),
+        ],
+    ),
     # r3 (not must-not-break) breaks, and the branch turns the regression block off.
     "gate setting loosened": (
         [edit_config(lambda c: c["gate"].update(block_on_any_regression=False))],
@@ -264,7 +282,10 @@ def test_the_same_branch_without_a_trick_passes_in_both(
     assert gate_section(report) == gate_section(action.summary)
 
 
-@pytest.mark.parametrize(("trick", "verdict"), [("label changed", 0), ("gate setting loosened", 1)])
+@pytest.mark.parametrize(
+    ("trick", "verdict"),
+    [("label changed", 0), ("scoring loosened", 0), ("gate setting loosened", 1)],
+)
 def test_the_allow_label_counts_on_the_laptop_as_on_the_pull_request(
     checkout: Checkout,  # noqa: F811
     fake: FakeGitHub,  # noqa: F811
@@ -275,8 +296,9 @@ def test_the_allow_label_counts_on_the_laptop_as_on_the_pull_request(
 ) -> None:
     edits, script, expected = TRICKS[trick]
     monkeypatch.chdir(checkout.repo)
-    # Allowed, r1's new label stands, so its new answer is right; the gate's settings
-    # still come from the base, so r3's regression still blocks.
+    # Allowed, r1's new label (or the new scoring rule that reads its new answer) stands,
+    # so its new answer is right; the other gate settings still come from the base, so
+    # r3's regression still blocks.
     head = checkout.head(script, apply=edits)
     action = checkout.run(fake, head, labels=(ALLOW,), base_ref="main")
     assert action.code == verdict, action.stdout

@@ -60,7 +60,9 @@ def run_comparison(
     recorded_candidate = None
     candidate_agent = None
     if measured is not None:
-        candidate_agent = RecordedAnswers(measured.run.attempts, measured.run.agent.description)
+        candidate_agent = RecordedAnswers(
+            measured.run.attempts, measured.run.agent.description, measured.run.settings.scoring
+        )
         if rerun.replay.candidate:
             workflow.warn(
                 "input `candidate-run` is ignored: the verdicts passk recorded for this commit "

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..core.model import Attempt, Phase
+from ..core.model import Attempt, Phase, Scoring
+from ..core.scoring import rescore_attempt
 from ..errors import AgentCouldNotRun
 from .protocol import AgentBase, AttemptRequest
 
@@ -25,14 +26,23 @@ NOT_MEASURED_HINT = (
 
 
 class RecordedAnswers(AgentBase):
-    """Answers each request with the recorded attempt of the same row, number and phase."""
+    """Answers each request with the recorded attempt of the same row, number and phase.
 
-    def __init__(self, attempts: Iterable[Attempt], description: str) -> None:
+    ``scoring`` names the rules the attempts were recorded under: each one is
+    read again under the request's (the gate's) rules from its recorded answer.
+    """
+
+    def __init__(
+        self, attempts: Iterable[Attempt], description: str, scoring: Scoring | None = None
+    ) -> None:
         self._recorded = {(a.row_id, a.number, a.phase): a for a in attempts}
         self.description = description
+        self._scoring = scoring
 
     def run(self, request: AttemptRequest) -> Attempt:
         found = self._recorded.get((request.row.id, request.number, request.phase))
+        if found is not None and self._scoring is not None:
+            return rescore_attempt(found, self._scoring, request.scoring)
         if found is not None:
             return found
         phase = "confirmation" if request.phase is Phase.CONFIRM else request.phase.value

@@ -117,7 +117,7 @@ def top_up(inputs: CompareInputs, rows: tuple[Row, ...], asker: Asker) -> list[A
             where=f"{config.path}: baseline.agent",
             hint="set baseline.agent, or record the baseline again with `passk baseline`",
         )
-    requests = main_requests(rows, config.settings.k, Version.BASELINE, set())
+    requests = main_requests(rows, config.settings, Version.BASELINE, set())
     attempts = asker.ask(requests, Version.BASELINE, fail_fast=True)
     raise_if_stopped(asker.session, "baseline top-up")
     return attempts
@@ -141,7 +141,7 @@ def remeasure(
             hint="record the baseline again at the base commit (`passk baseline`), "
             "or set baseline.when_stale: warn",
         )
-    requests = main_requests(dataset.rows, k, Version.BASELINE, set())
+    requests = main_requests(dataset.rows, config.settings, Version.BASELINE, set())
     # A base agent that cannot run stops after its first attempts, as every run does.
     fresh = asker.ask(requests, Version.BASELINE, fail_fast=True)
     raise_if_stopped(asker.session, "baseline re-measurement")

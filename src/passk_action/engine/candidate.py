@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core.model import AgentInfo, Phase, Run, Version
-from ..core.notes import MeasuredByPullRequest, Note, RecordedCandidate
+from ..core.notes import MeasuredByPullRequest, Note, RecordedCandidate, Rescored
 from ..errors import ArtifactError, ConfigError
 from ..report.notes import ids
 from .asking import Asker
-from .measuring import check_settings, measure
+from .measuring import check_settings, measure, scored_recording
 from .request import CompareInputs
 
 
@@ -34,8 +34,11 @@ def candidate_side(inputs: CompareInputs, asker: Asker) -> CandidateSide:
         # Replayed from passk's record of an earlier gate of this content.
         return CandidateSide(_measured_now(inputs, asker), notes=(MeasuredByPullRequest(0, 0),))
     if source.recorded is not None:
-        run = source.recorded
-        check_settings(run, config.settings, "--candidate", "candidate run")
+        check_settings(source.recorded, config.settings, "--candidate", "candidate run")
+        run, changed = scored_recording(source.recorded, config.scoring, "--candidate")
+        rescored: tuple[Note, ...] = ()
+        if run is not source.recorded:
+            rescored = (Rescored("the recorded candidate", len(run.attempts), changed),)
         # Decisions depend on a row's input alone (as for baseline reuse): a
         # recorded run still holds when only labels, tags or marks changed.
         recorded = {r.id: r.input_digest for r in run.rows}
@@ -48,7 +51,7 @@ def candidate_side(inputs: CompareInputs, asker: Asker) -> CandidateSide:
                 hint="run the candidate again on the current dataset",
             )
         made = sum(1 for a in run.attempts if a.phase is Phase.MAIN)
-        return CandidateSide(run, made, (RecordedCandidate(made),))
+        return CandidateSide(run, made, (RecordedCandidate(made), *rescored))
     return CandidateSide(_measured_now(inputs, asker))
 
 
@@ -138,4 +141,6 @@ def measured_main_attempts(run: Run, inputs: CompareInputs) -> Run:
             where=MEASURED,
             hint=REMEASURE,
         )
-    return replace(run, attempts=tuple(a for a in run.attempts if a.phase is Phase.MAIN))
+    main = replace(run, attempts=tuple(a for a in run.attempts if a.phase is Phase.MAIN))
+    # The gate's rules read the recorded answers, whatever rules the file names.
+    return scored_recording(main, config.scoring, MEASURED)[0]

@@ -19,7 +19,7 @@ from .. import __version__
 from ..core.cost import priced_run
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange
 from ..core.model import Phase, Version
-from ..core.notes import Note, RatchetExits, RemeasuredOnRequest, VerdictsReused
+from ..core.notes import Note, RatchetExits, RemeasuredOnRequest, Rescored, VerdictsReused
 from ..core.result import CompareResult, Executions, evaluate
 from ..core.sequential import SEQUENTIAL
 from .agents import AgentSource
@@ -27,7 +27,7 @@ from .asking import Asker
 from .baseline import baseline_side
 from .candidate import CandidateSide, candidate_side
 from .confirm import Confirmed, confirm
-from .measuring import check_settings, row_records
+from .measuring import check_settings, row_records, scored_recording
 from .request import CompareInputs, Rerun
 from .session import Session
 
@@ -40,7 +40,14 @@ RECORDED_FAILURE = (
 def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> CompareResult:
     """The release procedure's steps 3–6 for one candidate (see DEVELOPERS.md)."""
     config, dataset = inputs.config, inputs.dataset
-    check_settings(inputs.baseline, config.settings, str(config.baseline.artifact), "baseline")
+    where = str(config.baseline.artifact)
+    check_settings(inputs.baseline, config.settings, where, "baseline")
+    # The gate's scoring rules judge every recorded answer, whatever rules it was recorded under.
+    committed_run, changed = scored_recording(inputs.baseline, config.scoring, where)
+    rescored: tuple[Note, ...] = ()
+    if committed_run is not inputs.baseline:
+        rescored = (Rescored("the committed baseline", len(committed_run.attempts), changed),)
+        inputs = replace(inputs, baseline=committed_run)
     rerun = inputs.rerun or Rerun()
     # The ratchet's rows are gated like must-not-break ones: theirs get a second chance too.
     # Under the sequential rule that second chance is the next confirmation round (an errored
@@ -66,7 +73,7 @@ def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> Com
     comparison, _ = evaluate(rows, baseline.run, candidate.run, ratchet=ratchet, policy=policy)
     confirmed = confirm(inputs, rows, comparison, baseline.run, candidate.run, asker)
     reused = _reused(rerun, asker)
-    notes = [*baseline.notes, *candidate.notes, *exits, *confirmed.notes]
+    notes = [*rescored, *baseline.notes, *candidate.notes, *exits, *confirmed.notes]
     if reused is not None:
         notes.append(reused)
     if rerun.remeasured_label is not None:

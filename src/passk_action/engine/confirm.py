@@ -309,7 +309,9 @@ def again(
     for a in run.attempts:
         top[a.row_id] = max(top.get(a.row_id, 0), a.number)
     requests = [
-        AttemptRequest(rows[row_id], top.get(row_id, 0) + i, Phase.CONFIRM, version)
+        AttemptRequest(
+            rows[row_id], top.get(row_id, 0) + i, Phase.CONFIRM, version, run.settings.scoring
+        )
         for row_id, count in plan.items()
         for i in range(1, count + 1)
     ]

@@ -24,9 +24,11 @@ from ..core.model import (
     RowClass,
     RowRecord,
     Run,
+    Scoring,
     Version,
 )
-from ..errors import AgentCouldNotRun, ArtifactError, Interrupted
+from ..core.scoring import rescore_run, unreadable_everywhere, unreadable_message
+from ..errors import AgentCouldNotRun, ArtifactError, Interrupted, UnreadableAnswers
 from ..store.artifact import read_run, write_run
 from ..store.recorder import RunRecorder
 from .agents import ReadyAgents, closing
@@ -40,18 +42,30 @@ def row_records(dataset: Dataset) -> tuple[RowRecord, ...]:
 
 def _records(rows: Iterable[Row]) -> tuple[RowRecord, ...]:
     return tuple(
-        RowRecord(r.id, r.input_digest, r.expected, r.must_not_break, r.tags, r.cluster)
+        RowRecord(
+            r.id,
+            r.input_digest,
+            r.expected,
+            r.must_not_break,
+            r.tags,
+            r.cluster,
+            r.expected_checks,
+        )
         for r in rows
     )
 
 
 def main_requests(
-    rows: Iterable[Row], k: int, version: Version, recorded: set[tuple[str, int]]
+    rows: Iterable[Row],
+    settings: EvalSettings,
+    version: Version,
+    recorded: set[tuple[str, int]],
 ) -> list[AttemptRequest]:
+    """k main attempts per row, less those ``recorded``; answers read by ``settings.scoring``."""
     return [
-        AttemptRequest(row, number, Phase.MAIN, version)
+        AttemptRequest(row, number, Phase.MAIN, version, settings.scoring)
         for row in rows
-        for number in range(1, k + 1)
+        for number in range(1, settings.k + 1)
         if (row.id, number) not in recorded
     ]
 
@@ -115,7 +129,7 @@ def measure(
         agent.carry_retry_after(pending, recorder.save_retry_after)
 
     recorded = {(a.row_id, a.number) for a in recorder.kept}
-    requests = main_requests(rows, settings.k, info.version, recorded)
+    requests = main_requests(rows, settings, info.version, recorded)
     pricing = session.pricing
 
     def journal(attempt: Attempt) -> None:
@@ -154,17 +168,38 @@ def measure(
 
 
 def check_settings(run: Run, settings: EvalSettings, where: str, name: str) -> None:
-    """A recorded run was measured with the config's k and scoring, or it cannot be used."""
-    if run.settings != settings:
+    """A recorded run was measured with the config's k, or it cannot be used.
+
+    Other scoring rules are no reason to refuse it: the run is scored again
+    from its recorded answers (:func:`scored_recording`).
+    """
+    if run.settings.k != settings.k:
         raise ArtifactError(
-            f"the {name} was recorded with k={run.settings.k}, scoring "
-            f"{list(run.settings.scoring.normalize) or 'exact'}; the config has k={settings.k}, "
-            f"scoring {list(settings.scoring.normalize) or 'exact'}",
+            f"the {name} was recorded with k={run.settings.k}; the config has k={settings.k}",
             where=where,
             hint="record it again with the current config (`passk baseline`)"
             if name == "baseline"
             else "record it again with the current config",
         )
+
+
+def scored_recording(run: Run, scoring: Scoring, where: str) -> tuple[Run, int]:
+    """A recorded run under ``scoring`` (the gate's rules), and how many decisions that changed.
+
+    Refused (one line, exit 2) when the rules can read none of its answers:
+    the rules are wrong for this agent, said once with a sample answer.
+    """
+    rescored = rescore_run(run, scoring)
+    first = unreadable_everywhere(rescored.attempts)
+    if first is not None:
+        key, message, hint = unreadable_message(first, len(rescored.attempts), scoring)
+        raise UnreadableAnswers(f"{where}: {message}", where=key, hint=hint)
+    changed = sum(
+        1
+        for old, new in zip(run.attempts, rescored.attempts, strict=True)
+        if (old.decision, old.error) != (new.decision, new.error)
+    )
+    return rescored, changed
 
 
 def carried_ratchet(

@@ -10,7 +10,9 @@ lowering k or the confirmation attempts, switching off
 ``block_on_any_regression``, loosening the gated-row rule (``gate.rule``
 from strict to sequential, or ``gate.sequential`` settings under which a
 row that got worse blocks less often), raising or removing ``max_cost_increase`` or
-``max_latency_p95_increase``, changing how answers are normalized, or
+``max_latency_p95_increase``, changing any scoring rule (how answers are
+normalized, read, compared field by field, checked, or scored by their
+environment), changing a must-not-break row's expected checks, or
 changing how a stale baseline is detected and handled
 (``agent.fingerprint``, ``baseline.when_stale``).  This
 module compares the base commit's snapshot with the head's and lists every
@@ -19,11 +21,12 @@ such edit.  Pure: snapshots in, changes out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..core.gate import ProtectedChange
-from ..core.model import Dataset
+from ..core.model import Dataset, ExpectedChecks, Json
 from ..core.operating import loosening
 from ..core.sequential import SEQUENTIAL, STRICT, RuleSettings
 from ..inputs.config import Config
@@ -41,6 +44,8 @@ K_LOWERED = "k-lowered"
 CONFIRM_LOWERED = "confirm-attempts-lowered"
 REGRESSION_BLOCK_OFF = "block-on-any-regression-off"
 SCORING_CHANGED = "scoring-normalize-changed"
+SCORING_RULES_CHANGED = "scoring-rules-changed"
+"""Any scoring rule but ``normalize`` (kept apart: results before it name that one so)."""
 FILE_TYPE_CHANGED = "protected-file-type-changed"
 STALE_POLICY_CHANGED = "baseline-staleness-changed"
 SPEND_LIMIT_LOOSENED = "spend-limit-loosened"
@@ -148,6 +153,7 @@ def protected_changes(
                 f"to {list(hc.scoring.normalize)}",
             )
         )
+    changes += _scoring_changes(bc.scoring.to_json(), hc.scoring.to_json())
     if bc.baseline.when_stale != hc.baseline.when_stale:
         changes.append(
             ProtectedChange(
@@ -222,20 +228,29 @@ def _row_changes(
                     row.id,
                 )
             )
+        if row.must_not_break:
+            kind = ROW_RELABELED
+        elif is_locked:
+            kind = LOCKED_ROW_RELABELED
+        else:
+            kind = ANY_ROW_RELABELED
+        noun = "row" if kind == ANY_ROW_RELABELED else f"{what} row"
+        tail = " (gate.block_on_any_regression is on)" if kind == ANY_ROW_RELABELED else ""
         if after.expected != row.expected:
-            if row.must_not_break:
-                kind = ROW_RELABELED
-            elif is_locked:
-                kind = LOCKED_ROW_RELABELED
-            else:
-                kind = ANY_ROW_RELABELED
-            noun = "row" if kind == ANY_ROW_RELABELED else f"{what} row"
-            tail = " (gate.block_on_any_regression is on)" if kind == ANY_ROW_RELABELED else ""
             changes.append(
                 ProtectedChange(
                     kind,
-                    f"{noun}'s expected label changes from {row.expected!r} to "
-                    f"{after.expected!r}{tail}",
+                    f"{noun}'s expected label changes from {_said(row.expected)} to "
+                    f"{_said(after.expected)}{tail}",
+                    row.id,
+                )
+            )
+        if after.expected_checks != row.expected_checks:
+            changes.append(
+                ProtectedChange(
+                    kind,
+                    f"{noun}'s expected checks change from {_checks_said(row.expected_checks)} "
+                    f"to {_checks_said(after.expected_checks)}{tail}",
                     row.id,
                 )
             )
@@ -255,6 +270,40 @@ def _row_changes(
                 )
             )
     return changes
+
+
+def _scoring_changes(base: Mapping[str, Json], head: Mapping[str, Json]) -> list[ProtectedChange]:
+    """Every scoring rule but ``normalize`` that the head changes, one change per key.
+
+    Any change, not only a looser one: no order says which rules are stricter
+    (a new extractor, a tolerance, ``checks: reported``, another threshold all
+    decide which answers count as right).
+    """
+    changes = []
+    for key in sorted((set(base) | set(head)) - {"match", "normalize"}):
+        old, new = base.get(key), head.get(key)
+        if old != new:
+            changes.append(
+                ProtectedChange(
+                    SCORING_RULES_CHANGED,
+                    f"scoring.{key} changes from {_rule_said(old)} to {_rule_said(new)}",
+                )
+            )
+    return changes
+
+
+def _rule_said(value: Json) -> str:
+    if value is None:
+        return "none"
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)[:200]
+
+
+def _said(expected: str | None) -> str:
+    return "none (its environment scores it)" if expected is None else repr(expected)
+
+
+def _checks_said(checks: ExpectedChecks) -> str:
+    return json.dumps(dict(checks), ensure_ascii=False)[:200] if checks else "none"
 
 
 def _fingerprint_paths(config: Config) -> list[str]:

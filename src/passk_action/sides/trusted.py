@@ -108,7 +108,7 @@ def read_both_sides(
         warn(message)
     head_config = loaded.config
     head_dataset = (
-        load_dataset(head_config.dataset, head_config.must_not_break_tags)
+        load_dataset(head_config.dataset, head_config.must_not_break_tags, head_config.scoring)
         if head_objects is None
         else _dataset_at(repo, head_objects, head_config, "the pull request's merge")
     )
@@ -144,6 +144,7 @@ def read_both_sides(
         f"{dataset_rel}{at}",
         format_for(base_config.dataset),
         base_config.must_not_break_tags,
+        base_config.scoring,
     )
     artifact_rel = repo.relative(base_config.baseline.artifact)
     base_baseline = repo.show(base.sha, artifact_rel)
@@ -210,7 +211,11 @@ def _dataset_at(repo: GitRepo, treeish: str, config: Config, owner: str) -> Data
             hint="commit the dataset with the config",
         )
     return parse_dataset(
-        data, f"{rel}@{short_sha(treeish)}", format_for(config.dataset), config.must_not_break_tags
+        data,
+        f"{rel}@{short_sha(treeish)}",
+        format_for(config.dataset),
+        config.must_not_break_tags,
+        config.scoring,
     )
 
 
@@ -224,12 +229,12 @@ def authoritative_dataset(
 
     A row is must-not-break when the head marks it, when the base did (by id,
     tags of the base config included), or when it carries a tag the base
-    config protects.  A row keeps the base's expected label when it was
-    must-not-break at base, when the base's ``ratchet`` locks it, or, with
-    the base's ``gate.block_on_any_regression`` on, whenever the base has it:
-    the label that protects the gate is the one the base committed.  When the
-    protected changes are allowed by label, a maintainer approved the head's
-    edits, so the head's rows stand as written.
+    config protects.  A row keeps the base's expected decision and expected
+    checks when it was must-not-break at base, when the base's ``ratchet``
+    locks it, or, with the base's ``gate.block_on_any_regression`` on,
+    whenever the base has it: the label that protects the gate is the one the
+    base committed.  When the protected changes are allowed by label, a
+    maintainer approved the head's edits, so the head's rows stand as written.
     """
     if allowed:
         return head.dataset
@@ -243,8 +248,9 @@ def authoritative_dataset(
         protected_at_base = old is not None and old.must_not_break
         mark = row.must_not_break or protected_at_base or not base_tags.isdisjoint(row.tags)
         keeps_label = old is not None and (protected_at_base or row.id in locked or any_row)
-        expected = old.expected if keeps_label and old is not None else row.expected
-        rows.append(replace(row, must_not_break=mark, expected=expected))
+        if keeps_label and old is not None:
+            row = replace(row, expected=old.expected, expected_checks=old.expected_checks)
+        rows.append(replace(row, must_not_break=mark))
     return Dataset(rows=tuple(rows), source=head.dataset.source, digest=dataset_digest(rows))
 
 
@@ -252,24 +258,29 @@ def effective_config(base: Config, head: Config, allowed: bool = False) -> Confi
     """The head's agent and rows, with every setting that protects the gate from the base.
 
     The prices come from the base too: a pull request cannot make its
-    candidate look cheaper by editing them (both runs are priced alike).
-    When the protected changes are allowed by label, the head's spend limits
-    (``gate.max_cost_increase``, ``gate.max_latency_p95_increase``) stand, as
-    its rows do: a maintainer approved the raise, so the pull request that
-    makes a deliberate increase is held to the limit it sets, not to the one
-    it replaces.  Every other gate setting stays the base's.
+    candidate look cheaper by editing them (both runs are priced alike), and
+    so do the scoring rules: a pull request cannot make its answers right by
+    reading them another way (both runs are scored alike, from their
+    recorded answers).  When the protected changes are allowed by label, the
+    head's spend limits (``gate.max_cost_increase``,
+    ``gate.max_latency_p95_increase``) and scoring rules stand, as its rows
+    and labels do: a maintainer approved the change, so the pull request
+    that makes it is held to the rules it sets, not to the ones it replaces.
+    Every other gate setting stays the base's.
     """
     gate = base.gate
+    scoring = base.scoring
     if allowed:
         gate = replace(
             gate,
             max_cost_increase=head.gate.max_cost_increase,
             max_latency_p95_increase=head.gate.max_latency_p95_increase,
         )
+        scoring = head.scoring
     return replace(
         head,
         k=base.k,
-        scoring=base.scoring,
+        scoring=scoring,
         confirm=base.confirm,
         gate=gate,
         pricing=base.pricing,
