@@ -27,6 +27,7 @@ from passk_action.core.notes import (
     RelabeledRows,
     Remeasured,
     RemeasuredOnRequest,
+    Rescored,
     SkipReason,
     StaleBaseline,
     StaleBaselineHandled,
@@ -57,6 +58,11 @@ CASES: list[tuple[Note, str]] = [
     ),
     (BaselineReused(), "the baseline artifact matches the dataset: no baseline run was needed"),
     (RatchetExits(("r9",)), "1 row(s) left the ratchet because they left the dataset: r9"),
+    (
+        Rescored("the committed baseline", 42, 3),
+        "the committed baseline was recorded under other scoring rules: its 42 recorded "
+        "answers were scored again under these, no agent run (3 read otherwise)",
+    ),
     (
         STALE,
         "the committed baseline (measured at aaaaaaa) is stale: it was measured on other "

@@ -18,11 +18,15 @@ from .phrases import (
     RULE_NOUNS,
     VALUE_LEN,
     confirmation_words,
+    differed_parts,
+    expected_words,
     id_list,
+    judged_in_parts,
     plain_id,
     plural,
     ranked_counts,
     reason_parts,
+    shown_decisions,
     transition,
 )
 
@@ -44,7 +48,7 @@ def check_title(result: CompareResult) -> str:
 
 
 def _plain_answers(attempts: Sequence[Attempt]) -> str:
-    pairs = ranked_counts([a.decision for a in attempts])
+    pairs = ranked_counts(shown_decisions(a.decision for a in attempts))
     text = ", ".join(f"{' '.join(v.split())[:VALUE_LEN]} ×{n}" for v, n in pairs) or "—"
     errors = sum(1 for a in attempts if a.error is not None)
     return text + (f", {plural(errors, 'error')}" if errors else "")
@@ -57,17 +61,23 @@ def row_annotations(result: CompareResult) -> list[tuple[str, str, str, bool]]:
     (GitHub shows them as text, in "Files changed" when the file is in the PR).
     """
     by_row = (result.baseline.attempts_by_row(), result.candidate.attempts_by_row())
-    expected = {r.id: r.expected for r in result.rows}
+    records = {r.id: r for r in result.rows}
     rows = {r.id: r for r in result.comparison.rows}
     scoring = result.candidate.settings.scoring
     out: list[tuple[str, str, str, bool]] = []
 
     def message(row: RowComparison, lead: str, blocks: bool) -> str:
         base, cand = by_row[0].get(row.id, ()), by_row[1].get(row.id, ())
-        want = expected.get(row.id, "")
+        record = records[row.id]
+        want = expected_words(record)
+        parts, room = "", VALUE_LEN
+        if judged_in_parts(record, scoring):
+            room = 2 * VALUE_LEN  # ``action: partial_refund, amount: 102``
+            differed = differed_parts(base, cand, record, scoring, plain=True)
+            parts = "".join(f"\n{line}" for line in differed)
         answers = (
-            f"{lead}\nexpected {' '.join(want.split())[:VALUE_LEN]} · baseline "
-            f"{_plain_answers(base)} · candidate {_plain_answers(cand)}"
+            f"{lead}\nexpected {' '.join(want.split())[:room]} · baseline "
+            f"{_plain_answers(base)} · candidate {_plain_answers(cand)}{parts}"
         )
         verdict = result.gate.verdicts.get(row.id)
         if verdict is not None and verdict.rule == SEQUENTIAL:
@@ -76,7 +86,7 @@ def row_annotations(result: CompareResult) -> list[tuple[str, str, str, bool]]:
             row,
             [a for a in base if a.phase is Phase.CONFIRM],
             [a for a in cand if a.phase is Phase.CONFIRM],
-            want,
+            record,
             scoring,
             blocks=blocks,
         ).replace("**", "")

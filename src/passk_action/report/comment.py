@@ -25,7 +25,7 @@ from ..core.cost import compare_spend
 from ..core.diff import RowComparison
 from ..core.gate import GateFailure, Rule
 from ..core.history import History
-from ..core.model import Attempt, Json, Phase
+from ..core.model import Attempt, Json, Phase, RowRecord
 from ..core.result import CompareResult
 from ..core.sequential import STRICT
 from ..core.stats import Metrics
@@ -43,21 +43,25 @@ from .phrases import (
     ID_LEN,
     KIND_ADVICE,
     REASON_LEN,
-    VALUE_LEN,
     capped,
     confirmation_words,
     counts_text,
+    differed_parts,
     divergence_text,
     errors_line,
     errors_note,
     executions_text,
+    expected_line_text,
     id_list,
+    judged_in_parts,
+    judged_text,
     percent,
     plural,
     points,
     ranked_counts,
     reason_parts,
     short_sha,
+    shown_decisions,
     transition,
     trials_note,
 )
@@ -125,9 +129,10 @@ def verdict_heading(result: CompareResult, context: CommentContext) -> str:
 # --- one blocking row ------------------------------------------------------------
 
 
-def _answers(attempts: Sequence[Attempt]) -> str:
-    """``approve ×4, deny ×5`` and the errors: what one version did over every attempt."""
-    text = counts_text(ranked_counts([a.decision for a in attempts]))
+def _answers(attempts: Sequence[Attempt], judged: str | None = None) -> str:
+    """``approve ×4, deny ×5`` (or ``judged``: ``right ×6, wrong ×3``) and the errors: what
+    one version did over every attempt."""
+    text = judged or counts_text(ranked_counts(shown_decisions(a.decision for a in attempts)))
     causes = causes_of(attempts)
     if causes:
         ranked = [(c.name, n) for c, n in causes]
@@ -157,7 +162,7 @@ def _blocking_row(
     result: CompareResult,
     context: CommentContext,
     by_row: tuple[Mapping[str, Sequence[Attempt]], Mapping[str, Sequence[Attempt]]],
-    expected: Mapping[str, str],
+    records: Mapping[str, RowRecord],
     marks: Mapping[str, str],
 ) -> list[str]:
     if failure.rule is Rule.PROTECTED_CHANGE or failure.rule is Rule.RECORDED_FAILURE:
@@ -168,8 +173,11 @@ def _blocking_row(
         return ["", f"- **{inline(failure.rule.value, 40)}:** {inline(failure.reason, REASON_LEN)}"]
     base_all, base_confirm = _side_attempts(by_row[0].get(row.id, ()))
     cand_all, cand_confirm = _side_attempts(by_row[1].get(row.id, ()))
-    want = expected.get(row.id, "")
+    record = records[row.id]
     scoring = result.candidate.settings.scoring
+    in_parts = judged_in_parts(record, scoring)
+    base_text = _answers(base_all, judged_text(base_all, record, scoring) if in_parts else None)
+    cand_text = _answers(cand_all, judged_text(cand_all, record, scoring) if in_parts else None)
     head = f"**{code(row.id, ID_LEN)}**"
     badges = [
         b for b, on in (("must-not-break", row.must_not_break), ("ratchet", row.in_ratchet)) if on
@@ -179,9 +187,11 @@ def _blocking_row(
         "",
         head,
         "",
-        f"- expected {inline(want, VALUE_LEN)} · baseline {_answers(base_all)} "
-        f"· candidate {_answers(cand_all)}",
+        f"- expected {expected_line_text(record, scoring)} · baseline {base_text} "
+        f"· candidate {cand_text}",
     ]
+    if in_parts:
+        lines += [f"- {line}" for line in differed_parts(base_all, cand_all, record, scoring)]
     if row.id in marks:
         lines.append(f"- history: {marks[row.id]}")
     verdict = result.gate.verdicts.get(row.id)
@@ -203,7 +213,7 @@ def _blocking_row(
         if verdict is None or verdict.rule == STRICT:
             lines.append(
                 "- "
-                + confirmation_words(row, base_confirm, cand_confirm, want, scoring, blocks=True)
+                + confirmation_words(row, base_confirm, cand_confirm, record, scoring, blocks=True)
             )
         lines.append(f"- {divergence_text(row.first_divergent_check)}")
     if row.id in context.inputs:
@@ -364,13 +374,13 @@ def why_it_failed(
     if not gate.failures:
         return [], False
     by_row = (result.baseline.attempts_by_row(), result.candidate.attempts_by_row())
-    expected = {r.id: r.expected for r in result.rows}
+    records = {r.id: r for r in result.rows}
     rows = {r.id: r for r in result.comparison.rows}
     marks = history_marks(result, context.history)
     lines = ["", f"**Why it failed** ({plural(len(gate.failures), 'blocking reason')})"]
     for failure in gate.failures[:blocking]:
         row = rows.get(failure.id) if failure.id is not None else None
-        lines += _blocking_row(failure, row, result, context, by_row, expected, marks)
+        lines += _blocking_row(failure, row, result, context, by_row, records, marks)
     rest = gate.failures[blocking:]
     if not rest:
         return lines, False

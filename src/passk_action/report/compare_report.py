@@ -23,6 +23,7 @@ from ..core.result import CompareResult
 from ..core.stats import Metrics
 from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
+from .checks import check_lines
 from .comment import CommentContext, why_it_failed
 from .escape import code, inline
 from .gated import gate_oc_of, gate_sentence, unconfirmed_lines
@@ -130,6 +131,7 @@ def dataset_changes(before: Sequence[RowRecord], after: Sequence[RowRecord]) -> 
             for name, a, b in (
                 ("input", was.input_digest, now.input_digest),
                 ("expected", was.expected, now.expected),
+                ("expected_checks", was.expected_checks, now.expected_checks),
                 ("must_not_break", was.must_not_break, now.must_not_break),
                 ("tags", was.tags, now.tags),
                 ("cluster", was.cluster, now.cluster),
@@ -213,6 +215,9 @@ def render_compare_report(
     summary = cost_line(spend)
     if summary is not None:
         lines += ["", summary]
+    lines += check_lines(
+        [("baseline", stats.baseline.checks), ("candidate", stats.candidate.checks)]
+    )
     lines += ["", gate_sentence(gate_oc_of(result), result.policy.rule)]
     lines += ["", noise_sentence(stats.paired)]
     if statistics:

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..core.classify import is_correct
 from ..core.diff import Change, RowComparison
 from ..core.gate import GateFailure, Rule
 from ..core.history import History
 from ..core.model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
 from ..core.result import CompareResult
+from ..core.scoring import decision_text, expected_text, is_right
 from ..core.stats import RowSummary, summarize_run
 from ..core.uncertainty import Analysis, CheckStability, ErrorBar, Power, VersionAnalysis, analyze
 from ..core.uncertainty import analyze_run as analyze_one_run
@@ -42,6 +42,7 @@ from .charts import (
     transition_counts,
     xml_text,
 )
+from .checks import check_sentence
 from .compare_report import render_compare_report
 from .history_html import history_section
 from .how_sure import ERROR_BAR_NOTE, STATISTICS_TITLE, noise_sentence, power_paragraphs
@@ -132,6 +133,12 @@ def _figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{caption}</figcaption></figure>"
 
 
+def _checked(versions: Sequence[tuple[str, Sequence[CheckStability]]]) -> str:
+    """The expected checks' accuracy and pass^k, escaped, after a caption (or nothing)."""
+    sentence = check_sentence(versions)
+    return f" {_e(sentence)}" if sentence else ""
+
+
 _CURVE_CAPTION = (
     "Solid: pass^j, the share of rows right on all of j attempts; dashed: pass@j, right on at "
     "least one. The gap between them is answers that are right only sometimes."
@@ -153,7 +160,7 @@ def _checks_text(checks: Sequence[tuple[str, str]]) -> str:
 
 
 def _attempts_table(
-    title: str, attempts: Sequence[Attempt], expected: str, scoring: Scoring
+    title: str, attempts: Sequence[Attempt], record: RowRecord, scoring: Scoring
 ) -> str:
     if not attempts:
         return f"<div><p><strong>{_e(title)}</strong>: no attempts recorded.</p></div>"
@@ -164,11 +171,10 @@ def _attempts_table(
     ]
     for a in attempts:
         if a.decision is not None:
-            right = is_correct(a.decision, expected, scoring)
+            right = is_right(a, record, scoring)
             mark = "✓" if right else "✗"
-            decision = (
-                f'<span class="{"right" if right else "wrong"}">{mark} {_e(a.decision)}</span>'
-            )
+            shown = decision_text(a.decision)
+            decision = f'<span class="{"right" if right else "wrong"}">{mark} {_e(shown)}</span>'
         else:
             decision = f'<span class="err">error: {_e(a.error or "unknown")}</span>'
             if a.detail:
@@ -274,7 +280,7 @@ def _compare_row(
     confirmation = row.confirmation.value if row.confirmation else ""
     details = [
         f"<details><summary><code>{_e(row.id)}</code></summary>",
-        f"<p>expected <code>{_e(record.expected)}</code>"
+        f"<p>expected <code>{_e(expected_text(record.expected))}</code>"
         + (
             f" · tags {', '.join(f'<code>{_e(t)}</code>' for t in record.tags)}"
             if record.tags
@@ -303,8 +309,8 @@ def _compare_row(
                 f"<p>checks that flipped on the {side} while the decision held: {names}</p>"
             )
     details.append('<div class="attempts">')
-    details.append(_attempts_table("baseline attempts", base, record.expected, scoring))
-    details.append(_attempts_table("candidate attempts", cand, record.expected, scoring))
+    details.append(_attempts_table("baseline attempts", base, record, scoring))
+    details.append(_attempts_table("candidate attempts", cand, record, scoring))
     details.append("</div>")
     details.append("</details>")
     search = _search_text(
@@ -313,7 +319,7 @@ def _compare_row(
         row.candidate_class.value,
         row.change.value,
         confirmation,
-        record.expected,
+        expected_text(record.expected),
         *record.tags,
         *(a.decision or a.error or "" for a in (*base, *cand)),
     )
@@ -416,7 +422,10 @@ def render_html_report(
         _figure(
             svg_flip_rates(_flip_bars([stats.baseline.checks, stats.candidate.checks])),
             "Share of rows (with the check reported on at least 2 valid attempts) whose "
-            "check value changed between attempts, main attempts only.",
+            "check value changed between attempts, main attempts only."
+            + _checked(
+                [("baseline", stats.baseline.checks), ("candidate", stats.candidate.checks)]
+            ),
         )
     )
     table_rows = [
@@ -493,15 +502,15 @@ def _run_row(
     right, share = _counts(summary)
     details = (
         f"<details><summary><code>{_e(record.id)}</code></summary>"
-        f"<p>expected <code>{_e(record.expected)}</code></p>"
+        f"<p>expected <code>{_e(expected_text(record.expected))}</code></p>"
         + '<div class="attempts">'
-        + _attempts_table("attempts", attempts, record.expected, scoring)
+        + _attempts_table("attempts", attempts, record, scoring)
         + "</div></details>"
     )
     search = _search_text(
         record.id,
         summary.row_class.value,
-        record.expected,
+        expected_text(record.expected),
         *record.tags,
         *(a.decision or a.error or "" for a in attempts),
     )
@@ -546,7 +555,7 @@ def render_run_html(run: Run, *, history: History | None = None) -> str:
         _figure(
             svg_flip_rates(_flip_bars([version.checks]), versions=((version.version, color),)),
             "Share of rows (with the check reported on at least 2 valid attempts) whose "
-            "check value changed between attempts.",
+            "check value changed between attempts." + _checked([(version.version, version.checks)]),
         )
     )
     order = sorted(

@@ -35,13 +35,15 @@ from collections.abc import Sequence
 
 from ..core.diff import Change, Confirmation, RowComparison
 from ..core.gate import RECORDED_FAILURE_KIND, GateFailure, ProtectedChange, Rule
-from ..core.model import Attempt, Phase, RowClass, Run
+from ..core.model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
 from ..core.result import CompareResult
+from ..core.scoring import decision_text, expected_text
 from ..core.sequential import RowVerdict
 from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
 from .charts import xml_safe
 from .gated import evidence_line
 from .notes import sentences
+from .phrases import differed_parts, judged_in_parts
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]+")
 
@@ -87,7 +89,11 @@ def _decisions(attempts: Sequence[Attempt]) -> str:
     """``approve ×2, (timeout) ×1`` over the attempts given, most frequent first."""
     counts: dict[str, int] = {}
     for a in attempts:
-        key = _one_line(a.decision) if a.decision is not None else f"({a.error or 'error'})"
+        key = (
+            _one_line(decision_text(a.decision))
+            if a.decision is not None
+            else f"({a.error or 'error'})"
+        )
         counts[key] = counts.get(key, 0) + 1
     ranked = sorted(counts.items(), key=lambda item: -item[1])
     return ", ".join(f"{value} ×{n}" for value, n in ranked) or "no attempts"
@@ -118,7 +124,8 @@ _CONFIRMATION = {
 
 def _row_story(
     row: RowComparison,
-    expected: str,
+    record: RowRecord,
+    scoring: Scoring,
     base: Sequence[Attempt],
     cand: Sequence[Attempt],
     rule_line: str | None = None,
@@ -148,10 +155,12 @@ def _row_story(
             + " · candidate "
             + ", ".join(f"{_one_line(v)} ×{n}" for v, n in check.candidate)
         )
-    lines.append(f"expected: {_one_line(expected)}")
+    lines.append(f"expected: {_one_line(expected_text(record.expected))}")
     # All recorded answers, confirmation included: the ones the gate read.
     lines.append(f"baseline answers: {_decisions(base)}")
     lines.append(f"candidate answers: {_decisions(cand)}")
+    if judged_in_parts(record, scoring):
+        lines += differed_parts(base, cand, record, scoring, plain=True)
     return lines
 
 
@@ -274,7 +283,8 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
         case = _testcase(testsuite, row.id, f"passk.{name}", _seconds(cand))
         verdict = result.gate.verdicts.get(row.id)
         rule_line = evidence_line(verdict, result.policy.rule) if verdict is not None else None
-        story = _row_story(row, records[row.id].expected, base, cand, rule_line)
+        scoring = result.candidate.settings.scoring
+        story = _row_story(row, records[row.id], scoring, base, cand, rule_line)
         blocked = blocking.get(row.id)
         if blocked is not None:
             _text(
@@ -363,7 +373,7 @@ def junit_for_run(run: Run, *, suite: str) -> str:
         case = _testcase(testsuite, summary.id, f"passk.{name}", _seconds(attempts))
         story = [
             f"class: {summary.row_class.value}",
-            f"expected: {_one_line(records[summary.id].expected)}",
+            f"expected: {_one_line(expected_text(records[summary.id].expected))}",
             f"answers: {_decisions(attempts)}",
         ]
         if reason is not None:

@@ -23,6 +23,7 @@ from ..core.notes import (
     RelabeledRows,
     Remeasured,
     RemeasuredOnRequest,
+    Rescored,
     SkipReason,
     StaleBaseline,
     StaleBaselineHandled,
@@ -87,6 +88,12 @@ def sentence(note: Note) -> str:
         )
     if isinstance(note, BaselineReused):
         return "the baseline artifact matches the dataset: no baseline run was needed"
+    if isinstance(note, Rescored):
+        return (
+            f"{note.run} was recorded under other scoring rules: its {note.attempts} recorded "
+            f"answers were scored again under these, no agent run ({note.changed} read "
+            "otherwise)"
+        )
     if isinstance(note, RatchetExits):
         return (
             f"{len(note.ids)} row(s) left the ratchet because they left the dataset: "

@@ -13,11 +13,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from ..core.causes import Kind, causes_of
-from ..core.classify import is_correct
 from ..core.diff import Change, Confirmation, DivergentCheck, RowComparison
 from ..core.gate import GateFailure, Rule
 from ..core.model import AgentInfo, Attempt, Phase, Run, Scoring
 from ..core.result import Executions
+from ..core.scoring import (
+    Labeled,
+    PartValues,
+    check_shown,
+    check_values,
+    decision_text,
+    expected_text,
+    field_values,
+    is_right,
+)
 from ..core.stats import Metrics
 from ..core.uncertainty import ErrorBar, p_value_text
 from .escape import code, inline
@@ -129,6 +138,17 @@ def ranked_counts(values: Sequence[str | None]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
+def shown_decisions(decisions: Iterable[str | None]) -> list[str | None]:
+    """Decisions as reports show them (``action: refund, amount: 120`` for a structured one)."""
+    return [None if d is None else decision_text(d) for d in decisions]
+
+
+def expected_words(record: Labeled) -> str:
+    """A row's expected decision as a list item says it: ``approve``, ``action: refund, ...``,
+    or ``success`` for a task its environment scores."""
+    return expected_text(record.expected)
+
+
 def counts_text(pairs: Iterable[tuple[str, int]]) -> str:
     """``approve ×2, deny ×1``, each value inert; "—" when there is none."""
     text = ", ".join(f"{inline(value, VALUE_LEN)} ×{n}" for value, n in pairs)
@@ -221,8 +241,17 @@ def divergence_text(check: DivergentCheck | None) -> str:
         return "no intermediate check diverged: the versions differ at the decision itself"
     return (
         f"first divergent check {code(check.name, VALUE_LEN)}: "
-        f"baseline {counts_text(check.baseline)} · candidate {counts_text(check.candidate)}"
+        f"baseline {_check_counts(check.baseline)} · candidate {_check_counts(check.candidate)}"
     )
+
+
+def _check_counts(pairs: Sequence[tuple[str, int]]) -> str:
+    """A check's values; an ordered list of tool calls shows as ``[lookup, refund]``."""
+    parts = []
+    for value, n in pairs:
+        shown = check_shown(value)
+        parts.append(f"{inline(shown, VALUE_LEN if shown == value else 2 * VALUE_LEN)} ×{n}")
+    return ", ".join(parts) or "—"
 
 
 CONFIRMATION_TEXT = {
@@ -236,17 +265,94 @@ CONFIRMATION_TEXT = {
 """A lost row's confirmation outcome, as a list item says it."""
 
 
-def _right_wrong(attempts: Sequence[Attempt], expected: str, scoring: Scoring) -> tuple[int, int]:
-    answered = [a.decision for a in attempts if a.decision is not None]
-    right = sum(1 for d in answered if is_correct(d, expected, scoring))
+def _right_wrong(attempts: Sequence[Attempt], record: Labeled, scoring: Scoring) -> tuple[int, int]:
+    answered = [a for a in attempts if a.decision is not None]
+    right = sum(1 for a in answered if is_right(a, record, scoring))
     return right, len(answered) - right
+
+
+def judged_text(attempts: Sequence[Attempt], record: Labeled, scoring: Scoring) -> str:
+    """``right ×6, wrong ×3``: a version's answers judged, when the decisions are too long to list
+    (structured ones) or are right only with their checks."""
+    right, wrong = _right_wrong(attempts, record, scoring)
+    parts = [f"{name} ×{n}" for name, n in (("right", right), ("wrong", wrong)) if n]
+    return ", ".join(parts) or "—"
+
+
+def judged_in_parts(record: Labeled, scoring: Scoring) -> bool:
+    """Whether a row's answers are judged in parts (fields, or required checks) that reports
+    name one by one instead of listing whole decisions."""
+    return scoring.structured or (scoring.checks_required and bool(record.expected_checks))
+
+
+def _differed(
+    noun: str, base: Sequence[PartValues], cand: Sequence[PartValues], plain: bool
+) -> list[str]:
+    def named(text: str) -> str:
+        return " ".join(text.split())[:VALUE_LEN] if plain else code(text, VALUE_LEN)
+
+    def values(pairs: Sequence[tuple[str, int]]) -> str:
+        if not plain:
+            return counts_text(pairs)
+        return ", ".join(f"{' '.join(v.split())[:VALUE_LEN]} ×{n}" for v, n in pairs) or "—"
+
+    lines = []
+    for b, c in zip(base, cand, strict=True):
+        if b.wrong or c.wrong or {v for v, _ in b.values} != {v for v, _ in c.values}:
+            expected = named(b.expected) if plain else inline(b.expected, VALUE_LEN)
+            lines.append(
+                f"{noun} {named(b.name)} differed (expected {expected}): "
+                f"baseline {values(b.values)} · candidate {values(c.values)}"
+            )
+    return lines
+
+
+def differed_parts(
+    baseline: Sequence[Attempt],
+    candidate: Sequence[Attempt],
+    record: Labeled,
+    scoring: Scoring,
+    *,
+    plain: bool = False,
+) -> list[str]:
+    """Which fields of a structured decision, and which required checks, took a value other
+    than the expected one (or other values on each version): ``field `amount` differed
+    (expected 120): baseline 120 ×9 · candidate 120 ×6, 150 ×3``.  ``plain``: text for a
+    check run or a CI log, not Markdown."""
+    lines = _differed(
+        "field",
+        field_values(baseline, record, scoring),
+        field_values(candidate, record, scoring),
+        plain,
+    )
+    if scoring.checks_required:
+        lines += _differed(
+            "check", check_values(baseline, record), check_values(candidate, record), plain
+        )
+    return lines
+
+
+def expected_line_text(record: Labeled, scoring: Scoring) -> str:
+    """The expected decision, and the checks when they must be right too: ``approve, check
+    `damage` found``."""
+    text = inline(expected_words(record), 2 * VALUE_LEN)
+    if scoring.checks_required and record.expected_checks:
+        text += "".join(
+            f", check {code(name, VALUE_LEN)} {inline(value, VALUE_LEN)}"
+            for name, value in _shown_checks(record)
+        )
+    return text
+
+
+def _shown_checks(record: Labeled) -> list[tuple[str, str]]:
+    return [(p.name, p.expected) for p in check_values((), record)]
 
 
 def confirmation_words(
     row: RowComparison,
     baseline: Sequence[Attempt],
     candidate: Sequence[Attempt],
-    expected: str,
+    record: Labeled,
     scoring: Scoring,
     *,
     blocks: bool = False,
@@ -262,8 +368,8 @@ def confirmation_words(
         return "not re-run: confirmation runs for rows that were stable-correct on the baseline"
     if row.confirmation is None:
         return "not re-run: no confirmation attempts were recorded"
-    b_right, b_wrong = _right_wrong(baseline, expected, scoring)
-    c_right, c_wrong = _right_wrong(candidate, expected, scoring)
+    b_right, b_wrong = _right_wrong(baseline, record, scoring)
+    c_right, c_wrong = _right_wrong(candidate, record, scoring)
     still = "; the strict rule blocks on the wrong answers already given" if blocks else ""
     if row.confirmation is Confirmation.CONFIRMED_REGRESSION:
         return (

@@ -11,10 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.cost import summarize_spend
-from ..core.model import Attempt, Json, Phase, RowClass, Run
+from ..core.model import Attempt, Json, Phase, RowClass, Run, expected_json
 from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
-from ..core.uncertainty import Power, VersionAnalysis, analyze_run, pass_curve, power_analysis
+from ..core.uncertainty import (
+    Power,
+    VersionAnalysis,
+    analyze_run,
+    check_stability,
+    pass_curve,
+    power_analysis,
+)
 from .charts import CLASS_RANK
+from .checks import check_lines
 from .escape import block, code, inline
 from .phrases import (
     DETAIL_LEN,
@@ -23,11 +31,13 @@ from .phrases import (
     agent_text,
     counts_text,
     errors_by_row,
+    expected_words,
     percent,
     plural,
     ranked_counts,
     run_errors_line,
     short_digest,
+    shown_decisions,
     trials_note,
 )
 from .spend import run_spend_lines
@@ -126,6 +136,11 @@ def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
     if by_cause is not None:
         lines += ["", by_cause]
     lines += run_spend_lines(summarize_spend(run))
+    if any(r.expected_checks for r in run.rows):
+        checks = check_stability(
+            run.rows, run.attempts_by_row(), run.settings.scoring, k=run.settings.k
+        )
+        lines += check_lines([(run.agent.version.value, checks)])
 
     lines += _imported_lines(run, view.summaries)
 
@@ -145,8 +160,8 @@ def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
             record = records[s.id]
             label = inline(s.id, ID_LEN) + (" · must-not-break" if record.must_not_break else "")
             lines.append(
-                f"| {label} | {s.row_class.value} | {inline(record.expected, VALUE_LEN)} "
-                f"| {counts_text(ranked_counts(s.decisions))} "
+                f"| {label} | {s.row_class.value} | {inline(expected_words(record), VALUE_LEN)} "
+                f"| {counts_text(ranked_counts(shown_decisions(s.decisions)))} "
                 f"| {counts_text(view.row_errors.get(s.id, []))} |"
             )
         if len(shaky) > rows_limit:
@@ -223,7 +238,7 @@ def run_report_json(run: Run) -> dict[str, Json]:
                 "id": s.id,
                 "class": s.row_class.value,
                 "must_not_break": records[s.id].must_not_break,
-                "decisions": list(s.decisions),
+                "decisions": [None if d is None else expected_json(d) for d in s.decisions],
                 "correct": s.correct,
                 "valid": s.valid,
                 "errors": s.errors,
