@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from passk_action.cli import main
-from passk_action.core.model import RowClass, Version, group_attempts
+from passk_action.core.model import RowClass, Scoring, Version, group_attempts
 from passk_action.core.stats import compute_metrics, summarize_run
 from passk_action.errors import ArtifactError, UsageError
 from passk_action.importers import (
@@ -117,7 +117,12 @@ def test_tau_bench_mapping() -> None:
     }
     run = imported.run
     assert run.settings.k == 3
-    assert all(r.expected == "pass" and not r.must_not_break for r in run.rows)
+    assert all(r.expected is None and not r.must_not_break for r in run.rows)
+    assert run.settings.scoring == Scoring(by="environment")
+    assert {(a.decision, a.correct) for a in run.attempts if a.decision} == {
+        (PASS, True),
+        (FAIL, False),
+    }
     error = next(a for a in run.attempts if a.error)
     assert error.detail == "litellm.RateLimitError: rate limit reached for gpt-4o"
     report = imported.report
@@ -471,7 +476,7 @@ def test_dataset_out_matches_the_run_digest(tmp_path: Path) -> None:
     imported = do_import("promptfoo", "promptfoo_refunds.json")
     path = tmp_path / "rows.jsonl"
     path.write_text(dataset_jsonl(imported.dataset.rows), encoding="utf-8")
-    loaded = load_dataset(path)
+    loaded = load_dataset(path, scoring=imported.run.settings.scoring)
     assert loaded.digest == imported.run.dataset_digest
     assert [r.input_digest for r in loaded.rows] == [r.input_digest for r in imported.run.rows]
 
@@ -500,11 +505,13 @@ def test_cli_import_writes_run_dataset_and_report(
         "mean accuracy 0.556, pass^3 0.333 over 3 row(s), 0 error attempt(s); "
         "with --errors passk: mean accuracy 0.625, pass^3 0.333 over 3 row(s), "
         "1 error attempt(s)\n"
+        f"passk: {rows}: its rows expect no decision (tau-bench graded each trial): point "
+        "`dataset:` at it, with `scoring: {by: environment}`\n"
     )
     assert "not imported: task '3': has 1 trial(s)" in captured.err
     run = read_run(out)
     assert run.agent.version is Version.BASELINE
-    assert load_dataset(rows).digest == run.dataset_digest
+    assert load_dataset(rows, scoring=run.settings.scoring).digest == run.dataset_digest
     assert len(json.loads(report.read_text())["skipped"]) == 2
 
 
@@ -618,7 +625,7 @@ def test_tau_bench_duplicate_trial_in_one_file_is_imported_once(tmp_path: Path) 
     assert [str(s) for s in imported.report.skipped] == [
         f"{path}: [4]: duplicate task '0' trial 1 (first at {path}: [2]), not imported twice",
         f"{path}: [5]: duplicate task '1' trial 0 (first at {path}: [1]), not imported twice; "
-        "the two disagree (fail here, pass there)",
+        "the two disagree (failure here, success there)",
     ]
     assert imported.report.duplicates == 2
     assert imported.report.summary() == (
@@ -756,7 +763,7 @@ def test_promptfoo_duplicates_in_one_file_and_across_files(tmp_path: Path) -> No
     assert [str(s) for s in imported.report.skipped] == [
         f"{a}: results.results[4]: duplicate test '{q0}' repeat 2 "
         f"(first at {a}: results.results[2]), not imported twice; "
-        "the two disagree (fail here, pass there)",
+        "the two disagree (failure here, success there)",
         f"{b}: results.results[0]: duplicate test '{q0}' repeat 1 "
         f"(first at {a}: results.results[0]), not imported twice",
         f"{b}: results.results[1]: duplicate test '{q1}' repeat 1 "
@@ -1017,7 +1024,7 @@ def test_compare_gates_two_imported_runs_without_an_agent(
         assert main(["import", "--from", "promptfoo", str(path), "--version", version,
                      "--out", str(tmp_path / out), "--dataset-out", str(rows)]) == 0  # fmt: skip
     config = tmp_path / "passk.yml"
-    config.write_text("dataset: rows.jsonl\nk: 3\n", encoding="utf-8")
+    config.write_text("dataset: rows.jsonl\nk: 3\nscoring: {by: environment}\n", encoding="utf-8")
     argv = [
         "compare", "--config", str(config), "--baseline", str(tmp_path / "base.run.json"),
         "--candidate", str(tmp_path / "c.json"), "--markdown", str(tmp_path / "r.md"),
@@ -1052,7 +1059,7 @@ def test_compare_without_an_agent_or_a_candidate_run_says_what_is_missing(
     assert main(["import", "--from", "promptfoo", str(base), "--version", "baseline",
                  "--out", str(run), "--dataset-out", str(rows)]) == 0  # fmt: skip
     config = tmp_path / "passk.yml"
-    config.write_text("dataset: rows.jsonl\nk: 3\n", encoding="utf-8")
+    config.write_text("dataset: rows.jsonl\nk: 3\nscoring: {by: environment}\n", encoding="utf-8")
     capsys.readouterr()
     code = main(["compare", "--config", str(config), "--baseline", str(run)])
     assert code == 2

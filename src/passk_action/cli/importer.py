@@ -148,4 +148,9 @@ def handle(args: argparse.Namespace) -> int:
     print(f"passk: {report.summary()}: {args.out}", file=sys.stdout)
     if report.beside:
         print(f"passk: {report.convention}: {report.headline}; {report.beside}")
+    if args.dataset_out:
+        print(
+            f"passk: {args.dataset_out}: its rows expect no decision ({report.source} graded "
+            "each trial): point `dataset:` at it, with `scoring: {by: environment}`"
+        )
     return EXIT_OK

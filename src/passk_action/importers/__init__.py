@@ -12,10 +12,13 @@ The mapping, the same for every format:
 
 - a **row** is a task (tau-bench), a sample (Inspect) or a test (promptfoo);
   its ``input`` is what identifies it (the task or sample id, or the test's
-  vars) and its ``expected`` label is ``"pass"``: these harnesses grade
-  each trial themselves, so passk records the grade, not the agent's answer;
-- each **trial** becomes one main attempt whose decision is ``"pass"`` or
-  ``"fail"``;
+  vars), and it has no expected decision: these harnesses grade each trial
+  themselves, so the run is scored by its environment (``scoring.by:
+  environment``): stable-correct when every trial succeeded, stable-wrong
+  when every one failed, a flip when they are mixed;
+- each **trial** becomes one main attempt that reports the harness's grade
+  (``correct``: true or false), read as the decision ``success`` or
+  ``failure``;
 - a trial that **errored** (a harness exception, an infrastructure error,
   no answer) is scored the way the harness itself scores it, so the import
   reproduces the harness's headline numbers (``--errors harness``, the
@@ -58,6 +61,7 @@ from typing import Any, NamedTuple
 
 from ..core import values
 from ..core.model import (
+    BY_ENVIRONMENT,
     AgentInfo,
     Attempt,
     Dataset,
@@ -68,18 +72,22 @@ from ..core.model import (
     Row,
     RowRecord,
     Run,
+    Scoring,
     Usage,
     Version,
     dataset_digest,
 )
+from ..core.scoring import FAILURE, SUCCESS
 from ..core.stats import compute_metrics, pass_hat_k, summarize_run
 from ..errors import ArtifactError, UsageError
 
-PASS = "pass"
-FAIL = "fail"
+PASS = SUCCESS
+FAIL = FAILURE
+"""A trial the harness graded a success, or not (the outcome passk records as ``correct``)."""
 DROP = "drop"
 """How a harness scores an errored trial: as a failure (FAIL), or not at all (DROP)."""
-EXPECTED = PASS
+SCORED_BY_HARNESS = Scoring(by=BY_ENVIRONMENT)
+"""The scoring of an imported run: each trial's grade is its outcome."""
 MIN_TRIALS = 2
 HARNESS = "harness"
 PASSK = "passk"
@@ -464,19 +472,22 @@ def _assemble(
     attempts: list[Attempt] = []
     main = Phase.MAIN
     for task in kept:
-        row = Row(id=task, input=grouped.inputs[task], expected=EXPECTED)
+        row = Row(id=task, input=grouped.inputs[task], expected=None)
         rows.append(row)
         # Usually in order already: then sorting is one linear pass.
         trials = sorted(by_task[task], key=_ORDER)
         for number, trial in enumerate(trials, start=1):
             if trial.error is None:
                 attempt = Attempt(
-                    task, number, main, trial.decision, (), None, trial.detail, trial.duration_s
-                )
+                    task, number, main, trial.decision, (), None, trial.detail, trial.duration_s,
+                    correct=trial.decision == PASS,
+                )  # fmt: skip
             elif harness:
                 as_failures += 1
                 detail = f"{trial.error}: {trial.detail}" if trial.detail else trial.error
-                attempt = Attempt(task, number, main, FAIL, (), None, detail, trial.duration_s)
+                attempt = Attempt(
+                    task, number, main, FAIL, (), None, detail, trial.duration_s, correct=False
+                )
             else:
                 attempt = Attempt(
                     task, number, main, None, (), trial.error, trial.detail, trial.duration_s
@@ -513,13 +524,13 @@ def _assemble(
     run = Run(
         tool_version=tool_version,
         dataset_digest=digest,
-        settings=EvalSettings(k=k),
+        settings=EvalSettings(k=k, scoring=SCORED_BY_HARNESS),
         agent=AgentInfo(
             options.version,
             f"imported from {source}{what}: {', '.join(Path(f).name for f in files)}",
         ),
         created_at=now(),
-        rows=tuple(RowRecord(r.id, r.input_digest, r.expected, False, ()) for r in rows),
+        rows=tuple(RowRecord(r.id, r.input_digest, None, False, ()) for r in rows),
         attempts=tuple(attempts),
         ratchet=(),
         imported=ImportInfo(source, options.errors, convention, report.left_out()),
@@ -620,7 +631,8 @@ def _first_reasons(entries: Sequence[Skipped], limit: int = 3) -> str:
 
 
 def dataset_jsonl(rows: Iterable[Row]) -> str:
-    """The rows as a passk JSONL dataset; loading it gives the same digest."""
+    """The rows as a passk JSONL dataset; loading it (``scoring.by: environment``) gives the same
+    digest."""
     return "".join(
         json.dumps(row.content(), ensure_ascii=False, sort_keys=True) + "\n" for row in rows
     )

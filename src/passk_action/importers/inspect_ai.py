@@ -25,8 +25,8 @@ Mapping (see the package docstring for what is common):
 - the grading scorer is ``--scorer NAME``, or else the first scorer of the
   first scored sample (JSON key order, which is the task's scorer order);
   when samples carry several scorers the report says which one was used;
-- value ``C``, ``1``/``1.0`` or ``true`` -> ``"pass"``; ``I``, ``0`` or
-  ``false`` -> ``"fail"``; ``N`` (no answer) and a sample with an ``error``
+- value ``C``, ``1``/``1.0`` or ``true`` -> a success (``correct``: true);
+  ``I``, ``0`` or ``false`` -> a failure; ``N`` (no answer) and a sample with an ``error``
   are errored trials, scored as Inspect scores them by default (its
   ``value_to_float`` makes ``N`` 0, a failure; a sample that errored has no
   score and is left out of the metrics) or, with ``--errors passk``, error

@@ -24,8 +24,8 @@ Mapping (see the package docstring for what is common):
   ``--repeat``; its input is ``{"vars": ..., "description": ...}``.  NaN
   and infinities in vars (which JSON cannot carry into a digest) become the
   strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, with a warning;
-- ``success`` (or, when absent, ``gradingResult.pass``) true -> ``"pass"``,
-  false -> ``"fail"``; ``failureReason`` 2 (the provider or a script
+- ``success`` (or, when absent, ``gradingResult.pass``) true -> a success
+  (``correct``: true), false -> a failure; ``failureReason`` 2 (the provider or a script
   errored, not an assertion) is an errored trial: promptfoo counts it as a
   failed test (``stats.failures`` and the pass rate), and so does the import
   by default; with ``--errors passk`` it is an error attempt, never a

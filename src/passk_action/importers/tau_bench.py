@@ -24,8 +24,8 @@ Formats, as the harnesses write them:
 Mapping (see the package docstring for what is common):
 
 - success is ``reward`` within 1e-6 of 1, exactly tau-bench's
-  ``is_successful``; success -> decision ``"pass"``, otherwise ``"fail"``,
-  and every row expects ``"pass"``;
+  ``is_successful``: the trial reports ``correct`` true, otherwise false
+  (the row has no expected decision: the environment scored it);
 - errored trials, and how each harness scores them (``--errors harness``,
   the default; ``--errors passk`` makes every one an error attempt): a
   tau-bench trial whose ``info`` holds an ``error`` (the harness raised; its
