@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from passk_action.core.classify import classify
+from helpers import classify_decisions
 from passk_action.core.model import RowClass, Scoring
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "refunds"
@@ -52,11 +52,13 @@ def must_not_break(row: dict[str, Any]) -> bool:
     return bool(row.get("must_not_break")) or "high-value" in row["tags"]
 
 
-def decisions(row: dict[str, Any], policy: str, version: str, seed: int = 0,
-              attempts: int = K) -> list[str]:
+def decisions(
+    row: dict[str, Any], policy: str, version: str, seed: int = 0, attempts: int = K
+) -> list[str]:
     return [
-        decide({"id": row["id"], "input": row["input"], "attempt": n, "version": version},
-               policy, seed)["decision"]
+        decide(
+            {"id": row["id"], "input": row["input"], "attempt": n, "version": version}, policy, seed
+        )["decision"]
         for n in range(1, attempts + 1)
     ]
 
@@ -69,17 +71,25 @@ def evaluate(policy: str, version: str, seed: int = 0) -> tuple[float, dict[str,
         got = decisions(row, policy, version, seed)
         right += sum(d == row["expected"] for d in got)
         total += len(got)
-        classes[row["id"]] = classify(got, row["expected"], K, Scoring())
+        classes[row["id"]] = classify_decisions(got, row["expected"], K, Scoring())
     return right / total, classes
 
 
-def run_agent(request: Any, *args: str, env: dict[str, str] | None = None
-              ) -> subprocess.CompletedProcess[str]:
+def run_agent(
+    request: Any, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PASSK_")}
     full_env.update(env or {})
     stdin = request if isinstance(request, str) else json.dumps(request)
-    return subprocess.run([sys.executable, str(AGENT), *args], input=stdin, text=True,
-                          capture_output=True, env=full_env, cwd=DEMO, timeout=30)
+    return subprocess.run(
+        [sys.executable, str(AGENT), *args],
+        input=stdin,
+        text=True,
+        capture_output=True,
+        env=full_env,
+        cwd=DEMO,
+        timeout=30,
+    )
 
 
 def row_by_id(row_id: str) -> dict[str, Any]:
@@ -97,8 +107,14 @@ def test_dataset_shape() -> None:
     assert {r["expected"] for r in ROWS} == LABELS
     for row in ROWS:
         assert set(row) <= {"id", "input", "expected", "tags", "must_not_break"}, row["id"]
-        assert {"order_id", "item", "amount_usd", "days_since_delivery", "receipt",
-                "customer_message"} <= set(row["input"]), row["id"]
+        assert {
+            "order_id",
+            "item",
+            "amount_usd",
+            "days_since_delivery",
+            "receipt",
+            "customer_message",
+        } <= set(row["input"]), row["id"]
     assert any(r.get("must_not_break") is True for r in ROWS)
     assert any("ambiguous" in r["tags"] for r in ROWS)
 
@@ -121,9 +137,12 @@ def test_env_supplies_attempt_and_seed_and_flag_overrides_env() -> None:
     row = row_by_id(next(r["id"] for r in ROWS if "ambiguous" in r["tags"]))
     bare = {"id": row["id"], "input": row["input"]}
     # Find two seeds that disagree on attempt 2, so the test can tell them apart.
-    seeds = [s for s in range(50)
-             if decide(bare | {"attempt": 2, "version": "baseline"}, "v1", s)
-             != decide(bare | {"attempt": 2, "version": "baseline"}, "v1", 0)]
+    seeds = [
+        s
+        for s in range(50)
+        if decide(bare | {"attempt": 2, "version": "baseline"}, "v1", s)
+        != decide(bare | {"attempt": 2, "version": "baseline"}, "v1", 0)
+    ]
     assert seeds, "an ambiguous row should vary with the seed"
     other = seeds[0]
     env = {"PASSK_ATTEMPT": "2", "PASSK_VERSION": "baseline", "PASSK_SEED": str(other)}
@@ -147,10 +166,22 @@ def test_bad_request_exits_2_without_a_traceback(stdin: str) -> None:
 def test_same_seed_row_attempt_version_gives_the_same_answer() -> None:
     for row in ROWS:
         for policy, version in (("v1", "baseline"), ("v2", "candidate")):
-            first = [decide({"id": row["id"], "input": row["input"], "attempt": n,
-                             "version": version}, policy, 7) for n in range(1, 4)]
-            again = [decide({"id": row["id"], "input": row["input"], "attempt": n,
-                             "version": version}, policy, 7) for n in range(1, 4)]
+            first = [
+                decide(
+                    {"id": row["id"], "input": row["input"], "attempt": n, "version": version},
+                    policy,
+                    7,
+                )
+                for n in range(1, 4)
+            ]
+            again = [
+                decide(
+                    {"id": row["id"], "input": row["input"], "attempt": n, "version": version},
+                    policy,
+                    7,
+                )
+                for n in range(1, 4)
+            ]
             assert first == again, row["id"]
 
 
@@ -174,8 +205,9 @@ def test_marked_rows_hold_under_both_versions() -> None:
     _, v2 = evaluate("v2", "candidate")
     marked = [r["id"] for r in ROWS if r.get("must_not_break")]
     assert marked
-    assert all(v1[i] is RowClass.STABLE_CORRECT and v2[i] is RowClass.STABLE_CORRECT
-               for i in marked)
+    assert all(
+        v1[i] is RowClass.STABLE_CORRECT and v2[i] is RowClass.STABLE_CORRECT for i in marked
+    )
 
 
 # --- the story: accuracy up, must-not-break rows lost ------------------------------
@@ -185,15 +217,23 @@ def test_v2_is_more_accurate_but_loses_must_not_break_rows() -> None:
     v1_accuracy, v1 = evaluate("v1", "baseline")
     v2_accuracy, v2 = evaluate("v2", "candidate")
     assert v2_accuracy > v1_accuracy
-    lost = [r["id"] for r in ROWS if must_not_break(r)
-            and v1[r["id"]] is RowClass.STABLE_CORRECT
-            and v2[r["id"]] is not RowClass.STABLE_CORRECT]
+    lost = [
+        r["id"]
+        for r in ROWS
+        if must_not_break(r)
+        and v1[r["id"]] is RowClass.STABLE_CORRECT
+        and v2[r["id"]] is not RowClass.STABLE_CORRECT
+    ]
     assert lost
     # The loss comes from the candidate's new doubt about the damage check.
     for row_id in lost:
         row = row_by_id(row_id)
-        checks = [decide({"id": row_id, "input": row["input"], "attempt": n,
-                          "version": "candidate"}, "v2", 0)["checks"] for n in range(1, K + 1)]
+        checks = [
+            decide(
+                {"id": row_id, "input": row["input"], "attempt": n, "version": "candidate"}, "v2", 0
+            )["checks"]
+            for n in range(1, K + 1)
+        ]
         assert len({c["damage"] for c in checks}) > 1, row_id
         assert len({c["return_window"] for c in checks}) == 1, row_id
 
