@@ -1090,3 +1090,30 @@ def test_the_report_of_an_import_shows_pass_1_to_k_and_what_was_left_out(
 def test_a_run_passk_recorded_has_no_import_section() -> None:
     run = replace(do_import("tau-bench", "tau_bench_retail.json").run, imported=None)
     assert "## Imported from" not in render_run_report(run)
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "errors", "numbers"),
+    [
+        ("tau-bench", "tau_bench_retail.json", "harness", (5 / 9, 1 / 3, 1 / 3)),
+        ("tau-bench", "tau_bench_retail.json", "passk", (5 / 8, 1 / 3, 1 / 2)),
+        ("tau-bench", "tau2_airline.json", "harness", (3 / 4, 1 / 2, 1 / 2)),
+        ("tau-bench", "tau2_airline.json", "passk", (3 / 5, 1 / 3, 1 / 2)),
+        ("inspect", "inspect_refunds.json", "harness", (2 / 3, 1 / 2, 1 / 2)),
+        ("inspect", "inspect_refunds.json", "passk", (2 / 3, 1 / 3, 1 / 2)),
+        ("promptfoo", "promptfoo_refunds.json", "harness", (2 / 3, 0.0, 1.0)),
+        ("promptfoo", "promptfoo_refunds.json", "passk", (4 / 5, 0.0, 1.0)),
+    ],
+)
+def test_the_real_harness_files_give_the_three_numbers_they_always_gave(
+    source: str, name: str, errors: str, numbers: tuple[float, float, float]
+) -> None:
+    """Scored by their environment now (each trial's grade), as a made-up "pass" label before:
+    the numbers are the ones passk computed from the same files before version 3."""
+    run = do_import(source, name, errors=errors).run
+    assert run.settings.scoring.by_environment and {r.expected for r in run.rows} == {None}
+    k = run.settings.k
+    metrics = compute_metrics(
+        summarize_run(run.rows, run.attempts_by_row(), k, run.settings.scoring), k
+    )
+    assert (metrics.mean_accuracy, metrics.pass_k, metrics.flip_rate) == pytest.approx(numbers)
