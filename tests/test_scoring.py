@@ -33,6 +33,7 @@ from passk_action.core.scoring import (
     read_decision,
     rescore_run,
     resolve_pointer,
+    right_attempt,
     scored_attempt,
     unreadable_everywhere,
 )
@@ -420,3 +421,38 @@ def test_a_task_its_environment_scores_is_right_when_it_succeeded() -> None:
     assert classify(made, row, 3, ENVIRONMENT) is RowClass.FLIP
     assert classify(made[:2], row, 2, ENVIRONMENT) is RowClass.STABLE_CORRECT
     assert classify(attempts("r", [FAILURE] * 2), row, 2, ENVIRONMENT) is RowClass.STABLE_WRONG
+
+
+# --- an answer every rule judges right (the two-job mode's assumed baseline) ---------
+
+
+@pytest.mark.parametrize(
+    ("row", "rules"),
+    [
+        (RowRecord("r", "sha256:" + "0" * 64, " Deny", True), Scoring(normalize=("strip",))),
+        (structured({"action": "partial_refund", "amount": 120}), REFUND),
+        (
+            structured({"priority": ["high", "urgent"], "tags": ["b", "a"]}),
+            Scoring(fields=(FieldRule("priority", "any_of"), FieldRule("tags", "set"))),
+        ),
+        (
+            RowRecord(
+                "r",
+                "sha256:" + "0" * 64,
+                "approve",
+                True,
+                (),
+                None,
+                (("damage", "found"), ("tools", ["lookup", {"refund": 3}])),
+            ),
+            Scoring(checks="required"),
+        ),
+        (RowRecord("r", "sha256:" + "0" * 64, None, True), ENVIRONMENT),
+    ],
+)
+def test_a_right_attempt_is_judged_right_by_its_rules(row: RowRecord, rules: Scoring) -> None:
+    made = [right_attempt(row, "r", n, Phase.MAIN, rules) for n in (1, 2, 3)]
+    assert all(is_right(a, row, rules) for a in made)
+    assert classify(made, row, 3, rules) is RowClass.STABLE_CORRECT
+    # Not right by accident: the same rules find a wrong answer wrong.
+    assert not is_right(Attempt("r", 4, Phase.MAIN, FAILURE, ()), row, rules)

@@ -38,11 +38,13 @@ from typing import Any, Protocol
 
 from . import values
 from .model import (
+    ANY_OF,
     Attempt,
     ExpectedChecks,
     Extractor,
     FieldRule,
     Json,
+    Phase,
     Run,
     Scoring,
     canonical_json,
@@ -529,6 +531,35 @@ def is_right(attempt: Attempt, row: Labeled, scoring: Scoring) -> bool:
     if not is_correct(attempt.decision, row.expected, scoring):
         return False
     return not scoring.checks_required or checks_right(attempt.checks, row.expected_checks)
+
+
+def right_attempt(
+    row: Labeled, row_id: str, number: int, phase: Phase, scoring: Scoring
+) -> Attempt:
+    """An attempt at ``row`` that ``scoring`` judges right (:func:`is_right` holds).
+
+    The expected decision (a field ruled ``any_of`` takes its first allowed
+    value; ``success``, reported as correct, for a task its environment
+    scores) with every expected check at its expected value.  The two-job
+    mode's measuring job assumes such answers for a baseline it cannot see.
+    """
+    checks = tuple(
+        (name, value if isinstance(value, str) else canonical_json(value).decode("utf-8"))
+        for name, value in row.expected_checks
+    )
+    if scoring.by_environment or row.expected is None:
+        return Attempt(row_id, number, phase, SUCCESS, checks, correct=True)
+    decision = row.expected
+    fields = _object(decision) if scoring.structured else None
+    if fields is not None:
+        chosen = {
+            name: value[0]
+            if _rule(name, scoring).compare == ANY_OF and isinstance(value, list) and value
+            else value
+            for name, value in fields.items()
+        }
+        decision = object_text(chosen)
+    return Attempt(row_id, number, phase, decision, checks)
 
 
 def agreement_key(attempt: Attempt, row: Labeled, scoring: Scoring) -> str:

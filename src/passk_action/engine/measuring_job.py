@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..core.model import Attempt, Dataset, Phase, Run, Version
+from ..core.model import Attempt, Dataset, Phase, Run, Scoring, Version
 from ..core.notes import Note
 from ..core.result import evaluate
+from ..core.scoring import rescore_run, right_attempt
 from ..core.sequential import SEQUENTIAL
 from .agents import AgentSource
 from .asking import Asker
@@ -40,17 +41,23 @@ class MeasuredCandidate:
     notes: tuple[Note, ...] = ()
 
 
-def assumed_baseline(committed: Run, dataset: Dataset, k: int, *, stale: bool) -> Run:
+def assumed_baseline(
+    committed: Run, dataset: Dataset, k: int, scoring: Scoring, *, stale: bool
+) -> Run:
     """The baseline as the measuring job may assume it: the committed attempts of every row
-    it holds on the same input (none when ``stale``), k right answers for every other row."""
+    it holds on the same input (none when ``stale``), read by the gate's ``scoring`` as the
+    gating job reads them, and k answers those rules judge right for every other row."""
     recorded = {} if stale else {r.id: r.input_digest for r in committed.rows}
+    committed = rescore_run(committed, scoring)
     grouped = committed.attempts_by_row()
     attempts: list[Attempt] = []
     for row in dataset.rows:
         if recorded.get(row.id) == row.input_digest:
             attempts += [a for a in grouped.get(row.id, ()) if a.phase is Phase.MAIN]
         else:
-            attempts += [Attempt(row.id, n, Phase.MAIN, row.expected) for n in range(1, k + 1)]
+            attempts += [
+                right_attempt(row, row.id, n, Phase.MAIN, scoring) for n in range(1, k + 1)
+            ]
     return replace(committed, rows=row_records(dataset), attempts=tuple(attempts))
 
 
@@ -71,7 +78,9 @@ def measure_candidate(
     asker = Asker(agents, session)
     candidate = candidate_side(inputs, asker)
     stale = inputs.base is not None and inputs.base.stale.remeasure is not None
-    baseline = assumed_baseline(inputs.baseline, dataset, config.settings.k, stale=stale)
+    baseline = assumed_baseline(
+        inputs.baseline, dataset, config.settings.k, config.scoring, stale=stale
+    )
     records = row_records(dataset)
     policy = config.gate.policy
     comparison, _ = evaluate(records, baseline, candidate.run, ratchet=ratchet, policy=policy)
