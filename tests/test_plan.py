@@ -91,3 +91,31 @@ def test_bad_plan_arguments_are_one_line_and_exit_2(
     code, _, err = plan(capsys, *args)
     assert code == 2
     assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_plan_judges_the_baseline_as_the_gate_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Under ``block_on_any_regression`` the gated rows are the baseline's stable-correct
+    ones, judged as the gate judges them: the recorded answers read by the config's
+    scoring rules (here a regex), against the dataset's expected decisions."""
+    from helpers import run_of
+    from passk_action.core.model import Attempt, Phase
+    from passk_action.engine.measuring import row_records
+    from passk_action.inputs.dataset import load_dataset
+    from passk_action.store.artifact import write_run
+
+    rows = [{"id": i, "input": n, "expected": "deny"} for n, i in enumerate("abc")]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dataset = load_dataset(tmp_path / "data.jsonl", ())
+    said = {"a": "DECISION: deny", "b": "DECISION: approve", "c": "DECISION: deny"}
+    answers = [Attempt(i, n, Phase.MAIN, said[i]) for i in "abc" for n in (1, 2, 3)]
+    baseline = run_of(row_records(dataset), answers, dataset_digest=dataset.digest)
+    write_run(baseline, tmp_path / "baseline.json")
+    config = tmp_path / "passk.yml"
+    settings = "k: 3\ngate: {block_on_any_regression: true}\nbaseline: {artifact: baseline.json}\n"
+    for scoring, gated in (("", 0), ("scoring: {extract: {regex: 'DECISION: (\\w+)'}}\n", 2)):
+        config.write_text(f"dataset: data.jsonl\n{settings}{scoring}", encoding="utf-8")
+        code, out, _ = plan(capsys, "--config", str(config), "--json")
+        doc = json.loads(out)
+        assert (code, doc["gate"] and doc["gate"]["gated_rows"]) == (0, gated or None)

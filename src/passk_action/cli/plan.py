@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.model import RowClass
 from ..core.operating import DROPPED, HARMLESS, dataset_oc, suggest
+from ..core.scoring import rescore_run
 from ..core.sequential import GatedKind, RuleSettings, gated_kind
 from ..core.stats import summarize_run
 from ..errors import EXIT_OK, UsageError
@@ -69,6 +70,7 @@ def add_parser(commands: Any) -> None:
 
 def _gated_kinds(config_path: Path) -> tuple[RuleSettings, int, list[GatedKind]]:
     """The config's rule, k, and the kind of each row it gates (as far as files tell)."""
+    from ..engine.measuring import row_records
     from ..inputs.config import load_config
     from ..inputs.dataset import load_dataset
     from ..store.artifact import read_run
@@ -84,9 +86,12 @@ def _gated_kinds(config_path: Path) -> tuple[RuleSettings, int, list[GatedKind]]
         baseline = read_run(config.baseline.artifact)
         ratchet = frozenset(baseline.ratchet)
         if config.gate.block_on_any_regression:
-            summaries = summarize_run(
-                baseline.rows, baseline.attempts_by_row(), config.k, config.scoring
-            )
+            # As the gate judges it: the recorded answers read by the config's scoring rules,
+            # against the dataset's expected decisions, on rows whose input has not changed.
+            recorded = {r.id: r.input_digest for r in baseline.rows}
+            same = [r for r in row_records(dataset) if recorded.get(r.id) == r.input_digest]
+            grouped = rescore_run(baseline, config.scoring).attempts_by_row()
+            summaries = summarize_run(same, grouped, config.k, config.scoring)
             stable = {s.id for s in summaries if s.row_class is RowClass.STABLE_CORRECT}
     elif config.gate.block_on_any_regression:
         warn(
