@@ -321,7 +321,7 @@ CASES: list[Case] = [
     ),
     Case(
         "result-newer",
-        {"result.json": json.dumps({"schema_version": 4, "kind": "passk-result"})},
+        {"result.json": json.dumps({"schema_version": 5, "kind": "passk-result"})},
         "result.json",
         "upgrade passk",
         argv=("gate", "result.json"),

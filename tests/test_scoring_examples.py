@@ -75,7 +75,7 @@ def test_refund_amounts_fails_on_the_drifted_amounts_and_names_the_field(
     readme = (REPO / "examples" / "refund-amounts" / "README.md").read_text(encoding="utf-8")
     assert f"({accuracy(result, 'baseline')} to {accuracy(result, 'candidate')})" in readme
     report = (tmp_path / "report.md").read_text(encoding="utf-8").replace("\\", "")
-    for line in re.findall(r"^- (?:expected|field).*$", readme, re.MULTILINE):
+    for line in re.findall(r"^- (?:expected|field|\*\*evidence).*$", readme, re.MULTILINE):
         assert line in report, line
 
 
@@ -92,6 +92,8 @@ def test_bookings_fails_on_a_task_its_environment_scored_wrong(
     readme = (REPO / "examples" / "bookings" / "README.md").read_text(encoding="utf-8")
     assert f"({accuracy(result, 'baseline')} to {accuracy(result, 'candidate')})" in readme
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    for line in re.findall(r"^- (?:expected|\*\*evidence).*$", readme, re.MULTILINE):
+        assert line in report, line
     assert "## Intermediate checks" in report
     assert re.search(r"^\| `tools` \| 83\.3% \| 80\.0% \| 10\.0% \|", report, re.MULTILINE)
 
