@@ -52,7 +52,8 @@ def decided(action: str, amount: float) -> str:
 
 def structured_scenario() -> CompareResult:
     """The amount drifts on a must-not-break row while the action holds; elsewhere the
-    tolerance keeps close amounts right, and a wrong action is a plain flip."""
+    tolerance keeps close amounts right, a wrong action is a plain flip, and a must-not-break
+    row right on every attempt passes."""
     rows = [
         RowRecord("r-1", "sha256:" + "0" * 64, decided("refund", 120), True),
         RowRecord("r-2", "sha256:" + "0" * 64, decided("partial_refund", 85), False),
@@ -80,12 +81,14 @@ def structured_scenario() -> CompareResult:
         .ok("r-2", decided(" Partial_Refund", 85))
         .ok("r-2", decided("partial_refund", 84.5))
         .ok("r-3", decided("deny", 0), times=3)
+        # The sequential rule asked again until 7 right answers showed the row reliable.
+        .ok("r-3", decided("deny", 0), phase=Phase.CONFIRM, times=4)
     )
     return compare(
         rows,
         make_run(Version.BASELINE, rows, base, REFUND),
         make_run(Version.CANDIDATE, rows, cand, REFUND),
-        executions=Executions(candidate=9, confirm_baseline=6, confirm_candidate=6, naive=30),
+        executions=Executions(candidate=9, confirm_baseline=6, confirm_candidate=10, naive=30),
     )
 
 
