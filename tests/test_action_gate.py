@@ -368,6 +368,50 @@ def test_the_default_rule_confirms_gated_rows_in_rounds_and_a_rerun_replays_them
     assert fake.violations == []
 
 
+@pytest.mark.parametrize("allowed", [False, True], ids=["attack", "control-allowed"])
+def test_under_the_default_rule_a_pr_cannot_make_wrong_answers_right_by_its_scoring_rules(
+    checkout: Checkout, fake: FakeGitHub, allowed: bool
+) -> None:
+    """Attack: ``gate.rule: sequential`` on the base; the branch's agent answers the
+    must-not-break row r1 in a sentence and its config reads the sentence with a regex.
+    Every answer of every round is judged by the base's rules (no extractor), so r1 is
+    wrong on the candidate, its rounds end in a regression, and the scoring change is a
+    protected change.  Control: with the allow label the head's rules stand, the same
+    answers are right in every round, and the gate passes."""
+    git(checkout.repo, "checkout", "-q", "main")
+    write_config(checkout.repo, {**CONFIG, "gate": {"block_on_any_regression": True}})
+    checkout.base_sha = commit(checkout.repo, "passk: the default gate rule")
+    git(checkout.repo, "checkout", "-q", "-b", "sentences")
+    regex = edit_config(lambda c: c.update(scoring={"extract": {"regex": "(approve|deny)"}}))
+    head = checkout.head({**RIGHT, "r1": ["I would approve it"]}, apply=[regex])
+    labels = ("passk-allow-baseline-change",) if allowed else ()
+    outcome = checkout.run(fake, head, labels=labels)
+    path = checkout.repo / ".passk/result.json"
+    result = json.loads(path.read_text("utf-8"))
+    verdict = {r["id"]: r["verdict"] for r in result["rows"]}["r1"]
+    r1 = [a for a in result["candidate"]["run"]["attempts"] if a["row"] == "r1"]
+    changes = [c["kind"] for c in result["protected_changes"]]
+    assert changes == ["scoring-rules-changed"]
+    assert verdict["rule"] == "sequential"
+    if allowed:
+        assert outcome.code == 0, outcome.stdout
+        assert result["gate"]["failures"] == []
+        assert verdict["finding"] == "reliable"
+        # The regex read every round's answer: the decision beside the sentence it came from.
+        assert {(a["decision"], a["answer"]) for a in r1} == {("approve", "I would approve it")}
+        assert len(r1) >= 7  # the rule's rounds, judged by the same rules as the gate
+    else:
+        assert outcome.code == 1, outcome.stdout
+        failures = [(f["id"], f["rule"]) for f in result["gate"]["failures"]]
+        assert failures == [(None, "protected-change"), ("r1", "must-not-break")]
+        assert verdict["finding"] == "regression"
+        assert {a["decision"] for a in r1} == {"I would approve it"}
+        body = fake.comments[7][0]["body"]
+        assert f"- **evidence:** {len(r1)} wrong of {len(r1)} attempts; baseline 0 of" in body
+    assert cli_main(["gate", str(path)]) == outcome.code  # the audit judges alike
+    assert fake.violations == []
+
+
 def test_new_head_updates_the_same_comment(checkout: Checkout, fake: FakeGitHub) -> None:
     first = checkout.run(fake, checkout.head(RIGHT))
     assert first.code == 0
