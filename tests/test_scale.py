@@ -284,7 +284,7 @@ def test_a_mutated_result_in_our_layout_reads_like_the_whole_document(
 
 @PROPERTY
 @given(doc=mutated(VALID_RESULT_V3))
-def test_a_mutated_result_of_version_3_reads_like_the_whole_document(
+def test_a_mutated_result_of_version_3_runs_reads_like_the_whole_document(
     tmp_path_factory: pytest.TempPathFactory, doc: Any
 ) -> None:
     laid_out_reads_like_the_whole_document(doc, tmp_path_factory.mktemp("m3"))
