@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import Protocol
 
 from .core.model import Attempt, split_error_detail
 
@@ -37,7 +37,16 @@ def first_error_lines(label: str, attempt: Attempt) -> list[str]:
         lines.extend(f"  | {line}" for line in shown)
     return lines
 
+
 Clock = Callable[[], float]
+
+
+class Stream(Protocol):
+    """Where progress goes: a text stream (stderr), or the action's log (``Workflow.stream``)."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
 
 
 class Progress(Protocol):
@@ -128,7 +137,7 @@ class LiveProgress:
     """
 
     def __init__(
-        self, stream: TextIO, clock: Clock = time.monotonic, *, min_interval_s: float = 0.1
+        self, stream: Stream, clock: Clock = time.monotonic, *, min_interval_s: float = 0.1
     ) -> None:
         self._stream = stream
         self._clock = clock
@@ -172,7 +181,7 @@ class LiveProgress:
 class PlainProgress:
     """Plain lines for CI logs: one at start, at most one per ``every_s``, one at the end."""
 
-    def __init__(self, stream: TextIO, clock: Clock = time.monotonic, every_s: float = 10.0):
+    def __init__(self, stream: Stream, clock: Clock = time.monotonic, every_s: float = 10.0):
         self._stream = stream
         self._clock = clock
         self._every_s = every_s
@@ -202,7 +211,7 @@ class PlainProgress:
 
 
 def make_progress(
-    stream: TextIO, is_tty: bool, quiet: bool, *, clock: Clock = time.monotonic
+    stream: Stream, is_tty: bool, quiet: bool, *, clock: Clock = time.monotonic
 ) -> Progress:
     """Choose the progress style: nothing when quiet, live on a TTY, plain otherwise."""
     if quiet:

@@ -76,6 +76,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         note=workflow.note,
     )
     with (
+        stop_on_signals() as stop,
         hidden,
         head_export(
             repo, agent_config, runtime.env, workflow.warn, version=Version.BASELINE.value
@@ -85,10 +86,10 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         agent_config = head.agent
         head.announce(workflow.line, Version.BASELINE.value)
         env = env_without_token(runtime.env, inputs.token, agent_config)
-        setup_agent(workflow, agent_config, env, Version.BASELINE, where=head.where)
-        agent = build_agent(agent_config, env, concurrency=config.concurrency)
+        setup_agent(workflow, agent_config, env, Version.BASELINE, where=head.where, stop=stop)
+        agent = build_agent(agent_config, env, concurrency=config.concurrency, warn=workflow.warn)
         staging = out.with_name(out.name + ".recording.json")
-        with workflow.group("passk: recording the baseline"), stop_on_signals() as stop:
+        with workflow.group("passk: recording the baseline"):
             session = runtime.session(config, stop)
             try:
                 run = record_agent(

@@ -13,6 +13,7 @@ replayed by the engine, so only what is missing is asked.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -84,7 +85,6 @@ def run_comparison(
         else:
             recorded_candidate = read_run(inputs.candidate_run)
 
-    shell = action_shell(workflow)
     candidate = CandidateSource(
         out=inputs.workspace / CANDIDATE_PATH,
         recorded=recorded_candidate,
@@ -93,21 +93,19 @@ def run_comparison(
     )
     # No group around the comparison: its progress lines, the first error and each
     # agent's setup group stay visible in the log without unfolding anything.
-    # A cancelled job gets SIGINT/SIGTERM: stop after the attempts in flight.
-    with (
-        stop_on_signals() as stop,
-        prepare(
-            shell,
-            Base(repo, BaseCommit(pr.base_sha), trusted),
-            candidate,
-            env=runtime.env,
-            token=inputs.token,
-            isolate=True,
-            concurrency=config.concurrency,
-            rerun=rerun,
-            candidate_agent=candidate_agent,
-        ) as prepared,
-    ):
+    # A cancelled job gets SIGINT/SIGTERM: a setup stops at once, attempts in flight
+    # are killed, and what finished is kept.
+    with stop_on_signals() as stop, prepare(
+        action_shell(workflow, stop),
+        Base(repo, BaseCommit(pr.base_sha), trusted),
+        candidate,
+        env=runtime.env,
+        token=inputs.token,
+        isolate=True,
+        concurrency=config.concurrency,
+        rerun=rerun,
+        candidate_agent=candidate_agent,
+    ) as prepared:
         result = compare(prepared.inputs, prepared.agents, runtime.session(config, stop))
     ran = result.executions
     workflow.line(
@@ -118,12 +116,15 @@ def run_comparison(
     return result
 
 
-def action_shell(workflow: Workflow) -> Shell:
-    """How the action shows a preparation: warnings and lines in the log, setup in a group."""
+def action_shell(workflow: Workflow, stop: threading.Event | None = None) -> Shell:
+    """How the action shows a preparation: warnings and lines in the log, setup in a group.
+
+    A set ``stop`` (SIGINT/SIGTERM) ends a setup at once, with all it started.
+    """
 
     def setup(
         spec: AgentConfig, env: Mapping[str, str], version: Version, where: str | None
     ) -> None:
-        setup_agent(workflow, spec, env, version, where=where)
+        setup_agent(workflow, spec, env, version, where=where, stop=stop)
 
     return Shell(warn=workflow.warn, note=workflow.note, line=workflow.line, setup=setup)

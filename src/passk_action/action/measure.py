@@ -50,13 +50,12 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     with workflow.group("passk: trusted inputs from the base commit"):
         trusted = trusted_inputs(repo, inputs, pr, workflow)
 
-    shell = action_shell(workflow)
     candidate = CandidateSource(out=inputs.workspace / CANDIDATE_PATH, commit=pr.head_sha)
     try:
         with (
             stop_on_signals() as stop,
             prepare(
-                shell,
+                action_shell(workflow, stop),
                 Base(repo, BaseCommit(pr.base_sha), trusted),
                 candidate,
                 env=runtime.env,

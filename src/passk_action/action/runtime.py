@@ -34,11 +34,15 @@ class Runtime:
     now: Callable[[], str] = now_iso
 
     def session(self, config: Config, stop: threading.Event | None = None) -> Session:
-        """The session of an action mode: the config's concurrency, progress on stderr."""
+        """The session of an action mode: the config's concurrency, progress in the log.
+
+        Progress quotes agents (the first error and its stderr), so its lines go
+        through :meth:`Workflow.line`, never a command (``workflow.py``).
+        """
         return make_session(
             config,
             now=self.now,
-            progress=make_progress(self.stderr, False, False),
+            progress=make_progress(self.workflow.stream(), False, False),
             warn=self.workflow.warn,
             stop=stop,
         )
@@ -114,19 +118,22 @@ def setup_agent(
     version: Version,
     *,
     where: str | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     """Run the agent's ``setup`` in a folded group of the log, then say how long it took.
 
     ``where`` says what the working directory is, when it is not the checkout.
     A failure raises :class:`~passk_action.errors.AgentCouldNotRun` after the group
-    closes, so the error line is visible without unfolding anything.
+    closes, so the error line is visible without unfolding anything.  The
+    commands' output goes through :meth:`Workflow.line`, so none of it can act
+    as a workflow command; a set ``stop`` (SIGINT/SIGTERM) ends the setup at once.
     """
     if not agent.setup:
         return
     count = len(agent.setup)
     with workflow.group(f"passk: setup of the {version.value} agent ({count} command(s))"):
         workflow.line(f"in {agent.cwd}" + (f" ({where})" if where else ""))
-        done = run_setup(agent, env, version, workflow.line)
+        done = run_setup(agent, env, version, workflow.line, stop=stop)
     workflow.line(
         f"passk: {version.value} setup done in {done.duration_s:.1f}s "
         f"({len(done.commands)} command(s))"

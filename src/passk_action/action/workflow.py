@@ -6,13 +6,27 @@ delimiter (as ``core.setOutput`` does), and a job summary capped at the
 runner's 1 MiB per step.  Every line passes through :meth:`Workflow.scrub`,
 so a secret registered here never reaches the log, even if a message
 accidentally quotes it.
+
+Only passk's own commands are commands.  The runner reads a line as one when,
+once leading whitespace is trimmed, it starts with ``::``, or when it holds
+the legacy ``##[name]`` form anywhere (runner ``ActionCommand.TryParseV2`` and
+``TryParse``, FACTS.md C3), and it reads a step's stdout and stderr alike.  A
+log line (:meth:`Workflow.line`) may quote text passk does not control: a
+setup command's output, an agent's stderr, a row id of the pull request's
+dataset.  Such a line, when the runner could read it as a command, goes out
+between ``::stop-commands::<token>`` and ``::<token>::``, with a fresh random
+token the text cannot know: the runner processes no command in between.
+Every line goes through one stream (stdout, progress included) under one
+lock, so such a window never overlaps one of passk's own commands, nor a
+window on another stream that could end it early.
 """
 
 from __future__ import annotations
 
 import secrets
+import threading
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -73,6 +87,17 @@ def format_command(name: str, message: str, properties: Mapping[str, str] | None
     return f"::{name}{' ' + props if props else ''}::{escape_data(visible(message, keep=CRLF))}"
 
 
+def could_be_command(line: str) -> bool:
+    """Whether the runner could read ``line`` as a workflow command (FACTS.md C3).
+
+    The ``::name::`` form counts once leading whitespace is trimmed (.NET's
+    ``TrimStart``; Python's ``lstrip`` trims every character it does and
+    more), the legacy ``##[name]`` form anywhere in the line.  A superset: the
+    runner also wants a registered name, which this does not check.
+    """
+    return "##[" in line or line.lstrip().startswith("::")
+
+
 def output_entry(name: str, value: str, delimiter: str) -> str:
     """One ``GITHUB_OUTPUT`` entry in the heredoc form (FACTS.md C2)."""
     if delimiter in value.split("\n"):
@@ -101,7 +126,13 @@ class Workflow:
         self._out = out
         self._env = env
         self._secrets: list[str] = []
+        self._lock = threading.Lock()
         self.errors_shown = 0
+
+    def _write(self, text: str) -> None:
+        with self._lock:
+            self._out.write(text)
+            self._out.flush()
 
     # -- secrets ------------------------------------------------------------
 
@@ -110,8 +141,7 @@ class Workflow:
         if not value or value in self._secrets:
             return
         # The mask line itself must carry the value; it is the one line not scrubbed.
-        self._out.write(format_command("add-mask", value) + "\n")
-        self._out.flush()
+        self._write(format_command("add-mask", value) + "\n")
         self._secrets.append(value)
 
     def scrub(self, text: str) -> str:
@@ -122,12 +152,23 @@ class Workflow:
     # -- log ------------------------------------------------------------------
 
     def line(self, text: str) -> None:
-        """One log line: a newline or control character in ``text`` is shown, not obeyed."""
-        self._out.write(self.scrub(visible(text)) + "\n")
-        self._out.flush()
+        """One log line, never a command: a newline or control character in ``text`` is
+        shown, not obeyed, and a line the runner could read as a command goes out
+        between ``::stop-commands::`` and a fresh random token (module docstring)."""
+        shown = self.scrub(visible(text))
+        if could_be_command(shown):
+            token = secrets.token_hex(16)
+            self._write(f"::stop-commands::{token}\n{shown}\n::{token}::\n")
+        else:
+            self._write(shown + "\n")
+
+    def stream(self) -> LineStream:
+        """A text stream whose every line is a :meth:`line` (the progress of a run)."""
+        return LineStream(self.line)
 
     def command(self, name: str, message: str, **properties: str) -> None:
-        self.line(format_command(name, self.scrub(message), properties))
+        """One of passk's own commands: its message and properties escaped (toolkit rules)."""
+        self._write(self.scrub(format_command(name, self.scrub(message), properties)) + "\n")
 
     def error(self, message: str, *, title: str = TITLE) -> None:
         self.errors_shown += 1
@@ -147,7 +188,7 @@ class Workflow:
         try:
             yield
         finally:
-            self.line("::endgroup::")
+            self._write("::endgroup::\n")
 
     # -- environment files -------------------------------------------------------
 
@@ -184,6 +225,23 @@ class Workflow:
         rest = len(failures) - MAX_ERROR_ANNOTATIONS
         if rest > 0:
             self.error(f"… and {rest} more blocking row(s): see the job summary", title=title)
+
+
+class LineStream:
+    """Enough of a text stream for a progress reporter: each complete line goes to ``line``."""
+
+    def __init__(self, line: Callable[[str], None]) -> None:
+        self._line = line
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *complete, self._pending = (self._pending + text).split("\n")
+        for part in complete:
+            self._line(part)
+        return len(text)
+
+    def flush(self) -> None:
+        """Lines are written as they complete; a partial line waits for its end."""
 
 
 def _append(path: Path, text: str, name: str) -> None:

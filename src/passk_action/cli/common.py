@@ -75,11 +75,17 @@ def session_for(config: Config, args: argparse.Namespace, stop: threading.Event)
 
 
 def agent_setup(
-    spec: AgentConfig, env: Mapping[str, str], version: Version, where: str | None = None
+    spec: AgentConfig,
+    env: Mapping[str, str],
+    version: Version,
+    where: str | None = None,
+    *,
+    stop: threading.Event | None = None,
 ) -> None:
     """Run the agent's ``setup`` in ``env`` (as plain lines on stderr); nothing without one.
 
-    ``where`` says what the working directory is, when it is not the checkout.
+    ``where`` says what the working directory is, when it is not the checkout; a
+    set ``stop`` (SIGINT/SIGTERM) ends the setup at once.
     """
     if spec.setup:
 
@@ -88,14 +94,20 @@ def agent_setup(
 
         if where:
             log(f"in {spec.cwd} ({where})")
-        done = run_setup(spec, env, version, log)
+        done = run_setup(spec, env, version, log, stop=stop)
         log(f"{len(done.commands)} command(s) done in {done.duration_s:.1f}s")
 
 
-def prepare_agent(spec: AgentConfig, version: Version, *, concurrency: int | None = None) -> Agent:
+def prepare_agent(
+    spec: AgentConfig,
+    version: Version,
+    *,
+    concurrency: int | None = None,
+    stop: threading.Event | None = None,
+) -> Agent:
     """Run the agent's ``setup`` (as plain lines on stderr), then build the agent."""
     warn_persisted_token(spec.cwd, os.environ, warn)
-    agent_setup(spec, os.environ, version)
+    agent_setup(spec, os.environ, version, stop=stop)
     return build_agent(spec, os.environ, concurrency=concurrency)
 
 
@@ -119,7 +131,7 @@ def record_agent_run(
     """
     with stop_on_signals() as stop:
         session = session_for(inputs.config, args, stop)
-        agent = prepare_agent(agent_config, version, concurrency=session.concurrency)
+        agent = prepare_agent(agent_config, version, concurrency=session.concurrency, stop=stop)
         return record_agent(
             agent,
             inputs.dataset,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
@@ -134,19 +135,19 @@ def handle(args: argparse.Namespace) -> int:
         commit=provenance.commit,
         dirty=provenance.dirty,
     )
-    shell = Shell(warn=warn, note=warn, line=_stderr_line, setup=agent_setup)
-    with (
-        stop_on_signals() as stop,
-        prepare(
+    with stop_on_signals() as stop:
+        # A stop request ends a setup at once, as it kills the attempts in flight.
+        setup = functools.partial(agent_setup, stop=stop)
+        shell = Shell(warn=warn, note=warn, line=_stderr_line, setup=setup)
+        with prepare(
             shell,
             compared,
             candidate,
             env=os.environ,
             concurrency=args.concurrency if args.concurrency is not None else config.concurrency,
-        ) as prepared,
-    ):
-        result = compare(prepared.inputs, prepared.agents, session_for(config, args, stop))
-        dataset = prepared.inputs.dataset
+        ) as prepared:
+            result = compare(prepared.inputs, prepared.agents, session_for(config, args, stop))
+            dataset = prepared.inputs.dataset
     for warning in result.warnings:
         if not warning.announced:  # the others were said before any agent ran
             warn(sentence(warning))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -17,13 +17,18 @@ from ..inputs.config import DEFAULT_CONCURRENCY, AgentConfig
 
 
 def build_agent(
-    agent: AgentConfig, parent_env: Mapping[str, str], *, concurrency: int | None = None
+    agent: AgentConfig,
+    parent_env: Mapping[str, str],
+    *,
+    concurrency: int | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Agent:
     """The runnable agent for one config entry.
 
     ``concurrency`` sizes what a persistent agent keeps open: the worker pool
     (one process per slot at most) and the HTTP connection pool.  Without it
-    the worker pool grows to whatever concurrency the run uses.
+    the worker pool grows to whatever concurrency the run uses.  ``warn`` tells
+    what a worker did out of turn (the action's annotations; default: stderr).
     """
     if agent.http is not None:
         return HttpAgent(
@@ -44,7 +49,7 @@ def build_agent(
         user=agent_user(parent_env),
     )
     if agent.protocol == "worker":
-        return WorkerAgent(spec, parent_env, max_workers=concurrency)
+        return WorkerAgent(spec, parent_env, max_workers=concurrency, warn=warn)
     if agent.protocol != "process":
         raise ConfigError(
             f"agent protocol {agent.protocol!r} is not supported by this version of passk",

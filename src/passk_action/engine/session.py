@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from ..agents.reaper import REAPER
 from ..agents.runner import AttemptRequest, RetryPolicy
 from ..core.cost import Pricing
 from ..errors import Interrupted, UsageError
@@ -108,8 +109,12 @@ def raise_if_stopped(session: Session, what: str) -> None:
 def stop_on_signals() -> Iterator[threading.Event]:
     """SIGINT/SIGTERM set an event instead of killing us, so runs stop cleanly.
 
-    The journal keeps what finished; the run can be resumed.  A second signal
-    falls back to the default behaviour for people who really mean it.
+    The journal keeps what finished; the run can be resumed.  Whoever waits
+    watches the event: a setup command is killed at once, attempts in flight
+    are cancelled.  A second signal ends passk at once for people who really
+    mean it, after killing every agent and setup process it started (the
+    default action of the signal would leave them running under PID 1; as
+    PID 1 itself, in the container, it would do nothing at all).
     """
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
@@ -119,11 +124,14 @@ def stop_on_signals() -> Iterator[threading.Event]:
 
     def handle(signum: int, frame: FrameType | None) -> None:
         if stop.is_set():
+            REAPER.close()
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
+            os._exit(128 + signum)  # still here: PID 1 ignores a signal's default action
         stop.set()
         print(
-            f"passk: {signal.Signals(signum).name}: stopping after attempts in flight",
+            f"passk: {signal.Signals(signum).name}: stopping (a setup at once, attempts in "
+            "flight are cancelled; a second signal ends passk now)",
             file=sys.stderr,
         )
 

@@ -63,6 +63,8 @@ DEFAULT_K = 3
 DEFAULT_CONCURRENCY = 4
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_HTTP_TIMEOUT_S = 30.0
+DEFAULT_SETUP_TIMEOUT_S = 600.0
+"""Seconds one ``agent.setup`` command may take: a ``pip install`` of an SDK fits in 10 minutes."""
 DEFAULT_ARTIFACT = ".passk/baseline.json"
 DEFAULT_ALLOW_LABEL = "passk-allow-baseline-change"
 DEFAULT_REMEASURE_LABEL = "passk:remeasure"
@@ -278,6 +280,8 @@ class AgentConfig:
     protocol: str = "process"
     setup: tuple[str, ...] = ()
     """Shell commands run once per run, before any attempt (``agents/setup.py``)."""
+    setup_timeout_s: float = DEFAULT_SETUP_TIMEOUT_S
+    """Seconds each setup command may take before it is stopped (exit 2 naming it)."""
     where: str = field(default="agent", compare=False)
     """The config key this agent came from (``agent`` or ``baseline.agent``), for messages."""
     fingerprint: tuple[Path, ...] = ()
@@ -803,6 +807,7 @@ def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentC
         pass_env=tuple(doc.get("pass_env", ())),
         protocol=str(doc.get("protocol", "process")),
         setup=tuple(doc.get("setup", ())),
+        setup_timeout_s=_seconds(doc, "setup_timeout_s", DEFAULT_SETUP_TIMEOUT_S, f"{name}: {key}"),
         where=f"{name}: {key}",
         fingerprint=tuple(base / p for p in doc.get("fingerprint", ())),
     )

@@ -157,7 +157,7 @@ class LazyAgents:
             if self._warn_token:
                 warn_persisted_token(spec.cwd, self._env, self._shell.warn)
             self._shell.setup(spec, env, version, where)
-        agent = build_agent(spec, env, concurrency=self._concurrency)
+        agent = build_agent(spec, env, concurrency=self._concurrency, warn=self._shell.warn)
         self._stack.callback(close_agent, agent)
         self._built[version] = agent
         return agent
