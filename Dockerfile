@@ -28,10 +28,23 @@ LABEL org.opencontainers.image.title="passk" \
 # PASSK_AGENT_USER: passk runs as root here, so agents run as nobody, who cannot
 # read passk's /proc/<pid>/environ (the token) or write to its stdout (workflow
 # commands); see docs/threat-model.md.
+# PASSK_BASELINE_USER: the base commit's agent runs as a user of its own, made
+# below, so the pull request's agent (nobody) can neither write its HOME (a
+# .pth file there runs in every later Python of that user) nor signal or
+# trace its processes.
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PASSK_AGENT_USER=nobody
+    PASSK_AGENT_USER=nobody \
+    PASSK_BASELINE_USER=passk-baseline
+# The baseline's user: unprivileged, no login, no home on disk (passk makes a
+# private one per run), in no group but its own. Neither agent user is in any
+# other group, so neither can open the runner's docker socket (root:docker 660).
+RUN groupadd --system passk-baseline \
+ && useradd --system --gid passk-baseline --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin passk-baseline \
+ && test "$(id -G nobody)" = "$(id -g nobody)" \
+ && test "$(id -G passk-baseline)" = "$(id -g passk-baseline)"
 # git: the entrypoint reads the pull request's base commit and checks it out in
 # a worktree. The workspace belongs to the runner's uid, not root, so git would
 # refuse it as "dubious ownership" without the safe.directory entry.

@@ -26,7 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,13 @@ def checkout(tmp_path: Path) -> PullRequestCheckout:
     The pull request switches the agent to the candidate prompt (the demo's
     passk.yml as shipped). HEAD is the merge commit, as for refs/pull/N/merge.
     """
+    return demo_pull_request(tmp_path)
+
+
+def demo_pull_request(
+    tmp_path: Path, change: Callable[[Path], None] | None = None
+) -> PullRequestCheckout:
+    """The :func:`checkout` fixture's pull request; ``change`` edits its head commit too."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     git(workspace, "init", "-q", "-b", "main")
@@ -159,6 +166,8 @@ def checkout(tmp_path: Path) -> PullRequestCheckout:
 
     git(workspace, "checkout", "-q", "-b", "feature/refund-agent")
     (workspace / "passk.yml").write_text(candidate_config, encoding="utf-8")
+    if change is not None:
+        change(workspace)
     git(workspace, "commit", "-q", "-am", "Tighten the refund agent prompt")
     head_sha = git(workspace, "rev-parse", "HEAD")
 
@@ -581,3 +590,182 @@ def test_sdk_example_installs_its_sdk_in_setup_and_the_gate_decides(
     assert check["conclusion"] == "failure"
     assert check["output"]["title"] == "5 must-not-break rows broke: q-034, q-035, q-036 +2 more"
     assert KEY not in log and KEY not in body
+
+
+# -- two identities: the candidate (nobody) and the baseline (passk-baseline) ---------------
+
+from test_side_identities import ATTACKER, PLANT, VICTIM  # noqa: E402
+
+IDENTITIES = {"PASSK_AGENT_USER": "nobody", "PASSK_BASELINE_USER": "passk-baseline"}
+
+
+def in_image(image: str, script: str, *args: str, mounts: dict[Path, str] | None = None) -> str:
+    """Run ``python3 -c script args`` in the image as its entrypoint would (root, its env)."""
+    command = ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3"]
+    for host, inside in (mounts or {}).items():
+        command += ["-v", f"{host}:{inside}"]
+    done = subprocess.run(
+        [*command, image, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, explain(done)
+    return done.stdout
+
+
+def test_the_image_runs_each_side_as_its_own_user_in_no_other_group(image: str) -> None:
+    probe = (
+        "import grp, json, os, pwd\n"
+        "from passk_action.agents.identity import side_users\n"
+        "users = {}\n"
+        "for side, user in zip(('candidate', 'baseline'), side_users(os.environ)):\n"
+        "    entry = pwd.getpwuid(user.uid)\n"
+        "    groups = sorted({g.gr_gid for g in grp.getgrall() if entry.pw_name in g.gr_mem}"
+        " | {entry.pw_gid})\n"
+        "    users[side] = [entry.pw_name, entry.pw_uid, groups, entry.pw_gid]\n"
+        "print(json.dumps(users))\n"
+    )
+    users = json.loads(in_image(image, probe))
+    assert users["candidate"][0] == "nobody" and users["baseline"][0] == "passk-baseline"
+    assert users["candidate"][1] != users["baseline"][1]
+    for name, uid, groups, own in users.values():
+        assert uid != 0 and groups == [own], (name, groups)  # its own group, no other
+
+
+# Started as passk starts agents (spawn_as_agent, the image's users): a baseline
+# process, then a candidate process that goes for it every way.
+SIGNAL_PROBE = """
+import json, os, sys, time
+from pathlib import Path
+from passk_action.agents.identity import baseline_env, agent_user, spawn_as_agent
+from passk_action.agents.reaper import REAPER
+work = Path("/tmp/probe"); work.mkdir(mode=0o755)
+(work / "victim.py").write_text(sys.argv[1]); (work / "attacker.py").write_text(sys.argv[2])
+baseline, candidate = agent_user(baseline_env(os.environ)), agent_user(os.environ)
+env = {"PATH": os.environ["PATH"]}
+victim = spawn_as_agent(["python3", "victim.py"], baseline, cwd=work, env=env)
+attacker = spawn_as_agent(["python3", "attacker.py", str(victim.pid), str(baseline.home)],
+                          candidate, cwd=work, env=env)
+out, err = attacker.communicate(timeout=60)
+time.sleep(0.2)
+found = json.loads(out)
+found["victim alive"] = victim.poll() is None
+print(json.dumps(found))
+"""
+
+
+def test_in_the_image_the_candidate_cannot_signal_or_trace_the_baseline(image: str) -> None:
+    found = json.loads(in_image(image, SIGNAL_PROBE, VICTIM, ATTACKER))
+    assert found == {
+        "ptrace attach": "EPERM",
+        "ptrace seize": "EPERM",
+        "read environ": "EACCES",
+        "open mem": "EACCES",
+        "write its HOME": "EACCES",
+        "signal 0": "EPERM",
+        "SIGSTOP": "EPERM",
+        "SIGKILL": "EPERM",
+        "victim alive": True,
+    }
+
+
+# The runner mounts /var/run/docker.sock (FACTS.md H2), root:docker mode 660.
+SOCKET_PROBE = """
+import json, os, sys
+from pathlib import Path
+from passk_action.agents.identity import baseline_env, agent_user, spawn_as_agent
+code = '''
+import errno, socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("/var/run/docker.sock")
+    print("connected")
+except OSError as exc:
+    print(errno.errorcode[exc.errno])
+'''
+found = {}
+for side, user in (("candidate", agent_user(os.environ)),
+                   ("baseline", agent_user(baseline_env(os.environ))), ("passk", None)):
+    proc = spawn_as_agent(["python3", "-c", code], user, cwd=Path("/"),
+                          env={"PATH": os.environ["PATH"]})
+    found[side] = proc.communicate(timeout=60)[0].decode().strip()
+print(json.dumps(found))
+"""
+
+
+def test_no_agent_user_can_open_the_docker_socket(image: str, tmp_path: Path) -> None:
+    import socket
+
+    socket_dir = tmp_path / "run"
+    socket_dir.mkdir()
+    path = socket_dir / "docker.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(8)
+    try:
+        docker_gid = 998  # a docker group's id on the runner: no group in the image
+        os.chown(path, 0, docker_gid)
+        path.chmod(0o660)
+        found = json.loads(in_image(image, SOCKET_PROBE, mounts={path: "/var/run/docker.sock"}))
+    finally:
+        server.close()
+    # The control: passk itself (root) reaches it, so the probe can connect at all.
+    assert found == {"candidate": "EACCES", "baseline": "EACCES", "passk": "connected"}
+
+
+def plant_poison(workspace: Path) -> None:
+    """The pull request's agent plants a .pth in its HOME before it answers."""
+    agent = workspace / "agent.py"
+    text = agent.read_text(encoding="utf-8")
+    anchor = "from typing import Any\n"
+    assert text.count(anchor) == 1, "the demo agent's imports changed"
+    agent.write_text(text.replace(anchor, anchor + PLANT), encoding="utf-8")
+
+
+def test_a_pth_in_the_candidates_home_never_reaches_the_baseline_in_the_image(
+    image: str, tmp_path: Path
+) -> None:
+    verdicts = {}
+    # The attack, its control without the trick, and the attack on one user for both
+    # sides (PASSK_BASELINE_USER emptied): there it must work, or this test proves nothing.
+    for attack, one_user in ((False, False), (True, False), (True, True)):
+        root = tmp_path / f"attack-{attack}-one-user-{one_user}"
+        root.mkdir()
+        pr = demo_pull_request(root, plant_poison if attack else None)
+        pr.runner_temp.chmod(0o777)  # where the attack keeps its log, for this test
+        pull = FakePull(number=pr.number, head_sha=pr.head_sha, base_sha=pr.base_sha)
+        step_env = {"ATTACK_LOG": "/github/runner_temp/attack.jsonl"}
+        if one_user:
+            step_env["PASSK_BASELINE_USER"] = ""
+        with FakeGitHub(token=TOKEN, repository=pr.repository, pull=pull) as fake:
+            done = run_action(image, pr, fake.url, step_env)
+            body = fake.comment_bodies(pr.number)[0]
+        outputs = parse_env_file(pr.output_file.read_text(encoding="utf-8"))
+        result = json.loads(host_path(pr, outputs["result"]).read_text(encoding="utf-8"))
+        verdicts[attack, one_user] = (
+            [f["id"] for f in result["gate"]["failures"]],
+            {r["id"]: r.get("confirmation") for r in result["rows"] if r.get("confirmation")},
+        )
+        if one_user:
+            assert "both run as nobody" in done.stdout, explain(done)
+            continue
+        assert done.returncode == 1, explain(done)
+        assert "the candidate agent runs as nobody, the baseline agent as passk-baseline" in (
+            done.stdout
+        )
+        if attack:
+            planted = [
+                json.loads(line)
+                for line in (pr.runner_temp / "attack.jsonl").read_text().splitlines()
+            ]
+            outcomes = {home: how for attempt in planted for home, how in attempt.items()}
+            assert "planted" in outcomes.values(), outcomes  # its own HOME took it
+            refused = [how for how in outcomes.values() if how != "planted"]
+            assert refused and set(refused) == {"PermissionError"}, outcomes  # the baseline's
+        assert "confirmed-regression" in verdicts[attack, one_user][1].values(), body
+    # The same blocking rows, confirmed the same way: the baseline never ran the poison;
+    # sharing one user, it did.
+    assert verdicts[True, False] == verdicts[False, False]
+    assert verdicts[True, True] != verdicts[False, False]

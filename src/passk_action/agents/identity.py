@@ -16,6 +16,16 @@ only when it may ptrace passk, so two things close them:
   temporary directory (``HOME`` and ``TMPDIR``), made for the run and removed
   at exit; it can read what is readable by everyone (the checkout, the Python
   installation) and write only there.
+
+The two sides of a comparison are two identities: the base commit's agent
+(the baseline, its setup and its confirmation attempts) runs as
+``PASSK_BASELINE_USER`` (the image makes and sets ``passk-baseline``), the
+pull request's as ``PASSK_AGENT_USER``.  One user could write the other's
+``HOME`` (a ``.pth`` file in its user site-packages runs in every later
+Python of that user), signal its processes or trace them; two users can do
+none of that, and each gets its own private ``HOME`` and ``TMPDIR``.
+:func:`baseline_env` is how a side's environment names its user; unset, the
+baseline shares the agent user (``sides/prepare.py`` warns).
 """
 
 from __future__ import annotations
@@ -35,6 +45,8 @@ from .reaper import PR_SET_DUMPABLE, REAPER, prctl
 
 AGENT_USER_ENV = "PASSK_AGENT_USER"
 """Run agents as this user (a name or a uid) when passk is root; unset or empty: as passk."""
+BASELINE_USER_ENV = "PASSK_BASELINE_USER"
+"""Run the base commit's agent as this user instead; unset or empty: as ``PASSK_AGENT_USER``."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,11 @@ def agent_user(parent_env: Mapping[str, str]) -> AgentUser | None:
     another user while passk is not root is an error, and so is an unknown
     user or a user that is root itself.
     """
-    value = parent_env.get(AGENT_USER_ENV, "").strip()
+    return _user(parent_env.get(AGENT_USER_ENV, "").strip(), AGENT_USER_ENV)
+
+
+def _user(value: str, where: str) -> AgentUser | None:
+    """The user ``value`` names (the variable ``where``), checked; None: passk's own."""
     if not value:
         return None
     try:
@@ -85,7 +101,7 @@ def agent_user(parent_env: Mapping[str, str]) -> AgentUser | None:
     except (KeyError, ValueError, OverflowError):
         raise UsageError(
             f"no user {value!r} on this machine",
-            where=AGENT_USER_ENV,
+            where=where,
             hint="name an existing unprivileged user such as nobody, or unset it",
         ) from None
     if entry.pw_uid == os.geteuid():
@@ -93,18 +109,37 @@ def agent_user(parent_env: Mapping[str, str]) -> AgentUser | None:
     if entry.pw_uid == 0:
         raise UsageError(
             f"{value!r} is root: agents would reach passk's token",
-            where=AGENT_USER_ENV,
+            where=where,
             hint="name an unprivileged user such as nobody",
         )
     if os.geteuid() != 0:
         raise UsageError(
             f"passk runs as uid {os.geteuid()}, so it cannot start agents as {value!r}",
-            where=AGENT_USER_ENV,
+            where=where,
             hint="unset it (agents then run as passk's own user), or run passk as root",
         )
     return AgentUser(
         entry.pw_name, entry.pw_uid, entry.pw_gid, _private_home(entry.pw_uid, entry.pw_gid)
     )
+
+
+def baseline_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` as the baseline side sees it: its agent user is ``PASSK_BASELINE_USER``.
+
+    Everything that picks the user from an environment (:func:`agent_user`:
+    setup, the agent built, the export handed over) then picks the
+    baseline's.  Without ``PASSK_BASELINE_USER`` the agent user stays.
+    """
+    own = env.get(BASELINE_USER_ENV, "").strip()
+    if not own:
+        return dict(env)
+    _user(own, BASELINE_USER_ENV)  # an error names the variable that is wrong
+    return {**env, AGENT_USER_ENV: own}
+
+
+def side_users(env: Mapping[str, str]) -> tuple[AgentUser | None, AgentUser | None]:
+    """``(candidate, baseline)``: the user each side's agent runs as (None: as passk)."""
+    return agent_user(env), agent_user(baseline_env(env))
 
 
 def identity_env(user: AgentUser | None) -> dict[str, str]:

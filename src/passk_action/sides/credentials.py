@@ -150,7 +150,7 @@ def describe(credentials: list[StoredCredential]) -> str:
 @contextlib.contextmanager
 def credentials_hidden(
     repo: GitRepo,
-    user: AgentUser | None,
+    users: AgentUser | tuple[AgentUser | None, ...] | None,
     env: Mapping[str, str],
     *,
     warn: Say,
@@ -158,13 +158,16 @@ def credentials_hidden(
 ) -> Iterator[list[StoredCredential]]:
     """Inside, no agent can read a credential persisted for this checkout, if that is possible.
 
-    ``user`` is the agent user (None: agents are passk's own user, so only
-    ``warn`` says what they can read); ``note`` says what was hidden.
+    ``users`` are the agent users (each side's; None: agents are passk's own
+    user, so only ``warn`` says what they can read); ``note`` says what was
+    hidden.
     """
     found = stored_credentials(repo, env)
     if not found:
         yield found
         return
+    every = users if isinstance(users, tuple) else (users,)
+    user = None if None in every else every[0]
     if user is None:
         warn(
             f"the checkout's git config holds a token that agents can read: {describe(found)} "
@@ -175,7 +178,7 @@ def credentials_hidden(
     with contextlib.ExitStack() as stack:
         for target in _targets(found, repo.git_dirs()):
             try:
-                stack.enter_context(_unreadable_to(target, user))
+                stack.enter_context(_unreadable_to(target, every))
             except OSError as exc:
                 # Fail closed: no agent runs while the token is within its reach.
                 raise UsageError(
@@ -204,7 +207,7 @@ def _targets(found: list[StoredCredential], git_dirs: tuple[Path, ...]) -> list[
 
 
 @contextlib.contextmanager
-def _unreadable_to(path: Path, user: AgentUser) -> Iterator[None]:
+def _unreadable_to(path: Path, users: tuple[AgentUser | None, ...]) -> Iterator[None]:
     """``path`` (a file or directory) with no permission for group and others; restored after.
 
     Changed and restored through one descriptor opened without following a
@@ -215,7 +218,7 @@ def _unreadable_to(path: Path, user: AgentUser) -> Iterator[None]:
     fd = os.open(path, flags)
     try:
         before = os.fstat(fd)
-        if before.st_uid == user.uid:
+        if before.st_uid in {user.uid for user in users if user is not None}:
             os.fchown(fd, os.geteuid(), os.getegid())
         os.fchmod(fd, stat.S_IMODE(before.st_mode) & 0o700)
         try:

@@ -30,13 +30,14 @@ Two ways were weighed:
   user made must never become a root-owned set-user-ID program.
 
 Setups also write outside their folder: ``pip install`` as the agent user
-falls back to a user install under ``HOME``, and that user's private home
-is the candidate's too (same user), so the candidate's own setup would
-install its versions over the baseline's, or its agent rewrite them.  So
-with an agent user, a baseline agent that has a setup gets a ``HOME`` of its
-own beside the export (``agent.env``; setup and attempts both see it),
-handed over and locked with the export.  Its attempts keep the shared,
-writable ``TMPDIR``; its ``HOME`` is read-only to them, as its folder is.
+falls back to a user install under ``HOME``.  The baseline runs as a user of
+its own (``PASSK_BASELINE_USER``, ``agents/identity.py``), whose private
+``HOME`` and ``TMPDIR`` the candidate cannot reach; should both sides share
+one user, that home would be the candidate's too.  Either way, a baseline
+agent that has a setup gets a ``HOME`` of its own beside the export
+(``agent.env``; setup and attempts both see it), handed over and locked with
+the export: what its setup installed stays as it was.  Its attempts write to
+their ``TMPDIR``; their ``HOME`` is read-only to them, as their folder is.
 
 The cost: the baseline's setup runs whenever the candidate runs, even when
 the baseline agent is then never asked (no lost row, no new row to top up),
@@ -86,7 +87,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from ..agents.identity import agent_user
+from ..agents.identity import agent_user, baseline_env
 from ..errors import GitError
 from ..inputs.config import AgentConfig, Config
 from .gitrepo import GitRepo, short_sha
@@ -115,7 +116,8 @@ class BaseExport:
     def prepare(self, run_setup: RunSetup, env: Mapping[str, str]) -> None:
         """Run the baseline's setup in the export, writable only meanwhile; once.
 
-        ``env`` names the agent user (``PASSK_AGENT_USER``).  A failure is
+        ``env`` names the users (``PASSK_AGENT_USER``, ``PASSK_BASELINE_USER``):
+        the export is the baseline user's while its setup runs.  A failure is
         raised again by every later call, so whichever side asks next stops
         with the same error.
         """
@@ -127,7 +129,7 @@ class BaseExport:
             self._done = True
             if not self.agent.setup:
                 return
-            user = agent_user(env)
+            user = agent_user(baseline_env(env))
             try:
                 with contextlib.ExitStack() as stack:
                     for folder in (self.tree, self.home):
@@ -153,14 +155,14 @@ def base_export(
 
     Its setup is not run yet: :meth:`BaseExport.prepare` does, before the
     candidate is built (this module's docstring says why).  With an agent user
-    (``PASSK_AGENT_USER`` in ``env``), an agent with a setup gets a ``HOME`` of
-    its own beside the export, locked with it, since that user's home is the
-    candidate's too.
+    (``PASSK_BASELINE_USER``, else ``PASSK_AGENT_USER`` in ``env``), an agent
+    with a setup gets a ``HOME`` of its own beside the export, locked with it:
+    what its setup installed stays as it was, whoever else shares that user.
     """
     with repo.export(sha) as tree:
         moved = rebase_agent(agent, repo, tree)
         home = None
-        if agent.setup and agent_user(env) is not None:
+        if agent.setup and agent_user(baseline_env(env)) is not None:
             home = tree.parent / "home"
             home.mkdir(mode=0o755)
             moved = replace(moved, env={"HOME": str(home), **moved.env})

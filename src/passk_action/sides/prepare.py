@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ..agents.identity import agent_user
+from ..agents.identity import BASELINE_USER_ENV, AgentUser, baseline_env, side_users
 from ..agents.runner import Agent
 from ..core.model import Dataset, Run, Version
 from ..engine.agents import build_agent, close_agent
@@ -147,7 +147,7 @@ class LazyAgents:
             # Before any of the head's code runs, it may still write its export.
             self._base_export.prepare(self._base_setup, self._env)
         spec = self._specs[version]
-        env = env_without_token(self._env, self._token, spec)
+        env = env_without_token(self._side_env(version), self._token, spec)
         if not (version is Version.BASELINE and self._base_export is not None):
             # Runs from the head (the checkout, the working tree or HEAD's export).
             where = None
@@ -163,8 +163,12 @@ class LazyAgents:
         return agent
 
     def _base_setup(self, spec: AgentConfig) -> None:
-        env = env_without_token(self._env, self._token, spec)
+        env = env_without_token(self._side_env(Version.BASELINE), self._token, spec)
         self._shell.setup(spec, env, Version.BASELINE, self._base_where)
+
+    def _side_env(self, version: Version) -> Mapping[str, str]:
+        """The environment a side's agent is built from: it names that side's user."""
+        return baseline_env(self._env) if version is Version.BASELINE else self._env
 
 
 @contextlib.contextmanager
@@ -212,12 +216,12 @@ def prepare(
         head_agent = trusted.config.agent if candidate_agent is None else None
         base_agent = baseline_agent_config(trusted.sides.base.config) if baseline else None
         if isolate and (head_agent is not None or base_agent is not None):
+            users = side_users(env)
+            _say_users(users, shell)
             # Before any agent (setup or attempt) runs, and undone after the last one
             # stops: a token actions/checkout persisted is out of the agents' reach.
             stack.enter_context(
-                credentials_hidden(
-                    compared.repo, agent_user(env), env, warn=shell.warn, note=shell.note
-                )
+                credentials_hidden(compared.repo, users, env, warn=shell.warn, note=shell.note)
             )
         base_exported = None
         if base_agent is not None:
@@ -259,6 +263,24 @@ def prepare(
             ready={Version.CANDIDATE: candidate_agent} if candidate_agent is not None else None,
         )
         yield Prepared(inputs, agents)
+
+
+def _say_users(users: tuple[AgentUser | None, AgentUser | None], shell: Shell) -> None:
+    """Say who each side runs as; warn when one user runs both (no boundary between them)."""
+    candidate, baseline = users
+    if candidate is None or baseline is None:
+        return
+    if candidate.uid == baseline.uid:
+        shell.warn(
+            f"the baseline and the candidate agents both run as {candidate.name}: the pull "
+            "request's code can write the baseline's HOME and signal its processes; set "
+            f"{BASELINE_USER_ENV} to another unprivileged user (the action's image does)"
+        )
+        return
+    shell.line(
+        f"passk: the candidate agent runs as {candidate.name}, the baseline agent as "
+        f"{baseline.name}: neither can write the other's files nor signal its processes"
+    )
 
 
 def _local_specs(config: Config) -> dict[Version, AgentConfig]:
