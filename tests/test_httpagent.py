@@ -32,6 +32,7 @@ from passk_action.agents.http import (
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.scheduler import RetryPolicy, run_attempts
 from passk_action.agents.worker import WorkerAgent
+from passk_action.cli import main as cli_main
 from passk_action.core.model import Json, Phase, Row, Version
 from passk_action.engine.agents import build_agent
 from passk_action.errors import ConfigError
@@ -191,7 +192,10 @@ def test_missing_or_protected_header_variables_fail_at_start() -> None:
     with pytest.raises(ConfigError, match="credential of the workflow"):
         make_agent("http://127.0.0.1:9/x", env={"GITHUB_TOKEN": "ghs"}, headers=token)
     agent = make_agent(
-        "http://127.0.0.1:9/x", env={"GITHUB_TOKEN": "g"}, headers=token, pass_env=("GITHUB_TOKEN",)
+        "http://127.0.0.1:9/x",
+        env={"GITHUB_TOKEN": "ghs_0123456789"},
+        headers=token,
+        pass_env=("GITHUB_TOKEN",),
     )
     agent.close()
 
@@ -332,7 +336,7 @@ baseline:
     protocol: worker
 """
     config = parse_config(text, tmp_path / "passk.yml").config
-    http = build_agent(config.agent, {"MODEL_KEY": "k"}, concurrency=8)
+    http = build_agent(config.agent, {"MODEL_KEY": "k-0123456789"}, concurrency=8)
     assert isinstance(http, HttpAgent)
     assert http.description == "POST http://127.0.0.1:9/decide"
     assert config.baseline.agent is not None
@@ -424,14 +428,25 @@ def test_timeout_bounds_a_body_that_trickles_in(
     assert 1.9 <= elapsed < 2.8
 
 
-def test_a_short_header_value_is_not_masked_anywhere(endpoint: Endpoint) -> None:
-    endpoint.reply = lambda body, n: (500, {}, b"upstream 127.0.0.1:8001 refused, try 1 more", 0.0)
-    agent = make_agent(endpoint.url, env={"TEAM": "1"}, headers=(("X-Team", "${TEAM}"),))
-    attempt = agent.run(req())
-    assert attempt.detail == (
-        "HTTP 500 Internal Server Error: upstream 127.0.0.1:8001 refused, try 1 more"
-    )
-    agent.close()
+@pytest.mark.parametrize("value", ["1", "sk-1234"])
+def test_a_header_secret_too_short_to_mask_is_refused_at_start(value: str) -> None:
+    # Masking "1" everywhere would garble 127.0.0.1; not masking it would store it.
+    with pytest.raises(ConfigError) as info:
+        make_agent("http://127.0.0.1:9/decide", env={"KEY": value}, headers=(("X-Key", "${KEY}"),))
+    error = info.value
+    assert error.exit_code == 2 and error.where == "agent.http.headers.X-Key"
+    assert f"whose value has only {len(value)} character(s): too short" in error.message
+    assert "at least 8 characters" in (error.hint or "")
+    assert "sk-1234" not in error.one_line()  # the value itself is never said
+
+
+def test_control_a_secret_of_eight_characters_or_an_empty_value_is_accepted(
+    endpoint: Endpoint,
+) -> None:
+    for value in ("sk-12345", ""):
+        agent = make_agent(endpoint.url, env={"KEY": value}, headers=(("X-Key", "${KEY}"),))
+        assert agent.run(req()).valid
+        agent.close()
 
 
 SECRET = 'sk-live/"9f8e7d6c5b4a"é'
@@ -486,11 +501,13 @@ def test_a_secret_echoed_in_the_usage_is_masked_in_its_model_and_warnings(
     assert key not in json.dumps(attempt_to_json(attempt))
 
 
-def test_a_secret_inside_a_longer_token_is_not_a_whole_token() -> None:
+def test_a_secret_is_masked_inside_a_longer_word_too() -> None:
     mask = masker(["abcdefgh12"])
     assert mask("key=abcdefgh12; x abcdefgh12.") == "key=***; x ***."
-    assert mask("xabcdefgh12 abcdefgh123") == "xabcdefgh12 abcdefgh123"
-    assert masker(["1"])("127.0.0.1") == "127.0.0.1"
+    assert mask("xxabcdefgh12yy abcdefgh123") == "xx***yy ***3"
+    assert mask("abcdefgh12abcdefgh12") == "******"
+    # A secret that holds another is masked whole, not in pieces.
+    assert masker(["abcdefgh", "abcdefgh-longer"])("[abcdefgh-longer]") == "[***]"
 
 
 def test_one_429_slows_the_rate_without_stopping_the_pool(endpoint: Endpoint) -> None:
@@ -593,3 +610,40 @@ def test_a_pending_retry_after_holds_across_resume(endpoint: Endpoint, tmp_path:
     assert len(retries) == 2
     assert retries[1] - refused[0] >= 3.9
     assert not retry_after_path(out).exists()
+
+
+def test_a_secret_beside_letters_is_masked_in_the_run_every_report_and_stderr(
+    endpoint: Endpoint,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The issue's case: ``xx<secret>yy`` echoed by the endpoint, end to end through the CLI."""
+    key = "sk9f8e7d6c"
+    rows = [{"id": f"r{i}", "input": {"n": i}, "expected": "deny"} for i in range(3)]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    headers = "{Authorization: 'Bearer ${KEY}'}"
+    (tmp_path / "passk.yml").write_text(
+        "dataset: data.jsonl\nk: 2\nretry: {attempts: 0}\n"
+        f"agent: {{http: {{url: '{endpoint.url}', headers: {headers}}}}}\n"
+    )
+
+    def reply(body: dict[str, Any] | None, n: int) -> Reply:
+        row = (body or {}).get("id")
+        if row == "r0":
+            return (401, {}, f"invalid key: xx{key}yy".encode(), 0.0)
+        return ok(f"deny{key}", seen=f"Bearer_{key}_end", **{f"k{key}k": "x"})
+
+    endpoint.reply = reply
+    monkeypatch.setenv("KEY", key)
+    run = tmp_path / "run.json"
+    code = cli_main(["run", "--config", str(tmp_path / "passk.yml"), "--out", str(run)])
+    assert code in (0, 1), capsys.readouterr().err
+    said = capsys.readouterr().err
+    reports = [run.read_text(encoding="utf-8"), said]
+    for fmt in ("md", "json", "html", "junit"):
+        assert cli_main(["report", str(run), "--format", fmt]) == 0
+        reports.append(capsys.readouterr().out)
+    assert "xx***yy" in reports[0] and "deny***" in reports[0]  # the control: it was echoed
+    for text in reports:
+        assert key not in text

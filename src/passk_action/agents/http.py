@@ -28,12 +28,15 @@ Failures are error attempts, so the run's retry policy applies to them:
   a body that stalls or trickles in past the deadline);
 - ``bad-output`` / ``output-too-large``: as for stdout.
 
-A ``${VAR}`` value is masked (``***``) wherever the endpoint echoes it into
-something passk stores (an error detail, a decision, a check), in the forms
-it can take on the way (as is, JSON-escaped, ``\\uXXXX``-escaped, percent-
-encoded), but only as a whole token and only when it is at least
-:data:`MIN_SECRET_CHARS` long: a short value such as ``1`` is no secret, and
-masking it would garble unrelated text (an address such as ``127.0.0.1``).
+A ``${VAR}`` value is a secret: it is masked (``***``) wherever the endpoint
+echoes it into something passk stores (an error detail, a decision, a check,
+the usage's model and warnings), in the forms it can take on the way (as is,
+JSON-escaped, ``\\uXXXX``-escaped, percent-encoded), every occurrence, inside
+a longer word too (``xx<secret>yy``).  Masking a short value everywhere would
+garble unrelated text (``1`` in an address such as ``127.0.0.1``), and not
+masking it would store it, so a non-empty ``${VAR}`` value shorter than
+:data:`MIN_SECRET_CHARS` is refused when the agent is built (exit 2 naming
+the header): a value that is no secret belongs in the header as it is.
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ _BODY_SNIPPET = 200
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MASK = "***"
 MIN_SECRET_CHARS = 8
-"""Header values shorter than this are not masked: too short to be a credential."""
+"""A ``${VAR}`` header value shorter than this cannot be masked safely, so it is refused."""
 MIN_RATE = 1.0
 """Requests per second the pacer never goes below after a 429 or 503."""
 
@@ -150,8 +153,9 @@ def secret_forms(secret: str) -> set[str]:
 def masker(secrets: Iterable[str]) -> Callable[[str], str]:
     """A function that replaces every stored form of each secret by ``***``.
 
-    Only whole tokens are masked (no letter or digit right before or after),
-    and only values of at least :data:`MIN_SECRET_CHARS` characters.
+    Every occurrence, inside a longer word too; the longest form first, so a
+    secret that contains another is masked whole.  Values shorter than
+    :data:`MIN_SECRET_CHARS` are left alone (:class:`HttpAgent` refuses them).
     """
     long_enough = [secret for secret in secrets if len(secret) >= MIN_SECRET_CHARS]
     forms = sorted(
@@ -161,9 +165,7 @@ def masker(secrets: Iterable[str]) -> Callable[[str], str]:
     )
     if not forms:
         return lambda text: text
-    pattern = re.compile(
-        r"(?<![0-9A-Za-z])(?:" + "|".join(map(re.escape, forms)) + r")(?![0-9A-Za-z])"
-    )
+    pattern = re.compile("|".join(map(re.escape, forms)))
     return lambda text: pattern.sub(_MASK, text)
 
 
@@ -255,6 +257,16 @@ class HttpAgent:
                     f"header {header!r} references ${{{name}}}, which is not set",
                     where=f"{where}.headers.{header}",
                     hint=f"set {name} in the environment (e.g. from a repository secret)",
+                )
+            if 0 < len(parent_env[name]) < MIN_SECRET_CHARS:
+                raise ConfigError(
+                    f"header {header!r} references ${{{name}}}, whose value has only "
+                    f"{len(parent_env[name])} character(s): too short for passk to mask "
+                    "wherever the endpoint echoes it without garbling other text",
+                    where=f"{where}.headers.{header}",
+                    hint=f"a ${{VAR}} value is treated as a secret: give {name} a value of "
+                    f"at least {MIN_SECRET_CHARS} characters, or, if it is no secret, write "
+                    "it into the header as it is",
                 )
         self._session = requests.Session()
         # One connection per concurrency slot; more would only sit idle.
