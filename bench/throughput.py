@@ -15,9 +15,16 @@ the run is also reported against that floor:
 the first term when start-ups overlap freely, the second when they queue for
 the CPU (32 Python start-ups at once on 2 cores do).
 
+``--agent sh`` runs one process per attempt of a minimal shell agent
+(``read``, ``sleep``, ``echo``): its start-up costs little, so the ratio to
+the ideal is what passk's own per-attempt work costs (spawning as the agent
+user, the reaper, the journal), which is what ``--mode process --agent sh``
+measures.
+
 Usage (the figures in bench/README.md):
 
     python bench/throughput.py --rows 1000 --k 3 --latency 0.05 --concurrency 32
+    python bench/throughput.py --mode process --agent sh
 """
 
 from __future__ import annotations
@@ -50,6 +57,12 @@ LATENCY = float(os.environ["BENCH_LATENCY_S"])
 def decide(request):
     time.sleep(LATENCY)
     return {"decision": "deny", "checks": {"latency": LATENCY}}
+"""
+
+SH_AGENT = """\
+read -r request
+sleep "$BENCH_LATENCY_S"
+echo '{"decision": "deny", "checks": {"latency": "fixed"}}'
 """
 
 REQUEST = b'{"id": "r1", "input": {}, "attempt": 1, "version": "candidate"}\n'
@@ -105,6 +118,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per attempt (L)")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--mode", choices=["worker", "process", "both"], default="both")
+    parser.add_argument(
+        "--agent",
+        choices=["python", "sh"],
+        default="python",
+        help="process mode: a serve()-based Python agent, or a minimal shell agent",
+    )
     args = parser.parse_args()
 
     n = args.rows * args.k
@@ -143,12 +162,17 @@ def main() -> None:
             )
 
         if args.mode in ("process", "both"):
+            if args.agent == "sh":
+                (root / "agent.sh").write_text(SH_AGENT, encoding="utf-8")
+                command = ["/bin/sh", str(root / "agent.sh")]
+                spec = ProcessAgentSpec(command=tuple(command), cwd=root, timeout_s=60)
+                agent_wall, agent_cpu = child_cost(command, zero, 20)
             bare_wall, bare_cpu = child_cost([sys.executable, "-c", "pass"], zero, 20)
             floor = max(rounds * (args.latency + agent_wall), n * agent_cpu / cores)
             print(
                 f"start-up: python3 -c pass {bare_wall * 1000:.1f}ms wall / "
-                f"{bare_cpu * 1000:.1f}ms CPU; minimal agent {agent_wall * 1000:.1f}ms wall / "
-                f"{agent_cpu * 1000:.1f}ms CPU"
+                f"{bare_cpu * 1000:.1f}ms CPU; minimal {args.agent} agent "
+                f"{agent_wall * 1000:.1f}ms wall / {agent_cpu * 1000:.1f}ms CPU"
             )
             print(f"process floor = {floor:.3f}s")
             wall = timed_run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import re
 import socket
 import threading
@@ -21,6 +22,7 @@ import pytest
 
 from passk_action.agents.http import (
     CONNECTION_ERROR,
+    HEADROOM,
     HTTP_STATUS,
     MIN_RATE,
     HttpAgent,
@@ -536,27 +538,101 @@ def test_one_429_slows_the_rate_without_stopping_the_pool(endpoint: Endpoint) ->
     )
 
 
-def test_pacer_halves_once_per_burst_and_grows_back() -> None:
-    now = [100.0]
+class _Bucket:
+    """A server's limit: ``rate`` requests a second, bursts of one second's worth."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate, self.tokens, self.at = rate, rate, 0.0
+
+    def refuses(self, now: float) -> bool:
+        self.tokens = min(self.rate, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return False
+        return True
+
+
+def drive(
+    seconds: float, pool_rate: float, refuses: Callable[[float], bool], since: float = 0.0
+) -> tuple[float, float, Pacer]:
+    """A fake clock: a pool that could send ``pool_rate`` a second, paced by a Pacer.
+
+    Answers come back at once; ``refuses(t)`` says whether the endpoint answers a
+    send at ``t`` with 429.  Returns the send rate and the share refused after
+    ``since`` seconds, and the pacer.
+    """
+    now = [0.0]
     pacer = Pacer(lambda: now[0])
-    for _ in range(20):
-        pacer.reserve()
-    sent_before = now[0]
-    now[0] += 0.1
-    pacer.slow_down(sent_before)
-    assert pacer.rate == 10.0
-    pacer.slow_down(sent_before)  # a second 429 from the same burst: no second cut
-    assert pacer.rate == 10.0
-    at, _ = pacer.reserve()
-    second, _ = pacer.reserve()
-    assert second - at == pytest.approx(0.1)
-    pacer.speed_up()
-    assert pacer.rate == 11.0
-    now[0] += 1.0
-    for _ in range(40):
-        pacer.slow_down(now[0])
-        now[0] += 0.01
+    sent = refused = 0
+    ready = 0.0
+    while True:
+        now[0] = ready
+        at, _ = pacer.reserve()
+        if at >= seconds:
+            break
+        now[0] = at
+        if refuses(at):
+            pacer.pushback()
+            refused += at >= since
+        else:
+            pacer.accepted()
+        sent += at >= since
+        ready = at + 1.0 / pool_rate
+    return sent / (seconds - since), refused / max(sent, 1), pacer
+
+
+def test_pacer_scattered_pushback_costs_no_rate() -> None:
+    """3% of requests refused whatever the rate: the pool keeps its full rate."""
+    draws = random.Random(7)
+    rate, share, _ = drive(60.0, 300.0, lambda t: draws.random() < 0.03)
+    assert rate == pytest.approx(300.0, rel=0.01) and share == pytest.approx(0.03, abs=0.005)
+
+
+def test_pacer_settles_just_above_a_hard_limit_and_follows_it() -> None:
+    bucket = _Bucket(50.0)
+    rate, share, _ = drive(60.0, 300.0, bucket.refuses, since=10.0)
+    # HEADROOM x the limit, so about 1 - 1/HEADROOM of the sends refused.
+    assert 50.0 <= rate <= 50.0 * HEADROOM * 1.05
+    assert share <= 1.0 - 1.0 / (HEADROOM * 1.05)
+    # Against the old rule's figure: halving on each refusal settled far lower.
+    assert rate > 50.0 * 0.9
+
+
+def test_pacer_recovers_by_doubling_each_second_once_the_pushback_stops() -> None:
+    now = [0.0]
+    pacer = Pacer(lambda: now[0])
+    for _ in range(20):  # 10 a second accepted for 2 s
+        pacer.accepted()
+        now[0] += 0.1
+    pacer.pushback()
+    level = pacer.rate
+    assert level == pytest.approx(HEADROOM * 10.0, rel=0.06)
+    for _ in range(10):  # a burst of refusals at once is one level, not ten cuts
+        pacer.pushback()
+    assert pacer.rate == level
+    # Then every answer accepted, as fast as the limit lets them go: a second
+    # later it grows, doubling each second.
+    start = now[0]
+    while now[0] - start < 0.95:
+        at, _ = pacer.reserve()
+        now[0] = at
+        pacer.accepted()
+    assert pacer.rate == level
+    while now[0] - start < 4.0:
+        at, _ = pacer.reserve()
+        now[0] = at
+        pacer.accepted()
+    assert pacer.rate is not None and pacer.rate >= level * 2**2.5
+
+
+def test_pacer_with_nothing_accepted_goes_to_the_minimum_rate() -> None:
+    now = [5.0]
+    pacer = Pacer(lambda: now[0])
+    pacer.pushback()
     assert pacer.rate == MIN_RATE
+    at, _ = pacer.reserve()
+    assert at == pytest.approx(6.0)  # one interval after the refusal
 
 
 def test_a_pending_retry_after_holds_across_resume(endpoint: Endpoint, tmp_path: Path) -> None:

@@ -59,7 +59,8 @@ class Agent(Protocol):
     ``close`` releases what the agent keeps open between attempts (worker
     processes, HTTP connections); ``carry_retry_after`` hands it the waits a
     stopped run was asked for, and where to save new ones, so a ``--resume``
-    keeps them.  Agents with nothing of the kind inherit :class:`AgentBase`.
+    keeps them; ``ready_in`` says how long a request must still wait, so the
+    scheduler holds it back without holding a concurrency slot.  Agents with nothing of the kind inherit :class:`AgentBase`.
     """
 
     description: str
@@ -72,6 +73,10 @@ class Agent(Protocol):
         self, pending: RetryAfters, save: Callable[[RetryAfters], None]
     ) -> None: ...
 
+    def ready_in(self, request: AttemptRequest) -> float:
+        """Seconds before ``request`` may be sent again (a Retry-After); 0: now."""
+        ...
+
 
 class AgentBase:
     """The parts of :class:`Agent` most agents need not implement: nothing to close or carry."""
@@ -81,6 +86,10 @@ class AgentBase:
 
     def carry_retry_after(self, pending: RetryAfters, save: Callable[[RetryAfters], None]) -> None:
         """No endpoint asks this agent to wait."""
+
+    def ready_in(self, request: AttemptRequest) -> float:
+        """No endpoint asks this agent to wait: any request may go now."""
+        return 0.0
 
 
 @runtime_checkable

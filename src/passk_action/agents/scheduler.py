@@ -10,8 +10,11 @@ alike: it is not being measured, it is not running.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import random
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -214,14 +217,32 @@ def _check_requests(requests: Sequence[AttemptRequest], concurrency: int) -> Non
         seen.add(key)
 
 
+@dataclass(frozen=True)
+class _Later:
+    """A request between two tries: due again ``delay_s`` from when its try ended."""
+
+    request: AttemptRequest
+    notes: tuple[str, ...]
+    """The failed tries so far, kept for the attempt's ``retries``."""
+    retry_index: int
+    delay_s: float
+
+
 @dataclass
 class _Tries:
-    """One request tried, then retried after a backoff while it errors; None once halted."""
+    """One request tried, then retried after a backoff while it errors; None once halted.
+
+    With ``wait_between`` (tests inject it) the wait happens in the attempt's
+    own thread, as a sleep; without it a try that must wait returns a
+    :class:`_Later` and the scheduler holds the request back without holding
+    a concurrency slot, so one request waiting out a backoff or a
+    Retry-After never slows the others.
+    """
 
     agent: Agent
     retry: RetryPolicy
     halt: threading.Event
-    wait_between: Callable[[float], object]
+    wait_between: Callable[[float], object] | None
     rng: random.Random
     on_retry: Callable[[AttemptRequest, str], None] | None = None
     """Told each failed try that will be retried (the journal), from the attempt's thread."""
@@ -232,24 +253,35 @@ class _Tries:
     def __post_init__(self) -> None:
         self._earlier = dict(self.earlier)  # each is used once (a second chance adds none)
 
-    def __call__(self, request: AttemptRequest) -> Attempt | None:
+    def __call__(self, request: AttemptRequest) -> Attempt | _Later | None:
         with self.lock:
-            notes = list(self._earlier.pop((request.row.id, request.number), ()))
-        for retry_index in range(min(len(notes), self.retry.attempts), self.retry.attempts + 1):
+            notes = tuple(self._earlier.pop((request.row.id, request.number), ()))
+        return self.go_on(request, notes, min(len(notes), self.retry.attempts))
+
+    def go_on(
+        self, request: AttemptRequest, notes: tuple[str, ...], retry_index: int
+    ) -> Attempt | _Later | None:
+        """Try ``request`` (its ``retry_index``-th retry; 0: the first try)."""
+        while True:
             if self.halt.is_set():
                 return None
             try:
                 attempt = _run_once(self.agent, request)
             except AttemptCancelled:
                 return None
-            if attempt.answered or retry_index == self.retry.attempts:
+            if attempt.answered or retry_index >= self.retry.attempts:
                 break  # a decision, or an answer the rules could not read: never retried
             note = _retry_note(attempt)
-            notes.append(note)
+            notes = (*notes, note)
             if self.on_retry is not None:
                 self.on_retry(request, note)
             with self.lock:
                 delay = self.retry.delay(retry_index, self.rng)
+            retry_index += 1
+            if self.wait_between is None:
+                # The endpoint may ask for longer than the backoff (a Retry-After).
+                delay = max(delay, self.agent.ready_in(request))
+                return _Later(request, notes, retry_index, delay)
             self.wait_between(delay)
         if notes:
             attempt = replace(attempt, retries=(*attempt.retries, *notes))
@@ -328,8 +360,11 @@ def run_attempts(
       and ``earlier_tries`` (by row id and number) gives them back on
       resume, where they count against ``retry.attempts`` and open the
       attempt's ``retries``.
-    - ``sleep`` waits between retries (injected by tests); by default the
-      wait ends early when the run is stopped.
+    - ``sleep`` waits between retries in the attempt's thread (injected by
+      tests).  By default a request waiting to be retried holds no
+      concurrency slot: it is held back until its backoff, or the longer
+      wait its agent asks for (``Agent.ready_in``: a Retry-After), is over,
+      while the other requests go on; a stop drops it (resume makes it).
     - With ``fail_fast``, the first ``min(len(requests), 2 * concurrency)``
       attempts are watched (:class:`FirstAttemptsWatch`): no attempt beyond
       them starts until one of them succeeds or two fail differently, and if
@@ -347,17 +382,11 @@ def run_attempts(
     then by attempt number, whatever order attempts finished in.
     """
     _check_requests(requests, concurrency)
-    # ``halt`` is ours: set on ``stop`` or when the journal raises.  Workers
-    # wait on it between retries so a stop cuts a long backoff short.
+    # ``halt`` is ours: set on ``stop`` or when the journal raises.  The loop
+    # waits on it, so a stop cuts a long backoff short.
     halt = threading.Event()
     attempt_with_retries = _Tries(
-        agent,
-        retry,
-        halt,
-        sleep if sleep is not None else halt.wait,
-        rng or random.Random(),
-        on_retry,
-        earlier_tries or {},
+        agent, retry, halt, sleep, rng or random.Random(), on_retry, earlier_tries or {}
     )
 
     def halt_now() -> None:
@@ -370,7 +399,9 @@ def run_attempts(
         row_order.setdefault(request.row.id, len(row_order))
     finished: list[Attempt] = []
     pending = deque(requests)
-    in_flight: dict[Future[Attempt | None], AttemptRequest] = {}
+    in_flight: dict[Future[Attempt | _Later | None], AttemptRequest] = {}
+    # Requests between tries, by when they are due (monotonic time), in no slot.
+    later: list[tuple[float, int, _Later]] = []
     held = _HeldBack(second_chance, retry)
 
     def hand_over(attempt: Attempt) -> None:
@@ -382,6 +413,7 @@ def run_attempts(
         if progress is not None:
             progress.advance(attempt)
 
+    order = itertools.count()  # ties between equal due times keep their order
     window = min(len(requests), 2 * concurrency) if fail_fast else 0
     watch = FirstAttemptsWatch.of(requests[0] if requests else None, window)
     started = 0
@@ -390,24 +422,43 @@ def run_attempts(
         progress.start(len(requests), _label(requests))
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="passk-attempt")
     try:
-        while pending or in_flight:
+        while pending or in_flight or later:
             if stop is not None and stop.is_set():
                 # Repeated on every wake-up: it also catches a process that a
                 # worker spawned just as the stop arrived.
                 halt_now()
-            while pending and len(in_flight) < concurrency and not halt.is_set():
-                if not watch.settled and started >= watch.window:
-                    break  # wait for the verdict on the first attempts
+            now = time.monotonic()
+            while len(in_flight) < concurrency and not halt.is_set():
+                if later and later[0][0] <= now:
+                    # Retries first: they have waited longest.
+                    _, _, due = heapq.heappop(later)
+                    future = pool.submit(
+                        attempt_with_retries.go_on, due.request, due.notes, due.retry_index
+                    )
+                    in_flight[future] = due.request
+                    continue
+                if not pending or (not watch.settled and started >= watch.window):
+                    break  # nothing to start, or waiting for the verdict on the first attempts
                 request = pending.popleft()
                 in_flight[pool.submit(attempt_with_retries, request)] = request
                 started += 1
+            if halt.is_set() and not in_flight:
+                break  # stopped: a request between tries is not returned, so resume makes it
+            next_due = later[0][0] - now if later else _POLL_S
             if not in_flight:
-                break  # stopped with nothing left running
-            done, _ = wait(in_flight, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+                halt.wait(min(_POLL_S, max(0.0, next_due)))
+                continue
+            done, _ = wait(
+                in_flight, timeout=min(_POLL_S, max(0.0, next_due)), return_when=FIRST_COMPLETED
+            )
             for future in done:
                 request = in_flight.pop(future)
                 result = future.result()
                 if result is None:
+                    continue
+                if isinstance(result, _Later):
+                    due_at = time.monotonic() + result.delay_s
+                    heapq.heappush(later, (due_at, next(order), result))
                     continue
                 if held.second_round:
                     hand_over(held.answered(result))
@@ -419,7 +470,7 @@ def run_attempts(
                     for attempt in held.attempts():
                         hand_over(attempt)  # recorded as they are: the version cannot run
                     raise unrunnable
-            if not pending and not in_flight and held.due():
+            if not pending and not in_flight and not later and held.due():
                 # Everything else is done: the held errors get their second chance
                 # after the longest backoff, with the whole retry budget again.
                 (sleep or (stop or halt).wait)(retry.max_backoff_s)
