@@ -145,6 +145,10 @@ def gate(shared: Path, env: dict[str, str], *, attack: bool) -> tuple[dict[str, 
     return got, body
 
 
+CONFIRMED = "**evidence:** 2 wrong of 2 attempts; baseline 0 of "
+"""The blocker's evidence when every confirmation attempt of the baseline was right."""
+
+
 def baseline_confirmations(got: dict[str, Any]) -> list[tuple[str, int]]:
     return [(row, n) for row, n, version in got["asked"] if version == "baseline"]
 
@@ -167,7 +171,7 @@ def test_a_pth_in_the_candidates_home_never_reaches_the_baseline(
     # The baseline's confirmation attempts answered as the base commit says.
     assert ("r0", 3) in baseline_confirmations(got)
     assert got["code"] == 1, got["log"]
-    assert "**confirmed** on re-run" in body and "baseline varies" not in body
+    assert CONFIRMED in body and "varies" not in body, body
     assert (
         f"the candidate agent runs as {users[AGENT_USER_ENV]}, the baseline agent as "
         f"{users[BASELINE_USER_ENV]}" in got["log"]
@@ -177,14 +181,15 @@ def test_a_pth_in_the_candidates_home_never_reaches_the_baseline(
 def test_control_the_same_pull_request_without_the_pth(shared: Path, users: dict[str, str]) -> None:
     got, body = gate(shared, users, attack=False)
     assert got["code"] == 1, got["log"]
-    assert "**confirmed** on re-run" in body
+    assert CONFIRMED in body, body
 
 
 def test_control_one_user_for_both_sides_is_what_the_attack_needs(shared: Path) -> None:
     one = {AGENT_USER_ENV: _existing("nobody")}
     got, body = gate(shared, one, attack=True)
-    # The poison reached the baseline: r0 is no confirmed regression any more.
-    assert "**confirmed** on re-run" not in body, body
+    # The poison reached the baseline: r0 no longer blocks.
+    assert got["code"] == 0, got["log"]
+    assert CONFIRMED not in body, body
     assert "both run as nobody" in got["log"]  # and passk said so before any agent ran
 
 

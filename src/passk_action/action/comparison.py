@@ -95,17 +95,20 @@ def run_comparison(
     # agent's setup group stay visible in the log without unfolding anything.
     # A cancelled job gets SIGINT/SIGTERM: a setup stops at once, attempts in flight
     # are killed, and what finished is kept.
-    with stop_on_signals() as stop, prepare(
-        action_shell(workflow, stop),
-        Base(repo, BaseCommit(pr.base_sha), trusted),
-        candidate,
-        env=runtime.env,
-        token=inputs.token,
-        isolate=True,
-        concurrency=config.concurrency,
-        rerun=rerun,
-        candidate_agent=candidate_agent,
-    ) as prepared:
+    with (
+        stop_on_signals() as stop,
+        prepare(
+            action_shell(workflow, stop),
+            Base(repo, BaseCommit(pr.base_sha), trusted),
+            candidate,
+            env=runtime.env,
+            token=inputs.token,
+            isolate=True,
+            concurrency=config.concurrency,
+            rerun=rerun,
+            candidate_agent=candidate_agent,
+        ) as prepared,
+    ):
         result = compare(prepared.inputs, prepared.agents, runtime.session(config, stop))
     ran = result.executions
     workflow.line(

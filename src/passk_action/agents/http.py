@@ -436,12 +436,16 @@ class HttpAgent:
         try:
             headers, secrets = expand_headers(self.config.headers, self._env)
         except KeyError as exc:
-            return self._error(
-                request,
-                HTTP_STATUS,
-                f"a header references ${{{exc.args[0]}}}, which is no longer set",
-                started,
-            ), None, None
+            return (
+                self._error(
+                    request,
+                    HTTP_STATUS,
+                    f"a header references ${{{exc.args[0]}}}, which is no longer set",
+                    started,
+                ),
+                None,
+                None,
+            )
         mask = masker(secrets)
         headers.setdefault("Content-Type", "application/json")
         headers.setdefault("Accept", "application/json")
@@ -467,14 +471,25 @@ class HttpAgent:
             with response:
                 content, too_large = self._read_body(response, deadline)
         except (requests.Timeout, _BodyTimeout):
-            return self._error(
-                request, TIMEOUT, f"no complete answer within the {timeout:g}s timeout", started
-            ), None, None
+            return (
+                self._error(
+                    request, TIMEOUT, f"no complete answer within the {timeout:g}s timeout", started
+                ),
+                None,
+                None,
+            )
         except requests.RequestException as exc:
             if _timed_out(exc):
-                return self._error(
-                    request, TIMEOUT, f"no complete answer within the {timeout:g}s timeout", started
-                ), None, None
+                return (
+                    self._error(
+                        request,
+                        TIMEOUT,
+                        f"no complete answer within the {timeout:g}s timeout",
+                        started,
+                    ),
+                    None,
+                    None,
+                )
             detail = _one_line(mask(f"{type(exc).__name__}: {exc}"), 300)
             failed = f"request failed: {detail}"
             return self._error(request, CONNECTION_ERROR, failed, started), None, None
@@ -491,12 +506,16 @@ class HttpAgent:
             detail = f"{reason}: {text}" if text else reason
             return self._error(request, HTTP_STATUS, detail, started), status, wait
         if too_large:
-            return self._error(
-                request,
-                OUTPUT_TOO_LARGE,
-                f"the response body exceeded {self._output_cap} bytes",
-                started,
-            ), status, None
+            return (
+                self._error(
+                    request,
+                    OUTPUT_TOO_LARGE,
+                    f"the response body exceeded {self._output_cap} bytes",
+                    started,
+                ),
+                status,
+                None,
+            )
         try:
             answer = parse_output(content)
         except BadOutput as exc:

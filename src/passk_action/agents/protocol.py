@@ -60,7 +60,8 @@ class Agent(Protocol):
     processes, HTTP connections); ``carry_retry_after`` hands it the waits a
     stopped run was asked for, and where to save new ones, so a ``--resume``
     keeps them; ``ready_in`` says how long a request must still wait, so the
-    scheduler holds it back without holding a concurrency slot.  Agents with nothing of the kind inherit :class:`AgentBase`.
+    scheduler holds it back without holding a concurrency slot.  Agents with
+    nothing of the kind inherit :class:`AgentBase`.
     """
 
     description: str

@@ -327,6 +327,79 @@ class _HeldBack:
         return replace(result, retries=(*earlier, *result.retries))
 
 
+@dataclass
+class _HandOver:
+    """A finished attempt to the result, the journal and the progress line.
+
+    Called from the scheduling thread only, so the journal never sees two
+    attempts at once and needs no lock of its own.
+    """
+
+    finished: list[Attempt]
+    on_attempt: Callable[[Attempt], None] | None
+    progress: Progress | None
+
+    def __call__(self, attempt: Attempt) -> None:
+        self.finished.append(attempt)
+        if self.on_attempt is not None:
+            self.on_attempt(attempt)
+        if self.progress is not None:
+            self.progress.advance(attempt)
+
+
+def _start(
+    pool: ThreadPoolExecutor,
+    tries: _Tries,
+    pending: deque[AttemptRequest],
+    later: list[tuple[float, int, _Later]],
+    in_flight: dict[Future[Attempt | _Later | None], AttemptRequest],
+    concurrency: int,
+    watch: FirstAttemptsWatch,
+    started: int,
+) -> int:
+    """Fill the free slots: retries that are due first (they waited longest), then new
+    requests; return how many new requests started."""
+    now = time.monotonic()
+    new = 0
+    while len(in_flight) < concurrency:
+        if later and later[0][0] <= now:
+            _, _, due = heapq.heappop(later)
+            in_flight[pool.submit(tries.go_on, due.request, due.notes, due.retry_index)] = (
+                due.request
+            )
+            continue
+        if not pending or (not watch.settled and started + new >= watch.window):
+            break  # nothing to start, or waiting for the verdict on the first attempts
+        request = pending.popleft()
+        in_flight[pool.submit(tries, request)] = request
+        new += 1
+    return new
+
+
+def _finished(
+    request: AttemptRequest,
+    result: Attempt,
+    held: _HeldBack,
+    watch: FirstAttemptsWatch,
+    hand_over: Callable[[Attempt], None],
+) -> None:
+    """An attempt done (retries included): handed over, held back, or the end of the run.
+
+    Raises :class:`AgentCouldNotRun` when the first attempts show the version
+    cannot run, after every attempt held back is handed over as it is.
+    """
+    if held.second_round:
+        hand_over(held.answered(result))
+        return
+    if not held.hold(request, result):
+        hand_over(result)
+    unrunnable = watch.add(result)
+    if unrunnable is not None:
+        for attempt in held.attempts():
+            hand_over(attempt)  # recorded as they are: the version cannot run
+        raise unrunnable
+
+
 def run_attempts(
     requests: Sequence[AttemptRequest],
     agent: Agent,
@@ -404,15 +477,7 @@ def run_attempts(
     later: list[tuple[float, int, _Later]] = []
     held = _HeldBack(second_chance, retry)
 
-    def hand_over(attempt: Attempt) -> None:
-        finished.append(attempt)
-        # Called from this thread only, so the journal never sees two
-        # attempts at once and needs no lock of its own.
-        if on_attempt is not None:
-            on_attempt(attempt)
-        if progress is not None:
-            progress.advance(attempt)
-
+    hand_over = _HandOver(finished, on_attempt, progress)
     order = itertools.count()  # ties between equal due times keep their order
     window = min(len(requests), 2 * concurrency) if fail_fast else 0
     watch = FirstAttemptsWatch.of(requests[0] if requests else None, window)
@@ -428,20 +493,17 @@ def run_attempts(
                 # worker spawned just as the stop arrived.
                 halt_now()
             now = time.monotonic()
-            while len(in_flight) < concurrency and not halt.is_set():
-                if later and later[0][0] <= now:
-                    # Retries first: they have waited longest.
-                    _, _, due = heapq.heappop(later)
-                    future = pool.submit(
-                        attempt_with_retries.go_on, due.request, due.notes, due.retry_index
-                    )
-                    in_flight[future] = due.request
-                    continue
-                if not pending or (not watch.settled and started >= watch.window):
-                    break  # nothing to start, or waiting for the verdict on the first attempts
-                request = pending.popleft()
-                in_flight[pool.submit(attempt_with_retries, request)] = request
-                started += 1
+            if not halt.is_set():
+                started += _start(
+                    pool,
+                    attempt_with_retries,
+                    pending,
+                    later,
+                    in_flight,
+                    concurrency,
+                    watch,
+                    started,
+                )
             if halt.is_set() and not in_flight:
                 break  # stopped: a request between tries is not returned, so resume makes it
             next_due = later[0][0] - now if later else _POLL_S
@@ -454,22 +516,11 @@ def run_attempts(
             for future in done:
                 request = in_flight.pop(future)
                 result = future.result()
-                if result is None:
-                    continue
                 if isinstance(result, _Later):
                     due_at = time.monotonic() + result.delay_s
                     heapq.heappush(later, (due_at, next(order), result))
-                    continue
-                if held.second_round:
-                    hand_over(held.answered(result))
-                    continue
-                if not held.hold(request, result):
-                    hand_over(result)
-                unrunnable = watch.add(result)
-                if unrunnable is not None:
-                    for attempt in held.attempts():
-                        hand_over(attempt)  # recorded as they are: the version cannot run
-                    raise unrunnable
+                elif result is not None:
+                    _finished(request, result, held, watch, hand_over)
             if not pending and not in_flight and not later and held.due():
                 # Everything else is done: the held errors get their second chance
                 # after the longest backoff, with the whole retry budget again.
