@@ -8,10 +8,12 @@ nothing running for long.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ import yaml
 
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.reaper import REAPER
-from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
+from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec, run_attempts
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import Phase, Row, Version
 
@@ -154,3 +156,60 @@ def test_passk_own_children_in_its_session_are_left_alone(tmp_path: Path) -> Non
     finally:
         helper.kill()
         helper.wait()
+
+
+def test_escapees_of_attempts_run_on_the_schedulers_threads_die(tmp_path: Path) -> None:
+    """Agents start on the scheduler's threads; what escapes them is re-parented to the
+    main thread, the one a sweep reads (reaper.py)."""
+    targets = [tmp_path / f"shard{i}.json" for i in range(6)]
+    agent = ProcessAgent(spec(tmp_path, PROCESS_AGENT), dict(os.environ))
+    requests = [
+        AttemptRequest(Row(f"r{i}", {"target": str(t)}, "deny"), 1, Phase.MAIN, Version.CANDIDATE)
+        for i, t in enumerate(targets)
+    ]
+    attempts = run_attempts(requests, agent, concurrency=3)
+    assert [a.decision for a in attempts] == ["deny"] * len(targets)
+    assert not any(alive(escapee(t)) for t in targets)
+    time.sleep(2.0)
+    assert not any(t.exists() for t in targets), "an escapee rewrote a file after its attempt"
+
+
+def _started_outside_the_session() -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+    )
+
+
+def test_a_sweep_during_a_start_spares_the_agent_being_started() -> None:
+    """A sweep that runs while an agent of the main thread is being started (its pid
+    not recorded yet) waits for the start, then knows it as an agent."""
+    swept: list[list[int]] = []
+    sweeper = threading.Thread(target=lambda: swept.append(REAPER.sweep()))
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = _started_outside_the_session()
+        sweeper.start()  # the sweep meets the process before spawn() records it
+        time.sleep(0.3)
+        return proc
+
+    proc = REAPER.spawn(start)
+    try:
+        sweeper.join(10)
+        assert swept == [[]]
+        assert proc.poll() is None, "the sweep killed an agent that was being started"
+    finally:
+        REAPER.kill_tree(proc.pid)
+        proc.wait()
+        REAPER.release(proc.pid)
+
+
+def test_control_a_process_no_start_records_is_swept() -> None:
+    """The same process, started without the reaper: a sweep kills and reaps it."""
+    proc = _started_outside_the_session()
+    try:
+        assert REAPER.sweep() == [proc.pid]
+        assert not alive(proc.pid)
+    finally:
+        proc.kill()
+        with contextlib.suppress(ChildProcessError):
+            proc.wait()

@@ -10,8 +10,9 @@ an orphan is then re-parented to passk instead of to init, so every process an
 agent ever started stays a descendant of passk.  The rules:
 
 - every agent process is started through :meth:`Reaper.spawn`, which records
-  its pid (under the same lock as a sweep, so a process that is being started
-  is never mistaken for an escapee);
+  its pid; a sweep that finds a process it does not know while starts are
+  under way waits for those starts to record their pids before it judges, so
+  a process that is being started is never mistaken for an escapee;
 - when an attempt ends (or a worker is replaced), :meth:`Reaper.kill_tree`
   SIGKILLs the agent and all its descendants, and :meth:`Reaper.sweep` kills and
   reaps every child of passk that is neither a recorded agent nor in passk's
@@ -19,11 +20,20 @@ agent ever started stays a descendant of passk.  The rules:
   such as ``git``, stay in passk's session and are never touched);
 - at exit (``atexit``) every recorded agent is killed and a last sweep runs.
 
-The process tree is read from ``/proc/<pid>/task/<tid>/children``, so a sweep
-costs a few small reads, not a scan of every process.  Where there is no
-subreaper (not Linux, or ``prctl`` refused) an escapee whose parent already
-exited cannot be found; the module then still kills the agent's tree and
-session as far as ``/proc`` shows them.
+Where an escapee is found: the kernel re-parents an orphan to the first live
+thread of the subreaper (``find_new_reaper`` → ``find_alive_thread``), which is
+passk's main thread, the thread group leader, so a sweep reads that one
+thread's ``/proc/<pid>/task/<pid>/children``: one small read, not one per
+thread of passk and a ``stat`` per agent it started (with 32 attempts in
+flight, that cost more than the attempts' own work).  The agents themselves
+are children of the threads that started them and never appear there.
+
+Starting agents takes no lock another start or a sweep waits for: ``fork``
+and ``exec`` of 32 agents at once overlap, and a sweep after every attempt
+never queues behind them.  Where there is no subreaper (not Linux, or
+``prctl`` refused) an escapee whose parent already exited cannot be found;
+the module then still kills the agent's tree and session as far as ``/proc``
+shows them.
 """
 
 from __future__ import annotations
@@ -73,6 +83,15 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _main_thread_children(pid: int) -> list[int]:
+    """The children of process ``pid``'s main thread, where orphans are re-parented."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in text.split()]
+
+
 def _stat(pid: int) -> tuple[str, int] | None:
     """``(state, session id)`` of a process from ``/proc/<pid>/stat``; None when gone."""
     try:
@@ -108,7 +127,10 @@ class Reaper:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        self._started = threading.Condition(self._lock)
         self._agents: set[int] = set()
+        self._starting: set[int] = set()  # tickets of starts under way
+        self._tickets = 0
         self._subreaper: bool | None = None
         self._atexit = False
 
@@ -128,12 +150,26 @@ class Reaper:
             self._atexit = True
 
     def spawn(self, start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
-        """Start an agent process with ``start()`` and record it; OSError passes through."""
+        """Start an agent process with ``start()`` and record it; OSError passes through.
+
+        ``start()`` runs outside the lock, so starts overlap; until its pid is
+        recorded, a sweep that meets an unknown process waits for it.
+        """
         with self._lock:
             self._setup()
+            self._tickets += 1
+            ticket = self._tickets
+            self._starting.add(ticket)
+        proc: subprocess.Popen[bytes] | None = None
+        try:
             proc = start()
-            self._agents.add(proc.pid)
             return proc
+        finally:
+            with self._lock:
+                if proc is not None:
+                    self._agents.add(proc.pid)
+                self._starting.discard(ticket)
+                self._started.notify_all()
 
     def kill_tree(self, pid: int) -> None:
         """SIGKILL ``pid``, every descendant of it, and its process group."""
@@ -151,7 +187,23 @@ class Reaper:
         """``pid`` (already waited for) is no agent any more; kill what escaped it."""
         with self._lock:
             self._agents.discard(pid)
-            self.sweep()
+        self.sweep()
+
+    def _strangers(self, me: int, own_session: int) -> list[int]:
+        """Children of the main thread that are neither agents nor in passk's session."""
+        strangers = []
+        for child in _main_thread_children(me):
+            if child in self._agents:
+                continue
+            info = _stat(child)
+            if info is None or info[1] == own_session:
+                continue
+            strangers.append(child)
+        return strangers
+
+    def _wait_for_starts(self, tickets: set[int]) -> None:
+        """Wait (lock held, released meanwhile) until the starts ``tickets`` have ended."""
+        self._started.wait_for(lambda: not (tickets & self._starting))
 
     def sweep(self) -> list[int]:
         """Kill and reap every escaped process re-parented to us; return their pids."""
@@ -159,12 +211,13 @@ class Reaper:
         with self._lock:
             me, own_session = os.getpid(), os.getsid(0)
             for _ in range(_ROUNDS):
-                strangers = []
-                for child in _children(me):
-                    info = _stat(child)
-                    if child in self._agents or info is None or info[1] == own_session:
-                        continue
-                    strangers.append(child)
+                strangers = self._strangers(me, own_session)
+                if strangers and self._starting:
+                    # One of them may be an agent whose start has not recorded
+                    # its pid yet (started from the main thread): wait for the
+                    # starts under way now, then judge again.
+                    self._wait_for_starts(set(self._starting))
+                    strangers = self._strangers(me, own_session)
                 if not strangers:
                     break
                 for stranger in strangers:
@@ -181,7 +234,7 @@ class Reaper:
         with self._lock:
             for pid in list(self._agents):
                 self.kill_tree(pid)
-            self.sweep()
+        self.sweep()
 
 
 REAPER = Reaper()
