@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from fakegithub import SPECS_DIR, FakeGitHub
 from fakegithub.server import FakePull
 from passk_action.action import main as action_main
 from passk_action.action.comment_record import decode_record
+from passk_action.action.workflow import visible
+from runner_commands import obeyed
 from test_action_gate import (
     CONFIG,
     REPO,
@@ -42,6 +45,7 @@ from test_action_gate import (
     parse_outputs,
     write_script,
 )
+from test_workflow_commands import ATTACKS, HARMLESS
 
 PR = 7
 
@@ -75,11 +79,16 @@ class PullRequest:
         """Written by the pull request's agent.setup: its code ran."""
         return self.tmp / "pull-request-code-ran"
 
-    def push(self, script: dict[str, Any]) -> str:
-        """The pull request's head: ``script`` as its agent, with a setup that leaves a mark."""
+    def push(self, script: dict[str, Any], *, prints: tuple[str, ...] = ()) -> str:
+        """The pull request's head: ``script`` as its agent, with a setup that leaves a mark
+        (and prints ``prints``, one line each)."""
         write_script(self.repo, script)
         config = yaml.safe_load((self.repo / "passk.yml").read_text(encoding="utf-8"))
-        config["agent"] = {**CONFIG["agent"], "setup": [f"echo ran >> {self.marker}"]}
+        setup = [
+            f"echo ran >> {self.marker}",
+            *(f"printf '%s\\n' {shlex.quote(p)}" for p in prints),
+        ]
+        config["agent"] = {**CONFIG["agent"], "setup": setup}
         (self.repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
         self.head = commit(self.repo, "the candidate")
         return self.head
@@ -183,12 +192,16 @@ class PullRequest:
         )
 
 
-@pytest.fixture
-def pull(template: Path, tmp_path: Path) -> PullRequest:
+def new_pull(tmp_path: Path, template: Path) -> PullRequest:
     repo = tmp_path / "repo"
     shutil.copytree(template, repo, symlinks=True)
     git(repo, "checkout", "-q", "-b", "feature")
     return PullRequest(repo=repo, tmp=tmp_path, base=git(repo, "rev-parse", "main"))
+
+
+@pytest.fixture
+def pull(template: Path, tmp_path: Path) -> PullRequest:
+    return new_pull(tmp_path, template)
 
 
 def fake_for(pull: PullRequest, **changes: Any) -> FakeGitHub:
@@ -313,6 +326,22 @@ def test_control_a_good_pull_request_passes_through_both_jobs(
     assert gating.asked == []  # the committed baseline holds: nothing runs at all
     assert github.check_runs[0]["conclusion"] == "success"
     assert github.violations == []
+
+
+def test_the_measuring_jobs_relayed_setup_output_is_no_command(
+    pull: PullRequest, tmp_path_factory: pytest.TempPathFactory, template: Path
+) -> None:
+    """Job 1 relays the pull request's setup output through the same log lines as
+    a one-job gate: a line the runner would obey is shown, never obeyed."""
+    pull.push(RIGHT, prints=tuple(ATTACKS))
+    attacked, _ = pull.measure()
+    control = new_pull(tmp_path_factory.mktemp("control"), template)
+    control.push(RIGHT, prints=tuple(HARMLESS))
+    plain, _ = control.measure()
+    assert [c.name for c in obeyed(attacked.log)] == [c.name for c in obeyed(plain.log)]
+    assert not [c for c in obeyed(attacked.log) if "forged" in c.data or "pwned" in c.data]
+    for attack in ATTACKS:
+        assert visible(attack) in attacked.log, attack
 
 
 def test_the_same_workflow_on_pull_request_gates_the_same_way(
