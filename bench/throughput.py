@@ -21,10 +21,15 @@ the ideal is what passk's own per-attempt work costs (spawning as the agent
 user, the reaper, the journal), which is what ``--mode process --agent sh``
 measures.
 
+``--user nobody`` (passk as root, as in the container action) runs every
+agent as that user, as ``PASSK_AGENT_USER`` does: its uid and gid, no
+supplementary group, a private ``HOME``.
+
 Usage (the figures in bench/README.md):
 
     python bench/throughput.py --rows 1000 --k 3 --latency 0.05 --concurrency 32
     python bench/throughput.py --mode process --agent sh
+    python bench/throughput.py --mode process --agent sh --user nobody
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from passk_action.agents.identity import AGENT_USER_ENV, agent_user
 from passk_action.agents.protocol import Agent
 from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
 from passk_action.agents.scheduler import RetryPolicy
@@ -124,7 +130,11 @@ def main() -> None:
         default="python",
         help="process mode: a serve()-based Python agent, or a minimal shell agent",
     )
+    parser.add_argument(
+        "--user", default="", help="run agents as this user (passk must be root), as the action"
+    )
     args = parser.parse_args()
+    user = agent_user({AGENT_USER_ENV: args.user})
 
     n = args.rows * args.k
     rounds = math.ceil(n / args.concurrency)
@@ -135,10 +145,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="passk-bench-") as tmp:
         root = Path(tmp)
+        root.chmod(0o755)  # the agent user reads its agent here
         (root / "agent.py").write_text(AGENT, encoding="utf-8")
         env = {**os.environ, "BENCH_LATENCY_S": str(args.latency)}
         spec = ProcessAgentSpec(
-            command=(sys.executable, str(root / "agent.py")), cwd=root, timeout_s=60
+            command=(sys.executable, str(root / "agent.py")), cwd=root, timeout_s=60, user=user
         )
 
         zero = {**env, "BENCH_LATENCY_S": "0"}
@@ -165,7 +176,7 @@ def main() -> None:
             if args.agent == "sh":
                 (root / "agent.sh").write_text(SH_AGENT, encoding="utf-8")
                 command = ["/bin/sh", str(root / "agent.sh")]
-                spec = ProcessAgentSpec(command=tuple(command), cwd=root, timeout_s=60)
+                spec = ProcessAgentSpec(command=tuple(command), cwd=root, timeout_s=60, user=user)
                 agent_wall, agent_cpu = child_cost(command, zero, 20)
             bare_wall, bare_cpu = child_cost([sys.executable, "-c", "pass"], zero, 20)
             floor = max(rounds * (args.latency + agent_wall), n * agent_cpu / cores)
