@@ -226,6 +226,19 @@ print(json.dumps(found))
 """
 
 
+REFUSED = {
+    "ptrace attach": "EPERM",
+    "ptrace seize": "EPERM",
+    "read environ": "EACCES",
+    "open mem": "EACCES",
+    "write its HOME": "EACCES",
+    "signal 0": "EPERM",
+    "SIGSTOP": "EPERM",
+    "SIGKILL": "EPERM",
+}
+"""What a candidate process gets, each way it goes for a baseline of another user."""
+
+
 def attack_a_running_baseline(shared: Path, env: dict[str, str]) -> tuple[dict[str, str], bool]:
     """A baseline process and a candidate process, started as passk starts them."""
     (shared / "victim.py").write_text(VICTIM)
@@ -260,16 +273,7 @@ def test_a_candidate_process_cannot_signal_or_trace_a_running_baseline(
 ) -> None:
     found, alive = attack_a_running_baseline(shared, users)
     assert alive
-    assert found == {
-        "ptrace attach": "EPERM",
-        "ptrace seize": "EPERM",
-        "read environ": "EACCES",
-        "open mem": "EACCES",
-        "write its HOME": "EACCES",
-        "signal 0": "EPERM",
-        "SIGSTOP": "EPERM",
-        "SIGKILL": "EPERM",
-    }
+    assert found == REFUSED
 
 
 def test_control_as_one_user_the_candidate_kills_the_baseline(shared: Path) -> None:
