@@ -36,6 +36,7 @@ ONLY_THE_ACTION = {
     # Agents may run as their own user there: the job's token is hidden from them and
     # the candidate gets its own export of HEAD (a no-op without an agent user).
     "sides.credentials.credentials_hidden",
+    "sides.prepare._say_users",  # which user each side runs as
     "sides.exports.head_export",
     "sides.exports.HeadExport.announce",
     # The head is the checked-out commit; the record of this content is keyed by its tree.
