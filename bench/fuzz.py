@@ -1,6 +1,6 @@
 """A long fuzz run of every input surface: how many inputs, how many crash classes.
 
-The generators and runners are ``tests/fuzzing.py``'s, the ones the test
+The generators and runners are ``tests/support/fuzzing.py``'s, the ones the test
 suite runs on a small budget (``tests/test_fuzz.py``); here they run for
 ``--inputs`` inputs in all, split evenly over the surfaces, with a fresh
 random seed unless ``--seed`` is given.  Each input ends ``ok``, in one
@@ -33,7 +33,7 @@ sys.path[:0] = [_SRC, str(ROOT / "tests")]
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
-import fuzzing  # noqa: E402
+from support import fuzzing  # noqa: E402
 
 
 def fuzz_surface(

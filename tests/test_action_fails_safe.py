@@ -16,9 +16,9 @@ import pytest
 
 import passk_action.action.comparison as comparison_phase
 import passk_action.action.publish as publishing
-from fakegithub import FakeGitHub
 from passk_action.action.comment_record import decode_record
 from passk_action.errors import REPORT_BUGS_AT
+from support.fakegithub import FakeGitHub
 from test_action_gate import REPO, RIGHT, TOKEN, Checkout, git, make_template
 
 

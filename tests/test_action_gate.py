@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 import yaml
 
-from fakegithub import SPECS_DIR, FakeGitHub
 from passk_action.action import main as action_main
 from passk_action.action.comment_record import decode_record, encode_record
 from passk_action.action.publish import without_record
 from passk_action.cli import main as cli_main
 from passk_action.github.publish import MARKER
 from passk_action.store.results import read_result
+from support.fakegithub import SPECS_DIR, FakeGitHub
 
 TOKEN = "ghs_actionSecretToken0123456789abcdef"
 REPO = "octo-org/refund-agent"

@@ -20,8 +20,8 @@ import jsonschema
 import pytest
 import yaml
 
-from fakegithub import SPECS_DIR
 from passk_action.action.inputs import MODES
+from support.fakegithub import SPECS_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"

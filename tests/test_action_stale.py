@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from fakegithub import FakeGitHub
 from passk_action.cli import main as cli_main
+from support.fakegithub import FakeGitHub
 from test_action_gate import (
     CONFIG,
     REPO,

@@ -805,10 +805,10 @@ def test_the_base_export_is_the_commits_files_read_only_and_without_hooks(tmp_pa
 
 
 def test_a_record_of_2000_rows_by_k_5_is_kept_across_part_comments() -> None:
-    from fakegithub import FakeGitHub
     from passk_action.action.comment_record import ATTEMPTS_LIMIT, split_record
     from passk_action.action.publish import post_record_parts
     from passk_action.github.client import GitHubClient
+    from support.fakegithub import FakeGitHub
 
     token = "ghs_partsTestToken0123456789abcdef"
     attempts = tuple(

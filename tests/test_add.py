@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers import attempts, run_of
 from passk_action.cli import main
 from passk_action.core.model import RowRecord
 from passk_action.inputs.config import load_config
@@ -32,6 +31,7 @@ from passk_action.sides.protect import (
 from passk_action.sides.trusted import authoritative_dataset
 from passk_action.store.artifact import write_run
 from passk_action.store.results import write_result
+from support.runs import attempts, run_of
 from test_render import failed_scenario
 
 FAILURE = {"days": -3, "receipt": True, "note": "no"}

@@ -28,9 +28,9 @@ from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
 from passk_action.core.model import Phase, Row, Version
 from passk_action.errors import UsageError
-from pythons import agent_user_python, copy_sources
+from support.pythons import agent_user_python, copy_sources
 
-# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+# .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
 # The agent reports what it could reach of its parent, and who it runs as.

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 import yaml
 
-from fakegithub import SPECS_DIR, FakeGitHub
 from passk_action.action import main as action_main
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.runner import FunctionAgent
@@ -32,6 +31,7 @@ from passk_action.core.model import Attempt, Phase, Row, Version
 from passk_action.errors import AgentCouldNotRun, ConfigError
 from passk_action.inputs.config import parse_config
 from passk_action.report.escape import inline
+from support.fakegithub import SPECS_DIR, FakeGitHub
 from test_action_gate import commit, git, parse_outputs
 
 CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from fakegithub import FakeGitHub
 from passk_action.errors import GitError
 from passk_action.inputs.config import AgentConfig
 from passk_action.sides.exports import HeadExport, head_export
 from passk_action.sides.gitrepo import GitRepo
+from support.fakegithub import FakeGitHub
 from test_action_baseline import run_baseline
 from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, run_action, write_agent
@@ -42,7 +42,7 @@ pytestmark = [
         not sys.platform.startswith("linux") or os.geteuid() != 0,
         reason="agents run as another user only when passk is root (the container action)",
     ),
-    pytest.mark.any_python,  # .ci/run runs these again in a fresh venv (tests/pythons.py)
+    pytest.mark.any_python,  # .ci/run runs these again in a fresh venv (tests/support/pythons.py)
 ]
 
 UNTRACKED = "left-by-an-earlier-step.txt"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import attempts, classify_decisions, record
 from passk_action.core.model import RowClass, Scoring
 from passk_action.core.stats import compute_metrics, pass_hat_k, summarize_run
+from support.runs import attempts, classify_decisions, record
 
 EXACT = Scoring()
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from fakegithub import FakeGitHub
 from passk_action.cli import main as cli_main
+from support.fakegithub import FakeGitHub
 from test_action_gate import (
     RIGHT,
     Checkout,

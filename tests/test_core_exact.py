@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import pytest
 
-from helpers import attempts, classify_decisions, record, run_of
 from passk_action.core.classify import classify_attempts
 from passk_action.core.diff import (
     Change,
@@ -89,6 +88,7 @@ from passk_action.core.uncertainty import (
     verdict_of,
 )
 from passk_action.errors import UsageError
+from support.runs import attempts, classify_decisions, record, run_of
 from test_render import failed_scenario
 
 CASEFOLD = Scoring(normalize=("casefold",))

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import attempts, record, run_of
 from passk_action.core.cost import (
     P95_ATTEMPTS,
     Price,
@@ -34,6 +33,7 @@ from passk_action.core.result import evaluate
 from passk_action.core.sequential import STRICT, RuleSettings
 from passk_action.core.student_t import student_t_cdf, student_t_quantile, t_975
 from passk_action.report.spend import cost_line, money, seconds, spend_lines
+from support.runs import attempts, record, run_of
 
 # --------------------------------------------------------------- percentiles
 

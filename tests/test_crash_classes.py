@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fuzzing import time_bound
 from passk_action.cli import main
+from support.fuzzing import time_bound
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN_RUN = ROOT / "tests" / "golden" / "artifacts" / "valid_v2.json"

@@ -7,12 +7,12 @@ its verdicts on recorded attempts, as ``passk gate`` recomputes them).
 
 from __future__ import annotations
 
-from helpers import attempts, record, run_of
 from passk_action.core.diff import Change, Confirmation, first_divergent_check
 from passk_action.core.gate import GatePolicy, ProtectedChange, Rule
 from passk_action.core.model import Phase, RowClass, Version
 from passk_action.core.result import evaluate
 from passk_action.core.sequential import STRICT, Decision, Finding, RuleSettings
+from support.runs import attempts, record, run_of
 
 RIGHT = ["deny", "deny", "deny"]
 

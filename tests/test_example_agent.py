@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from helpers import classify_decisions
 from passk_action.core.model import RowClass, Scoring
+from support.runs import classify_decisions
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "refunds"
 AGENT = DEMO / "agent.py"

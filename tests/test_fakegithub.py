@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from fakegithub import (
+from support.fakegithub import (
     NOT_ACCESSIBLE,
     SPEC_FILE,
     FakeFile,

@@ -1,6 +1,6 @@
 """No input crashes passk: every surface fuzzed on a small fixed budget (issue 25).
 
-Each surface of ``fuzzing.py`` (config, dataset, run and result artifacts,
+Each surface of ``support/fuzzing.py`` (config, dataset, run and result artifacts,
 the three importers, agent answers, worker answer lines, HTTP answers) gets
 :data:`BUDGET` generated inputs, derandomized so every run of the suite
 tries the same ones, seeded from the repository's examples and goldens.
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-import fuzzing
+from support import fuzzing
 
 BUDGET = 60
 SURFACES = fuzzing.surfaces()

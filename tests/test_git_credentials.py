@@ -29,20 +29,20 @@ from typing import Any
 
 import pytest
 
-from fakegithub import FakeGitHub
 from passk_action.agents.identity import agent_user
 from passk_action.cli import main as cli_main
 from passk_action.errors import UsageError
 from passk_action.sides.credentials import credentials_hidden, stored_credentials
 from passk_action.sides.gitrepo import GitRepo
-from pythons import agent_user_python
+from support.fakegithub import FakeGitHub
+from support.pythons import agent_user_python
 from test_action_gate import commit, git
 from test_action_metadata import REPO as CHECKOUT_ROOT
 from test_action_metadata import WORKFLOWS, load_workflow
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 from test_base_setup import NEEDS_STAMP, agent_user_env, project, shared  # noqa: F401
 
-# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+# .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
 CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"

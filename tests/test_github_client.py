@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from fakegithub import NOT_ACCESSIBLE, FakeFile, FakeGitHub, FakePull
 from passk_action import __version__
 from passk_action.errors import ConfigError, GitHubError
 from passk_action.github import (
@@ -28,6 +27,7 @@ from passk_action.github import (
     upsert_sticky_comment,
 )
 from passk_action.report.truncate import fit_comment
+from support.fakegithub import NOT_ACCESSIBLE, FakeFile, FakeGitHub, FakePull
 
 TOKEN = "ghs_secretTokenValue42abcdef"
 REPO = "octo-org/refund-agent"

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers import attempts, record, run_of
 from passk_action.core.history import (
     CODES,
     History,
@@ -33,6 +32,7 @@ from passk_action.sides.gitrepo import GitRepo
 from passk_action.sides.history import base_history, read_history
 from passk_action.store import blob
 from passk_action.store.artifact import dump_run
+from support.runs import attempts, record, run_of
 
 ARTIFACT = ".passk/baseline.json"
 RIGHT = ["deny"] * 3

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from fakegithub import FakeGitHub
 from passk_action.cli import main as cli_main
+from support.fakegithub import FakeGitHub
 from test_action_gate import (
     RIGHT,
     Checkout,

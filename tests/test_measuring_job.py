@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from helpers import run_of
 from passk_action.core.classify import classify_attempts
 from passk_action.core.model import (
     Attempt,
@@ -18,6 +17,7 @@ from passk_action.core.model import (
 )
 from passk_action.engine.measuring import row_records
 from passk_action.engine.measuring_job import assumed_baseline
+from support.runs import run_of
 
 ENVIRONMENT = Scoring(by="environment")
 ANY_AMOUNT = Scoring(fields=(FieldRule("action"), FieldRule("amount", "any_of")))

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from fakegithub import FakeGitHub
 from passk_action.program import main as passk
+from support.fakegithub import FakeGitHub
 from test_action_gate import (
     RIGHT,
     Checkout,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from pythons import venv_like_this_python
+from support.pythons import venv_like_this_python
 
-# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+# .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
 REPO = Path(__file__).resolve().parents[1]

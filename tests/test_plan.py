@@ -99,11 +99,11 @@ def test_plan_judges_the_baseline_as_the_gate_does(
     """Under ``block_on_any_regression`` the gated rows are the baseline's stable-correct
     ones, judged as the gate judges them: the recorded answers read by the config's
     scoring rules (here a regex), against the dataset's expected decisions."""
-    from helpers import run_of
     from passk_action.core.model import Attempt, Phase
     from passk_action.engine.measuring import row_records
     from passk_action.inputs.dataset import load_dataset
     from passk_action.store.artifact import write_run
+    from support.runs import run_of
 
     rows = [{"id": i, "input": n, "expected": "deny"} for n, i in enumerate("abc")]
     (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -24,8 +24,8 @@ import jsonschema
 import pytest
 import yaml
 
-from fakegithub import SPECS_DIR, FakeGitHub
-from llm_project import (
+from support.fakegithub import SPECS_DIR, FakeGitHub
+from support.llm_project import (
     BLOCKING,
     BRANCH,
     KEY,
@@ -34,12 +34,12 @@ from llm_project import (
     fake_llm_server,
     make_project,
 )
-from package_index import PackageIndex
-from pythons import venv_like_this_python
+from support.package_index import PackageIndex
+from support.pythons import venv_like_this_python
 from test_action_gate import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
 
-# .ci/run runs these again in a fresh venv, from a private folder (tests/pythons.py).
+# .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
 REPO = Path(__file__).resolve().parents[1]

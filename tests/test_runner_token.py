@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fakegithub import SPECS_DIR, FakeGitHub
-from pythons import agent_user_python, copy_dependencies, copy_sources
+from support.fakegithub import SPECS_DIR, FakeGitHub
+from support.pythons import agent_user_python, copy_dependencies, copy_sources
 from test_action_gate import CONFIG, REPO, commit, git, make_template
 from test_runner_action import RUNNER_ACTION, bash_step, evaluate, load
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import attempts, record, run_of
 from passk_action.core.classify import classify
 from passk_action.core.model import (
     Attempt,
@@ -37,6 +36,7 @@ from passk_action.core.scoring import (
     scored_attempt,
     unreadable_everywhere,
 )
+from support.runs import attempts, record, run_of
 
 PLAIN = Scoring()
 REFUND = Scoring(

@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-from helpers import record
 from passk_action.core.model import Attempt, Phase, Scoring, Version
 from passk_action.core.sequential import (
     LIKELIER,
@@ -32,6 +31,7 @@ from passk_action.core.sequential import (
     read,
     score,
 )
+from support.runs import record
 
 R, W, E = Outcome.RIGHT, Outcome.WRONG, Outcome.ERROR
 DEFAULT = RuleSettings()

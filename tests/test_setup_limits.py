@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from fakegithub import FakeGitHub
 from passk_action.agents.setup import LINE_CHARS, RELAY_LINES, TAIL_LINES, run_setup
 from passk_action.core.model import Version
 from passk_action.errors import AgentCouldNotRun
 from passk_action.inputs.config import DEFAULT_SETUP_TIMEOUT_S, parse_config
 from runner_commands import obeyed
+from support.fakegithub import FakeGitHub
 from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, make_repo, record_baseline, run_action
 

@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
-from fakegithub import SPECS_DIR
 from passk_action.cli import main
 from passk_action.core.model import (
     AgentInfo,
@@ -40,6 +39,7 @@ from passk_action.store.artifact import (
     write_run,
 )
 from passk_action.store.merge import ShardRun, merge_runs
+from support.fakegithub import SPECS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "examples" / "workflows" / "passk-sharded.yml"

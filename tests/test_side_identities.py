@@ -34,7 +34,6 @@ from typing import Any
 
 import pytest
 
-from fakegithub import FakeGitHub
 from passk_action.agents.identity import (
     AGENT_USER_ENV,
     BASELINE_USER_ENV,
@@ -44,7 +43,8 @@ from passk_action.agents.identity import (
 )
 from passk_action.agents.reaper import REAPER
 from passk_action.errors import UsageError
-from pythons import agent_user_python
+from support.fakegithub import FakeGitHub
+from support.pythons import agent_user_python
 from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 

@@ -20,7 +20,7 @@ import pytest
 
 from passk_action.agents.identity import AGENT_USER_ENV, agent_user, spawn_as_agent
 from passk_action.agents.reaper import REAPER
-from pythons import agent_user_python
+from support.pythons import agent_user_python
 
 PROBE = r"""
 import json, os

@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 import yaml
 
-from fakegithub import SPECS_DIR, FakeGitHub
-from fakegithub.server import FakePull
 from passk_action.action import main as action_main
 from passk_action.action.comment_record import decode_record
 from passk_action.action.workflow import visible
 from runner_commands import obeyed
+from support.fakegithub import SPECS_DIR, FakeGitHub
+from support.fakegithub.server import FakePull
 from test_action_gate import (
     CONFIG,
     REPO,

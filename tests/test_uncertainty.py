@@ -9,7 +9,6 @@ from fractions import Fraction
 
 import pytest
 
-from helpers import attempts, record, run_of
 from passk_action.core.gate import GatePolicy
 from passk_action.core.model import Phase, RowClass, Scoring, Version
 from passk_action.core.result import CompareResult, evaluate
@@ -39,6 +38,7 @@ from passk_action.core.uncertainty import (
     share_interval,
     smallest_detected_drop,
 )
+from support.runs import attempts, record, run_of
 
 EXACT = Scoring()
 

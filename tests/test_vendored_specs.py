@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from fakegithub import SPECS_DIR
+from support.fakegithub import SPECS_DIR
 
 README = SPECS_DIR / "README.md"
 ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| (?P<size>[\d,]+) \| `(?P<sha256>[0-9a-f]{64})` \|$")
@@ -62,4 +62,3 @@ def test_provenance_names_a_source_and_licence_for_each_spec() -> None:
             assert row, f"{README}: no provenance row for {name}"
             assert re.search(r"`[0-9a-f]{40}`|`[0-9a-f]{8}…`", row), f"{name}: no commit"
             assert row.rstrip(" |").endswith(("MIT", "Apache-2.0")), f"{name}: no licence"
-

@@ -37,10 +37,10 @@ import yaml
 from passk_action import __version__
 
 REPO = Path(__file__).resolve().parents[2]
-# The shared test packages (fakegithub) live in tests/, beside this directory.
+# The code the tests share (tests/support) lives in tests/, beside this directory.
 sys.path.insert(0, str(REPO / "tests"))
 
-from fakegithub import SPECS_DIR, FakeGitHub, FakePull  # noqa: E402
+from support.fakegithub import SPECS_DIR, FakeGitHub, FakePull  # noqa: E402
 
 SKIP_REASON = (
     "Docker engine not available (`docker info` fails): the action image is not built "
@@ -469,7 +469,7 @@ def test_bad_input_exits_2_naming_the_input(
 
 # -- the SDK example: an agent whose setup installs its SDK inside the container ----------
 
-from llm_project import (  # noqa: E402
+from support.llm_project import (  # noqa: E402
     BLOCKING,
     KEY,
     SETUP,
@@ -478,7 +478,7 @@ from llm_project import (  # noqa: E402
     fake_llm_server,
     make_project,
 )
-from package_index import PackageIndex, closure, wheel_from_installed  # noqa: E402
+from support.package_index import PackageIndex, closure, wheel_from_installed  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ import yaml
 
 from passk_action import __version__
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "refunds-llm"
 KEY = "sk-test-llm-project-0123456789abcdef"
 SETUP = "python3 -m pip install -r requirements.txt"

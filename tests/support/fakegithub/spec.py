@@ -19,7 +19,7 @@ from typing import Any
 
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
-SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
+SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
 """GitHub's descriptions vendored for the tests: ``tests/specs`` (see its README.md)."""
 SPEC_FILE = SPECS_DIR / "github-rest-subset.openapi.json"
 

@@ -79,7 +79,7 @@ except ImportError:
         run_report_json,
     )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TIME_BOUND_S = 10
 """An input that takes longer than this is a crash (a hang, in a fuzzer's words)."""
 HUGE = 10**400

@@ -1,0 +1,1 @@
+"""Code the tests share: builders, fakes and fixtures; never a test of its own."""
