@@ -15,12 +15,11 @@ import pytest
 
 from passk_action.action import main as action_main
 from passk_action.store.artifact import read_run, run_from_json
-from test_action_gate import (
-    EVENTS,
+from support.pull_request_repo import (
     RIGHT,
     TOKEN,
     git,
-    parse_outputs,
+    run_baseline,
     template,  # noqa: F401 - the shared repository fixture
     write_script,
 )
@@ -36,34 +35,6 @@ def pushed(template: Path, tmp_path: Path) -> tuple[Path, Path]:  # noqa: F811
     git(repo, "remote", "add", "origin", str(remote))
     git(repo, "push", "-q", "origin", "main")
     return repo, remote
-
-
-def run_baseline(
-    repo: Path, tmp: Path, update: str, extra_env: dict[str, str] | None = None
-) -> tuple[int, str, dict[str, str], str]:
-    event = tmp / "push.json"
-    payload = json.loads((EVENTS / "push.with-new-branch.json").read_text(encoding="utf-8"))
-    payload["after"] = git(repo, "rev-parse", "HEAD")
-    event.write_text(json.dumps(payload), encoding="utf-8")
-    output, summary = tmp / "output.txt", tmp / "summary.md"
-    env = {
-        "PATH": "/usr/bin:/bin:/usr/local/bin",
-        "GITHUB_EVENT_NAME": "push",
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_REPOSITORY": "octo-org/refund-agent",
-        "GITHUB_SERVER_URL": "https://github.com",
-        "GITHUB_WORKSPACE": str(repo),
-        "GITHUB_OUTPUT": str(output),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "GITHUB_REF_NAME": "main",
-        "INPUT_GITHUB-TOKEN": TOKEN,
-        "INPUT_MODE": "baseline",
-        "INPUT_BASELINE-UPDATE": update,
-        **(extra_env or {}),
-    }
-    out = io.StringIO()
-    code = action_main(env, stdout=out, stderr=io.StringIO(), cwd=repo)
-    return code, out.getvalue(), parse_outputs(output), summary.read_text(encoding="utf-8")
 
 
 def test_commit_mode_commits_as_passk_bot_and_pushes(

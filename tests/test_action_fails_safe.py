@@ -19,7 +19,7 @@ import passk_action.action.publish as publishing
 from passk_action.action.comment_record import decode_record
 from passk_action.errors import REPORT_BUGS_AT
 from support.fakegithub import FakeGitHub
-from test_action_gate import REPO, RIGHT, TOKEN, Checkout, git, make_template
+from support.pull_request_repo import REPO, RIGHT, TOKEN, Checkout, git, make_template
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 
 from passk_action.cli import main as cli_main
 from support.fakegithub import FakeGitHub
-from test_action_gate import (
+from support.pull_request_repo import (
     CONFIG,
     REPO,
     RIGHT,

@@ -32,7 +32,7 @@ from passk_action.errors import AgentCouldNotRun, ConfigError
 from passk_action.inputs.config import parse_config
 from passk_action.report.escape import inline
 from support.fakegithub import SPECS_DIR, FakeGitHub
-from test_action_gate import commit, git, parse_outputs
+from support.pull_request_repo import commit, git, parse_outputs
 
 CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
 """A blocking row's evidence under the default rule: the baseline run again, always right."""

@@ -29,8 +29,8 @@ from passk_action.agents.identity import agent_user
 from passk_action.cli import main as cli_main
 from passk_action.sides.ownership import hand_over, lock
 from support.fakegithub import FakeGitHub
+from support.pull_request_repo import commit, git
 from support.pythons import agent_user_python
-from test_action_gate import commit, git
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
 
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).

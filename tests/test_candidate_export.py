@@ -27,8 +27,7 @@ from passk_action.inputs.config import AgentConfig
 from passk_action.sides.exports import HeadExport, head_export
 from passk_action.sides.gitrepo import GitRepo
 from support.fakegithub import FakeGitHub
-from test_action_baseline import run_baseline
-from test_action_gate import commit, git
+from support.pull_request_repo import commit, git, run_baseline
 from test_agent_setup import REPO, TOKEN, run_action, write_agent
 from test_base_setup import NEEDS_STAMP, project, setup_cwds, shared  # noqa: F401
 

@@ -35,8 +35,8 @@ from passk_action.errors import UsageError
 from passk_action.sides.credentials import credentials_hidden, stored_credentials
 from passk_action.sides.gitrepo import GitRepo
 from support.fakegithub import FakeGitHub
+from support.pull_request_repo import commit, git
 from support.pythons import agent_user_python
-from test_action_gate import commit, git
 from test_action_metadata import REPO as CHECKOUT_ROOT
 from test_action_metadata import WORKFLOWS, load_workflow
 from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent

@@ -26,7 +26,7 @@ import pytest
 
 from passk_action.action import main as action_main
 from passk_action.sides.gitrepo import GitRepo, token_auth_env
-from test_action_gate import (
+from support.pull_request_repo import (
     EVENTS,
     TOKEN,
     git,

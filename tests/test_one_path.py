@@ -20,7 +20,7 @@ import pytest
 
 from passk_action.program import main as passk
 from support.fakegithub import FakeGitHub
-from test_action_gate import (
+from support.pull_request_repo import (
     RIGHT,
     Checkout,
     checkout,  # noqa: F401 - the shared fixtures

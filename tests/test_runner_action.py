@@ -35,8 +35,8 @@ from support.llm_project import (
     make_project,
 )
 from support.package_index import PackageIndex
+from support.pull_request_repo import commit, git
 from support.pythons import venv_like_this_python
-from test_action_gate import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
 
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).

@@ -20,7 +20,7 @@ import yaml
 
 from passk_action.cli import main as cli_main
 from passk_action.store.results import read_result
-from test_action_gate import commit, git
+from support.pull_request_repo import commit, git
 from test_agent_setup import make_repo, record_baseline, write_agent
 
 ALLOW = "passk-allow-baseline-change"

@@ -33,7 +33,7 @@ from passk_action.action.workflow import visible
 from runner_commands import obeyed
 from support.fakegithub import SPECS_DIR, FakeGitHub
 from support.fakegithub.server import FakePull
-from test_action_gate import (
+from support.pull_request_repo import (
     CONFIG,
     REPO,
     RIGHT,
