@@ -15,9 +15,9 @@ import pytest
 
 from passk_action.action.event import pull_request_from
 from passk_action.cli import main as cli_main
+from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
-from test_agent_setup import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 
 
 @pytest.fixture

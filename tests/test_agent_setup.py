@@ -8,8 +8,6 @@ file that only its ``setup`` creates.  GitHub is the local fake.
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import pwd
 import sys
@@ -21,7 +19,6 @@ from typing import Any
 import pytest
 import yaml
 
-from passk_action.action import main as action_main
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.runner import FunctionAgent
 from passk_action.agents.scheduler import FirstAttemptsWatch, run_attempts
@@ -31,119 +28,20 @@ from passk_action.core.model import Attempt, Phase, Row, Version
 from passk_action.errors import AgentCouldNotRun, ConfigError
 from passk_action.inputs.config import parse_config
 from passk_action.report.escape import inline
-from support.fakegithub import SPECS_DIR, FakeGitHub
-from support.pull_request_repo import commit, git, parse_outputs
+from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
+from support.fakegithub import FakeGitHub
+from support.pull_request_repo import commit, git
 
 CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
 """A blocking row's evidence under the default rule: the baseline run again, always right."""
 
-TOKEN = "ghs_setupTestToken0123456789abcdef"
-REPO = "octo-org/refund-agent"
 MISSING = "ModuleNotFoundError: No module named 'openai_missing_module'"
-
-AGENT = """\
-import json, os, sys
-request = json.load(sys.stdin)
-log = os.environ.get("AGENT_LOG")
-if log:
-    with open(log, "a") as handle:
-        handle.write(json.dumps([request["id"], request["attempt"], request["version"]]) + "\\n")
-{extra}
-answers = json.load(open("answers.json"))
-print(json.dumps({{"decision": answers.get(request["id"], "deny")}}))
-"""
-
-ROWS = [
-    {"id": f"r{i}", "input": {"n": i}, "expected": "deny", "must_not_break": i == 0}
-    for i in range(6)
-]
-
-
-def write_agent(repo: Path, extra: str = "", answers: dict[str, str] | None = None) -> None:
-    (repo / "agent.py").write_text(AGENT.format(extra=extra), encoding="utf-8")
-    (repo / "answers.json").write_text(json.dumps(answers or {}), encoding="utf-8")
-
-
-def make_repo(root: Path, agent: dict[str, Any]) -> Path:
-    repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.name", "Dev")
-    git(repo, "config", "user.email", "dev@example.com")
-    config = {
-        "dataset": "data.jsonl",
-        "k": 2,
-        "concurrency": 2,
-        "agent": agent,
-        "confirm": {"attempts": 2, "must_not_break_attempts": 2},
-        "retry": {"attempts": 0},
-    }
-    (repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    (repo / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\n", encoding="utf-8")
-    write_agent(repo)
-    return repo
-
-
-def run_action(
-    repo: Path,
-    tmp: Path,
-    fake: FakeGitHub,
-    base: str,
-    head: str,
-    extra_env: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    payload = json.loads((SPECS_DIR / "events" / "pull_request.opened.json").read_text())
-    pr = payload["pull_request"]
-    payload["number"] = pr["number"] = 7
-    pr["head"]["sha"], pr["base"]["sha"] = head, base
-    event = tmp / "event.json"
-    event.write_text(json.dumps(payload), encoding="utf-8")
-    output, summary = tmp / "output.txt", tmp / "summary.md"
-    env = {
-        "PATH": "/usr/bin:/bin:/usr/local/bin",
-        "HOME": str(tmp),
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
-        "AGENT_LOG": str(tmp / "asked.jsonl"),
-        "SETUP_LOG": str(tmp / "setup.log"),
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_EVENT_NAME": "pull_request",
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_API_URL": fake.url,
-        "GITHUB_REPOSITORY": REPO,
-        "GITHUB_WORKSPACE": str(repo),
-        "GITHUB_OUTPUT": str(output),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "INPUT_GITHUB-TOKEN": TOKEN,
-        "INPUT_CONFIG": "passk.yml",
-        "INPUT_MODE": "gate",
-        **(extra_env or {}),
-    }
-    out, err = io.StringIO(), io.StringIO()
-    code = action_main(env, stdout=out, stderr=err, cwd=repo, sleep=lambda s: None)
-    asked_file = tmp / "asked.jsonl"
-    setup_file = tmp / "setup.log"
-    return {
-        "code": code,
-        "log": out.getvalue() + err.getvalue(),
-        "outputs": parse_outputs(output),
-        "summary": summary.read_text(encoding="utf-8") if summary.exists() else "",
-        "asked": [json.loads(x) for x in asked_file.read_text().splitlines()]
-        if asked_file.exists()
-        else [],
-        "setup": setup_file.read_text().splitlines() if setup_file.exists() else [],
-    }
 
 
 @pytest.fixture
 def fake() -> Iterator[FakeGitHub]:
     with FakeGitHub(token=TOKEN, repository=REPO) as server:
         yield server
-
-
-def record_baseline(repo: Path) -> str:
-    assert cli_main(["baseline", "--config", str(repo / "passk.yml"), "--quiet"]) == 0
-    return commit(repo, "passk: config, dataset, agent and baseline")
 
 
 # --- the action: a candidate that cannot import its SDK -----------------------------

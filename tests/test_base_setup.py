@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
-import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,26 +25,29 @@ import yaml
 from passk_action.agents.identity import agent_user
 from passk_action.cli import main as cli_main
 from passk_action.sides.ownership import hand_over, lock
+from support.agent_project import (
+    NEEDS_STAMP,
+    REPO,
+    TOKEN,
+    agent_user_env,
+    make_repo,
+    project,
+    run_action,
+    setup_cwds,
+    shared,
+    write_agent,
+)
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
-from support.pythons import agent_user_python
-from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
+
+__all__ = ["agent_user_env", "shared"]  # the shared fixtures, used by name
 
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
-# Writes its folder (as `npm ci`, a venv) and its HOME (as `pip install --user`).
 CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
 """A blocking row's evidence under the default rule: the baseline run again, always right."""
 
-SETUP = (
-    'mkdir -p build && echo ok > build/stamp && echo ok > "$HOME/installed" '
-    '&& echo "$PWD $HOME" >> "$SETUP_LOG"'
-)
-NEEDS_STAMP = (
-    "for made in (os.path.join('build', 'stamp'), os.path.join(os.environ['HOME'], 'installed')):\n"
-    "    assert open(made).read().strip() == 'ok', made"
-)
 
 # The pull request's agent (the candidate), run as the agent user: once, it goes
 # for the baseline's export (the first folder the setup log names is the
@@ -87,66 +87,10 @@ attack()
 """
 
 
-@pytest.fixture(params=["same-user", "agent-user"])
-def agent_user_env(request: pytest.FixtureRequest) -> dict[str, str]:
-    """Nothing, or ``PASSK_AGENT_USER=nobody`` (root only, like the container action)."""
-    if request.param == "same-user":
-        return {}
-    if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        pytest.skip("agents run as another user only when passk is root (the container action)")
-    try:
-        pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no user nobody on this machine")
-    return {"PASSK_AGENT_USER": "nobody"}
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """A folder the agent user can reach (pytest's tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="passk-base-setup-test-"))
-    path.chmod(0o777)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeGitHub]:
     with FakeGitHub(token=TOKEN, repository=REPO) as server:
         yield server
-
-
-def project(shared: Path, agent_env: dict[str, str]) -> tuple[Path, str, str]:
-    """Base: an agent whose setup makes build/stamp; head: it loses must-not-break r0.
-
-    Returns the checkout (on the head) and the base and head commits.
-    """
-    python = agent_user_python() if agent_env else sys.executable
-    repo = make_repo(shared, {"command": [python, "agent.py"], "setup": [SETUP]})
-    (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\nbuild/\n")
-    write_agent(repo, extra=NEEDS_STAMP)
-    # Recorded locally (as passk's user, setup included), then committed without build/.
-    os.environ["SETUP_LOG"] = str(shared / "setup.log")
-    try:
-        assert cli_main(["baseline", "--config", str(repo / "passk.yml"), "--quiet"]) == 0
-    finally:
-        del os.environ["SETUP_LOG"]
-    base = commit(repo, "passk: config, dataset, agent and baseline")
-    shutil.rmtree(repo / "build")
-    (shared / "setup.log").unlink()
-    git(repo, "checkout", "-q", "-b", "feature")
-    write_agent(repo, extra=NEEDS_STAMP, answers={"r0": "approve"})
-    head = commit(repo, "candidate: approve r0")
-    # The checkout stays the runner's (here root's): with an agent user the candidate
-    # runs from an export of HEAD that user owns (test_candidate_export.py).
-    return repo, base, head
-
-
-def setup_cwds(shared: Path) -> list[str]:
-    path = shared / "setup.log"
-    return [line.split()[0] for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def setup_homes(shared: Path) -> list[str]:

@@ -26,10 +26,18 @@ from passk_action.errors import GitError
 from passk_action.inputs.config import AgentConfig
 from passk_action.sides.exports import HeadExport, head_export
 from passk_action.sides.gitrepo import GitRepo
+from support.agent_project import (  # noqa: F401
+    NEEDS_STAMP,
+    REPO,
+    TOKEN,
+    project,
+    run_action,
+    setup_cwds,
+    shared,
+    write_agent,
+)
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git, run_baseline
-from test_agent_setup import REPO, TOKEN, run_action, write_agent
-from test_base_setup import NEEDS_STAMP, project, setup_cwds, shared  # noqa: F401
 
 CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
 """A blocking row's evidence under the default rule: the baseline run again, always right."""

@@ -34,13 +34,22 @@ from passk_action.cli import main as cli_main
 from passk_action.errors import UsageError
 from passk_action.sides.credentials import credentials_hidden, stored_credentials
 from passk_action.sides.gitrepo import GitRepo
+from support.agent_project import (  # noqa: F401
+    NEEDS_STAMP,
+    REPO,
+    TOKEN,
+    agent_user_env,
+    make_repo,
+    project,
+    run_action,
+    shared,
+    write_agent,
+)
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
 from support.pythons import agent_user_python
 from test_action_metadata import REPO as CHECKOUT_ROOT
 from test_action_metadata import WORKFLOWS, load_workflow
-from test_agent_setup import REPO, TOKEN, make_repo, run_action, write_agent
-from test_base_setup import NEEDS_STAMP, agent_user_env, project, shared  # noqa: F401
 
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python

@@ -24,6 +24,7 @@ import jsonschema
 import pytest
 import yaml
 
+from support.agent_project import make_repo, record_baseline, write_agent
 from support.fakegithub import SPECS_DIR, FakeGitHub
 from support.llm_project import (
     BLOCKING,
@@ -37,7 +38,6 @@ from support.llm_project import (
 from support.package_index import PackageIndex
 from support.pull_request_repo import commit, git
 from support.pythons import venv_like_this_python
-from test_agent_setup import make_repo, record_baseline, write_agent
 
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python

@@ -20,8 +20,8 @@ import yaml
 
 from passk_action.cli import main as cli_main
 from passk_action.store.results import read_result
+from support.agent_project import make_repo, record_baseline, write_agent
 from support.pull_request_repo import commit, git
-from test_agent_setup import make_repo, record_baseline, write_agent
 
 ALLOW = "passk-allow-baseline-change"
 
