@@ -863,7 +863,7 @@ def test_a_recorded_failure_stands_beside_the_spend_limits(tmp_path: Path) -> No
     from passk_action.core.gate import RECORDED_FAILURE_KIND, ProtectedChange, Rule
     from passk_action.engine.compare import RECORDED_FAILURE
     from passk_action.store.results import read_result, write_result
-    from test_render import SPEND_LIMITS, spend_limits_scenario
+    from support.scenarios import SPEND_LIMITS, spend_limits_scenario
 
     fresh = spend_limits_scenario()
     standing = ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE)

@@ -32,7 +32,7 @@ from passk_action.sides.trusted import authoritative_dataset
 from passk_action.store.artifact import write_run
 from passk_action.store.results import write_result
 from support.runs import attempts, run_of
-from test_render import failed_scenario
+from support.scenarios import failed_scenario
 
 FAILURE = {"days": -3, "receipt": True, "note": "no"}
 CONFIG = "dataset: {name}\nk: 3\nagent: {{command: [python3, agent.py]}}\n"

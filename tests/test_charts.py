@@ -27,7 +27,7 @@ from passk_action.report.charts import (
 )
 from passk_action.report.comment import render_comment
 from passk_action.report.how_sure import noise_sentence
-from test_render import MARKER, RECORD, failed_scenario, many_lost_rows
+from support.scenarios import MARKER, RECORD, failed_scenario, many_lost_rows
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -89,7 +89,7 @@ from passk_action.core.uncertainty import (
 )
 from passk_action.errors import UsageError
 from support.runs import attempts, classify_decisions, record, run_of
-from test_render import failed_scenario
+from support.scenarios import failed_scenario
 
 CASEFOLD = Scoring(normalize=("casefold",))
 STRIP_CASEFOLD = Scoring(normalize=("strip", "casefold"))

@@ -26,7 +26,7 @@ from passk_action.store.results import (
     result_to_json,
     write_result,
 )
-from test_render import failed_scenario
+from support.scenarios import failed_scenario
 
 OLD = Path(__file__).parent / "golden" / "artifacts" / "result_old_v2.json"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from passk_action.report.html import render_html_report, render_run_html
-from test_render import failed_scenario, hostile_scenario
+from support.scenarios import failed_scenario, hostile_scenario
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

@@ -22,8 +22,8 @@ from passk_action.report.html import render_html_report, render_run_html
 from passk_action.report.html_page import CSP, markdown_html
 from passk_action.store.artifact import write_run
 from passk_action.store.results import write_result
+from support.scenarios import Attempts, compare, failed_scenario, hostile_scenario, make_run, row
 from test_junit import assert_golden
-from test_render import Attempts, compare, failed_scenario, hostile_scenario, make_run, row
 
 VOID = {"meta", "link", "br", "input", "img", "hr", "col", "source", "wbr"}
 SVG_LEAVES = {"line", "rect", "circle", "polyline", "path"}

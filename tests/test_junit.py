@@ -21,7 +21,7 @@ from passk_action.core.model import Phase, Version
 from passk_action.report.junit import junit_for_result, junit_for_run, suite_name
 from passk_action.store.artifact import write_run
 from passk_action.store.results import write_result
-from test_render import (
+from support.scenarios import (
     Attempts,
     compare,
     failed_scenario,

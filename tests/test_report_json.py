@@ -17,7 +17,7 @@ from passk_action.cli import main
 from passk_action.core.uncertainty import analyze
 from passk_action.store.artifact import write_run
 from passk_action.store.results import read_result, result_to_json, write_result
-from test_render import failed_scenario, passed_scenario
+from support.scenarios import failed_scenario, passed_scenario
 
 REPORT_KEYS = [
     "gate",
