@@ -9,7 +9,6 @@ then read the diff of ``tests/golden/reports/`` before committing it.
 
 from __future__ import annotations
 
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from passk_action.core.model import Phase, Version
 from passk_action.report.junit import junit_for_result, junit_for_run, suite_name
 from passk_action.store.artifact import write_run
 from passk_action.store.results import write_result
+from support.report_goldens import assert_golden
 from support.scenarios import (
     Attempts,
     compare,
@@ -31,20 +31,6 @@ from support.scenarios import (
     row,
     spend_limits_scenario,
 )
-
-GOLDEN = Path(__file__).parent / "golden" / "reports"
-
-
-def assert_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("PASSK_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="")
-        return
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run with PASSK_UPDATE_GOLDEN=1 to create it")
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs; PASSK_UPDATE_GOLDEN=1"
-
 
 SCENARIOS = {"failed": failed_scenario, "passed": passed_scenario, "hostile": hostile_scenario}
 
