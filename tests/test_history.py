@@ -25,34 +25,14 @@ from passk_action.core.history import (
     history_of,
     summarize_version,
 )
-from passk_action.core.model import EvalSettings, Phase, RowClass, RowRecord, Scoring, Version
+from passk_action.core.model import EvalSettings, Phase, RowClass, Scoring, Version
 from passk_action.core.stats import compute_metrics, summarize_run
 from passk_action.report.history import history_json, history_text, mark, notes
 from passk_action.sides.gitrepo import GitRepo
 from passk_action.sides.history import base_history, read_history
 from passk_action.store import blob
-from passk_action.store.artifact import dump_run
+from support.history_repo import ARTIFACT, FLIP, RIGHT, WRONG, Repo, baseline, git
 from support.runs import attempts, record, run_of
-
-ARTIFACT = ".passk/baseline.json"
-RIGHT = ["deny"] * 3
-FLIP = ["deny", "approve", "deny"]
-WRONG = ["approve"] * 3
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
-    return done.stdout.strip()
-
-
-def baseline(rows: dict[str, Sequence[str]], *, locked: Sequence[str] = (), mnb: str = "") -> str:
-    """A baseline artifact's text: each row's k = 3 decisions (expected: deny)."""
-    records: list[RowRecord] = []
-    made = []
-    for row_id, decisions in rows.items():
-        made += attempts(row_id, decisions)
-        records.append(record(row_id, "deny", row_id in mnb))
-    return dump_run(run_of(records, made, version=Version.BASELINE, ratchet=locked))
 
 
 def other_input(text: str, row_id: str) -> str:
@@ -62,29 +42,6 @@ def other_input(text: str, row_id: str) -> str:
         if row["id"] == row_id:
             row["input_digest"] = "sha256:" + "e" * 64
     return json.dumps(doc, indent=1)
-
-
-class Repo:
-    def __init__(self, root: Path):
-        self.root = root
-        root.mkdir()
-        git(root, "init", "-q", "-b", "main")
-        git(root, "config", "user.name", "Dev")
-        git(root, "config", "user.email", "dev@example.com")
-        self.commits: list[str] = []
-
-    def commit(self, text: str | None, message: str, path: str = ARTIFACT) -> str:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if text is None:
-            target.unlink()
-        else:
-            target.write_text(text, encoding="utf-8")
-        git(self.root, "add", "-A")
-        git(self.root, "commit", "-q", "-m", message)
-        sha = git(self.root, "rev-parse", "HEAD")
-        self.commits.append(sha)
-        return sha
 
 
 V1 = baseline({"a": RIGHT, "b": FLIP, "d": RIGHT}, locked=["d"], mnb="d").replace(

@@ -20,9 +20,9 @@ from passk_action.report.charts import Series, svg_curve
 from passk_action.report.history_html import history_chart, render_history_html
 from passk_action.store.artifact import read_run
 from passk_action.store.results import write_result
+from support.history_repo import FLIP, RIGHT, WRONG, Repo, baseline, git
+from support.html_outline import Outline, outline
 from support.scenarios import failed_scenario
-from test_history import FLIP, RIGHT, WRONG, Repo, baseline, git
-from test_html_report import Outline, outline
 
 SVG = "{http://www.w3.org/2000/svg}"
 CONFIG = "dataset: data.jsonl\nk: 3\nbaseline: {artifact: .passk/baseline.json}\n"
