@@ -20,7 +20,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from passk_action.cli import main
-from test_docs_readme import follow_the_five_steps, git
+from support.readme_steps import follow_the_five_steps, git
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "production-failures.md"
 COMMIT = re.compile(r"\b[0-9a-f]{7}\b")
