@@ -11,29 +11,17 @@ use, and the security posture of the example workflows.
 from __future__ import annotations
 
 import copy
-import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
-import yaml
 
 from passk_action.action.inputs import MODES
-from support.fakegithub import SPECS_DIR
+from support.workflows import PUBLISHED, REPO, WORKFLOWS, errors, load_workflow, load_yaml
 
-REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
-WORKFLOWS = sorted(
-    [
-        *(REPO / ".github" / "workflows").glob("*.yml"),
-        *(REPO / "examples" / "workflows").glob("*.yml"),
-    ]
-)
 PR_WORKFLOW = REPO / "examples" / "workflows" / "passk-pull-request.yml"
 BASELINE_WORKFLOW = REPO / "examples" / "workflows" / "passk-baseline.yml"
-PUBLISHED = "passk-dev/passk-action@v1"
 
 INPUT_DEFAULTS = {
     "config": "passk.yml",
@@ -62,39 +50,6 @@ OUTPUTS = {
     "latency-p95",
     "measured-run",
 }
-
-
-@cache
-def schema(name: str) -> dict[str, Any]:
-    path = SPECS_DIR / name
-    if not path.is_file():
-        pytest.fail(
-            f"{path}: GitHub's JSON schema is missing; restore tests/specs from git "
-            "(provenance in tests/specs/README.md)",
-            pytrace=False,
-        )
-    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return loaded
-
-
-def load_yaml(path: Path) -> dict[str, Any]:
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert isinstance(doc, dict), f"{path}: not a YAML mapping"
-    return doc
-
-
-def load_workflow(path: Path) -> dict[str, Any]:
-    """A workflow as GitHub reads it: PyYAML (YAML 1.1) turns the key ``on`` into True (F1)."""
-    doc: dict[Any, Any] = load_yaml(path)
-    if True in doc:
-        doc["on"] = doc.pop(True)
-    return doc
-
-
-def errors(schema_name: str, doc: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft7Validator(schema(schema_name))
-    found = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
-    return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in found]
 
 
 def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import pytest
 
 from passk_action.cli import main
 from support.readme_steps import WORKFLOW, five_steps, follow_the_five_steps, git
-from test_action_metadata import PUBLISHED, errors, load_workflow
+from support.workflows import PUBLISHED, errors, load_workflow
 
 COMPARE = "passk compare --config passk.yml --base main"
 

@@ -48,8 +48,8 @@ from support.agent_project import (  # noqa: F401
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
 from support.pythons import agent_user_python
-from test_action_metadata import REPO as CHECKOUT_ROOT
-from test_action_metadata import WORKFLOWS, load_workflow
+from support.workflows import REPO as CHECKOUT_ROOT
+from support.workflows import WORKFLOWS, load_workflow
 
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python

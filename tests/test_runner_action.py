@@ -22,7 +22,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-import yaml
 
 from support.agent_project import make_repo, record_baseline, write_agent
 from support.fakegithub import SPECS_DIR, FakeGitHub
@@ -38,21 +37,14 @@ from support.llm_project import (
 from support.package_index import PackageIndex
 from support.pull_request_repo import commit, git
 from support.pythons import venv_like_this_python
+from support.workflows import EXPRESSION, REPO, RUNNER_ACTION, bash_step, evaluate, load
 
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
-REPO = Path(__file__).resolve().parents[1]
-RUNNER_ACTION = REPO / "runner" / "action.yml"
 CONTAINER_ACTION = REPO / "action.yml"
 TOKEN = "ghs_runnerActionToken0123456789abcd"
 REPOSITORY = "octo-org/refund-agent"
-EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
-
-
-def load(path: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return doc
 
 
 def test_both_actions_validate_and_declare_the_same_inputs_and_outputs() -> None:
@@ -91,25 +83,6 @@ def parse_outputs(path: Path) -> dict[str, str]:
             outputs[name] = value
         i += 1
     return outputs
-
-
-def evaluate(text: str, context: Mapping[str, str]) -> str:
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in context:
-            raise AssertionError(f"the test does not know the expression {name!r}")
-        return context[name]
-
-    return EXPRESSION.sub(value, text)
-
-
-def bash_step(script: str, path: Path) -> list[str]:
-    """What the runner runs for ``shell: bash`` (FACTS.md H3): the script written to a
-    file, then ``bash --noprofile --norc -eo pipefail {0}``.  A file, not ``-c``: bash
-    may exec the last command of a ``-c`` string itself, which the runner's never does."""
-    path.write_text(script, encoding="utf-8")
-    path.chmod(0o755)
-    return ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)]
 
 
 def run_composite(

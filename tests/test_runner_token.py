@@ -35,7 +35,7 @@ import yaml
 from support.fakegithub import SPECS_DIR, FakeGitHub
 from support.pull_request_repo import CONFIG, REPO, commit, git, make_template
 from support.pythons import agent_user_python, copy_dependencies, copy_sources
-from test_runner_action import RUNNER_ACTION, bash_step, evaluate, load
+from support.workflows import RUNNER_ACTION, bash_step, evaluate, load
 
 TOKEN = "ghs_runnerExecTokenNeverInAnEnviron42"
 
