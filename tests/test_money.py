@@ -16,7 +16,7 @@ from passk_action.action.publish import _number
 from passk_action.core.gate import GatePolicy, Rule
 from passk_action.core.money import plain_decimal, usd, usd_plain
 from passk_action.report.spend import money
-from test_cost import _gate
+from support.spend import _gate
 
 
 @pytest.mark.parametrize(
