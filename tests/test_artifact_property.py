@@ -13,7 +13,6 @@ that loads but breaks the report later is the same traceback, only later.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from passk_action.core.gate import GatePolicy
-from passk_action.core.model import Attempt, Phase, Run, Usage, object_text
-from passk_action.core.notes import Written
-from passk_action.core.result import CompareResult, Executions, evaluate
+from passk_action.core.model import Attempt, Phase, Run, Usage
 from passk_action.errors import ArtifactError
 from passk_action.report.compare_report import render_compare_report
 from passk_action.report.run_report import render_run_report, run_report_json
@@ -40,84 +36,17 @@ from passk_action.store.codec import (
 from passk_action.store.document import run_from_json
 from passk_action.store.journal import Journal, read_journal
 from passk_action.store.results import AuditedResult, dump_result, result_from_json, result_to_json
-from test_artifact import small_run_v2 as small_run
-from test_artifact import small_run_v3
+from support.artifacts import make_result, small_run_v3
+from support.artifacts import small_run_v2 as small_run
+from support.json_mutations import finite_json, json_values, mutate, mutated, structured
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 WHERE = "base.json"
-
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats()  # NaN and infinities too: Python's json reads them from NaN/Infinity
-    | st.sampled_from([0, 1, 2, 2.0, 1.5, -1, "", "main", "deny", "sha256:" + "0" * 64])
-    | st.text(max_size=12)
-)
-json_values = st.recursive(
-    scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=10,
-)
 
 
 def check_error(error: ArtifactError, where: str) -> None:
     assert error.where is not None and error.where.startswith(where), error.where
     assert "\n" not in str(error)
-
-
-# --------------------------------------------------------------- mutations
-
-
-def paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every path to a value inside a JSON document, the root excluded."""
-    if isinstance(value, dict):
-        items: Any = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return
-    for key, child in items:
-        yield (*prefix, key)
-        yield from paths(child, (*prefix, key))
-
-
-def mutate(doc: Any, path: tuple[Any, ...], how: str, new: Any) -> Any:
-    """A deep copy of ``doc`` with the value at ``path`` replaced, deleted or wrapped."""
-    doc = json.loads(json.dumps(doc))
-    parent = doc
-    for key in path[:-1]:
-        parent = parent[key]
-    key = path[-1]
-    if how == "delete":
-        del parent[key]
-    elif how == "wrap":
-        parent[key] = [parent[key]]
-    elif how == "duplicate" and isinstance(parent, list):
-        parent.append(json.loads(json.dumps(parent[key])))
-    else:
-        parent[key] = new
-    return doc
-
-
-hows = st.sampled_from(["replace", "replace", "delete", "wrap", "duplicate"])
-
-
-def mutated(doc: Any) -> st.SearchStrategy[Any]:
-    all_paths = list(paths(doc))
-
-    @st.composite
-    def build(draw: st.DrawFn) -> Any:
-        current = doc
-        for _ in range(draw(st.integers(min_value=1, max_value=2))):
-            targets = list(paths(current)) or all_paths
-            path = draw(st.sampled_from(targets))
-            current = mutate(current, path, draw(hows), draw(json_values))
-        return current
-
-    return build()
 
 
 # ----------------------------------------------------------------------- runs
@@ -195,32 +124,6 @@ def test_found_by_hypothesis(path: tuple[Any, ...], value: Any, message: str) ->
 
 
 # -------------------------------------------------------------------- results
-
-
-def make_result(candidate: Run | None = None) -> CompareResult:
-    candidate = candidate or small_run()
-    baseline = replace(
-        candidate,
-        attempts=tuple(a for a in candidate.attempts if a.error is None),
-    )
-    policy = GatePolicy(block_on_any_regression=False)
-    ratchet = frozenset(candidate.ratchet)
-    comparison, gate = evaluate(candidate.rows, baseline, candidate, ratchet=ratchet, policy=policy)
-    return CompareResult(
-        rows=candidate.rows,
-        baseline=baseline,
-        candidate=candidate,
-        ratchet=ratchet,
-        policy=policy,
-        comparison=comparison,
-        gate=gate,
-        notes=(Written("a note"),),
-        executions=Executions(
-            candidate=6, baseline_topup=0, confirm_baseline=0, confirm_candidate=1, naive=14
-        ),
-        created_at="2026-11-30T09:00:00Z",
-        tool_version="0.1.0",
-    )
 
 
 VALID_RESULT = json.loads(dump_result(make_result()))
@@ -356,7 +259,7 @@ def test_a_valid_journal_cut_anywhere_loses_at_most_the_torn_attempt(
 
 
 def small_run_attempts() -> tuple[Any, ...]:
-    from test_artifact import normalized
+    from support.artifacts import normalized
 
     return normalized(small_run()).attempts
 
@@ -367,20 +270,6 @@ def test_a_duration_finer_than_stored_reads_back_equal_after_a_write() -> None:
     run = run_or_error(doc)
     assert run is not None and run.attempts[0].duration_s == 0.0312
 
-
-finite_json = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**60), 2**60)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-"""JSON values passk can store: an answer, a field's value."""
-structured = st.dictionaries(st.text(max_size=6), finite_json, max_size=3).map(object_text)
 
 attempts = st.builds(
     Attempt,

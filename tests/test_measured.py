@@ -18,7 +18,7 @@ import pytest
 from passk_action.core.model import AgentInfo, Version
 from passk_action.errors import ArtifactError
 from passk_action.store.measured import MeasuredRun, dump_measured, read_measured
-from test_artifact import normalized, small_run_v2
+from support.artifacts import normalized, small_run_v2
 
 GOLDEN = Path(__file__).parent / "golden" / "artifacts"
 UPDATE = os.environ.get("PASSK_UPDATE_GOLDEN") == "1"

@@ -44,9 +44,9 @@ from passk_action.store.results import (
     read_run_or_result,
     result_from_json,
 )
-from test_artifact import normalized, small_run_v3
-from test_artifact import small_run_v2 as small_run
-from test_artifact_property import finite_json, json_values, make_result, mutated, structured
+from support.artifacts import make_result, normalized, small_run_v3
+from support.artifacts import small_run_v2 as small_run
+from support.json_mutations import finite_json, json_values, mutated, structured
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

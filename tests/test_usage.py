@@ -334,7 +334,7 @@ def test_bad_pricing_or_limits_are_one_line_config_errors(
 
 def test_a_resumed_run_keeps_the_usage_its_journal_recorded(tmp_path: Path) -> None:
     from passk_action.store.artifact import Journal, read_journal
-    from test_artifact import small_run_v2
+    from support.artifacts import small_run_v2
 
     run = small_run_v2()
     path = tmp_path / "run.json.journal.jsonl"

@@ -38,7 +38,7 @@ from passk_action.store.codec import dump_document, run_to_json, usage_from_json
 from passk_action.store.document import run_from_json
 from passk_action.store.jsonfile import parse_json_file
 from passk_action.store.lines import stream_canonical, stream_run_document
-from test_artifact import small_run_v2
+from support.artifacts import small_run_v2
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HUGE = 10**400
