@@ -497,7 +497,7 @@ def run_artifact(case: tuple[Any, list[tuple[int, str]], bool, str], tmp: Path) 
 def _result_seed() -> Any:
     """A result of the golden run against itself with its errors left out, limits in its policy.
 
-    Built here rather than taken from test_artifact_property, whose imports
+    Built here rather than taken from support/artifacts.py, whose imports
     follow today's modules: bench/fuzz.py --src runs this on older trees too.
     """
     candidate = run_from_json(_run_seeds()[0], "seed")
