@@ -13,10 +13,8 @@ then read the diff of ``tests/golden/render/`` before committing it.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
@@ -59,6 +57,7 @@ from passk_action.report.phrases import (
     short_digest,
 )
 from passk_action.report.run_report import render_run_report, run_report_json
+from support.render_goldens import assert_golden
 from support.scenarios import (
     DIGEST,
     MARKER,
@@ -75,22 +74,7 @@ from support.scenarios import (
     spend_limits_scenario,
 )
 
-GOLDEN = Path(__file__).parent / "golden" / "render"
-
-
 # --- golden files -------------------------------------------------------------
-
-
-def assert_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("PASSK_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="")
-        return
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run with PASSK_UPDATE_GOLDEN=1 to create it")
-    expected = path.read_text(encoding="utf-8")
-    assert text == expected, f"{name} differs; PASSK_UPDATE_GOLDEN=1 regenerates it"
 
 
 SCENARIOS = {

@@ -24,7 +24,8 @@ from passk_action.core.model import (
 from passk_action.core.result import CompareResult, Executions
 from passk_action.report.comment import CommentContext, render_comment
 from passk_action.report.compare_report import render_compare_report
-from test_render import DIGEST, MARKER, RECORD, Attempts, K, assert_golden, compare
+from support.render_goldens import assert_golden
+from support.scenarios import DIGEST, MARKER, RECORD, Attempts, K, compare
 
 REFUND = Scoring(
     fields=(FieldRule("action", normalize=("strip", "casefold")), FieldRule("amount", tolerance=1))
