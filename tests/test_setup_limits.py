@@ -24,9 +24,9 @@ from passk_action.core.model import Version
 from passk_action.errors import AgentCouldNotRun
 from passk_action.inputs.config import DEFAULT_SETUP_TIMEOUT_S, parse_config
 from runner_commands import obeyed
+from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action
 from support.fakegithub import FakeGitHub
-from test_action_gate import commit, git
-from test_agent_setup import REPO, TOKEN, make_repo, record_baseline, run_action
+from support.pull_request_repo import commit, git
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 

@@ -43,10 +43,10 @@ from passk_action.agents.identity import (
 )
 from passk_action.agents.reaper import REAPER
 from passk_action.errors import UsageError
+from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 from support.fakegithub import FakeGitHub
+from support.pull_request_repo import commit, git
 from support.pythons import agent_user_python
-from test_action_gate import commit, git
-from test_agent_setup import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 
 pytestmark = [
     pytest.mark.any_python,

@@ -25,9 +25,9 @@ from passk_action.action.workflow import Workflow, could_be_command, visible
 from passk_action.core.model import Attempt, Phase
 from passk_action.progress import PlainProgress
 from runner_commands import Command, Runner, obeyed, read_lines
+from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 from support.fakegithub import FakeGitHub
-from test_action_gate import commit, git
-from test_agent_setup import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
+from support.pull_request_repo import commit, git
 
 ATTACKS = [
     "::stop-commands::pwned",
