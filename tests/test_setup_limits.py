@@ -23,10 +23,10 @@ from passk_action.agents.setup import LINE_CHARS, RELAY_LINES, TAIL_LINES, run_s
 from passk_action.core.model import Version
 from passk_action.errors import AgentCouldNotRun
 from passk_action.inputs.config import DEFAULT_SETUP_TIMEOUT_S, parse_config
-from runner_commands import obeyed
 from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
+from support.runner_commands import obeyed
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 

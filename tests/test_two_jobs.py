@@ -30,7 +30,6 @@ import yaml
 from passk_action.action import main as action_main
 from passk_action.action.comment_record import decode_record
 from passk_action.action.workflow import visible
-from runner_commands import obeyed
 from support.fakegithub import SPECS_DIR, FakeGitHub
 from support.fakegithub.server import FakePull
 from support.pull_request_repo import (
@@ -45,7 +44,7 @@ from support.pull_request_repo import (
     parse_outputs,
     write_script,
 )
-from test_workflow_commands import ATTACKS, HARMLESS
+from support.runner_commands import ATTACKS, HARMLESS, obeyed
 
 PR = 7
 

@@ -3,7 +3,7 @@
 The pull request's code writes what passk relays to the job log: its setup's
 output, its agent's stderr (in the first error, and when the agent could not
 run), a stray worker answer's id.  The runner reads every line of a step's
-output for commands (``runner_commands.py``: ``::name::`` once leading
+output for commands (``support/runner_commands.py``: ``::name::`` once leading
 whitespace is trimmed, ``##[name]`` anywhere), so each attack below is a
 line that, relayed as it was, would silence passk's own annotations, mask
 what a reviewer should see, forge passk's verdict, or set an output.  Each
@@ -24,33 +24,10 @@ import pytest
 from passk_action.action.workflow import Workflow, could_be_command, visible
 from passk_action.core.model import Attempt, Phase
 from passk_action.progress import PlainProgress
-from runner_commands import Command, Runner, obeyed, read_lines
 from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
-
-ATTACKS = [
-    "::stop-commands::pwned",
-    "::add-mask::passed",
-    "::error title=passk::forged: the gate passed",
-    "::notice title=passk::forged notice",
-    "::warning::forged warning",
-    "::set-output name=passed::true",
-    "   ::error::forged after spaces",
-    "\t::error::forged after a tab",
-    "\u00a0::error::forged after a no-break space",
-    "\u3000::error::forged after an ideographic space",
-    "::ERROR::forged in capitals",
-    "##[set-output name=passed;]true",
-    "Collecting foo ##[error]forged in the legacy form",
-    "##[add-mask]passed",
-    "##[stop-commands]pwned",
-    "::add-matcher::/github/workspace/matcher.json",
-    "::save-state name=x::forged",
-]
-"""Lines that the runner obeys when they reach the log as they are."""
-HARMLESS = [f"line {i}: Collecting foo, Successfully installed bar" for i in range(len(ATTACKS))]
-"""The control: as many lines of ordinary output."""
+from support.runner_commands import ATTACKS, HARMLESS, Command, Runner, obeyed, read_lines
 
 
 def test_every_attack_is_a_command_by_the_runners_rules() -> None:

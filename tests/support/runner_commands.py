@@ -1,4 +1,4 @@
-"""How the GitHub runner reads a step's output as workflow commands, for tests.
+"""How the GitHub runner reads a step's output as workflow commands, and lines that forge them.
 
 FACTS.md C3, and the runner's own code (actions/runner, ``ActionCommand.cs``
 ``TryParseV2``/``TryParse`` and ``ActionCommandManager.TryProcessCommand``):
@@ -166,3 +166,27 @@ class Runner:
 def obeyed(output: str) -> list[Command]:
     """The commands the runner processes in ``output`` (one stream, from a fresh step)."""
     return Runner().feed(output).processed
+
+
+ATTACKS = [
+    "::stop-commands::pwned",
+    "::add-mask::passed",
+    "::error title=passk::forged: the gate passed",
+    "::notice title=passk::forged notice",
+    "::warning::forged warning",
+    "::set-output name=passed::true",
+    "   ::error::forged after spaces",
+    "\t::error::forged after a tab",
+    "\u00a0::error::forged after a no-break space",
+    "\u3000::error::forged after an ideographic space",
+    "::ERROR::forged in capitals",
+    "##[set-output name=passed;]true",
+    "Collecting foo ##[error]forged in the legacy form",
+    "##[add-mask]passed",
+    "##[stop-commands]pwned",
+    "::add-matcher::/github/workspace/matcher.json",
+    "::save-state name=x::forged",
+]
+"""Lines that the runner obeys when they reach the log as they are."""
+HARMLESS = [f"line {i}: Collecting foo, Successfully installed bar" for i in range(len(ATTACKS))]
+"""The control: as many lines of ordinary output."""
