@@ -594,7 +594,7 @@ def test_sdk_example_installs_its_sdk_in_setup_and_the_gate_decides(
 
 # -- two identities: the candidate (nobody) and the baseline (passk-baseline) ---------------
 
-from test_side_identities import ATTACKER, PLANT, REFUSED, VICTIM  # noqa: E402
+from support.cross_user_attacks import ATTACKER, PLANT, REFUSED, VICTIM  # noqa: E402
 
 IDENTITIES = {"PASSK_AGENT_USER": "nobody", "PASSK_BASELINE_USER": "passk-baseline"}
 
