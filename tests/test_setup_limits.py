@@ -164,7 +164,11 @@ def test_a_300_mib_line_without_a_newline_costs_no_memory() -> None:
     assert count == 4 and size < 2 * LINE_CHARS and longest <= LINE_CHARS + 60
     assert done.stdout.splitlines()[1].endswith("… (a line of 314,572,800 bytes, cut)")
     print(f"peak RSS {peak_kib / 1024:.0f} MiB")  # bench/README.md quotes it
-    assert peak_kib < 100 * 1024
+    # Against the control's peak in this same Python (what an interpreter with
+    # passk imported costs differs between machines): the 300 MiB line adds
+    # less than a fifth of itself, so it was never held.
+    *_, control_kib = map(int, run_bounded(SMALL_LINE).stdout.splitlines()[0].split())
+    assert peak_kib - control_kib < 60 * 1024, (peak_kib, control_kib)
 
 
 def test_control_a_short_line_is_relayed_whole_in_the_same_bound() -> None:
