@@ -1,7 +1,7 @@
 """A long fuzz run of every input surface: how many inputs, how many crash classes.
 
 The generators and runners are ``tests/support/fuzzing.py``'s, the ones the test
-suite runs on a small budget (``tests/test_fuzz.py``); here they run for
+suite runs on a small budget (``tests/e2e/test_fuzz.py``); here they run for
 ``--inputs`` inputs in all, split evenly over the surfaces, with a fresh
 random seed unless ``--seed`` is given.  Each input ends ``ok``, in one
 clean ``error`` line, or in a ``crash``; crashes are grouped into classes

@@ -1,7 +1,7 @@
 """Draw docs/comment.png: the golden failing PR comment as GitHub shows it, for the README.
 
 Renders ``tests/golden/render/comment_failed.md`` (the whole comment the
-renderer produces, checked by tests/test_render.py) with markdown-it-py (GFM
+renderer produces, checked by tests/report/test_render.py) with markdown-it-py (GFM
 tables, HTML blocks such as <details>) inside a page styled like a GitHub
 comment, 1000 px wide, and screenshots its first screen with headless
 Chromium (Debian's ``chromium``; Chrome works too)::
@@ -11,7 +11,7 @@ Chromium (Debian's ``chromium``; Chrome works too)::
 
 Run it again after changing the comment's layout and commit the new PNG: the
 PNG carries the sha256 of the golden it drew (a ``tEXt`` chunk, key
-``passk-golden``), and tests/test_docs.py fails when the golden has changed
+``passk-golden``), and tests/docs/test_docs.py fails when the golden has changed
 since.
 """
 

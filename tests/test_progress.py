@@ -115,15 +115,19 @@ def test_plain_progress_tells_the_first_error_at_once_with_its_stderr() -> None:
     first = out.getvalue().splitlines()
     for _ in range(3):
         progress.advance(CRASH)  # later errors are counted, not told again
-    assert out.getvalue().splitlines() == first == [
-        "candidate: running 90 attempts",
-        "candidate: first error, row r-17 attempt 2: exit-status: exited with status 1",
-        "  stderr (last 4 line(s)):",
-        "  | Traceback (most recent call last):",
-        '  |   File "agent.py", line 3, in <module>',
-        "  |     import openai_missing_module",
-        "  | ModuleNotFoundError: No module named 'openai_missing_module'",
-    ]
+    assert (
+        out.getvalue().splitlines()
+        == first
+        == [
+            "candidate: running 90 attempts",
+            "candidate: first error, row r-17 attempt 2: exit-status: exited with status 1",
+            "  stderr (last 4 line(s)):",
+            "  | Traceback (most recent call last):",
+            '  |   File "agent.py", line 3, in <module>',
+            "  |     import openai_missing_module",
+            "  | ModuleNotFoundError: No module named 'openai_missing_module'",
+        ]
+    )
 
 
 def test_live_progress_prints_the_first_error_above_the_live_line() -> None:

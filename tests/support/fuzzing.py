@@ -13,7 +13,7 @@ or a ``crash`` named by its class (exception type and the deepest frame
 in passk), including anything slower than :data:`TIME_BOUND_S` or an error
 of more than one line.
 
-``tests/test_fuzz.py`` runs each surface on a small fixed budget in every
+``tests/e2e/test_fuzz.py`` runs each surface on a small fixed budget in every
 test run; ``bench/fuzz.py`` runs the same generators for as long as asked
 and counts the crash classes found.
 """

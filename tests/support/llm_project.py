@@ -1,6 +1,6 @@
 """The SDK example (examples/refunds-llm) as a team's repository, for the action tests.
 
-Both action variants (runner/action.yml in tests/test_runner_action.py, the
+Both action variants (runner/action.yml in tests/action/test_runner_action.py, the
 image in tests/container/) gate the same pull request: the base commit runs
 prompt v1 in production with the committed baseline, the pull request
 switches the agent to prompt v2. The seeded fake provider

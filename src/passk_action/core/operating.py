@@ -18,7 +18,7 @@ forward one answer at a time, and the mass that crosses a boundary is where
 the test ends (Wald 1945; the standard exact computation for a truncated
 test with integer boundaries, e.g. Jennison and Turnbull, "Group Sequential
 Methods", 2000, ch. 19).  The strict rule's are closed forms.  Both are
-checked against simulation in ``tests/test_operating.py`` and
+checked against simulation in ``tests/core/test_operating.py`` and
 ``bench/gate_rule.py``; these are the figures the comment's "How sure"
 section and ``passk plan`` state.
 """

@@ -8,7 +8,7 @@ module of its own.
 
 Formulas from Abramowitz and Stegun, Handbook of Mathematical Functions
 (1964), 26.5 and 26.7; accurate to about 1e-12, checked against scipy and
-printed tables in ``tests/test_uncertainty.py`` and ``tests/test_cost.py``.
+printed tables in ``tests/core/test_uncertainty.py`` and ``tests/core/test_cost.py``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,152 @@
+"""``passk gate`` recomputes the gated-row rule from a result file alone (issue 20).
+
+A result records its rule and settings (``policy.rule``, schema 3) and each
+gated row's verdict beside the row; reading it back never trusts either: the
+verdicts are judged again from the attempts, with the settings recorded.  An
+older result (schema 1 or 2, golden ``tests/golden/artifacts/result_old_v2.json``
+written by the passk before the rule) was decided by what is now the strict
+rule, and is audited with it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from passk_action.cli import main
+from passk_action.core.sequential import STRICT, Decision, Finding
+from passk_action.errors import ArtifactError
+from passk_action.store.results import (
+    RESULT_SCHEMA_VERSION,
+    read_result,
+    result_from_json,
+    result_to_json,
+    write_result,
+)
+from support.paths import TESTS
+from support.scenarios import failed_scenario
+
+OLD = TESTS / "golden" / "artifacts" / "result_old_v2.json"
+
+
+def test_a_result_records_its_rule_and_every_gated_rows_verdict(tmp_path: Path) -> None:
+    result = failed_scenario()
+    doc = result_to_json(result)
+    assert doc["schema_version"] == RESULT_SCHEMA_VERSION == 4
+    assert doc["policy"]["rule"] == result.policy.rule.to_json()
+    verdicts = {row["id"]: row.get("verdict") for row in doc["rows"]}
+    gated = {"refund-001", "refund-003", "refund-004"}
+    assert {i for i, v in verdicts.items() if v is not None} == gated
+    assert verdicts["refund-004"] == {
+        "kind": "ratchet",
+        "rule": "sequential",
+        "decision": "pass",
+        "finding": "within-chance",
+        "candidate": {"attempts": 18, "decisions": 18, "wrong": 1, "errors": 0, "read": 18,
+                      "wrong_read": 1, "ending": "reliable"},
+        "baseline": {"attempts": 3, "decisions": 3, "wrong": 0, "errors": 0, "read": 3,
+                     "wrong_read": 0, "ending": "not-tested"},
+        "requests": [],
+    }  # fmt: skip
+    path = tmp_path / "result.json"
+    write_result(result, path)
+    audited = read_result(path)
+    assert audited.consistent
+    assert audited.result.gate == result.gate  # the verdicts too, judged again
+    assert audited.result.policy == result.policy
+
+
+def test_the_audit_judges_the_recorded_attempts_again_never_the_recorded_verdicts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Attack: a result whose verdict says "pass" on a blocking row, and whose gate agrees."""
+    doc = result_to_json(failed_scenario())
+    for row in doc["rows"]:
+        if "verdict" in row:
+            row["verdict"]["decision"] = "pass"
+    doc["gate"] = {"passed": True, "failures": [], "warnings": []}
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert not read_result(path).consistent
+    assert main(["gate", str(path)]) == 1
+    assert "does not match the gate recomputed" in capsys.readouterr().err
+    # Control: the same file, untouched but for the verdicts' words, is consistent.
+    doc = result_to_json(failed_scenario())
+    for row in doc["rows"]:
+        if "verdict" in row:
+            row["verdict"]["decision"] = "pass"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert read_result(path).consistent
+    assert main(["gate", str(path)]) == 1
+
+
+def test_the_audit_uses_the_recorded_settings_and_refuses_bad_ones() -> None:
+    doc = result_to_json(failed_scenario(strict=True))
+    audited = result_from_json(json.loads(json.dumps(doc)), "r.json")
+    assert audited.result.policy.rule.rule == STRICT and audited.consistent
+    ids = [f.id for f in audited.result.gate.failures]
+    assert ids == ["refund-001", "refund-003", "refund-004"]
+    # The default rule's result read with the strict rule decides otherwise (refund-004's
+    # one wrong answer in 18 blocks): the file's own rule is the one the audit uses.
+    sequential = result_to_json(failed_scenario())
+    assert result_from_json(json.loads(json.dumps(sequential)), "r.json").consistent
+    sequential["policy"]["rule"]["rule"] = "strict"
+    assert not result_from_json(sequential, "r.json").consistent
+    doc["policy"]["rule"]["unreliable"] = 0.999
+    with pytest.raises(ArtifactError, match=r"'policy\.rule' is not a valid rule"):
+        result_from_json(doc, "r.json")
+    del doc["policy"]["rule"]
+    with pytest.raises(ArtifactError, match=r"'policy\.rule' is missing"):
+        result_from_json(doc, "r.json")
+
+
+def test_an_older_result_is_audited_with_the_rule_it_was_decided_by(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    audited = read_result(OLD)
+    assert json.loads(OLD.read_text(encoding="utf-8"))["schema_version"] == 2
+    assert audited.consistent  # passk gate agrees with the gate it recorded
+    assert audited.result.policy.rule.rule == STRICT
+    gate = audited.result.gate
+    assert [(f.id, f.rule.value) for f in gate.failures] == [
+        ("refund-001", "must-not-break"),
+        ("refund-003", "unclassified"),
+        ("refund-004", "ratchet"),
+    ]
+    # Its words were "(not-reproduced)" on a row that blocks; read now, they say why it blocks.
+    assert audited.recorded_gate.failures[2].reason.endswith("(not-reproduced)")
+    assert gate.failures[2].reason.endswith(
+        "(right on every re-run; under the strict rule a wrong answer blocks)"
+    )
+    verdicts = {row_id: (v.decision, v.finding) for row_id, v in gate.verdicts.items()}
+    assert verdicts == {
+        "refund-001": (Decision.BLOCK, Finding.WRONG_ANSWER),
+        "refund-003": (Decision.BLOCK, Finding.UNCLASSIFIED),
+        "refund-004": (Decision.BLOCK, Finding.WRONG_ANSWER),
+    }
+    assert main(["gate", str(OLD)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL refund-004: [ratchet]" in out and "gate failed (3 failure(s))" in out
+    assert main(["report", str(OLD)]) == 0
+    assert "the strict rule blocks on any wrong answer" in capsys.readouterr().out
+
+
+def test_a_result_newer_than_this_passk_is_refused(tmp_path: Path) -> None:
+    doc = replace_version(result_to_json(failed_scenario()), RESULT_SCHEMA_VERSION + 1)
+    with pytest.raises(ArtifactError, match="newer than this passk reads"):
+        result_from_json(doc, "r.json")
+
+
+def replace_version(doc: dict[str, object], version: int) -> dict[str, object]:
+    return {**doc, "schema_version": version}
+
+
+def test_a_replayed_verdict_equals_the_engines() -> None:
+    """The verdicts evaluate records are the ones judged with nothing more possible."""
+    result = failed_scenario()
+    for verdict in result.gate.verdicts.values():
+        assert verdict.decision is not Decision.MORE and verdict.requests == ()
+    assert replace(result.gate, verdicts={}) != result.gate

@@ -1,0 +1,122 @@
+"""``passk plan``: the gate's rates for a config or a size, and settings for target rates.
+
+The figures are the exact ones of ``core/operating.py`` (checked by simulation
+in bench/gate_rule.md), the same the comment's "How sure" section states.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from passk_action.cli import main
+from passk_action.core.operating import dataset_oc, gate_oc
+from passk_action.core.sequential import GatedKind, RuleSettings
+from passk_action.report.gated import gate_sentence
+from support.paths import TESTS
+
+GOLDEN = TESTS / "golden" / "render" / "plan_10_rows.txt"
+
+
+def plan(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["plan", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_plan_for_a_size_prints_the_rates_and_a_suggestion(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no passk.yml here
+    code, out, err = plan(capsys, "--gated-rows", "10", "--k", "3")
+    assert (code, err) == (0, "")
+    if os.environ.get("PASSK_UPDATE_GOLDEN") == "1":
+        GOLDEN.write_text(out, encoding="utf-8")
+    assert out == GOLDEN.read_text(encoding="utf-8")
+    oc = gate_oc(RuleSettings(), k=3, gated_rows=10)
+    assert f"is blocked {oc.false_block * 100:.2f}% of the time" in out  # 0.41%
+    # The comment's How-sure sentence for the same rows states the same figure.
+    sentence = gate_sentence(dataset_oc(RuleSettings(), k=3, kinds=[GatedKind.MUST_NOT_BREAK] * 10),
+                             RuleSettings())  # fmt: skip
+    assert "0.41% of the time" in sentence and "0.41% of the time" in out
+
+
+def test_plan_counts_the_gated_rows_of_a_config(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rows = [
+        {"id": "a", "input": 1, "expected": "x", "must_not_break": True},
+        {"id": "b", "input": 2, "expected": "x", "tags": ["vip"]},
+        {"id": "c", "input": 3, "expected": "x"},
+        {"id": "d", "input": 4, "expected": "x"},
+    ]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "passk.yml").write_text(
+        "dataset: data.jsonl\nk: 5\nmust_not_break: {tags: [vip]}\ngate: {rule: strict}\n",
+        encoding="utf-8",
+    )
+    code, out, _ = plan(capsys, "--config", str(tmp_path / "passk.yml"), "--json")
+    doc = json.loads(out)
+    assert code == 0
+    assert (doc["gate"]["gated_rows"], doc["gate"]["k"], doc["gate"]["rule"]) == (2, 5, "strict")
+    expected = dataset_oc(RuleSettings(rule="strict", confirm_attempts=6), k=5,
+                          kinds=[GatedKind.MUST_NOT_BREAK] * 2)  # fmt: skip
+    assert doc["gate"]["false_block"] == pytest.approx(expected.false_block)
+    assert doc["suggested"]["met"] is True
+    assert doc["suggested"]["settings"]["rule"] == "sequential"
+    code, out, _ = plan(capsys, "--config", str(tmp_path / "passk.yml"))
+    assert "gate.rule: strict (any wrong answer blocks" in out and "k = 5, 2 gated rows:" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "passk: error: passk plan: no passk.yml here: pass --config PATH, or --gated-rows N"),
+        (("--gated-rows", "0"), "passk: error: --gated-rows: --gated-rows must be at least 1"),
+        (("--gated-rows", "3", "--miss", "1.5"), "passk: error: --miss: --miss must be between"),
+        (("--gated-rows", "3", "--dropped", "0.995"), "passk: error: --accuracy: need 0 <"),
+    ],
+)
+def test_bad_plan_arguments_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = plan(capsys, *args)
+    assert code == 2
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_plan_judges_the_baseline_as_the_gate_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Under ``block_on_any_regression`` the gated rows are the baseline's stable-correct
+    ones, judged as the gate judges them: the recorded answers read by the config's
+    scoring rules (here a regex), against the dataset's expected decisions."""
+    from passk_action.core.model import Attempt, Phase
+    from passk_action.engine.measuring import row_records
+    from passk_action.inputs.dataset import load_dataset
+    from passk_action.store.artifact import write_run
+    from support.runs import run_of
+
+    rows = [{"id": i, "input": n, "expected": "deny"} for n, i in enumerate("abc")]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dataset = load_dataset(tmp_path / "data.jsonl", ())
+    said = {"a": "DECISION: deny", "b": "DECISION: approve", "c": "DECISION: deny"}
+    answers = [Attempt(i, n, Phase.MAIN, said[i]) for i in "abc" for n in (1, 2, 3)]
+    baseline = run_of(row_records(dataset), answers, dataset_digest=dataset.digest)
+    write_run(baseline, tmp_path / "baseline.json")
+    config = tmp_path / "passk.yml"
+    settings = "k: 3\ngate: {block_on_any_regression: true}\nbaseline: {artifact: baseline.json}\n"
+    for scoring, gated in (("", 0), ("scoring: {extract: {regex: 'DECISION: (\\w+)'}}\n", 2)):
+        config.write_text(f"dataset: data.jsonl\n{settings}{scoring}", encoding="utf-8")
+        code, out, _ = plan(capsys, "--config", str(config), "--json")
+        doc = json.loads(out)
+        assert (code, doc["gate"] and doc["gate"]["gated_rows"]) == (0, gated or None)

@@ -1,0 +1,230 @@
+"""The house rules that tools can check: ruff and strict mypy are clean, core and report are
+pure, no two modules and no two parts import each other, and one function decides the gate."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.paths import REPO
+
+ROOT = REPO
+PACKAGE = ROOT / "src" / "passk_action"
+# The math and rules, and the renderers: data in, data out.
+PURE = sorted([*(PACKAGE / "core").glob("*.py"), *(PACKAGE / "report").glob("*.py")])
+
+# What the pure core may import: no IO, environment, clock or subprocess.
+FORBIDDEN_IN_CORE = {
+    "os",
+    "sys",
+    "subprocess",
+    "socket",
+    "requests",
+    "time",
+    "datetime",
+    "random",
+    "threading",
+    "signal",
+    "shutil",
+    "tempfile",
+    "pathlib",
+    "io",
+    "urllib",
+    "http",
+}
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: `pip install -e '.[dev]'` installs it")
+    return found
+
+
+def test_ruff_is_clean() -> None:
+    proc = subprocess.run(
+        [_tool("ruff"), "check", "src", "tests", "bench", "examples"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_strict_is_clean() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("module", PURE, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_core_and_report_modules_do_no_io(module: Path) -> None:
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            assert node.func.id != "open", f"{module.name} calls open()"
+    assert not imported & FORBIDDEN_IN_CORE, f"{module.name} imports {imported & FORBIDDEN_IN_CORE}"
+
+
+def _module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (at any depth of the file)."""
+    files = {_module_name(path, package): path for path in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.append(sub if sub in files else base)
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            graph[name].update(t for t in targets if t in files and t != name)
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    graph = _import_graph()
+    # A package's __init__ importing its own submodules is how packages re-export;
+    # only cycles between distinct modules count.
+    between_modules = {
+        node: {
+            nxt for nxt in edges if not (nxt.startswith(node + ".") or node.startswith(nxt + "."))
+        }
+        for node, edges in graph.items()
+    }
+    cycles = _cycles(between_modules)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def _part(module: str) -> str:
+    """The part a module belongs to: its folder under the package, or itself at the top."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "passk_action"
+
+
+def part_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Part -> the other parts it imports, counting every import anywhere in a module
+    (inside functions and under ``TYPE_CHECKING`` too: an import dodged there is still one)."""
+    graph: dict[str, set[str]] = {}
+    for module, imported in _import_graph(package).items():
+        edges = graph.setdefault(_part(module), set())
+        edges.update(_part(other) for other in imported if _part(other) != _part(module))
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    found: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    return found
+
+
+def test_no_two_parts_import_each_other() -> None:
+    """The parts form layers: core below everything, the action and the CLI two shells
+    on top that share the preparation (sides) and the engine, never each other."""
+    graph = part_graph()
+    cycles = _cycles(graph)
+    assert not cycles, "parts importing each other: " + "; ".join(" -> ".join(c) for c in cycles)
+    assert "cli" not in graph["action"] and "action" not in graph["cli"]
+    assert graph["core"] <= {"errors"}, "the pure core imports only the error tree"
+
+
+def test_the_part_graph_sees_imports_in_functions_and_under_type_checking(
+    tmp_path: Path,
+) -> None:
+    """A circle dodged by importing inside a function, or only for the type checker, is
+    still a circle between parts."""
+    package = tmp_path / "passk_action"
+    sources = {
+        "__init__.py": "",
+        "a/__init__.py": "",
+        "a/x.py": "def f():\n    from ..b.y import g\n",
+        "b/__init__.py": "",
+        "b/y.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..a import x\n",
+        "c.py": "from .a.x import f\n",
+    }
+    for name, text in sources.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text, encoding="utf-8")
+    graph = part_graph(package)
+    assert graph == {"passk_action": set(), "a": {"b"}, "b": {"a"}, "c": {"a"}}
+    assert _cycles(graph) == [["a", "b", "a"]]
+
+
+def test_only_evaluate_decides_the_gate() -> None:
+    """``core.result.evaluate`` is the one path to a decision: nothing else calls ``decide``
+    (a re-run's standing failure is an input to the engine, not a patch on its result)."""
+    callers = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name == "decide":
+                    callers.append(_module_name(path))
+    assert callers == ["passk_action.core.result"]
+
+
+FUNCTION_LINES = 140
+MODULE_LINES = 900
+SHELLS_AND_ENGINE = ("engine", "sides", "action", "cli")
+
+
+def _functions() -> list[tuple[int, str]]:
+    """Every function of the package, with its length in lines (decorators included)."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                length = (node.end_lineno or node.lineno) - first + 1
+                found.append((length, f"{_module_name(path)}.{node.name}"))
+    return sorted(found, reverse=True)
+
+
+def test_no_function_is_over_140_lines() -> None:
+    """A function a reader cannot hold in view is several (`engine.compare` was 205)."""
+    assert [f for f in _functions() if f[0] > FUNCTION_LINES] == []
+
+
+@pytest.mark.parametrize("part", SHELLS_AND_ENGINE)
+def test_the_engine_the_sides_and_the_shells_keep_modules_under_900_lines(part: str) -> None:
+    sizes = {
+        _module_name(path): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (PACKAGE / part).rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > MODULE_LINES} == {}
