@@ -8,10 +8,6 @@ request shows is read back from the API's own records.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 import passk_action.action.comparison as comparison_phase
@@ -19,26 +15,15 @@ import passk_action.action.publish as publishing
 from passk_action.action.comment_record import decode_record
 from passk_action.errors import REPORT_BUGS_AT
 from support.fakegithub import FakeGitHub
-from support.pull_request_repo import REPO, RIGHT, TOKEN, Checkout, git, make_template
+from support.pull_request_repo import (  # the shared fixtures, used by name
+    RIGHT,
+    Checkout,
+    checkout,
+    fake,
+    template,
+)
 
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory.mktemp("template") / "repo")
-
-
-@pytest.fixture
-def checkout(template: Path, tmp_path: Path) -> Checkout:
-    repo = tmp_path / "repo"
-    shutil.copytree(template, repo, symlinks=True)
-    git(repo, "checkout", "-q", "-b", "feature")
-    return Checkout(repo=repo, tmp=tmp_path, base_sha=git(repo, "rev-parse", "main"))
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub(token=TOKEN, repository=REPO) as server:
-        yield server
+__all__ = ["checkout", "fake", "template"]
 
 
 def overflow(*args: object, **kwargs: object) -> object:

@@ -13,17 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from passk_action.core.cost import (
-    P95_ATTEMPTS,
     Price,
     Pricing,
     SpendComparison,
-    binomial_cdf,
     compare_spend,
     paired_change,
     percentile,
     priced_run,
     priced_usage,
-    quantile_bound,
     ratio_change,
     summarize_spend,
 )
@@ -727,20 +724,6 @@ def test_ratio_change_by_hand() -> None:
     assert change.low_one_sided == pytest.approx(math.exp(theta - 6.313751514675041 * 0.3) - 1)
     assert ratio_change([(1.0, 1.0, 2.0, 1.0)]).low is None
     assert ratio_change([(0.0, 1.0, 2.0, 1.0)]).estimate is None
-
-
-def test_quantile_bounds_by_hand() -> None:
-    values = [float(i) for i in range(1, 101)]
-    # Upper bound for p95 at 97.5%: the smallest u with P(Bin(100, .95) <= u - 1) >= .975.
-    u = next(u for u in range(1, 101) if binomial_cdf(u - 1, 100, 0.95) >= 0.975)
-    assert quantile_bound(values, 0.95, 0.975, upper=True) == float(u) == 100.0  # the maximum
-    low = max(x for x in range(1, 101) if 1 - binomial_cdf(x - 1, 100, 0.95) >= 0.975)
-    assert quantile_bound(values, 0.95, 0.975, upper=False) == float(low) == 90.0
-    # 71 values cannot bound a p95 from above at 97.5% (0.95^71 > 0.025); 72 can.
-    assert quantile_bound(values[:71], 0.95, 0.975, upper=True) is None
-    assert quantile_bound(values[:72], 0.95, 0.975, upper=True) == 72.0
-    assert P95_ATTEMPTS == 72
-    assert binomial_cdf(1, 3, 0.5) == pytest.approx(0.5)
 
 
 def test_a_latency_increase_within_noise_warns_instead_of_failing() -> None:

@@ -25,11 +25,10 @@ from passk_action.cli import main
 from support.fuzzing import time_bound
 from support.paths import REPO
 
-ROOT = REPO
-GOLDEN_RUN = ROOT / "tests" / "golden" / "artifacts" / "valid_v2.json"
-TAU = ROOT / "tests" / "data" / "importers" / "tau_bench_retail.json"
-PROMPTFOO = ROOT / "tests" / "data" / "importers" / "promptfoo_refunds.json"
-INSPECT = ROOT / "tests" / "data" / "importers" / "inspect_refunds.json"
+GOLDEN_RUN = REPO / "tests" / "golden" / "artifacts" / "valid_v2.json"
+TAU = REPO / "tests" / "data" / "importers" / "tau_bench_retail.json"
+PROMPTFOO = REPO / "tests" / "data" / "importers" / "promptfoo_refunds.json"
+INSPECT = REPO / "tests" / "data" / "importers" / "inspect_refunds.json"
 HUGE = 10**400
 """An integer beyond any float (float() raises OverflowError)."""
 DIGITS_4301 = "9" * 4301

@@ -13,8 +13,7 @@ import pytest
 
 from support.paths import REPO
 
-ROOT = REPO
-PACKAGE = ROOT / "src" / "passk_action"
+PACKAGE = REPO / "src" / "passk_action"
 # The math and rules, and the renderers: data in, data out.
 PURE = sorted([*(PACKAGE / "core").glob("*.py"), *(PACKAGE / "report").glob("*.py")])
 
@@ -49,7 +48,7 @@ def _tool(name: str) -> str:
 def test_ruff_is_clean() -> None:
     proc = subprocess.run(
         [_tool("ruff"), "check", "src", "tests", "bench", "examples"],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
@@ -59,7 +58,7 @@ def test_ruff_is_clean() -> None:
 
 def test_mypy_strict_is_clean() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "mypy"], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -15,8 +15,7 @@ import pytest
 
 from support.paths import REPO
 
-ROOT = REPO
-SUPPORT = ROOT / "tests" / "support"
+SUPPORT = REPO / "tests" / "support"
 
 
 def imports_of_test_modules(source: str) -> list[tuple[int, str]]:
@@ -41,12 +40,12 @@ def imports_of_test_modules(source: str) -> list[tuple[int, str]]:
 
 
 def python_files() -> list[Path]:
-    return sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")])
+    return sorted([*(REPO / "tests").rglob("*.py"), *(REPO / "bench").rglob("*.py")])
 
 
 def test_no_module_imports_a_test_module() -> None:
     offenders = [
-        f"{path.relative_to(ROOT)}:{line}: imports {name}; move what it needs to tests/support"
+        f"{path.relative_to(REPO)}:{line}: imports {name}; move what it needs to tests/support"
         for path in python_files()
         for line, name in imports_of_test_modules(path.read_text(encoding="utf-8"))
     ]
@@ -126,7 +125,7 @@ def layout_problems(tests: Path, package: Path) -> list[str]:
 
 
 def test_the_tests_are_laid_out_like_the_package() -> None:
-    assert layout_problems(ROOT / "tests", ROOT / "src" / "passk_action") == []
+    assert layout_problems(REPO / "tests", REPO / "src" / "passk_action") == []
 
 
 def test_control_a_stray_folder_or_file_is_caught(tmp_path: Path) -> None:

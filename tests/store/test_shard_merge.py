@@ -42,8 +42,7 @@ from passk_action.store.merge import ShardRun, merge_runs
 from support.fakegithub import SPECS_DIR
 from support.paths import REPO
 
-ROOT = REPO
-WORKFLOW = ROOT / "examples" / "workflows" / "passk-sharded.yml"
+WORKFLOW = REPO / "examples" / "workflows" / "passk-sharded.yml"
 WORKFLOW_SCHEMA = SPECS_DIR / "github-workflow.schema.json"
 
 # --- the split -------------------------------------------------------------------

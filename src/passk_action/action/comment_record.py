@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.model import Attempt, EvalSettings, Phase, Run, canonical_json, sha256_hex
+from ..core.model import Attempt, EvalSettings, Run, canonical_json, sha256_hex
 from ..core.result import CompareResult
 from ..errors import ArtifactError
 from ..store.artifact import attempt_from_json, attempt_to_json
@@ -383,7 +383,3 @@ def find_record(
             f"{exc.message}"
         )
         return record, warnings
-
-
-def phase_key(attempt: Attempt) -> tuple[str, int, Phase]:
-    return attempt.row_id, attempt.number, attempt.phase

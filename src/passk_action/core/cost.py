@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .model import Attempt, Phase, Run, Usage
-from .student_t import regularized_beta, student_t_quantile, t_975
+from .student_t import student_t_quantile, t_975
 from .values import MAX_RELATIVE_CHANGE
 
 MTOK = 1_000_000
@@ -434,59 +434,6 @@ def hypergeometric_tail(a: int, total: int, marked: int, drawn: int) -> float:
     return min(1.0, tail)
 
 
-def binomial_cdf(j: int, n: int, p: float) -> float:
-    """P(Binomial(n, p) <= j) = I_{1-p}(n - j, j + 1) (Abramowitz and Stegun 26.5.24)."""
-    if j < 0:
-        return 0.0
-    if j >= n:
-        return 1.0
-    return regularized_beta(1.0 - p, n - j, j + 1)
-
-
-def quantile_bound(
-    values: Sequence[float], q: float, confidence: float, *, upper: bool
-) -> float | None:
-    """A distribution-free one-sided confidence bound for the ``q`` quantile, by order statistics.
-
-    Formula (e.g. Hahn and Meeker, "Statistical Intervals", 1991, 5.2): with
-    x_(1) <= ... <= x_(n), x_(u) is an upper bound with confidence
-    P(Binomial(n, q) <= u - 1) (at most u - 1 values fall below the
-    quantile); the smallest u reaching ``confidence`` is used.  Lower: x_(l)
-    with P(Binomial(n, q) >= l) >= ``confidence``, the largest such l.
-    Exact for continuous values, conservative with ties.
-
-    Edge cases: None when no order statistic reaches the confidence (too
-    few values: an upper bound for p95 at 97.5% needs n >= 72, since even
-    the maximum is below the p95 with probability 0.95^n).
-    """
-    if not values:
-        return None
-    ordered = sorted(values)
-    n = len(ordered)
-    # Both conditions are monotone in the index: bisect (a run has up to millions of attempts).
-    if upper:
-        if binomial_cdf(n - 1, n, q) < confidence:
-            return None
-        low, high = 1, n  # the smallest u with P(Bin <= u - 1) >= confidence
-        while low < high:
-            mid = (low + high) // 2
-            if binomial_cdf(mid - 1, n, q) >= confidence:
-                high = mid
-            else:
-                low = mid + 1
-        return ordered[low - 1]
-    if 1.0 - binomial_cdf(0, n, q) < confidence:
-        return None
-    low, high = 1, n  # the largest l with P(Bin >= l) >= confidence
-    while low < high:
-        mid = (low + high + 1) // 2
-        if 1.0 - binomial_cdf(mid - 1, n, q) >= confidence:
-            low = mid
-        else:
-            high = mid - 1
-    return ordered[low - 1]
-
-
 @dataclass(frozen=True, slots=True)
 class LimitCheck:
     """Whether a relative limit is exceeded beyond noise, with a stated false-alarm rate.
@@ -602,10 +549,6 @@ class SpendComparison:
             "mean_cost_change_per_attempt_usd": self.cost.to_json(),
             "mean_latency_change_per_attempt_s": self.latency.to_json(),
         }
-
-
-P95_ATTEMPTS = math.ceil(math.log(FALSE_ALARM / 2) / math.log(0.95))
-"""The fewest attempts whose maximum bounds a p95 from above at 1 - FALSE_ALARM / 2: 72."""
 
 
 def _row_costs(run: Run) -> dict[str, tuple[float, float]]:
