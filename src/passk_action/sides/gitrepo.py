@@ -137,8 +137,12 @@ class GitRepo:
         return None
 
     def has_commit(self, sha: str) -> bool:
+        return self._has(f"{sha}^{{commit}}", "look up a commit")
+
+    def _has(self, spec: str, what: str) -> bool:
+        """Whether ``spec`` names an object of its kind in the checkout (``cat-file -e``)."""
         try:
-            self.run(("cat-file", "-e", f"{sha}^{{commit}}"), what="look up a commit")
+            self.run(("cat-file", "-e", spec), what=what)
         except GitError:
             return False
         return True
@@ -153,20 +157,13 @@ class GitRepo:
         )
         if proc.returncode == 0:
             return proc.stdout
-        if not self.has_commit(sha) and not self._is_tree(sha):
+        if not self.has_commit(sha) and not self._has(f"{sha}^{{tree}}", "look up a tree"):
             raise GitError(
                 f"commit {sha[:12]} is not in the checkout",
                 where=str(self.root),
                 hint="check out with `actions/checkout` and `fetch-depth: 0`",
             )
         return None
-
-    def _is_tree(self, oid: str) -> bool:
-        try:
-            self.run(("cat-file", "-e", f"{oid}^{{tree}}"), what="look up a tree")
-        except GitError:
-            return False
-        return True
 
     def merge_tree(self, base: str, head: str) -> str:
         """The tree of ``head`` merged into ``base``, as a pull request's merge commit has it.
