@@ -2,12 +2,16 @@
 
 Every file passk writes goes through :func:`write_text_atomic`; a failure
 (missing folder, full disk, read-only) is one ArtifactError with the fix.
+A target that is not a regular file (``/dev/null``, ``/dev/stdout``, a FIFO)
+is written in place: renaming over it would replace a device with a file,
+as root for everyone (issue 28, route 9).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,7 +47,26 @@ def write_text_atomic(path: Path, text: str) -> None:
         _write_text_atomic(path, text)
 
 
+def _is_special(path: Path) -> bool:
+    """Whether ``path`` (followed through links) is a device, FIFO or socket."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_in_place(path: Path, text: str) -> None:
+    """Write to a device or FIFO as it is: no temporary file, no rename, never created."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
 def _write_text_atomic(path: Path, text: str) -> None:
+    if _is_special(path):
+        _write_in_place(path, text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
