@@ -10,6 +10,7 @@ from ..engine.measuring import install_baseline, previous_baseline
 from ..errors import EXIT_OK, ConfigError
 from ..sides.provenance import working_tree_provenance
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run, warn
+from .paths import project_files, refuse_clobbering, run_outputs
 
 
 def add_parser(commands: Any) -> None:
@@ -42,6 +43,11 @@ def handle(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.config)
     config, dataset = inputs.config, inputs.dataset
     out = config.baseline.artifact
+    staging = out.with_name(out.name + ".recording.json")
+    refuse_clobbering(
+        project_files(config.path, config.dataset),
+        {"baseline.artifact": out, **run_outputs("its recording", staging)},
+    )
     previous = previous_baseline(out)
     agent_config = config.agent
     if args.agent_key == "baseline.agent":
@@ -56,7 +62,6 @@ def handle(args: argparse.Namespace) -> int:
         agent_config = config.require_agent("`passk baseline`")
     # Record to a side file first: the committed baseline is replaced only
     # once the new run is complete and its ratchet computed.
-    staging = out.with_name(out.name + ".recording.json")
     provenance = working_tree_provenance(config.path.parent, config)
     if provenance.dirty:
         warn(

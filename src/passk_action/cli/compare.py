@@ -17,6 +17,7 @@ from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
 from ..github.publish import MARKER
+from ..inputs.config import Config
 from ..report.comment import CommentContext, render_comment
 from ..report.compare_report import render_compare_report
 from ..report.history import notes as history_notes
@@ -38,6 +39,7 @@ from .common import (
     warn,
     write_output,
 )
+from .paths import project_files, refuse_clobbering, run_outputs
 
 
 def add_parser(commands: Any) -> None:
@@ -125,11 +127,15 @@ def handle(args: argparse.Namespace) -> int:
         config = inputs.config
         baseline = _committed_baseline(args, config.baseline.artifact)
         compared = Local(config, inputs.dataset, baseline)
+    candidate_out = (
+        Path(args.candidate_out)
+        if args.candidate_out
+        else config.path.parent / ".passk" / "candidate.json"
+    )
+    _refuse_clobbering(args, config, candidate_out)
     provenance = working_tree_provenance(config.path.parent, config)
     candidate = CandidateSource(
-        out=Path(args.candidate_out)
-        if args.candidate_out
-        else config.path.parent / ".passk" / "candidate.json",
+        out=candidate_out,
         recorded=recorded,
         resume=args.resume,
         commit=provenance.commit,
@@ -181,6 +187,29 @@ PREVIEW_RECORD = "<!-- passk:record preview: a pull request's run keeps its verd
 def comment_preview(result: CompareResult, context: CommentContext) -> str:
     """The comment the action would post for ``result``: the same renderer, marker and limit."""
     return render_comment(result, marker=MARKER, record=PREVIEW_RECORD, context=context)
+
+
+def _refuse_clobbering(args: argparse.Namespace, config: Config, candidate_out: Path) -> None:
+    """Before any agent runs: no output of this comparison overwrites what it reads.
+
+    The working tree's baseline artifact counts as read with ``--base`` too:
+    it is the committed file, with its ratchet.
+    """
+    baseline = Path(args.baseline) if args.baseline else config.baseline.artifact
+    reads: dict[str, Path | None] = {
+        **project_files(Path(args.config), config.dataset),
+        f"the baseline artifact ({baseline})": baseline,
+        "--candidate": Path(args.candidate) if args.candidate else None,
+    }
+    # A recorded candidate (--candidate) is read, not recorded: nothing goes to --candidate-out.
+    recorded = run_outputs("--candidate-out", candidate_out) if args.candidate is None else {}
+    writes = {
+        **recorded,
+        "--json": args.json_out,
+        "--comment": args.comment,
+        "--markdown": None if args.markdown == "-" else args.markdown,
+    }
+    refuse_clobbering(reads, writes)
 
 
 def _stderr_line(line: str) -> None:

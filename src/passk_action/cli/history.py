@@ -21,6 +21,7 @@ from ..report.history import history_json, history_text
 from ..report.history_html import render_history_html
 from ..sides.history import history_at
 from .common import add_config_argument, warn, write_output
+from .paths import project_files, refuse_clobbering
 
 DEFAULT_LAST = 10
 
@@ -63,6 +64,13 @@ def handle(args: argparse.Namespace) -> int:
     for message in loaded.warnings:
         warn(message)
     config = loaded.config
+    refuse_clobbering(
+        {
+            **project_files(config.path, config.dataset),
+            f"the baseline artifact ({config.baseline.artifact})": config.baseline.artifact,
+        },
+        {"--out": None if args.out == "-" else args.out},
+    )
     history = history_at(config.path.parent, config.baseline.artifact, args.base, last=args.last)
     ids: list[str] | None
     try:

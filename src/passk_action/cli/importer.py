@@ -39,6 +39,7 @@ from ..importers import ERROR_CONVENTIONS, HARNESS, ImportOptions, dataset_jsonl
 from ..importers.reader import PARSERS, import_files
 from ..store.artifact import gc_paused, write_run, write_text_atomic
 from .output import warn
+from .paths import refuse_clobbering
 
 SHOWN = 20
 """Skipped entries printed one per line before the rest is summarized."""
@@ -111,6 +112,10 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(
             "--allow-incomplete applies to --from inspect only", where="--allow-incomplete"
         )
+    refuse_clobbering(
+        {f"input file {name}": name for name in args.files},
+        {"--out": args.out, "--dataset-out": args.dataset_out, "--report-json": args.report_json},
+    )
     options = ImportOptions(
         version=Version(args.agent_version),
         k=args.k,

@@ -10,6 +10,7 @@ from ..errors import EXIT_OK
 from ..store.artifact import write_run
 from ..store.merge import merge_runs, read_shard_run
 from .common import add_config_argument, load_inputs
+from .paths import project_files, refuse_clobbering
 
 
 def add_parser(commands: Any) -> None:
@@ -26,6 +27,14 @@ def add_parser(commands: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     # The dataset is what proves completeness: every row in exactly one shard.
     inputs = load_inputs(args.config)
+    config = inputs.config
+    refuse_clobbering(
+        {
+            **project_files(config.path, config.dataset),
+            **{f"shard {shard}": shard for shard in args.shards},
+        },
+        {"--out": args.out},
+    )
     parts = [read_shard_run(Path(path)) for path in args.shards]
     merged = merge_runs(parts, inputs.dataset)
     write_run(merged, Path(args.out))

@@ -44,6 +44,7 @@ from ..sides.history import history_at
 from ..store.artifact import dump_document, gc_paused
 from ..store.results import AuditedResult, comparison_row_to_json, read_run_or_result
 from .common import add_config_argument, write_output
+from .paths import refuse_clobbering
 
 JSON_SHAPE = (
     "--format json prints a report, not the artifact. Of a result: gate, baseline.metrics, "
@@ -145,6 +146,10 @@ def handle(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     path = Path(args.artifact)
+    reads = {f"the report's input ({path})": path}
+    if args.history is not None:
+        reads[f"the config ({args.config})"] = Path(args.config)
+    refuse_clobbering(reads, {"--out": None if args.out == "-" else args.out})
     if args.history is not None and args.format != "html":
         raise UsageError(
             "--history draws a chart: it needs --format html",

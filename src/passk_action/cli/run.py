@@ -12,6 +12,7 @@ from ..errors import EXIT_OK, ConfigError
 from ..sides.provenance import working_tree_provenance
 from ..store.artifact import write_run
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run
+from .paths import project_files, refuse_clobbering, run_outputs
 
 
 def add_parser(commands: Any) -> None:
@@ -56,6 +57,9 @@ def handle(args: argparse.Namespace) -> int:
         agent_config = config.baseline.agent
     if agent_config is None:
         agent_config = config.require_agent("`passk run`")
+    refuse_clobbering(
+        project_files(config.path, config.dataset), run_outputs("--out", Path(args.out))
+    )
     shard = parse_shard(args.shard) if args.shard is not None else None
     rows = inputs.dataset.rows if shard is None else shard_rows(inputs.dataset.rows, shard)
     provenance = working_tree_provenance(inputs.config.path.parent, inputs.config)
