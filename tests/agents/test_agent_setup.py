@@ -200,6 +200,79 @@ def test_passk_run_with_an_agent_that_cannot_import_stops_after_the_first_attemp
     assert not Path(str(out) + ".journal.jsonl").exists()
 
 
+def test_an_agent_printing_a_log_line_to_stdout_stops_before_its_retries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One log line before the answer, naming its row: every attempt fails alike
+    # in all but the words the agent printed, so the first tries settle it.
+    config = cli_project(tmp_path, {"command": [sys.executable, "agent.py"]})
+    settings = yaml.safe_load(config.read_text())
+    settings["retry"] = {"attempts": 2, "backoff_s": 0}
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    write_agent(config.parent, extra="print('handling', request['id'], request['attempt'])")
+    monkeypatch.setenv("AGENT_LOG", str(tmp_path / "asked.jsonl"))
+    code = cli_main(["run", "--config", str(config), "--out", str(tmp_path / "run.json")])
+    err = capsys.readouterr().err
+    assert code == 2
+    # The window of first tries (2 x concurrency 2), not 12 attempts times 3 tries.
+    assert len((tmp_path / "asked.jsonl").read_text().splitlines()) == 4
+    last = err.rstrip().splitlines()[-1]
+    assert last.startswith(
+        "passk: error: agent: the candidate agent could not run: its first 4 attempt(s) all "
+        "failed the same way (so none was retried): bad-output: stdout holds the answer and "
+        "1 other line(s), the first: 'handling r"
+    ), last
+    assert "write only the answer to stdout and logs to stderr" in last
+    assert "send its logs and prints to stderr" in last
+
+
+def test_the_first_tries_watch_leaves_transient_failures_to_their_retries() -> None:
+    # A rate limit on every first try is what retries are for: no early stop
+    # until the retries are spent; a retry that answers settles it for good.
+    tries: dict[tuple[str, int], int] = {}
+
+    def limited_once(req: AttemptRequest) -> dict[str, str]:
+        key = (req.row.id, req.number)
+        tries[key] = tries.get(key, 0) + 1
+        if tries[key] == 1:
+            raise RuntimeError("RateLimitError: Error code: 429")
+        return {"decision": "deny"}
+
+    requests = [request(f"r{i}") for i in range(8)]
+    done = run_attempts(
+        requests, FunctionAgent(limited_once), concurrency=2, fail_fast=True, sleep=lambda s: None
+    )
+    assert len(done) == 8 and all(a.valid for a in done)
+
+    def crashes_once(req: AttemptRequest) -> dict[str, str]:
+        key = (req.row.id, req.number)
+        tries[key] = tries.get(key, 0) + 1
+        if tries[key] == 1 and req.row.id == "r0":
+            raise RuntimeError("cold start")
+        return {"decision": "deny"}
+
+    tries.clear()
+    done = run_attempts(
+        requests, FunctionAgent(crashes_once), concurrency=2, fail_fast=True, sleep=lambda s: None
+    )
+    assert len(done) == 8 and all(a.valid for a in done)
+
+
+def test_failures_alike_but_for_the_words_the_agent_printed_are_one_failure() -> None:
+    watch = FirstAttemptsWatch(2)
+    printed = "stdout holds the answer and 1 other line(s), the first: {!r}; write only"
+    one = Attempt("a", 1, Phase.MAIN, None, error="bad-output", detail=printed.format("row a"))
+    two = Attempt("b", 1, Phase.MAIN, None, error="bad-output", detail=printed.format('it\'s "b"'))
+    assert watch.add(one) is None
+    error = watch.add(two)
+    assert isinstance(error, AgentCouldNotRun) and "'row a'" in error.reason
+    # Another exit status is another failure.
+    watch = FirstAttemptsWatch(2)
+    one = Attempt("a", 1, Phase.MAIN, None, error="exit-status", detail="exited with status 1")
+    two = Attempt("b", 1, Phase.MAIN, None, error="exit-status", detail="exited with status 2")
+    assert watch.add(one) is None and watch.add(two) is None and watch.settled
+
+
 def test_passk_run_whose_attempts_all_failed_differently_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -293,12 +293,38 @@ def parse_output(stdout: bytes) -> Answer:
     try:
         obj = loads_answer(text)
     except json.JSONDecodeError as exc:
-        snippet = " ".join(text.strip().split())[:80]
-        raise BadOutput(
-            f"stdout is not one JSON object ({exc.msg} at line {exc.lineno} column {exc.colno}):"
-            f" {snippet!r}; send logs to stderr"
-        ) from exc
+        raise BadOutput(_not_one_object(text, exc)) from exc
     return parse_output_object(obj)
+
+
+def _not_one_object(text: str, exc: json.JSONDecodeError) -> str:
+    """Why ``text`` is not one JSON object, quoting what the agent printed besides it.
+
+    The commonest cause is a log line printed to stdout before or after the
+    answer: then the lines that are not the answer are named and the first quoted.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    answer_lines = [line for line in lines if _is_object(line)]
+    others = [line for line in lines if not _is_object(line)]
+    if len(answer_lines) == 1 and others:
+        return (
+            f"stdout holds the answer and {len(others)} other line(s), the first:"
+            f" {others[0][:80]!r}; write only the answer to stdout and logs to stderr"
+        )
+    snippet = " ".join(text.strip().split())[:80]
+    return (
+        f"stdout is not one JSON object ({exc.msg} at line {exc.lineno} column {exc.colno}):"
+        f" {snippet!r}; send logs to stderr"
+    )
+
+
+def _is_object(line: str) -> bool:
+    if not line.startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 # --------------------------------------------------------------------------

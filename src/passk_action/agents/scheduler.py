@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+import re
 import threading
 import time
 from collections import deque
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from ..core.causes import Kind, cause, dominant_kind
 from ..core.model import Attempt, Phase, Scoring, Version, split_error_detail
-from ..core.scoring import unreadable_message
+from ..core.scoring import BAD_OUTPUT, unreadable_message
 from ..errors import AgentCouldNotRun, PasskError, UnreadableAnswers, UsageError
 from ..progress import Progress
 from .answer import error_attempt, exception_detail
@@ -78,16 +79,22 @@ def _run_once(agent: Agent, request: AttemptRequest) -> Attempt:
         return error_attempt(request, EXCEPTION, exception_detail(exc), 0.0)
 
 
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+"""A quoted text in a reason line: what the agent printed or raised, in its own words."""
+
+
 def failure_signature(attempt: Attempt) -> tuple[str, str] | None:
     """What makes two failed attempts "the same failure": reason code and reason line.
 
-    None for a decision.  The stderr tail is left out: it often names the row
-    or a time, while the reason line (``exited with status 1``) does not.
+    None for a decision.  The stderr tail is left out, and so is every quoted
+    text in the reason line (what the agent printed, a key it missed): they
+    often name the row or a time, while the rest of the line (``stdout holds
+    the answer and 1 other line(s)``, ``exited with status 1``) does not.
     """
     if attempt.valid:
         return None
     reason, _ = split_error_detail(attempt.detail)
-    return (attempt.error or "", reason)
+    return (attempt.error or "", _QUOTED.sub("'…'", reason))
 
 
 class FirstAttemptsWatch:
@@ -100,6 +107,11 @@ class FirstAttemptsWatch:
     could read none of its answers alike (an extractor that matches
     nothing), the :class:`UnreadableAnswers`.  One decision (right or wrong)
     or two different failures settle it the other way for good.
+
+    An attempt's first try counts as soon as it fails (:meth:`add_try`)
+    unless its failure looks transient (a rate limit, a timeout: a retry may
+    well answer): a failure that repeats alike is not worth its retries.
+    Thread-safe: tries fail in the attempts' threads.
     """
 
     def __init__(
@@ -110,6 +122,9 @@ class FirstAttemptsWatch:
         self.scoring = scoring or Scoring()
         self.settled = window <= 0
         self._seen: list[Attempt] = []
+        self._tried: set[tuple[str, int]] = set()
+        """Attempts counted at their first try (their final outcome settles nothing more)."""
+        self._lock = threading.Lock()
 
     @classmethod
     def of(cls, first: AttemptRequest | None, window: int) -> FirstAttemptsWatch:
@@ -119,12 +134,39 @@ class FirstAttemptsWatch:
         return cls(window, first.version, first.scoring)
 
     def add(self, attempt: Attempt) -> PasskError | None:
+        """A finished attempt (retries done); the error to raise when the version cannot run."""
+        with self._lock:
+            if (attempt.row_id, attempt.number) in self._tried:
+                if attempt.valid:  # its retry answered: the agent runs
+                    self._settle()
+                return None
+            return self._add(attempt)
+
+    def add_try(self, attempt: Attempt) -> PasskError | None:
+        """The failed first try of an attempt that would be retried; as :meth:`add`."""
+        if cause(attempt.error or "", attempt.detail).kind is Kind.TRANSIENT:
+            return None  # counted when its retries are done
+        with self._lock:
+            if self.settled:
+                return None
+            self._tried.add((attempt.row_id, attempt.number))
+            return self._add(attempt, retried=False)
+
+    def holds(self, request: AttemptRequest) -> bool:
+        """Whether ``request``'s retry waits for the verdict: its first try was counted."""
+        with self._lock:
+            return not self.settled and (request.row.id, request.number) in self._tried
+
+    def _settle(self) -> None:
+        self.settled = True
+        self._seen.clear()
+
+    def _add(self, attempt: Attempt, *, retried: bool = True) -> PasskError | None:
         if self.settled:
             return None
         signature = failure_signature(attempt)
         if signature is None or (self._seen and failure_signature(self._seen[0]) != signature):
-            self.settled = True
-            self._seen.clear()
+            self._settle()
             return None
         self._seen.append(attempt)
         if len(self._seen) < self.window:
@@ -133,7 +175,7 @@ class FirstAttemptsWatch:
         if attempt.answered:
             # The agent answered every time; the rules could read none of it.
             return unreadable_answers(self._seen, self.scoring)
-        return could_not_run(self._seen, self.version)
+        return could_not_run(self._seen, self.version, retried=retried)
 
 
 def unreadable_answers(attempts: Sequence[Attempt], scoring: Scoring) -> UnreadableAnswers:
@@ -143,12 +185,17 @@ def unreadable_answers(attempts: Sequence[Attempt], scoring: Scoring) -> Unreada
 
 
 def could_not_run(
-    attempts: Sequence[Attempt], version: Version | None = None, *, alike: bool = True
+    attempts: Sequence[Attempt],
+    version: Version | None = None,
+    *,
+    alike: bool = True,
+    retried: bool = True,
 ) -> AgentCouldNotRun:
     """The error for a version whose ``attempts`` all failed (the first one speaks for all).
 
     ``alike``: they failed the same way (the first attempts of a run); otherwise
     they are all the attempts of a finished run, failing in any way.
+    ``retried``: False when they were stopped at their first try, before their retries.
     """
     first = attempts[0]
     reason, tail = split_error_detail(first.detail)
@@ -158,7 +205,8 @@ def could_not_run(
     return AgentCouldNotRun(
         version=named,
         reason=(
-            f"its first {len(attempts)} attempt(s) all failed the same way: {said}"
+            f"its first {len(attempts)} attempt(s) all failed the same way"
+            f"{'' if retried else ' (so none was retried)'}: {said}"
             if alike
             else f"all {len(attempts)} of its attempts failed; the first: {said}"
         ),
@@ -178,6 +226,10 @@ TRANSIENT_HINT = (
     "the agent's provider was failing (rate limits, server errors, timeouts): run again "
     "later, or give `retry:` more attempts and a longer `max_backoff_s`"
 )
+OUTPUT_HINT = (
+    "the agent must write exactly one JSON object to stdout: send its logs and prints "
+    "to stderr (print(..., file=sys.stderr), logging's default handler), then run again"
+)
 SETUP_HINT = (
     "run the agent command by hand in its working directory; install what it needs "
     "with agent.setup, or run the action on the job's runner (runner/action.yml)"
@@ -187,6 +239,8 @@ SETUP_HINT = (
 def could_not_run_hint(attempts: Sequence[Attempt]) -> str:
     """The fix that fits why a version could not run: its key, its provider, or its setup."""
     kind = dominant_kind(attempts)
+    if all(attempt.error == BAD_OUTPUT for attempt in attempts):
+        return OUTPUT_HINT
     if kind is Kind.KEY:
         return KEY_HINT
     if kind is Kind.TRANSIENT:
@@ -248,6 +302,8 @@ class _Tries:
     """Told each failed try that will be retried (the journal), from the attempt's thread."""
     earlier: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
     """Failed tries a stopped run made (by row id and number): they count, and are kept."""
+    watch: FirstAttemptsWatch | None = None
+    """Told each failed first try, which stops the run before its retries when it must."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -271,6 +327,10 @@ class _Tries:
                 return None
             if attempt.answered or retry_index >= self.retry.attempts:
                 break  # a decision, or an answer the rules could not read: never retried
+            if retry_index == 0 and not notes and self.watch is not None:
+                unrunnable = self.watch.add_try(attempt)
+                if unrunnable is not None:
+                    raise unrunnable  # the scheduler's loop halts the others
             note = _retry_note(attempt)
             notes = (*notes, note)
             if self.on_retry is not None:
@@ -362,8 +422,8 @@ def _start(
     now = time.monotonic()
     new = 0
     while len(in_flight) < concurrency:
-        if later and later[0][0] <= now:
-            _, _, due = heapq.heappop(later)
+        due = _next_due(later, now, watch)
+        if due is not None:
             in_flight[pool.submit(tries.go_on, due.request, due.notes, due.retry_index)] = (
                 due.request
             )
@@ -374,6 +434,35 @@ def _start(
         in_flight[pool.submit(tries, request)] = request
         new += 1
     return new
+
+
+def _next_due(
+    later: list[tuple[float, int, _Later]], now: float, watch: FirstAttemptsWatch
+) -> _Later | None:
+    """The retry due first, taken off ``later``; None if none is due.
+
+    Retries the first-attempts watch holds back stay until it settles: a
+    failure that repeats alike on the first tries stops the run before them.
+    """
+    held: list[tuple[float, int, _Later]] = []
+    found = None
+    while later and later[0][0] <= now:
+        item = heapq.heappop(later)
+        if watch.holds(item[2].request):
+            held.append(item)
+        else:
+            found = item[2]
+            break
+    for item in held:
+        heapq.heappush(later, item)
+    return found
+
+
+def _next_wake(later: list[tuple[float, int, _Later]], watch: FirstAttemptsWatch) -> float | None:
+    """When the next retry that may start is due (monotonic); None if none may."""
+    if watch.settled:
+        return later[0][0] if later else None
+    return min((due for due, _, item in later if not watch.holds(item.request)), default=None)
 
 
 def _finished(
@@ -458,8 +547,10 @@ def run_attempts(
     # ``halt`` is ours: set on ``stop`` or when the journal raises.  The loop
     # waits on it, so a stop cuts a long backoff short.
     halt = threading.Event()
+    window = min(len(requests), 2 * concurrency) if fail_fast else 0
+    watch = FirstAttemptsWatch.of(requests[0] if requests else None, window)
     attempt_with_retries = _Tries(
-        agent, retry, halt, sleep, rng or random.Random(), on_retry, earlier_tries or {}
+        agent, retry, halt, sleep, rng or random.Random(), on_retry, earlier_tries or {}, watch
     )
 
     def halt_now() -> None:
@@ -479,8 +570,6 @@ def run_attempts(
 
     hand_over = _HandOver(finished, on_attempt, progress)
     order = itertools.count()  # ties between equal due times keep their order
-    window = min(len(requests), 2 * concurrency) if fail_fast else 0
-    watch = FirstAttemptsWatch.of(requests[0] if requests else None, window)
     started = 0
 
     if progress is not None:
@@ -506,7 +595,8 @@ def run_attempts(
                 )
             if halt.is_set() and not in_flight:
                 break  # stopped: a request between tries is not returned, so resume makes it
-            next_due = later[0][0] - now if later else _POLL_S
+            wake = _next_wake(later, watch)
+            next_due = wake - now if wake is not None else _POLL_S
             if not in_flight:
                 halt.wait(min(_POLL_S, max(0.0, next_due)))
                 continue
