@@ -9,6 +9,7 @@ is a result, not an error: it never travels through here.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from collections.abc import Callable
 
@@ -136,7 +137,7 @@ class GitHubError(PasskError):
 
 
 class Interrupted(PasskError):
-    """SIGINT/SIGTERM stopped a run; what was recorded is kept and resumable."""
+    """SIGINT/SIGTERM/SIGHUP stopped a run; what was recorded is kept and resumable."""
 
     exit_code = EXIT_INTERRUPTED
 
@@ -170,19 +171,35 @@ def run_guarded(
     ``traceback_to``, when given (``PASSK_DEBUG``), gets a bug's traceback.
     A failed gate is a result, not an exception: it never comes through here.
     """
-    say = fatal or error
+    say = _unbroken(fatal or error)
+    tell = _unbroken(error)
     try:
         return entry()
     except PasskError as exc:
-        error(exc.one_line())
+        tell(exc.one_line())
         return exc.exit_code
     except KeyboardInterrupt:
         say("interrupted")
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug in passk: one line, the traceback only on request
         if traceback_to is not None:
-            traceback_to(traceback.format_exc())
+            _unbroken(traceback_to)(traceback.format_exc())
         # Not 0 or 1: anything else documents that the gate did not decide.  Not
         # the user's input error either, but 2 keeps that contract.
         say(crash_line(exc))
         return EXIT_USAGE
+
+
+def _unbroken(print_line: Callable[[str], object]) -> Callable[[str], object]:
+    """``print_line``, except that an output that is gone (a closed terminal: EIO) is skipped.
+
+    The exit code is what a caller still reads once the terminal closed
+    (SIGHUP); failing to print the line must not change it.
+    """
+
+    def printed(line: str) -> object:
+        with contextlib.suppress(OSError, ValueError):
+            return print_line(line)
+        return None
+
+    return printed

@@ -10,6 +10,7 @@ The clock is injected so the rate and ETA are testable without sleeping.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -157,7 +158,7 @@ class LiveProgress:
         if first:
             # Above the live line, which is redrawn under it.
             self._draw("")
-            self._stream.write("\r" + "\n".join(first) + "\n")
+            _put(self._stream, "\r" + "\n".join(first) + "\n")
             self._width = 0
             self._draw(self._tally.line(now))
             return
@@ -167,13 +168,11 @@ class LiveProgress:
 
     def finish(self) -> None:
         self._draw(self._tally.line(self._clock(), final=True))
-        self._stream.write("\n")
-        self._stream.flush()
+        _put(self._stream, "\n")
 
     def _draw(self, line: str) -> None:
         padding = " " * max(0, self._width - len(line))
-        self._stream.write("\r" + line + padding)
-        self._stream.flush()
+        _put(self._stream, "\r" + line + padding)
         self._width = len(line)
         self._last_draw = self._clock()
 
@@ -206,8 +205,18 @@ class PlainProgress:
         self._write(self._tally.line(self._clock(), final=True))
 
     def _write(self, line: str) -> None:
-        self._stream.write(line + "\n")
-        self._stream.flush()
+        _put(self._stream, line + "\n")
+
+
+def _put(stream: Stream, text: str) -> None:
+    """Write and flush ``text``; a stream that is gone (EIO from a closed terminal) is skipped.
+
+    Progress is for the person watching: when the terminal closed under the
+    run (SIGHUP), failing to draw it must not turn a clean stop into a crash.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(text)
+        stream.flush()
 
 
 def make_progress(

@@ -17,7 +17,7 @@ may hold the run hostage:
 - **time**: each command gets ``agent.setup_timeout_s`` seconds (10 minutes
   unless the config says otherwise); past them it is killed with everything
   it started, and the run stops with exit 2 naming the command;
-- **a stop request** (SIGINT/SIGTERM set ``stop``): the command is killed at
+- **a stop request** (SIGINT/SIGTERM/SIGHUP set ``stop``): the command is killed at
   once, with everything it started, and :class:`Interrupted` is raised;
 - **output**: read in chunks, never a whole line at once.  A line is kept up
   to :data:`LINE_CHARS` characters (the rest is counted, not kept); the first

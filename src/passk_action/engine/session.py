@@ -2,11 +2,12 @@
 
 Its concurrency and retries (from the config), the clock runs are stamped
 with, where progress and warnings go, and the event that stops a run
-(SIGINT/SIGTERM).  Every shell builds it with :func:`make_session`.
+(SIGINT/SIGTERM/SIGHUP).  Every shell builds it with :func:`make_session`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -105,9 +106,18 @@ def raise_if_stopped(session: Session, what: str) -> None:
         raise Interrupted(f"stopped during the {what}", hint="run the command again")
 
 
+STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""The signals that stop a run cleanly: Ctrl-C, a cancelled job, a closed terminal."""
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[threading.Event]:
-    """SIGINT/SIGTERM set an event instead of killing us, so runs stop cleanly.
+    """SIGINT/SIGTERM/SIGHUP set an event instead of killing us, so runs stop cleanly.
+
+    SIGHUP is what a closed terminal or SSH session sends: its default action
+    would end passk at once and leave every setup and agent process running.
 
     The journal keeps what finished; the run can be resumed.  Whoever waits
     watches the event: a setup command is killed at once, attempts in flight
@@ -120,7 +130,7 @@ def stop_on_signals() -> Iterator[threading.Event]:
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
 
     def handle(signum: int, frame: FrameType | None) -> None:
         if stop.is_set():
@@ -129,11 +139,14 @@ def stop_on_signals() -> Iterator[threading.Event]:
             os.kill(os.getpid(), signum)
             os._exit(128 + signum)  # still here: PID 1 ignores a signal's default action
         stop.set()
-        print(
-            f"passk: {signal.Signals(signum).name}: stopping (a setup at once, attempts in "
-            "flight are cancelled; a second signal ends passk now)",
-            file=sys.stderr,
-        )
+        # After SIGHUP the terminal may be gone: writing to it fails (EIO), and
+        # an exception raised here would surface wherever the main thread was.
+        with contextlib.suppress(OSError, ValueError):
+            print(
+                f"passk: {signal.Signals(signum).name}: stopping (a setup at once, attempts in "
+                "flight are cancelled; a second signal ends passk now)",
+                file=sys.stderr,
+            )
 
     for sig in previous:
         signal.signal(sig, handle)
