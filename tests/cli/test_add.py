@@ -476,7 +476,7 @@ def test_a_structured_decision_and_a_task_its_environment_scores(
     (tmp_path / "passk.yml").write_text(CONFIG.format(name="d.jsonl") + fields, "utf-8")
     first = '{"id": "r-1", "input": 1, "expected": {"action": "refund", "amount": 12}}\n'
     (tmp_path / "d.jsonl").write_text(first, encoding="utf-8")
-    assert add("failure.json", "--expected", '{"action": "deny", "amount": 0}') == 0
+    assert add("failure.json", "--expected", '{"action": "deny", "amount": 0}', "--new-label") == 0
     assert "expected action: deny, amount: 0" in capsys.readouterr().out
     assert json.loads((tmp_path / "d.jsonl").read_text("utf-8").splitlines()[1])["expected"] == {
         "action": "deny",
@@ -497,3 +497,40 @@ def test_a_structured_decision_and_a_task_its_environment_scores(
     assert "expected" not in json.loads((tmp_path / "t.jsonl").read_text("utf-8").splitlines()[1])
     assert add("again.json", "--expected", "deny") == 2
     assert "a task its environment scores has no expected decision" in capsys.readouterr().err
+
+
+def test_a_typo_in_a_field_of_a_structured_decision_needs_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The guard that protects labels looks at each field: a word no row's same
+    # field holds is a likely typo, refused unless --new-label says it is new.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "failure.json").write_text(json.dumps(FAILURE), encoding="utf-8")
+    fields = (
+        "scoring: {normalize: [casefold], fields: {action: exact, amount: {tolerance: 0.01},"
+        " reasons: set}}\n"
+    )
+    (tmp_path / "passk.yml").write_text(CONFIG.format(name="d.jsonl") + fields, "utf-8")
+    text = (
+        '{"id": "r-1", "input": 1, "expected": {"action": "refund", "amount": 12, '
+        '"reasons": ["late"]}}\n'
+        '{"id": "r-2", "input": 2, "expected": {"action": "deny", "amount": 0}}\n'
+    )
+    (tmp_path / "d.jsonl").write_text(text, encoding="utf-8")
+    typo = '{"action": "refnud", "amount": 120}'
+    assert add("failure.json", "--expected", typo, "--must-not-break") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no row's 'action' is 'refnud'" in err, err
+    assert "'deny', 'refund'" in err and "--new-label" in err
+    assert (tmp_path / "d.jsonl").read_text(encoding="utf-8") == text
+    # A word inside a list field is checked too; a new amount is not a typo.
+    assert add("failure.json", "--expected", '{"action": "deny", "reasons": ["lat"]}') == 2
+    assert "no row's 'reasons' is 'lat'" in capsys.readouterr().err
+    # The field's normalization holds, as for labels: "REFUND" is "refund".
+    assert add("failure.json", "--expected", '{"action": "REFUND", "amount": 120}') == 0
+    (tmp_path / "more.json").write_text('{"days": 400}', encoding="utf-8")
+    assert add("more.json", "--expected", typo, "--must-not-break", "--new-label") == 0
+    assert json.loads((tmp_path / "d.jsonl").read_text("utf-8").splitlines()[-1])["expected"] == {
+        "action": "refnud",
+        "amount": 120,
+    }

@@ -456,6 +456,17 @@ def field_right(got: Json, expected: Json, rule: FieldRule, scoring: Scoring) ->
     return _value_right(got, expected, rule, norm)
 
 
+def field_words(value: Json, name: str, scoring: Scoring) -> frozenset[str]:
+    """The words a structured decision's field ``name`` holds: its strings (a list's too),
+    normalized by the field's rule; none for a numeric field (tolerances compare numbers)."""
+    rule = _rule(name, scoring)
+    if rule.numeric:
+        return frozenset()
+    items = value if isinstance(value, list) else [value]
+    norm = _field_norm(rule, scoring)
+    return frozenset(_normalized(item, norm) for item in items if isinstance(item, str))
+
+
 def _rule(name: str, scoring: Scoring) -> FieldRule:
     """A field's rule; exact for a field the rules do not name (the head's rows under the base's
     rules: the dataset of its own config would have refused it)."""

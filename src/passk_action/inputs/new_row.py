@@ -13,8 +13,9 @@ flag or the dataset line and the fix:
   must-not-break row's label would block every pull request, and relabeling
   it later is a protected change), unless ``new_label`` says it is new; a
   structured decision is a JSON object of the fields ``scoring.fields``
-  names (the dataset's loader checks them on reading the row back), and a
-  task its environment scores has none;
+  names (the dataset's loader checks them on reading the row back), each
+  word in it one some row's same field holds, unless ``new_label`` says it
+  is new, and a task its environment scores has none;
 - a row taken from a run is the input that run measured (same input
   digest), and a named attempt did get it wrong.
 
@@ -41,7 +42,7 @@ from ..core.model import (
     object_text,
     sha256_hex,
 )
-from ..core.scoring import decision_text, is_correct, normalize
+from ..core.scoring import decision_text, field_words, is_correct, normalize
 from ..errors import UsageError
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
@@ -104,6 +105,8 @@ def plan_row(
                 where="--expected",
                 hint="check the spelling, or pass --new-label if it is a decision no row has yet",
             )
+    elif isinstance(expected, dict) and not new_label:
+        _check_field_words(expected, dataset, scoring)
     by_id = dataset.by_id()
     if new.id is not None and new.id in by_id:
         raise UsageError(
@@ -142,6 +145,40 @@ def plan_row(
         must_not_break=new.must_not_break or bool(protecting),
         protecting_tags=protecting,
     )
+
+
+def _check_field_words(expected: dict[str, Json], dataset: Dataset, scoring: Scoring) -> None:
+    """Refuse a word in a field of ``expected`` that no row's same field holds (a typo:
+    ``"refnud"``), as for a label.  A field whose rows hold no words (amounts, dates
+    compared with a tolerance, a free field) is not checked."""
+    used: dict[str, set[str]] = {}
+    for row in dataset.rows:
+        fields = _object_of(row.expected)
+        for name, value in fields.items():
+            if name in expected:
+                used.setdefault(name, set()).update(field_words(value, name, scoring))
+    for name, value in expected.items():
+        known = used.get(name)
+        if not known:
+            continue
+        new_words = sorted(field_words(value, name, scoring) - known)
+        if new_words:
+            raise UsageError(
+                f"no row's {name!r} is {new_words[0]!r}; the dataset's {name!r} values are "
+                f"{_listed(sorted(known))}",
+                where="--expected",
+                hint="check the spelling, or pass --new-label if it is a value no row has yet",
+            )
+
+
+def _object_of(text: str | None) -> dict[str, Json]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def expected_value(given: str | None, scoring: Scoring) -> Json:
