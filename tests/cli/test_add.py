@@ -485,7 +485,11 @@ def test_a_structured_decision_and_a_task_its_environment_scores(
     # A field the rules do not know, read back by the loader: one line, the file untouched.
     (tmp_path / "again.json").write_text('"again"', encoding="utf-8")
     assert add("again.json", "--expected", '{"action": "deny", "amout": 0}') == 2
-    assert "the scoring rules do not know" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the new row would not load: " in err and "the scoring rules do not know" in err
+    # The advice is one that works: the row is refused, by hand too.
+    assert "by hand" not in err.replace("by hand it would be refused alike", "")
+    assert "did you mean 'amount'?" in err and "change --expected" in err
     assert add("again.json", "--expected", "deny") == 2
     assert "a structured decision is a JSON object" in capsys.readouterr().err
 

@@ -40,6 +40,15 @@ _CANNOT = "cannot append to this file keeping its layout"
 _BY_HAND = "add the row by hand, in the file's own style"
 
 
+def _fix_the_row(loader_hint: str | None) -> str:
+    """The fix for a new row the dataset's loader refuses: the row, not how it is written."""
+    said = f"{loader_hint}; " if loader_hint else ""
+    return (
+        f"{said}change --expected, the input or the tags so the row loads "
+        "(the file is untouched; by hand it would be refused alike)"
+    )
+
+
 @dataclass(frozen=True)
 class Appended:
     """The new file's bytes and the line the new row starts on."""
@@ -79,10 +88,11 @@ def append_row(
     try:
         after = parse_dataset(new_data, source, fmt, tags, scoring)
     except DatasetError as exc:
+        # The row itself is refused: written by hand it would be refused alike.
         raise DatasetError(
-            f"{_CANNOT}: the new row would read back as an error ({exc.message})",
+            f"the new row would not load: {exc.message}",
             where=exc.where,
-            hint=_BY_HAND,
+            hint=_fix_the_row(exc.hint),
         ) from exc
     old = [(r.content(), r.line) for r in before.rows]
     kept = [(r.content(), r.line) for r in after.rows[: len(before.rows)]]
