@@ -190,16 +190,13 @@ def test_missing_or_protected_header_variables_fail_at_start() -> None:
         "agent.http.headers.Authorization: header 'Authorization' references ${MODEL_KEY}, "
         "which is not set"
     )
-    token = (("Authorization", "token ${GITHUB_TOKEN}"),)
-    with pytest.raises(ConfigError, match="credential of the workflow"):
-        make_agent("http://127.0.0.1:9/x", env={"GITHUB_TOKEN": "ghs"}, headers=token)
-    agent = make_agent(
-        "http://127.0.0.1:9/x",
-        env={"GITHUB_TOKEN": "ghs_0123456789"},
-        headers=token,
-        pass_env=("GITHUB_TOKEN",),
-    )
-    agent.close()
+    for name in ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN"):
+        token = (("Authorization", f"token ${{{name}}}"),)
+        with pytest.raises(ConfigError, match="credential of the runner"):
+            make_agent("http://127.0.0.1:9/x", env={name: "ghs_0123456789"}, headers=token)
+    # Control: the endpoint's own key, under a name of its own.
+    own = (("Authorization", "Bearer ${MODEL_KEY}"),)
+    make_agent("http://127.0.0.1:9/x", env={"MODEL_KEY": "sk-0123456789"}, headers=own).close()
 
 
 def test_429_with_retry_after_holds_back_the_retry(endpoint: Endpoint) -> None:

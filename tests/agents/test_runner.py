@@ -16,10 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from passk_action.agents.answer import Answer, BadOutput, parse_output
-from passk_action.agents.protocol import SECRET_ENV, AttemptRequest
+from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.runner import FunctionAgent, ProcessAgent, ProcessAgentSpec, agent_env
 from passk_action.agents.scheduler import RetryPolicy, run_attempts
 from passk_action.core.model import Attempt, Json, Phase, Row, Version
+from passk_action.core.runner_credentials import RUNNER_CREDENTIALS
 from passk_action.errors import AgentError, UsageError
 from support.paths import TESTS
 
@@ -45,7 +46,6 @@ def process_agent(
     timeout_s: float = 5.0,
     env: Mapping[str, str] | None = None,
     parent_env: Mapping[str, str] | None = None,
-    pass_env: tuple[str, ...] = (),
     output_cap: int = 1 << 20,
     cwd: Path = AGENTS,
 ) -> ProcessAgent:
@@ -54,7 +54,6 @@ def process_agent(
         cwd=cwd,
         timeout_s=timeout_s,
         env=env or {},
-        pass_env=pass_env,
         description=script,
     )
     base = dict(os.environ) if parent_env is None else dict(parent_env)
@@ -125,17 +124,19 @@ def test_agent_receives_request_and_scrubbed_environment(tmp_path: Path) -> None
     assert attempt.phase is Phase.CONFIRM
 
 
-def test_pass_env_lets_a_named_secret_through() -> None:
+def test_no_runner_credential_reaches_the_agent_even_from_its_own_env() -> None:
     parent = {"PATH": os.environ.get("PATH", ""), "GITHUB_TOKEN": "ghs_secret", "GH_TOKEN": "x"}
-    attempt = process_agent("echo.py", parent_env=parent, pass_env=("GITHUB_TOKEN",)).run(request())
-    assert dict(attempt.checks)["GITHUB_TOKEN"] == "ghs_secret"
+    # A spec built in code (the loader refuses such a config) still cannot set one.
+    attempt = process_agent("echo.py", parent_env=parent, env={"GITHUB_TOKEN": "y"}).run(request())
+    assert dict(attempt.checks)["GITHUB_TOKEN"] == "<unset>"
     assert dict(attempt.checks)["GH_TOKEN"] == "<unset>"
 
 
-def test_agent_env_drops_every_listed_secret() -> None:
+def test_agent_env_drops_every_runner_credential() -> None:
     spec = ProcessAgentSpec(command=("agent",), cwd=AGENTS, timeout_s=1.0)
-    env = agent_env({name: "secret" for name in SECRET_ENV} | {"HOME": "/h"}, spec, request())
-    assert not set(SECRET_ENV) & set(env)
+    names = [*RUNNER_CREDENTIALS, "ACTIONS_CACHE_SERVICE_V2", "INPUT_CONFIG", "input_github-token"]
+    env = agent_env({name: "secret" for name in names} | {"HOME": "/h"}, spec, request())
+    assert not set(names) & set(env)
     assert env["HOME"] == "/h"
 
 

@@ -39,7 +39,11 @@ def error_of(text: str) -> ConfigError:
 def test_full_config_file_sets_every_field() -> None:
     loaded = load_config(DATA / "passk.yml")
     config = loaded.config
-    assert loaded.warnings == ()
+    # pass_env is read (older configs still load) and said to do nothing.
+    assert loaded.warnings == (
+        f"{DATA / 'passk.yml'}: agent.pass_env: has no effect, ignored: passk removes only the "
+        "runner's credentials, which no config can pass; every other variable reaches the agent",
+    )
     assert config.path == DATA / "passk.yml"
     assert config.dataset == DATA / "rows.jsonl"
     assert (config.k, config.concurrency) == (5, 8)
@@ -575,3 +579,42 @@ def test_the_gate_rule_and_its_settings_are_read_once_into_the_policy() -> None:
     assert (rule.rule, rule.alpha, rule.beta, rule.max_decisions) == ("strict", 0.0001, 0.05, 60)
     assert rule.confirm_attempts == 9  # the strict rule confirms as confirm says
     assert parse_config(MINIMAL, NAME).config.gate.rule.rule == "sequential"  # the default
+
+
+@pytest.mark.parametrize(
+    ("agent", "where"),
+    [
+        ('{command: [a], pass_env: ["INPUT_GITHUB-TOKEN"]}', "agent.pass_env[0]"),
+        ("{command: [a], pass_env: [OPENAI_API_KEY, GITHUB_TOKEN]}", "agent.pass_env[1]"),
+        ("{command: [a], pass_env: [gh_token]}", "agent.pass_env[0]"),
+        ("{command: [a], env: {ACTIONS_RUNTIME_TOKEN: x}}", "agent.env.ACTIONS_RUNTIME_TOKEN"),
+        (
+            "{command: [a], env: {ACTIONS_ID_TOKEN_REQUEST_URL: x}}",
+            "agent.env.ACTIONS_ID_TOKEN_REQUEST_URL",
+        ),
+        (
+            "{http: {url: 'http://h/x', headers: {A: 'token ${GITHUB_TOKEN}'}}}",
+            "agent.http.headers.A",
+        ),
+    ],
+)
+def test_a_config_naming_a_runner_credential_is_refused_at_load(agent: str, where: str) -> None:
+    for key, text in (
+        ("agent", f"dataset: d\nagent: {agent}\n"),
+        ("baseline.agent", f"dataset: d\nbaseline: {{agent: {agent}}}\n"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            parse_config(text, Path("passk.yml"))
+        message = str(info.value)
+        assert message.startswith(f"passk.yml: {where.replace('agent', key, 1)}: "), message
+        assert "credential of the runner" in message and "\n" not in message
+
+
+def test_control_a_config_naming_its_own_key_loads() -> None:
+    text = (
+        "dataset: d\nagent: {command: [a], env: {MODEL: small}, pass_env: []}\n"
+        "baseline: {agent: {http: {url: 'http://h/x', headers: {A: 'Bearer ${MODEL_KEY}'}}}}\n"
+    )
+    loaded = parse_config(text, Path("passk.yml"))
+    assert loaded.warnings == ()
+    assert dict(loaded.config.agent.env) == {"MODEL": "small"}

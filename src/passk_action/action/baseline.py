@@ -85,7 +85,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         # With an agent user, from an export of HEAD that user may write (sides/exports.py).
         agent_config = head.agent
         head.announce(workflow.line, Version.BASELINE.value)
-        env = env_without_token(runtime.env, inputs.token, agent_config)
+        env = env_without_token(runtime.env, inputs.token)
         setup_agent(workflow, agent_config, env, Version.BASELINE, where=head.where, stop=stop)
         agent = build_agent(agent_config, env, concurrency=config.concurrency, warn=workflow.warn)
         staging = out.with_name(out.name + ".recording.json")

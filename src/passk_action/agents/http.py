@@ -10,8 +10,9 @@ Header values may name environment variables, ``Authorization: Bearer
 ${MODEL_API_KEY}``.  They are expanded from the parent environment for each
 request and the expanded value lives only in that request: never in the
 agent's description, an error detail (an echo of it is masked) or an artifact.
-Like ``pass_env`` for process agents, the workflow's own credentials
-(``GITHUB_TOKEN`` …) can be referenced only when listed in ``pass_env``.
+As for process agents, the runner's own credentials (``GITHUB_TOKEN``,
+``ACTIONS_*`` … ``core/runner_credentials.py``) can never be referenced: a
+header naming one is refused.
 
 Failures are error attempts, so the run's retry policy applies to them:
 
@@ -56,8 +57,9 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from ..core.model import Attempt
+from ..core.runner_credentials import is_runner_credential
 from ..errors import ConfigError
-from ..inputs.config import HttpAgentConfig
+from ..inputs.config import HEADER_ENV_REF, HttpAgentConfig
 from .answer import (
     DEFAULT_OUTPUT_CAP,
     BadOutput,
@@ -70,7 +72,6 @@ from .answer import (
 from .protocol import (
     BAD_OUTPUT,
     OUTPUT_TOO_LARGE,
-    SECRET_ENV,
     TIMEOUT,
     AttemptCancelled,
     AttemptRequest,
@@ -83,7 +84,7 @@ CONNECTION_ERROR = "connection-error"
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 DEFAULT_MAX_RETRY_AFTER_S = 60.0
 _BODY_SNIPPET = 200
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_REF = HEADER_ENV_REF
 _MASK = "***"
 MIN_SECRET_CHARS = 8
 """A ``${VAR}`` header value shorter than this cannot be masked safely, so it is refused."""
@@ -261,7 +262,6 @@ class HttpAgent:
         parent_env: Mapping[str, str],
         *,
         concurrency: int = 4,
-        pass_env: tuple[str, ...] = (),
         description: str | None = None,
         where: str = "agent.http",
         output_cap: int = DEFAULT_OUTPUT_CAP,
@@ -278,12 +278,12 @@ class HttpAgent:
         self._clock = clock
         self._wall_clock = wall_clock
         for header, name in header_env_names(config.headers):
-            if name in SECRET_ENV and name not in pass_env:
+            if is_runner_credential(name):
                 raise ConfigError(
-                    f"header {header!r} references ${{{name}}}, a credential of the workflow "
-                    "that passk keeps from agents",
+                    f"header {header!r} references ${{{name}}}, a credential of the runner "
+                    "that no agent may get",
                     where=f"{where}.headers.{header}",
-                    hint=f"use the endpoint's own key, or list {name} in pass_env",
+                    hint="use the endpoint's own key, passed under a name of its own",
                 )
             if name not in parent_env:
                 raise ConfigError(

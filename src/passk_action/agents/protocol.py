@@ -27,15 +27,6 @@ OUTPUT_TOO_LARGE = "output-too-large"
 SPAWN_FAILED = "spawn-failed"
 EXCEPTION = "exception"
 
-SECRET_ENV = (
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "INPUT_GITHUB-TOKEN",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-)
-"""Credentials of the workflow that an agent under test has no business seeing."""
-
 
 @dataclass(frozen=True)
 class AttemptRequest:

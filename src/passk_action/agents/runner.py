@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.model import Attempt, Json
+from ..core.runner_credentials import without_runner_credentials
 from ..errors import AgentError
 from .answer import (
     DEFAULT_OUTPUT_CAP,
@@ -42,7 +43,6 @@ from .protocol import (
     EXCEPTION,
     EXIT_STATUS,
     OUTPUT_TOO_LARGE,
-    SECRET_ENV,
     SPAWN_FAILED,
     TIMEOUT,
     Agent,
@@ -79,7 +79,6 @@ class ProcessAgentSpec:
     cwd: Path
     timeout_s: float
     env: Mapping[str, str] = field(default_factory=dict)
-    pass_env: tuple[str, ...] = ()
     description: str = ""
     user: AgentUser | None = None
     """Run the agent as this user (see identity.py); None: as passk."""
@@ -113,18 +112,14 @@ def exit_description(returncode: int) -> str:
 
 
 def scrubbed_env(parent_env: Mapping[str, str], spec: ProcessAgentSpec) -> dict[str, str]:
-    """The parent's environment minus credentials, plus the config's ``env``.
+    """The parent's environment minus the runner's credentials, plus the config's ``env``.
 
-    A secret survives only when named in ``pass_env``; ``env`` from the config
-    wins over the parent.
+    ``env`` from the config wins over the parent; no runner credential
+    survives, whatever either holds (``core/runner_credentials.py``).
     """
-    env = {
-        key: value
-        for key, value in parent_env.items()
-        if key not in SECRET_ENV or key in spec.pass_env
-    }
+    env = without_runner_credentials(parent_env)
     env.update(identity_env(spec.user))
-    env.update(spec.env)
+    env.update(without_runner_credentials(spec.env))
     return env
 
 
@@ -170,9 +165,9 @@ def agent_env(
 ) -> dict[str, str]:
     """The agent's environment: the parent's minus credentials, plus config and PASSK_*.
 
-    A secret survives only when named in ``pass_env``; ``env`` from the config
-    wins over the parent; the ``PASSK_*`` variables win over both, since they
-    describe this attempt.
+    No runner credential survives; ``env`` from the config wins over the
+    parent; the ``PASSK_*`` variables win over both, since they describe this
+    attempt.
     """
     env = scrubbed_env(parent_env, spec)
     env["PASSK_VERSION"] = request.version.value

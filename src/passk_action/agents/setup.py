@@ -41,10 +41,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..core.model import Version
+from ..core.runner_credentials import without_runner_credentials
 from ..errors import AgentCouldNotRun, Interrupted
 from ..inputs.config import AgentConfig
 from .identity import agent_user, identity_env, spawn_as_agent
-from .protocol import SECRET_ENV
 from .reaper import REAPER
 from .runner import close_pipes, exit_description
 
@@ -85,15 +85,12 @@ def setup_env(parent_env: Mapping[str, str], agent: AgentConfig) -> dict[str, st
     ``pip install`` falls back to a user install there, which the agent,
     running as the same user with the same ``HOME``, then imports.
     """
-    env = {
-        key: value
-        for key, value in parent_env.items()
-        if key not in SECRET_ENV or key in agent.pass_env
-    }
+    env = without_runner_credentials(parent_env)
     env.update(identity_env(agent_user(parent_env)))
     # The config's env wins, as it does for the agent's attempts: a HOME it names
     # (the baseline's own, sides/exports.py) is where setup installs and the agent looks.
-    env.update(agent.env)
+    # No runner credential gets through it either (the loader refuses one already).
+    env.update(without_runner_credentials(agent.env))
     return env
 
 

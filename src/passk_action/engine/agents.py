@@ -35,7 +35,6 @@ def build_agent(
             agent.http,
             parent_env,
             concurrency=concurrency or DEFAULT_CONCURRENCY,
-            pass_env=agent.pass_env,
             description=agent.describe(),
         )
     assert agent.command is not None
@@ -44,7 +43,6 @@ def build_agent(
         cwd=agent.cwd,
         timeout_s=agent.timeout_s,
         env=dict(agent.env),
-        pass_env=agent.pass_env,
         description=agent.describe(),
         user=agent_user(parent_env),
     )

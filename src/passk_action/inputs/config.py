@@ -46,6 +46,7 @@ from ..core.model import (
     FieldRule,
     Scoring,
 )
+from ..core.runner_credentials import is_runner_credential
 from ..core.scoring import pointer_parts
 from ..core.sequential import DEFAULT_RULE, RuleSettings
 from ..errors import ConfigError, PasskError
@@ -68,6 +69,8 @@ DEFAULT_SETUP_TIMEOUT_S = 600.0
 DEFAULT_ARTIFACT = ".passk/baseline.json"
 DEFAULT_ALLOW_LABEL = "passk-allow-baseline-change"
 DEFAULT_REMEASURE_LABEL = "passk:remeasure"
+HEADER_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A ``${VAR}`` in an HTTP agent's header value: expanded from the environment per request."""
 
 
 # --------------------------------------------------------------------------- YAML
@@ -460,7 +463,47 @@ def parse_config(text: str, path: Path) -> LoadedConfig:
     worst = most_relevant(errors)
     if worst is not None:
         raise _schema_error(worst, name)
+    for key in ("agent", "baseline.agent"):
+        agent_doc = (
+            document.get("agent") if key == "agent" else document.get("baseline", {}).get("agent")
+        )
+        if agent_doc is not None:
+            warnings.extend(_refuse_runner_credentials(agent_doc, f"{name}: {key}"))
     return LoadedConfig(config=_build(document, path), warnings=tuple(warnings))
+
+
+def _refuse_runner_credentials(doc: Mapping[str, Any], where: str) -> list[str]:
+    """Refuse an agent block that names a runner credential; warn that ``pass_env`` does nothing.
+
+    ``env``, ``pass_env`` and an HTTP header's ``${VAR}`` are where a config
+    could hand an agent (and its setup) the job's token or the Actions
+    runtime's (``core/runner_credentials.py``): a config that names one is
+    refused, the base's and the pull request's alike.  Any other name in
+    ``pass_env`` reaches the agent anyway: passk removes only the runner's
+    credentials, which nothing can pass.
+    """
+    named = [(f"env.{key}", key) for key in doc.get("env", {})]
+    named += [(f"pass_env[{i}]", key) for i, key in enumerate(doc.get("pass_env", ()))]
+    named += [
+        (f"http.headers.{header}", ref)
+        for header, value in doc.get("http", {}).get("headers", {}).items()
+        for ref in HEADER_ENV_REF.findall(value)
+    ]
+    for key, variable in named:
+        if is_runner_credential(variable):
+            raise ConfigError(
+                f"{variable} is a credential of the runner (the job's token or the Actions "
+                "runtime's); no config can pass it to an agent or its setup",
+                where=f"{where}.{key}",
+                hint="remove it; give the agent a key of its own under another name "
+                "(e.g. a repository secret in the passk step's env:)",
+            )
+    if doc.get("pass_env"):
+        return [
+            f"{where}.pass_env: has no effect, ignored: passk removes only the runner's "
+            "credentials, which no config can pass; every other variable reaches the agent"
+        ]
+    return []
 
 
 def _load_yaml(text: str, name: str) -> Any:

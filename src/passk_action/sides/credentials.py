@@ -54,8 +54,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..agents.identity import AgentUser
+from ..core.runner_credentials import without_runner_credentials
 from ..errors import GitError, UsageError
-from ..inputs.config import AgentConfig
 from .gitrepo import GitRepo
 
 FIX = "set `persist-credentials: false` on actions/checkout"
@@ -112,16 +112,14 @@ def _store_files(helper: str, env: Mapping[str, str]) -> list[Path]:
     return [path for path in paths if path.is_absolute() and path.is_file()]
 
 
-def env_without_token(env: Mapping[str, str], token: str, agent: AgentConfig) -> dict[str, str]:
-    """The parent environment for an agent: no variable holding the token, under any name.
+def env_without_token(env: Mapping[str, str], token: str) -> dict[str, str]:
+    """The parent environment for an agent or a setup: no runner credential, no token.
 
-    The runner already drops the known token variables; this also catches a
-    copy under another name (``MY_TOKEN: ${{ github.token }}``), unless the
-    config passes it on purpose.
+    The runner's credentials by name, and any variable holding the token under
+    another name (``MY_TOKEN: ${{ github.token }}``): no config can keep one
+    (``core/runner_credentials.py``; ``pass_env`` cannot either).
     """
-    if not token:
-        return dict(env)
-    return {k: v for k, v in env.items() if token not in v or k in agent.pass_env}
+    return without_runner_credentials(env, token)
 
 
 def warn_persisted_token(cwd: Path, env: Mapping[str, str], warn: Say) -> None:

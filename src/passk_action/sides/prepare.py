@@ -147,7 +147,7 @@ class LazyAgents:
             # Before any of the head's code runs, it may still write its export.
             self._base_export.prepare(self._base_setup, self._env)
         spec = self._specs[version]
-        env = env_without_token(self._side_env(version), self._token, spec)
+        env = env_without_token(self._side_env(version), self._token)
         if not (version is Version.BASELINE and self._base_export is not None):
             # Runs from the head (the checkout, the working tree or HEAD's export).
             where = None
@@ -163,7 +163,7 @@ class LazyAgents:
         return agent
 
     def _base_setup(self, spec: AgentConfig) -> None:
-        env = env_without_token(self._side_env(Version.BASELINE), self._token, spec)
+        env = env_without_token(self._side_env(Version.BASELINE), self._token)
         self._shell.setup(spec, env, Version.BASELINE, self._base_where)
 
     def _side_env(self, version: Version) -> Mapping[str, str]:

@@ -1,0 +1,178 @@
+"""The base's config is the starting point: what a pull request's ``passk.yml`` may change.
+
+Issue 28, round 4 of the attacks on the gate: the pull request writes its own
+``passk.yml`` to reach the job's token (route 1), to make a broken gated row
+vanish (route 2) or to hold the runner (route 6).  Each attack runs the action
+as the other action tests do (a real git repository, a real agent process,
+the fake GitHub), beside its control: the same steps without the attack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.fakegithub import FakeGitHub
+from support.paths import TESTS
+from support.pull_request_repo import (
+    RIGHT,
+    TOKEN,
+    Checkout,
+    Outcome,
+    checkout,
+    commit,
+    edit_config,
+    fake,
+    git,
+    template,
+)
+
+__all__ = ["checkout", "fake", "template"]  # the shared fixtures, used by name
+
+THIEF = TESTS / "data" / "agents" / "token_thief.py"
+ANSWERS = {row: decisions[0] for row, decisions in RIGHT.items()}
+# The job's token under every name a workflow or the runner gives it, and one more.
+WORKFLOW_ENV = {
+    "GITHUB_TOKEN": TOKEN,
+    "GH_TOKEN": TOKEN,
+    "ACTIONS_RUNTIME_TOKEN": TOKEN,
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": TOKEN,
+    "ACTIONS_ID_TOKEN_REQUEST_URL": "http://127.0.0.1:9/token",
+    "MY_COPY": f"Bearer {TOKEN}",
+}
+
+
+def thief_agent(**agent: Any) -> Any:
+    """The head's agent: the token thief, its setup the thief too (``agent`` adds keys)."""
+
+    def apply(repo: Path) -> None:
+        shutil.copy(THIEF, repo / "thief.py")
+        edit_config(
+            lambda c: c["agent"].update(
+                command=[sys.executable, "thief.py"],
+                setup=[f"{shlex.quote(sys.executable)} thief.py --setup"],
+                env={"THIEF_RIGHT": json.dumps(ANSWERS)},
+                **agent,
+            )
+        )(repo)
+
+    return apply
+
+
+def stolen(checkout: Checkout) -> list[dict[str, Any]]:
+    """What the thief recorded, setup and attempts: the names it found a token in."""
+    out = checkout.tmp / "thief.jsonl"
+    if not out.exists():
+        return []
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+
+
+def forged_checks(fake: FakeGitHub) -> list[dict[str, Any]]:
+    return [run for run in fake.check_runs if "forged" in json.dumps(run)]
+
+
+def run_thief(checkout: Checkout, fake: FakeGitHub, head: str) -> Outcome:
+    env = {**WORKFLOW_ENV, "THIEF_OUT": str(checkout.tmp / "thief.jsonl")}
+    return checkout.run(fake, head, extra_env=env)
+
+
+# --- route 1: no config hands an agent the runner's credentials -------------------------
+
+
+def test_the_token_under_a_name_of_its_own_never_reaches_the_agent_or_its_setup(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # The head passes on the variable that holds a copy of the token: before, pass_env kept
+    # it from the scrub, and the agent posted a green check on its own head commit.
+    outcome = run_thief(
+        checkout, fake, checkout.head(None, apply=[thief_agent(pass_env=["MY_COPY"])])
+    )
+    assert outcome.code == 0, outcome.stdout
+    seen = stolen(checkout)
+    assert [r["setup"] for r in seen].count(True) == 1 and len(seen) == 1 + 8
+    assert all(r["names"] == [] and r["posted"] == [] for r in seen), seen
+    assert forged_checks(fake) == []
+    [check] = fake.check_runs
+    assert check["conclusion"] == "success" and "forged" not in json.dumps(check)
+    assert f"{outcome.stdout}".count("agent.pass_env: has no effect") == 1
+    assert fake.violations == []
+
+
+def test_control_the_same_pull_request_without_pass_env_gates_as_usual(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    outcome = run_thief(checkout, fake, checkout.head(None, apply=[thief_agent()]))
+    assert outcome.code == 0, outcome.stdout
+    assert all(r["names"] == [] for r in stolen(checkout)) and len(stolen(checkout)) == 9
+    assert [run["conclusion"] for run in fake.check_runs] == ["success"]
+    assert fake.violations == []
+
+
+def test_control_the_thief_posts_a_green_check_when_it_holds_the_token(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # Without passk between them, the same agent with the token in its environment
+    # posts the check the attack is after: the probe above is a real one.
+    head = checkout.head(None, apply=[thief_agent()])
+    event = checkout.event(head)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_REPOSITORY": "octo-org/refund-agent",
+        "GITHUB_EVENT_PATH": str(event),
+        "THIEF_OUT": str(checkout.tmp / "thief.jsonl"),
+    }
+    subprocess.run([sys.executable, str(THIEF), "--setup"], env=env, check=True, timeout=60)
+    assert stolen(checkout) == [{"setup": True, "names": ["GITHUB_TOKEN"], "posted": [201]}]
+    [forged] = forged_checks(fake)
+    assert (forged["head_sha"], forged["conclusion"]) == (head, "success")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "INPUT_GITHUB-TOKEN",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    ],
+)
+def test_a_head_config_passing_a_runner_credential_is_refused_before_anything_runs(
+    checkout: Checkout, fake: FakeGitHub, name: str
+) -> None:
+    # The issue's one line: agent: {pass_env: ["INPUT_GITHUB-TOKEN"]} in the head's passk.yml.
+    outcome = run_thief(checkout, fake, checkout.head(None, apply=[thief_agent(pass_env=[name])]))
+    assert outcome.code == 2, outcome.stdout
+    [error] = [x for x in outcome.stdout.splitlines() if x.startswith("::error")]
+    assert "agent.pass_env[0]" in error and f"{name} is a credential of the runner" in error
+    assert stolen(checkout) == [] and outcome.asked == []  # neither setup nor an attempt ran
+    assert forged_checks(fake) == []
+    assert [run["conclusion"] for run in fake.check_runs] == ["failure"]
+    assert fake.violations == []
+
+
+def test_a_base_config_passing_a_runner_credential_is_refused_too(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    repo = checkout.repo
+    git(repo, "checkout", "-q", "main")
+    edit_config(lambda c: c["agent"].update(pass_env=["GITHUB_TOKEN"]))(repo)
+    checkout.base_sha = commit(repo, "base passes the token")
+    git(repo, "checkout", "-q", "-B", "feature")
+    head = checkout.head(None, apply=[thief_agent(pass_env=[])])
+    outcome = run_thief(checkout, fake, head)
+    assert outcome.code == 2, outcome.stdout
+    [error] = [x for x in outcome.stdout.splitlines() if x.startswith("::error")]
+    assert f"in the base commit {checkout.base_sha[:7]}" in error
+    assert "agent.pass_env[0]: " in error and "GITHUB_TOKEN is a credential of the runner" in error
+    assert stolen(checkout) == [] and forged_checks(fake) == []
