@@ -715,7 +715,8 @@ def test_inspect_log_passed_twice_is_imported_once(tmp_path: Path) -> None:
     # samples[8] (a P score) is skipped for its value in both files, not as a duplicate
     assert report.summary() == (
         "imported 3 row(s), 8 attempt(s) (2 error(s)) from 2 inspect file(s), k=2; "
-        "2-3 trial(s) per task from 1 of the 2 files; 10 entries skipped (8 duplicate(s))"
+        "2-3 trial(s) per task from 1 of the 2 files; 10 entries skipped (8 duplicate(s)); "
+        "values left out: output tokens of 1 trial(s) (not a whole number from 0 to 10^12)"
     )
 
 
@@ -1118,3 +1119,39 @@ def test_the_real_harness_files_give_the_three_numbers_they_always_gave(
         summarize_run(run.rows, run.attempts_by_row(), k, run.settings.scoring), k
     )
     assert (metrics.mean_accuracy, metrics.pass_k, metrics.flip_rate) == pytest.approx(numbers)
+
+
+def test_a_value_an_import_leaves_out_is_counted_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A cost of 1e400 reads as infinity: left out of the usage, and said where
+    # the import reports (its summary line, the run's left_out, the report).
+    entries = tau_entries([0, 1], range(2))
+    for entry in entries:
+        entry["info"] = {"total_cost": 0.25}
+    entries[1]["duration"] = -3
+    text = json.dumps(entries).replace('"total_cost": 0.25', '"total_cost": 1e400', 1)
+    path = tmp_path / "tau.json"
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / "run.json"
+    code = main(["import", "--from", "tau-bench", str(path), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert (
+        "values left out: cost of 1 trial(s) (not a number of dollars from 0 to 10^12), "
+        "duration of 1 trial(s) (not a number of seconds from 0 to 10^9)"
+    ) in printed
+    left_out = json.loads(out.read_text(encoding="utf-8"))["imported"]["left_out"]
+    assert left_out == {
+        "trials with their cost left out (not a number of dollars from 0 to 10^12)": 1,
+        "trials with their duration left out (not a number of seconds from 0 to 10^9)": 1,
+    }
+    # Every importer counts them: Inspect's and promptfoo's usage alike.
+    inspect = do_import("inspect", "inspect_refunds.json").report
+    assert inspect.values_left_out == (("output tokens", 1),)
+    doc = json.loads((DATA / "promptfoo_refunds.json").read_text(encoding="utf-8"))
+    first = doc["results"]["results"][0]
+    first["cost"], first["latencyMs"] = "free", "n/a"
+    promptfoo = import_paths("promptfoo", write_json(tmp_path / "p.json", doc)).report
+    assert promptfoo.values_left_out == (("cost", 1), ("duration", 1))
+    assert promptfoo.to_json()["values_left_out"] == {"cost": 1, "duration": 1}

@@ -103,29 +103,53 @@ def harness_usage(
     output_tokens: object = None,
     cost_usd: object = None,
     model: object = None,
+    left_out: list[str] | None = None,
 ) -> Usage | None:
     """A trial's usage from what a harness logged; a value that breaks its rule is left out.
 
     The same rules as an agent's ``usage`` (``core/values.py``): token
     counts and a cost in their ranges, a model a non-empty name.  None when
-    nothing usable was logged.
+    nothing usable was logged.  Each value logged but left out is named in
+    ``left_out`` (:data:`LEFT_OUT_VALUES`), for the import's report.
     """
     name = model.strip() if isinstance(model, str) and model.strip() else None
     usage = Usage(
         values.count(input_tokens), values.count(output_tokens), values.amount(cost_usd), name
     )
+    if left_out is not None:
+        given = (input_tokens, output_tokens, cost_usd, model)
+        kept = (usage.input_tokens, usage.output_tokens, usage.cost_usd, name)
+        for what, value, held in zip(_USAGE_VALUES, given, kept, strict=True):
+            if value is not None and held is None:
+                left_out.append(what)
     return None if usage == Usage() else usage
 
 
-def seconds(value: object, per_second: float = 1.0) -> float:
+LEFT_OUT_VALUES = {
+    "input tokens": "not a whole number from 0 to 10^12",
+    "output tokens": "not a whole number from 0 to 10^12",
+    "cost": "not a number of dollars from 0 to 10^12",
+    "model": "not a non-empty name",
+    "duration": "not a number of seconds from 0 to 10^9",
+}
+"""The values of a trial an import may leave out, and the rule they broke (``core/values.py``)."""
+_USAGE_VALUES = ("input tokens", "output tokens", "cost", "model")
+
+
+def seconds(value: object, per_second: float = 1.0, left_out: list[str] | None = None) -> float:
     """A trial's duration in seconds from a harness's number of ``1 / per_second`` units.
 
     0.0 when it is missing or breaks the duration rule (``core/values.py``):
-    not a number, negative, or beyond 10^9 seconds.
+    not a number, negative, or beyond 10^9 seconds; then, when it was
+    logged, ``duration`` is added to ``left_out``.
     """
     number = values.finite(value)
     duration = None if number is None else values.seconds(number / per_second)
-    return 0.0 if duration is None else duration
+    if duration is None:
+        if value is not None and left_out is not None:
+            left_out.append("duration")
+        return 0.0
+    return duration
 
 
 class Trial(NamedTuple):
@@ -162,6 +186,8 @@ class Trial(NamedTuple):
     """For an errored trial: how its harness scores it, FAIL or DROP."""
     usage: Usage | None = None
     """Tokens and cost the harness logged for the trial (see :func:`harness_usage`)."""
+    left_out: tuple[str, ...] = ()
+    """The trial's values logged but left out for breaking their rule (:data:`LEFT_OUT_VALUES`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +252,8 @@ class ImportReport:
     """Mean accuracy and pass^k as imported, when trials errored (see :func:`headline`)."""
     beside: str = ""
     """The same numbers under the other convention, when trials errored."""
+    values_left_out: tuple[tuple[str, int], ...] = ()
+    """Values of imported trials left out for breaking their rule, by name: (``cost``, 1)."""
 
     def summary(self) -> str:
         """The one line the CLI prints.
@@ -256,6 +284,12 @@ class ImportReport:
                 text += f" ({self.duplicates} duplicate(s))"
         if self.dropped:
             text += f"; {len(self.dropped)} task(s) with too few trials left out"
+        if self.values_left_out:
+            named = ", ".join(
+                f"{what} of {n} trial(s) ({LEFT_OUT_VALUES[what]})"
+                for what, n in self.values_left_out
+            )
+            text += f"; values left out: {named}"
         return text
 
     def left_out(self) -> tuple[tuple[str, int], ...]:
@@ -265,6 +299,10 @@ class ImportReport:
             ("duplicate trials", self.duplicates),
             ("entries that could not be mapped", len(self.skipped) - self.duplicates),
             ("errored trials left out", self.errored_left_out),
+            *(
+                (f"trials with their {what} left out ({LEFT_OUT_VALUES[what]})", n)
+                for what, n in self.values_left_out
+            ),
         )
         return tuple((reason, n) for reason, n in counts if n)
 
@@ -288,6 +326,7 @@ class ImportReport:
             "errored_left_out": self.errored_left_out,
             "headline": self.headline,
             "beside": self.beside,
+            "values_left_out": dict(self.values_left_out),
         }
 
 
@@ -471,6 +510,7 @@ def _assemble(
     rows: list[Row] = []
     attempts: list[Attempt] = []
     main = Phase.MAIN
+    values_left_out: dict[str, int] = {}
     for task in kept:
         row = Row(id=task, input=grouped.inputs[task], expected=None)
         rows.append(row)
@@ -494,6 +534,8 @@ def _assemble(
                 )
             if trial.usage is not None:
                 attempt = replace(attempt, usage=trial.usage)
+            for what in trial.left_out:
+                values_left_out[what] = values_left_out.get(what, 0) + 1
             attempts.append(attempt)
     digest = dataset_digest(rows)
     descriptions = sorted({p.description for p in parsed if p.description})
@@ -520,6 +562,9 @@ def _assemble(
         convention=convention,
         scored_as_failures=as_failures,
         errored_left_out=left_out,
+        values_left_out=tuple(
+            (what, values_left_out[what]) for what in LEFT_OUT_VALUES if what in values_left_out
+        ),
     )
     run = Run(
         tool_version=tool_version,

@@ -124,8 +124,10 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
             continue
         order = (file_index, epoch, position)
         key = f"sample {sample_id!r} epoch {epoch}"
-        duration = seconds(sample.get("total_time"))
-        usage = _usage(sample.get("model_usage"))
+        dropped: list[str] = []
+        duration = seconds(sample.get("total_time"), left_out=dropped)
+        usage = _usage(sample.get("model_usage"), dropped)
+        left_out = tuple(dropped)
         error = sample.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else error
@@ -143,6 +145,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                     group=group,
                     usage=usage,
                     harness_scores=DROP,
+                    left_out=left_out,
                 )
             )
             continue
@@ -168,6 +171,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                     key=key,
                     group=group,
                     usage=usage,
+                    left_out=left_out,
                 )
             )
             continue
@@ -191,6 +195,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                 key=key,
                 group=group,
                 usage=usage,
+                left_out=left_out,
             )
         )
     return Parsed(tuple(trials), tuple(skipped), _description(spec), notes, convention=CONVENTION)
@@ -273,12 +278,13 @@ _USAGE_RULES: tuple[tuple[str, Callable[[object], float | None]], ...] = (
 )
 
 
-def _usage(model_usage: Any) -> Usage | None:
+def _usage(model_usage: Any, left_out: list[str]) -> Usage | None:
     """A sample's ``model_usage`` (tokens, and ``total_cost`` where Inspect logs it) summed.
 
     The model is named when the sample used one (``openai/gpt-4o-mini`` is
     priced as ``gpt-4o-mini``); a grader model's tokens count too: they
-    were spent on this sample.
+    were spent on this sample.  A value logged but breaking its rule is
+    named in ``left_out``, once per sample.
     """
     if not isinstance(model_usage, dict) or not model_usage:
         return None
@@ -287,11 +293,21 @@ def _usage(model_usage: Any) -> Usage | None:
         if not isinstance(usage, dict):
             continue
         for key, rule in _USAGE_RULES:
-            value = rule(usage.get(key))
+            given = usage.get(key)
+            value = rule(given)
             if value is not None:  # each within its rule, so the sum cannot overflow
                 totals[key] = totals.get(key, 0) + value
+            elif given is not None and _LEFT_OUT_NAMES[key] not in left_out:
+                left_out.append(_LEFT_OUT_NAMES[key])
     models = [str(name) for name in model_usage]
     model = models[0].rpartition("/")[2] if len(models) == 1 else None
     return harness_usage(
         totals.get("input_tokens"), totals.get("output_tokens"), totals.get("total_cost"), model
     )
+
+
+_LEFT_OUT_NAMES = {
+    "input_tokens": "input tokens",
+    "output_tokens": "output tokens",
+    "total_cost": "cost",
+}

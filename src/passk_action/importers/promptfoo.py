@@ -148,8 +148,10 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         if description is not None:
             row_input["description"] = description
         order = (file_index, test_idx, position)
-        duration = seconds(result.get("latencyMs"), per_second=1000)
-        usage = _usage(result)
+        dropped: list[str] = []
+        duration = seconds(result.get("latencyMs"), per_second=1000, left_out=dropped)
+        usage = _usage(result, dropped)
+        left_out = tuple(dropped)
         if result.get("failureReason") == ERROR_REASON:
             detail = first_line(result.get("error"))
             trials.append(
@@ -164,6 +166,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                     where=here,
                     key=name,
                     usage=usage,
+                    left_out=left_out,
                 )
             )
             continue
@@ -181,6 +184,7 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
                 where=here,
                 key=name,
                 usage=usage,
+                left_out=left_out,
             )
         )
     return Parsed(
@@ -328,11 +332,12 @@ def _description(usable: list[tuple[int, dict[str, Any], int]], chosen: int | No
     return ""
 
 
-def _usage(result: dict[str, Any]) -> Usage | None:
+def _usage(result: dict[str, Any], left_out: list[str]) -> Usage | None:
     """``tokenUsage`` (prompt, completion) and ``cost`` of a result; the model from its provider.
 
     promptfoo keeps the tokens on the result or on its ``response``; the
-    provider id is ``<provider>:<model>`` (``openai:gpt-4o-mini``).
+    provider id is ``<provider>:<model>`` (``openai:gpt-4o-mini``).  A value
+    logged but breaking its rule is named in ``left_out``.
     """
     response = result.get("response")
     tokens = result.get("tokenUsage")
@@ -345,7 +350,9 @@ def _usage(result: dict[str, Any]) -> Usage | None:
     cost = result.get("cost")
     if cost is None and isinstance(response, dict):
         cost = response.get("cost")
-    usage = harness_usage(tokens.get("prompt"), tokens.get("completion"), cost, model)
+    usage = harness_usage(
+        tokens.get("prompt"), tokens.get("completion"), cost, model, left_out=left_out
+    )
     if usage is not None and usage.tokens is None and usage.cost_usd is None:
         return None  # a provider name alone says nothing about what was spent
     return usage

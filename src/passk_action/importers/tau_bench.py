@@ -187,6 +187,7 @@ def entry_trial(
     decision, error, detail = outcome
     name = (task, trial_number) if trial_number is not None else None
     scores = DROP if error is not None and error.replace("-", "_") in LEFT_OUT_BY_TAU2 else FAIL
+    dropped: list[str] = []
     return Trial(
         task,
         task,
@@ -194,11 +195,12 @@ def entry_trial(
         decision,
         error,
         detail,
-        seconds(entry.get("duration")),
+        seconds(entry.get("duration"), left_out=dropped),
         where=here,
         key=name,
         harness_scores=scores,
-        usage=_usage(entry, tau2=tau2),
+        usage=_usage(entry, tau2=tau2, left_out=dropped),
+        left_out=tuple(dropped),
     )
 
 
@@ -228,6 +230,7 @@ def fast_trial(
     name = ids.get(task)
     if name is None:
         name = ids[task] = str(task)
+    dropped: list[str] = []
     return Trial(
         name,
         name,
@@ -235,10 +238,11 @@ def fast_trial(
         PASS if is_success(reward) else FAIL,
         None,
         None,
-        seconds(entry.get("duration")),
+        seconds(entry.get("duration"), left_out=dropped),
         here,
         (name, trial),
-        usage=_usage(entry, tau2=False),
+        usage=_usage(entry, tau2=False, left_out=dropped),
+        left_out=tuple(dropped),
     )
 
 
@@ -289,17 +293,20 @@ def _description(info: Any) -> str:
     return " on ".join(parts)
 
 
-def _usage(entry: dict[str, Any], *, tau2: bool) -> Usage | None:
+def _usage(entry: dict[str, Any], *, tau2: bool, left_out: list[str]) -> Usage | None:
     """What the agent spent on a trial, where the harness logs it.
 
     tau2: the simulation's ``agent_cost`` and the ``usage`` (``prompt_tokens``,
     ``completion_tokens``) of its assistant messages.  tau-bench: a
     ``total_cost`` in ``info`` when the run kept one; its ``user_cost`` is the
-    simulated user's, not the agent's, and is left out.
+    simulated user's, not the agent's, and is left out.  A value logged but
+    breaking its rule is named in ``left_out``.
     """
     if not tau2:
         info = entry.get("info")
-        return harness_usage(cost_usd=info.get("total_cost")) if isinstance(info, dict) else None
+        if not isinstance(info, dict):
+            return None
+        return harness_usage(cost_usd=info.get("total_cost"), left_out=left_out)
     prompt = completion = None
     messages = entry.get("messages")
     for message in messages if isinstance(messages, list) else ():
@@ -315,4 +322,6 @@ def _usage(entry: dict[str, Any], *, tau2: bool) -> Usage | None:
                     prompt = (prompt or 0) + value
                 else:
                     completion = (completion or 0) + value
-    return harness_usage(prompt, completion, entry.get("agent_cost"))
+            elif value is not None:
+                left_out.append("input tokens" if key == "prompt_tokens" else "output tokens")
+    return harness_usage(prompt, completion, entry.get("agent_cost"), left_out=left_out)
