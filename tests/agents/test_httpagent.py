@@ -12,7 +12,6 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -25,17 +24,17 @@ from passk_action.agents.http import (
     HEADROOM,
     HTTP_STATUS,
     MIN_RATE,
+    MIN_SPAN_S,
     HttpAgent,
     Pacer,
     expand_headers,
     masker,
-    parse_retry_after,
 )
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.scheduler import RetryPolicy, run_attempts
 from passk_action.agents.worker import WorkerAgent
 from passk_action.cli import main as cli_main
-from passk_action.core.model import Json, Phase, Row, Version
+from passk_action.core.model import Attempt, Json, Phase, Row, Version
 from passk_action.engine.agents import build_agent
 from passk_action.errors import ConfigError
 from passk_action.inputs.config import HttpAgentConfig, parse_config
@@ -304,17 +303,6 @@ def test_cancel_drops_the_answer_in_flight(endpoint: Endpoint) -> None:
     assert len(outcome) == 1 and isinstance(outcome[0], AttemptCancelled)
 
 
-def test_parse_retry_after() -> None:
-    now = datetime(2026, 1, 2, 12, 0, 0, tzinfo=timezone.utc)
-    later = (now + timedelta(seconds=90)).strftime("%a, %d %b %Y %H:%M:%S GMT")
-    assert parse_retry_after("7", now) == 7.0
-    assert parse_retry_after(later, now) == 90.0
-    assert parse_retry_after("Thu, 01 Jan 2026 00:00:00 GMT", now) == 0.0
-    assert parse_retry_after("soon", now) is None
-    assert parse_retry_after("-3", now) is None
-    assert parse_retry_after(None, now) is None
-
-
 def test_expand_headers_leaves_other_dollars_alone() -> None:
     expanded, secrets = expand_headers((("A", "x ${K} $K $$ ${}"),), {"K": "v"})
     assert expanded == {"A": "x v $K $$ ${}"}
@@ -509,30 +497,108 @@ def test_a_secret_is_masked_inside_a_longer_word_too() -> None:
     assert masker(["abcdefgh", "abcdefgh-longer"])("[abcdefgh-longer]") == "[***]"
 
 
-def test_one_429_slows_the_rate_without_stopping_the_pool(endpoint: Endpoint) -> None:
-    endpoint.reply = lambda body, n: (
-        (429, {"Retry-After": "3"}, b"slow down", 0.0) if n == 1 else (*ok()[:3], 0.01)
-    )
-    with make_agent(endpoint.url, concurrency=8) as agent:
-        done = run_attempts(
-            [req(f"r{i}") for i in range(40)], agent, concurrency=8,
-            retry=RetryPolicy(attempts=1, backoff_s=0),
-        )  # fmt: skip
-        assert agent.rate is not None and agent.rate >= 1.0
-    assert all(a.valid for a in done)
-    first = endpoint.seen[0].at
+def _run_bounded(
+    agent: HttpAgent, requests: list[AttemptRequest], concurrency: int, bound_s: float
+) -> tuple[list[Attempt], float]:
+    """``run_attempts`` with the default retry policy, stopped after ``bound_s``: the
+    attempts done and the wall time (so a slow pacer fails the test, never hangs it)."""
+    stop = threading.Event()
+    timer = threading.Timer(bound_s, stop.set)
+    timer.start()
+    started = time.monotonic()
+    try:
+        done = run_attempts(requests, agent, concurrency=concurrency, stop=stop)
+    finally:
+        timer.cancel()
+    return done, time.monotonic() - started
+
+
+def test_one_early_429_costs_about_its_retry_after(endpoint: Endpoint) -> None:
+    """A 429 on the very first request, before any answer, with Retry-After 1.
+
+    Before the fix it found an empty window, cut the rate to 1 request a second
+    with 32 slots already handed out one second apart, and sent the refused
+    request again 33 s later: the run took 44 s instead of about 1.
+    """
+    refused_at: list[float] = []
+
+    def reply(body: dict[str, Any] | None, n: int) -> Reply:
+        if n == 1:
+            refused_at.append(time.monotonic())
+            return 429, {"Retry-After": "1"}, b"slow down", 0.0
+        return (*ok()[:3], 0.02)
+
+    endpoint.reply = reply
+    requests = [req(f"r{i}") for i in range(300)]
+    with make_agent(endpoint.url, concurrency=32) as agent:
+        done, wall = _run_bounded(agent, requests, 32, bound_s=15.0)
+    assert len(done) == 300 and all(a.valid for a in done), f"{len(done)} done in {wall:.1f}s"
+    assert wall < 4.0
     refused = json.loads(endpoint.seen[0].body)["id"]
-    retried = [s for s in endpoint.seen[1:] if json.loads(s.body)["id"] == refused]
-    assert len(retried) == 1 and retried[0].at - first >= 2.95
-    # Past the first wave of 8, the pool kept sending while the refused request
-    # waited (at the halved rate, at least one a second; counts, not speed):
-    # holding the pool would send none.  Retry-After is 3 s, not 2: on a loaded
-    # machine the pacer can measure too few recent sends and fall to MIN_RATE
-    # (its next send one second after the cut), which left 2 s only 0.5 s of margin.
-    later_wave = [s for s in endpoint.seen[8:] if json.loads(s.body)["id"] != refused]
-    assert any(s.at < retried[0].at - 0.5 for s in later_wave), (
-        "the other requests waited out the Retry-After"
-    )
+    [retry] = [s for s in endpoint.seen[1:] if json.loads(s.body)["id"] == refused]
+    # Not before its Retry-After, and not long after it either.
+    assert 1.0 <= retry.at - refused_at[0] < 2.0
+
+
+def test_scattered_429s_never_send_a_request_before_its_retry_after(
+    endpoint: Endpoint,
+) -> None:
+    """Every refused request waits out its own Retry-After; the others go on."""
+    draws = random.Random(11)
+    refused_at: dict[str, list[float]] = {}
+
+    def reply(body: dict[str, Any] | None, n: int) -> Reply:
+        assert body is not None
+        if draws.random() < 0.1:
+            refused_at.setdefault(body["id"], []).append(time.monotonic())
+            return 429, {"Retry-After": "1"}, b"slow down", 0.0
+        return (*ok()[:3], 0.01)
+
+    endpoint.reply = reply
+    with make_agent(endpoint.url, concurrency=16) as agent:
+        done, wall = _run_bounded(agent, [req(f"r{i}") for i in range(400)], 16, bound_s=20.0)
+    assert len(done) == 400, f"{len(done)} done in {wall:.1f}s"
+    assert refused_at
+    for seen in endpoint.seen:
+        row = json.loads(seen.body)["id"]
+        earlier = [at for at in refused_at.get(row, []) if at < seen.at]
+        assert all(seen.at - at >= 1.0 for at in earlier), f"{row} sent again too soon"
+    # The rest went on meanwhile: 10% refused cost no rate (each refusal waits alone).
+    assert wall < 8.0
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "for_everyone"),
+    [
+        (503, {"Retry-After": "1"}, True),
+        (429, {"Retry-After": "1", "X-RateLimit-Remaining": "0"}, True),
+        (429, {"Retry-After": "1", "RateLimit": '"default";r=0;t=1'}, True),
+        # The controls: a plain 429 refuses that request only, and a quota not used up.
+        (429, {"Retry-After": "1"}, False),
+        (429, {"Retry-After": "1", "X-RateLimit-Remaining": "10"}, False),
+    ],
+)
+def test_a_retry_after_for_every_request_stops_every_request(
+    endpoint: Endpoint, status: int, headers: dict[str, str], for_everyone: bool
+) -> None:
+    replied_at: list[float] = []
+
+    def reply(body: dict[str, Any] | None, n: int) -> Reply:
+        if n == 20:
+            replied_at.append(time.monotonic())
+            return status, headers, b"busy", 0.0
+        return (*ok()[:3], 0.01)
+
+    endpoint.reply = reply
+    with make_agent(endpoint.url, concurrency=4) as agent:
+        done, _ = _run_bounded(agent, [req(f"r{i}") for i in range(150)], 4, bound_s=20.0)
+    assert len(done) == 150 and all(a.valid for a in done)
+    # Requests already on their way when the answer left are not a breach; 50 ms covers them.
+    during = [s for s in endpoint.seen if replied_at[0] + 0.05 < s.at < replied_at[0] + 1.0]
+    if for_everyone:
+        assert during == []
+    else:
+        assert len(during) > 20, "a plain 429 stopped the other requests"
 
 
 class _Bucket:
@@ -565,10 +631,13 @@ def drive(
     ready = 0.0
     while True:
         now[0] = ready
-        at, _ = pacer.reserve()
+        wait = pacer.claim()
+        while wait > 0:
+            now[0] += wait
+            wait = pacer.claim()
+        at = now[0]
         if at >= seconds:
             break
-        now[0] = at
         if refuses(at):
             pacer.pushback()
             refused += at >= since
@@ -596,40 +665,73 @@ def test_pacer_settles_just_above_a_hard_limit_and_follows_it() -> None:
     assert rate > 50.0 * 0.9
 
 
+def test_pacer_ten_percent_scattered_pushback_costs_no_rate_either() -> None:
+    draws = random.Random(7)
+    rate, share, pacer = drive(60.0, 300.0, lambda t: draws.random() < 0.10)
+    assert rate == pytest.approx(300.0, rel=0.01) and share == pytest.approx(0.10, abs=0.01)
+    assert pacer.rate is None
+
+
+def _wave(pacer: Pacer, now: list[float], sends: int) -> None:
+    """``sends`` requests leave at once, as a pool's first wave does."""
+    for _ in range(sends):
+        assert pacer.claim() == 0.0
+        now[0] += 0.0001
+
+
+def test_pacer_one_refusal_before_any_answer_sets_no_limit() -> None:
+    now = [5.0]
+    pacer = Pacer(lambda: now[0])
+    _wave(pacer, now, 32)
+    assert pacer.pushback() is False
+    assert pacer.rate is None and pacer.claim() == 0.0
+
+
+def test_pacer_a_first_wave_mostly_refused_cuts_at_once() -> None:
+    """The control: a real limit refuses most of the first wave; the rate is cut."""
+    now = [5.0]
+    pacer = Pacer(lambda: now[0])
+    _wave(pacer, now, 32)
+    for _ in range(27):
+        pacer.pushback()
+    assert pacer.rate == pytest.approx(HEADROOM * 5 / MIN_SPAN_S)
+    assert pacer.claim() > 0  # slots not yet taken follow the new rate
+
+
 def test_pacer_recovers_by_doubling_each_second_once_the_pushback_stops() -> None:
     now = [0.0]
     pacer = Pacer(lambda: now[0])
-    for _ in range(20):  # 10 a second accepted for 2 s
-        pacer.accepted()
-        now[0] += 0.1
-    pacer.pushback()
-    level = pacer.rate
-    assert level == pytest.approx(HEADROOM * 10.0, rel=0.06)
-    for _ in range(10):  # a burst of refusals at once is one level, not ten cuts
+    for _ in range(20):  # 10 a second sent, all refused, for 2 s
+        pacer.claim()
         pacer.pushback()
-    assert pacer.rate == level
+        now[0] += 0.1
+    level = pacer.rate
+    assert level == MIN_RATE
     # Then every answer accepted, as fast as the limit lets them go: a second
     # later it grows, doubling each second.
     start = now[0]
-    while now[0] - start < 0.95:
-        at, _ = pacer.reserve()
-        now[0] = at
-        pacer.accepted()
-    assert pacer.rate == level
-    while now[0] - start < 4.0:
-        at, _ = pacer.reserve()
-        now[0] = at
-        pacer.accepted()
-    assert pacer.rate is not None and pacer.rate >= level * 2**2.5
+
+    def send_until(end: float) -> None:
+        while now[0] - start < end:
+            wait = pacer.claim()
+            if wait > 0:
+                now[0] += wait
+                continue
+            pacer.accepted()
+
+    send_until(0.95)
+    assert pacer.rate == pytest.approx(level, rel=0.2)  # probing only, a few percent
+    send_until(6.0)
+    assert pacer.rate is not None and pacer.rate >= level * 2**4
 
 
-def test_pacer_with_nothing_accepted_goes_to_the_minimum_rate() -> None:
-    now = [5.0]
+def test_pacer_pause_holds_every_request() -> None:
+    now = [0.0]
     pacer = Pacer(lambda: now[0])
-    pacer.pushback()
-    assert pacer.rate == MIN_RATE
-    at, _ = pacer.reserve()
-    assert at == pytest.approx(6.0)  # one interval after the refusal
+    pacer.pause(1.5)
+    assert pacer.claim() == pytest.approx(1.5)
+    now[0] = 1.5
+    assert pacer.claim() == 0.0
 
 
 def test_a_pending_retry_after_holds_across_resume(endpoint: Endpoint, tmp_path: Path) -> None:

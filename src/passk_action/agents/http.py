@@ -18,9 +18,11 @@ Failures are error attempts, so the run's retry policy applies to them:
 
 - ``http-status``: a non-2xx answer.  On 429 and 503 the endpoint is asking
   us to slow down.  The rejected request is not sent again before its
-  ``Retry-After`` (seconds or an HTTP date, capped) has passed, and the
-  agent's send *rate* follows what the endpoint accepts (:class:`Pacer`):
-  the other requests go on, instead of the whole pool stopping;
+  ``Retry-After`` (seconds or an HTTP date, capped) has passed, nor is any
+  other when the endpoint says the wait is for every request (a 503, or a
+  quota used up: :func:`for_every_request`); otherwise the other requests go
+  on, and the agent's send *rate* is cut only when the endpoint refuses more
+  than scattered pushback would (:class:`Pacer`);
 - ``connection-error``: no connection, or it broke before the answer was complete;
 - ``timeout``: no complete answer within ``timeout_s``, which bounds the whole
   attempt: connecting, the headers and the body (a watchdog closes the socket of
@@ -41,8 +43,8 @@ the header): a value that is no secret belongs in the header as it is.
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import json
+import math
 import re
 import socket
 import threading
@@ -52,11 +54,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
 
 import requests
 from requests.adapters import HTTPAdapter
 
 from ..core.model import Attempt
+from ..core.retry_after import retry_after_s
 from ..core.runner_credentials import is_runner_credential
 from ..errors import ConfigError
 from ..inputs.config import HEADER_ENV_REF, HttpAgentConfig
@@ -91,11 +95,30 @@ MIN_SECRET_CHARS = 8
 MIN_RATE = 1.0
 """Requests per second the pacer never goes below after a 429 or 503."""
 HEADROOM = 1.1
-"""After pushback, the limit is this times the rate the endpoint accepts (:class:`Pacer`)."""
+"""After a cut, the limit is this times the rate the endpoint admits (:class:`Pacer`)."""
 WINDOW_S = 2.0
-"""Seconds of answers over which the accepted rate is measured."""
+"""Seconds of sends and refusals the pacer judges the endpoint by."""
+MIN_SPAN_S = 0.25
+"""The shortest span a rate is measured over: a run's first sends leave together."""
+TOLERATED_SHARE = 0.15
+"""The share of requests an endpoint may refuse without the rate being cut."""
+SIGNIFICANCE_Z = 3.0
+"""How many standard errors above :data:`TOLERATED_SHARE` the refusals must be to cut."""
+MIN_SAMPLE = 20
+"""Fewer requests than this in the window say nothing about a share: no cut yet."""
 RECOVER_AFTER_S = 1.0
-"""Seconds without pushback after which the limit grows again."""
+"""Seconds without pushback after which the limit doubles each second."""
+PROBE_STEP = 0.05
+"""Requests a second each accepted answer adds while refusals stay within tolerance."""
+PROBE_BELOW = 1.0 - 1.0 / HEADROOM
+"""Refused share under which the limit is probed upwards: below what a limit met at
+:data:`HEADROOM` x its rate refuses, so pushback scattered over a run."""
+GLOBAL_KEY = "*"
+"""The key of a wait the endpoint set for every request, in the pending Retry-After map."""
+_RECHECK_S = 0.1
+"""Longest sleep of a request waiting for a send slot: a raised limit is seen this soon."""
+_QUOTA_HEADERS = ("ratelimit-remaining", "x-ratelimit-remaining", "x-ratelimit-remaining-requests")
+_STRUCTURED_QUOTA = re.compile(r";\s*r\s*=\s*0\s*(?:;|,|$)")
 
 
 def header_env_names(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
@@ -120,26 +143,6 @@ def expand_headers(
         return value
 
     return {name: _ENV_REF.sub(substitute, value) for name, value in headers}, secrets
-
-
-def parse_retry_after(value: str | None, now: datetime) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (RFC 9110 §10.2.3), or None.
-
-    Either a non-negative integer number of seconds or an HTTP date; a date in
-    the past means "now" (0).  Anything else is ignored, as the RFC allows.
-    """
-    if value is None:
-        return None
-    text = value.strip()
-    if text.isdigit():
-        return float(text)
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - now).total_seconds())
 
 
 def secret_forms(secret: str) -> set[str]:
@@ -175,77 +178,137 @@ def masker(secrets: Iterable[str]) -> Callable[[str], str]:
 
 
 class Pacer:
-    """The send rate of one HTTP agent: unlimited until the endpoint pushes back.
+    """The send rate of one HTTP agent: unlimited until the endpoint refuses too much.
 
-    A 429 or 503 says two things, and each gets its own answer:
+    A 429 or 503 says up to three things, and each gets its own answer:
 
     - *this request, not before* ``Retry-After``: the refused request waits
-      exactly that long (:class:`HttpAgent`), the others go on;
-    - *slower*: the send limit becomes :data:`HEADROOM` times the rate the
-      endpoint **accepted** (answered with anything but 429 or 503) over the
-      last :data:`WINDOW_S` seconds, never below :data:`MIN_RATE`.  A level
-      the endpoint's own answers set, not a cut that compounds: pushback
-      scattered through a run the endpoint otherwise serves (up to 1 - 1 /
-      HEADROOM, 9%, of requests refused whatever the rate) leaves the limit
-      above the rate being sent, so it costs nothing; above a real limit L
-      what is accepted is L, so the rate settles at HEADROOM x L, about 9% of
-      sends refused and retried after their Retry-After, and follows L as it
-      moves.
+      that long (:class:`HttpAgent`) and is then sent at once, the others go on;
+    - *nobody, not before* ``Retry-After``, when the endpoint says the wait is
+      for every request (:func:`for_every_request`): :meth:`pause`;
+    - *slower*, when the endpoint refuses more than it can be refusing by
+      chance.  Over the last :data:`WINDOW_S` seconds, with ``n`` requests sent
+      and ``r`` refused, the rate is cut when ``r > p n + z sqrt(n p (1 - p))``
+      (a one-sided binomial test of "at most a share ``p`` refused", ``p`` =
+      :data:`TOLERATED_SHARE`, ``z`` = :data:`SIGNIFICANCE_Z`), to
+      :data:`HEADROOM` times the rate the endpoint admitted, ``(n - r) / span``
+      (``span`` the window, at least :data:`MIN_SPAN_S`), never below
+      :data:`MIN_RATE` and never above the limit already set.  Pushback
+      scattered through a run (a few percent of requests refused whatever the
+      rate, or one refusal among the first requests, before any answer)
+      passes the test and costs no rate; above a real limit L what is admitted
+      is L, so the rate settles at HEADROOM x L and follows L down.
 
-    Once a second has passed without pushback, each accepted answer adds one
-    request a second to the limit: at full speed it doubles every second
-    (multiplicative recovery), so a limit set by a burst of pushback is gone
-    seconds after the pushback stops.  (While pushback goes on, the level
-    alone moves the limit: growing it too would keep it above the endpoint's
-    HEADROOM.)  The
-    earlier rule (halve on pushback, one more request a second per success)
-    kept a run whose endpoint refused 3% of requests at 41 attempts/s against
-    287/s without refusals: each scattered 429 halved it again
-    (bench/README.md, "Rate limits").
+    The limit grows back two ways: once a second has passed without pushback,
+    each accepted answer adds one request a second (it doubles every second
+    while the limit binds), and while refusals stay within the tolerance each
+    adds :data:`PROBE_STEP` (a few percent a second), so a limit that rose
+    under scattered pushback is found again.
+
+    Slots are taken when a request leaves (:meth:`claim`), never handed out
+    ahead: a cut or a pause applies to every request not yet sent, and a
+    raised limit to every request waiting.  (The first design handed each
+    thread its slot in advance: after a 429 before any answer, which found an
+    empty window and cut the rate to 1 a second, 32 threads held slots one
+    second apart and one early refusal cost 44 s; see bench/README.md, "Rate
+    limits".)
     """
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
         self.rate: float | None = None
-        self._next_at = 0.0
-        self._accepted: deque[float] = deque()
-        self._first_accepted: float | None = None
+        self.paused_until = float("-inf")
+        self._next_at = float("-inf")
+        self._sends: deque[float] = deque()
+        self._refusals: deque[float] = deque()
+        self._first_send: float | None = None
         self._pushed_at = float("-inf")
 
-    def reserve(self) -> tuple[float, float]:
-        """Take the next send slot: ``(send_at, now)``; the caller waits until ``send_at``."""
+    def claim(self) -> float:
+        """Take a send slot now (0.0), or the seconds until one may be free (none taken)."""
         now = self._clock()
-        if self.rate is None:
-            return now, now
-        at = max(now, self._next_at)
-        self._next_at = at + 1.0 / self.rate
-        return at, now
+        if now < self.paused_until:
+            return self.paused_until - now
+        if self.rate is not None:
+            if now < self._next_at:
+                return self._next_at - now
+            interval = 1.0 / self.rate
+            # A thread that woke late keeps up to one interval of its lateness,
+            # so the rate holds however the threads are scheduled.
+            self._next_at = max(self._next_at, now - interval) + interval
+        if self._first_send is None:
+            self._first_send = now
+        self._sends.append(now)
+        self._forget(now)
+        return 0.0
+
+    def pause(self, seconds: float) -> None:
+        """No request before ``seconds`` from now: the endpoint said so for all of them."""
+        self.paused_until = max(self.paused_until, self._clock() + seconds)
 
     def accepted(self) -> None:
         """The endpoint answered a request (anything but pushback)."""
         now = self._clock()
-        if self._first_accepted is None:
-            self._first_accepted = now
-        self._accepted.append(now)
         self._forget(now)
-        if self.rate is not None and now - self._pushed_at >= RECOVER_AFTER_S:
+        if self.rate is None:
+            return
+        if now - self._pushed_at >= RECOVER_AFTER_S:
             self.rate += 1.0
+        elif len(self._refusals) < PROBE_BELOW * len(self._sends):
+            self.rate += PROBE_STEP
 
-    def pushback(self) -> None:
-        """The endpoint answered 429 or 503: the limit becomes what it accepts, and room."""
+    def pushback(self) -> bool:
+        """The endpoint answered 429 or 503; whether the limit was cut."""
         now = self._clock()
         self._pushed_at = now
+        self._refusals.append(now)
         self._forget(now)
-        seen = now - self._first_accepted if self._first_accepted is not None else 0.0
-        span = min(WINDOW_S, seen)
-        accepting = len(self._accepted) / span if span > 0 else 0.0
-        self.rate = max(MIN_RATE, HEADROOM * accepting)
-        # Slots already handed out keep their times; the next is one interval away.
-        self._next_at = max(self._next_at, now + 1.0 / self.rate)
+        if not self._refusing():
+            return False
+        sent = len(self._sends)
+        admitted = max(0, sent - len(self._refusals))
+        first = self._first_send if self._first_send is not None else now
+        span = min(WINDOW_S, max(MIN_SPAN_S, now - first))
+        level = max(MIN_RATE, HEADROOM * admitted / span)
+        if self.rate is not None and level >= self.rate:
+            return False
+        self.rate = level
+        if self._sends:
+            # The next slot, one new interval after the last send.
+            self._next_at = self._sends[-1] + 1.0 / level
+        return True
+
+    def _refusing(self) -> bool:
+        """Refusals in the window significantly above :data:`TOLERATED_SHARE` of the sends."""
+        sent = len(self._sends)
+        refused = len(self._refusals)
+        if sent < MIN_SAMPLE:
+            return False
+        p = TOLERATED_SHARE
+        return min(refused, sent) > p * sent + SIGNIFICANCE_Z * math.sqrt(sent * p * (1 - p))
 
     def _forget(self, now: float) -> None:
-        while self._accepted and self._accepted[0] < now - WINDOW_S:
-            self._accepted.popleft()
+        for times in (self._sends, self._refusals):
+            while times and times[0] < now - WINDOW_S:
+                times.popleft()
+
+
+def for_every_request(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether the endpoint's Retry-After is for every request of the client, not this one.
+
+    A 503's is (RFC 9110 §10.2.3: how long the service is expected to be
+    unavailable to the client), and so is a 429's that says the client's quota
+    is used up: ``RateLimit-Remaining``, ``X-RateLimit-Remaining`` or
+    ``X-RateLimit-Remaining-Requests`` of 0, or a ``RateLimit`` field with
+    ``r=0`` (draft-ietf-httpapi-ratelimit-headers).  A plain 429 refuses that
+    request; whether the others should slow down is the :class:`Pacer`'s call.
+    """
+    if status == 503:
+        return True
+    lowered = {name.lower(): value for name, value in headers.items()}
+    if any(lowered.get(name, "").strip() == "0" for name in _QUOTA_HEADERS):
+        return True
+    return bool(_STRUCTURED_QUOTA.search(lowered.get("ratelimit", "")))
 
 
 def _one_line(text: str, limit: int = _BODY_SNIPPET) -> str:
@@ -307,6 +370,8 @@ class HttpAgent:
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._lock = threading.Lock()
+        # Requests waiting for a send slot sleep on it; a cut, a pause or a cancel wakes them.
+        self._paced = threading.Condition(self._lock)
         self._pacer = Pacer(clock)
         # Per request (row, number, phase, version): not before this clock time,
         # from a Retry-After given to that request.
@@ -328,6 +393,7 @@ class HttpAgent:
             self._generation += 1
             self._wake.set()
             self._wake = threading.Event()
+            self._paced.notify_all()
 
     def close(self) -> None:
         self._session.close()
@@ -352,28 +418,34 @@ class HttpAgent:
         with self._lock:
             for key, when in pending.items():
                 try:
-                    request_key = _key_from_text(key)
+                    request_key = None if key == GLOBAL_KEY else _key_from_text(key)
                     wait = (datetime.fromisoformat(when) - now_wall).total_seconds()
                 except (ValueError, TypeError):
                     continue  # not ours to trust: a damaged entry is dropped
-                if wait > 0:
+                if wait <= 0:
+                    continue
+                if request_key is None:
+                    self._pacer.pause(min(wait, self._max_retry_after_s))
+                else:
                     self._retry_at[request_key] = now + min(wait, self._max_retry_after_s)
             self._save = save
 
     def _pending(self) -> dict[str, str]:
         """The Retry-Afters still to wait for, as wall-clock times (call with the lock held)."""
         now_wall, now = self._wall_clock(), self._clock()
+        waits = {retry_key(*key): at for key, at in self._retry_at.items() if at > now}
+        if self._pacer.paused_until > now:
+            waits[GLOBAL_KEY] = self._pacer.paused_until
         return {
-            retry_key(*key): (now_wall + timedelta(seconds=at - now)).isoformat()
-            for key, at in self._retry_at.items()
-            if at > now
+            key: (now_wall + timedelta(seconds=at - now)).isoformat() for key, at in waits.items()
         }
 
     def ready_in(self, request: AttemptRequest) -> float:
         """Seconds before ``request`` may be sent again: what its Retry-After left."""
         with self._lock:
             retry_at = self._retry_at.get(self._key(request))
-        return 0.0 if retry_at is None else max(0.0, retry_at - self._clock())
+            paused_until = self._pacer.paused_until
+        return max(0.0, (retry_at or 0.0) - self._clock(), paused_until - self._clock())
 
     @property
     def rate(self) -> float | None:
@@ -381,6 +453,17 @@ class HttpAgent:
         return self._pacer.rate
 
     # -- one attempt -------------------------------------------------------------------
+
+    def _take_slot(self, generation: int) -> None:
+        """Wait for the pacer to let a request go, and take its slot; raise if cancelled."""
+        with self._lock:
+            while True:
+                if self._generation != generation:
+                    raise AttemptCancelled("cancelled while waiting for a send slot")
+                wait = self._pacer.claim()
+                if wait <= 0:
+                    return
+                self._paced.wait(min(wait, _RECHECK_S))
 
     def _wait_until(self, when: float, generation: int) -> None:
         """Sleep until clock time ``when``; raise AttemptCancelled if cancelled meanwhile."""
@@ -407,50 +490,42 @@ class HttpAgent:
             self._wait_until(retry_at, generation)
             with self._lock:
                 self._retry_at.pop(key, None)
-        with self._lock:
-            send_at, _ = self._pacer.reserve()
-        self._wait_until(send_at, generation)
+        self._take_slot(generation)
         started = self._clock()
-        attempt, answered, retry_after = self._send(request, started)
+        attempt, answered, retry_after, everyone = self._send(request, started)
         with self._lock:
             if answered in RETRY_AFTER_STATUSES:
-                self._pacer.pushback()
+                if self._pacer.pushback():
+                    self._paced.notify_all()
             elif answered is not None:
                 self._pacer.accepted()
             if retry_after is not None:
-                # This request, not before then; the others go on at the pacer's rate.
+                # This request, not before then; the others go on at the pacer's
+                # rate, unless the endpoint said the wait is for all of them.
                 capped = min(retry_after, self._max_retry_after_s)
                 self._retry_at[key] = self._clock() + capped
+                if everyone:
+                    self._pacer.pause(capped)
+                    self._paced.notify_all()
                 if self._save is not None:
                     self._save(self._pending())
             if self._generation != generation:
                 raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
         return attempt
 
-    def _send(
-        self, request: AttemptRequest, started: float
-    ) -> tuple[Attempt, int | None, float | None]:
-        """The attempt, the HTTP status the endpoint answered (None: no answer), and the
-        Retry-After seconds when it asked for this request to wait."""
+    def _send(self, request: AttemptRequest, started: float) -> _Sent:
+        """Send ``request`` once and read what the endpoint answered (:class:`_Sent`)."""
         body = request_message(request)
         try:
             headers, secrets = expand_headers(self.config.headers, self._env)
         except KeyError as exc:
-            return (
-                self._error(
-                    request,
-                    HTTP_STATUS,
-                    f"a header references ${{{exc.args[0]}}}, which is no longer set",
-                    started,
-                ),
-                None,
-                None,
-            )
+            missing = f"a header references ${{{exc.args[0]}}}, which is no longer set"
+            return _Sent(self._error(request, HTTP_STATUS, missing, started))
         mask = masker(secrets)
         headers.setdefault("Content-Type", "application/json")
         headers.setdefault("Accept", "application/json")
         timeout = self.config.timeout_s
-        deadline = started + timeout
+        timed_out = f"no complete answer within the {timeout:g}s timeout"
         try:
             if self.config.method == "GET":
                 # GET carries no body: the request goes in the query string,
@@ -469,60 +544,59 @@ class HttpAgent:
                     stream=True,
                 )
             with response:
-                content, too_large = self._read_body(response, deadline)
+                content, too_large = self._read_body(response, started + timeout)
         except (requests.Timeout, _BodyTimeout):
-            return (
-                self._error(
-                    request, TIMEOUT, f"no complete answer within the {timeout:g}s timeout", started
-                ),
-                None,
-                None,
-            )
+            return _Sent(self._error(request, TIMEOUT, timed_out, started))
         except requests.RequestException as exc:
             if _timed_out(exc):
-                return (
-                    self._error(
-                        request,
-                        TIMEOUT,
-                        f"no complete answer within the {timeout:g}s timeout",
-                        started,
-                    ),
-                    None,
-                    None,
-                )
+                return _Sent(self._error(request, TIMEOUT, timed_out, started))
             detail = _one_line(mask(f"{type(exc).__name__}: {exc}"), 300)
             failed = f"request failed: {detail}"
-            return self._error(request, CONNECTION_ERROR, failed, started), None, None
-
-        status = response.status_code
-        if not 200 <= status < 300:
-            text = _one_line(mask(content.decode("utf-8", errors="replace")))
-            reason = f"HTTP {status} {response.reason or ''}".rstrip()
-            wait: float | None = None
-            if status in RETRY_AFTER_STATUSES:
-                wait = parse_retry_after(response.headers.get("Retry-After"), self._wall_clock())
-                if wait is not None:
-                    reason += f"; Retry-After {min(wait, self._max_retry_after_s):g}s honoured"
-            detail = f"{reason}: {text}" if text else reason
-            return self._error(request, HTTP_STATUS, detail, started), status, wait
-        if too_large:
-            return (
-                self._error(
-                    request,
-                    OUTPUT_TOO_LARGE,
-                    f"the response body exceeded {self._output_cap} bytes",
-                    started,
-                ),
-                status,
-                None,
+            return _Sent(self._error(request, CONNECTION_ERROR, failed, started))
+        if not 200 <= response.status_code < 300:
+            return self._refused(
+                request, response, mask(content.decode("utf-8", "replace")), started
             )
+        return _Sent(self._answer(request, content, too_large, mask, started), response.status_code)
+
+    def _refused(
+        self, request: AttemptRequest, response: requests.Response, text: str, started: float
+    ) -> _Sent:
+        """A non-2xx answer: an error attempt, and the wait it asked for (429 and 503)."""
+        status = response.status_code
+        reason = f"HTTP {status} {response.reason or ''}".rstrip()
+        wait: float | None = None
+        everyone = False
+        if status in RETRY_AFTER_STATUSES:
+            now = self._wall_clock().timestamp()
+            wait = retry_after_s(response.headers.get("Retry-After"), now)
+            if wait is not None:
+                everyone = for_every_request(status, response.headers)
+                whom = " (for every request)" if everyone else ""
+                reason += f"; Retry-After {min(wait, self._max_retry_after_s):g}s{whom} honoured"
+        snippet = _one_line(text)
+        detail = f"{reason}: {snippet}" if snippet else reason
+        return _Sent(self._error(request, HTTP_STATUS, detail, started), status, wait, everyone)
+
+    def _answer(
+        self,
+        request: AttemptRequest,
+        content: bytes,
+        too_large: bool,
+        mask: Callable[[str], str],
+        started: float,
+    ) -> Attempt:
+        """The attempt a 2xx body makes, every echo of a secret masked."""
+        if too_large:
+            cap = f"the response body exceeded {self._output_cap} bytes"
+            return self._error(request, OUTPUT_TOO_LARGE, cap, started)
         try:
             answer = parse_output(content)
         except BadOutput as exc:
             message = (
                 str(exc).replace("stdout", "the response body").replace("; send logs to stderr", "")
             )
-            return self._error(request, BAD_OUTPUT, mask(message), started), status, None
+            return self._error(request, BAD_OUTPUT, mask(message), started)
         # An endpoint that echoes the key into its answer must not get it stored.
         answer = replace(
             answer,
@@ -535,7 +609,7 @@ class HttpAgent:
                 else answer.usage
             ),
         )
-        return decided_attempt(request, answer, self._clock() - started), status, None
+        return decided_attempt(request, answer, self._clock() - started)
 
     def _read_body(self, response: requests.Response, deadline: float) -> tuple[bytes, bool]:
         """The body up to the cap (True when cut), by the attempt's deadline.
@@ -586,6 +660,18 @@ def retry_key(row_id: str, number: int, phase: str, version: str) -> str:
 def _key_from_text(text: str) -> tuple[str, int, str, str]:
     row_id, number, phase, version = json.loads(text)
     return str(row_id), int(number), str(phase), str(version)
+
+
+class _Sent(NamedTuple):
+    """What one request to the endpoint came to."""
+
+    attempt: Attempt
+    status: int | None = None
+    """The HTTP status the endpoint answered; None: no answer."""
+    retry_after: float | None = None
+    """Seconds the endpoint asked before this request is sent again (429, 503)."""
+    everyone: bool = False
+    """The wait is for every request of the agent (:func:`for_every_request`)."""
 
 
 class _BodyTimeout(Exception):

@@ -12,7 +12,6 @@ never appears in any message.
 
 from __future__ import annotations
 
-import email.utils
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +22,7 @@ from urllib.parse import urlsplit
 import requests
 
 from passk_action import __version__
+from passk_action.core.retry_after import retry_after_s
 from passk_action.errors import GitHubError
 from passk_action.report.truncate import fit_comment
 
@@ -350,7 +350,7 @@ class GitHubClient:
         status = response.status_code
         headers = response.headers
         message = _message(response)
-        retry_after = _retry_after_s(headers.get("retry-after"), self._clock())
+        retry_after = retry_after_s(headers.get("retry-after"), self._clock())
         exhausted = headers.get("x-ratelimit-remaining") == "0"
         secondary = bool(_SECONDARY_LIMIT.search(message))
         if status >= 500:
@@ -444,20 +444,6 @@ def _validation_details(response: requests.Response) -> str:
         else:
             parts.append(str(error))
     return "; ".join(parts)
-
-
-def _retry_after_s(value: str | None, now: float) -> float | None:
-    """``retry-after`` in seconds; HTTP allows delta-seconds or an HTTP date."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, moment.timestamp() - now)
 
 
 def _give_up_hint(status: int | None) -> str:
