@@ -415,14 +415,16 @@ def test_timeout_bounds_a_body_that_trickles_in(
     assert 1.9 <= elapsed < 2.8
 
 
-@pytest.mark.parametrize("value", ["1", "sk-1234"])
+@pytest.mark.parametrize("value", ["1", "sk-1234", "sk-1234 ", "  sk12    "])
 def test_a_header_secret_too_short_to_mask_is_refused_at_start(value: str) -> None:
     # Masking "1" everywhere would garble 127.0.0.1; not masking it would store it.
+    # Spaces around a value do not count: a server strips them and echoes the rest.
     with pytest.raises(ConfigError) as info:
         make_agent("http://127.0.0.1:9/decide", env={"KEY": value}, headers=(("X-Key", "${KEY}"),))
     error = info.value
     assert error.exit_code == 2 and error.where == "agent.http.headers.X-Key"
-    assert f"whose value has only {len(value)} character(s): too short" in error.message
+    n = len(value.strip())
+    assert f"whose value has only {n} character(s) besides spaces: too short" in error.message
     assert "at least 8 characters" in (error.hint or "")
     assert "sk-1234" not in error.one_line()  # the value itself is never said
 
@@ -486,6 +488,53 @@ def test_a_secret_echoed_in_the_usage_is_masked_in_its_model_and_warnings(
     assert attempt.decision == "deny" and attempt.usage is not None
     assert attempt.usage.model == "m-***" and attempt.usage.output_tokens == 3
     assert key not in json.dumps(attempt_to_json(attempt))
+
+
+def test_a_padded_secret_echoed_trimmed_is_masked(endpoint: Endpoint) -> None:
+    """A value with spaces around it: the server strips them and echoes what is left."""
+    key = "sk-live-0123456789"
+    endpoint.reply = lambda body, n: (401, {}, f"bad key {key}.".encode(), 0.0)
+    padded = f"{key}   "
+    with make_agent(endpoint.url, env={"KEY": padded}, headers=(("X-Key", "${KEY}"),)) as agent:
+        attempt = agent.run(req())
+    assert attempt.detail == "HTTP 401 Unauthorized: bad key ***."
+
+
+def test_a_secret_in_a_usage_counters_name_is_masked(endpoint: Endpoint) -> None:
+    key = "sk-live-0123456789"
+    usage = {"input_tokens": 3, f"{key}_tokens": 5, f"spent-{key}": 1.5, "cached": 2}
+    body = json.dumps({"decision": "deny", "usage": usage}).encode()
+    endpoint.reply = lambda body_, n: (200, {}, body, 0.0)
+    with make_agent(endpoint.url, env={"KEY": key}, headers=(("X-Key", "${KEY}"),)) as agent:
+        attempt = agent.run(req())
+    assert attempt.usage is not None and attempt.usage.input_tokens == 3
+    assert attempt.usage.extra == (("***_tokens", 5.0), ("spent-***", 1.5), ("cached", 2.0))
+    assert key not in json.dumps(attempt_to_json(attempt))
+
+
+def test_a_secret_spelled_with_escapes_in_a_counters_name_is_masked(endpoint: Endpoint) -> None:
+    """The body's text does not show it (``\\u0073k…``); the name as read does."""
+    key = "sk-live-0123456789"
+    escaped = "\\u0073" + key[1:]
+    body = ('{"decision": "deny", "usage": {"' + escaped + '": 5, "n": 1}}').encode()
+    endpoint.reply = lambda body_, n: (200, {}, body, 0.0)
+    with make_agent(endpoint.url, env={"KEY": key}, headers=(("X-Key", "${KEY}"),)) as agent:
+        attempt = agent.run(req())
+    assert attempt.usage is not None and attempt.usage.extra == (("***", 5.0), ("n", 1.0))
+
+
+@pytest.mark.parametrize("cut", [1, 2, 5])
+def test_a_secret_crossing_the_snippets_cut_keeps_none_of_it(endpoint: Endpoint, cut: int) -> None:
+    """A non-JSON answer is quoted to 80 characters: a secret ending past them was stored
+    minus its last ``cut`` characters, unmasked."""
+    key = "sk-live-0123456789"
+    body = ("x" * (80 - len(key) + cut) + key + " and more").encode()
+    endpoint.reply = lambda body_, n: (200, {}, body, 0.0)
+    with make_agent(endpoint.url, env={"KEY": key}, headers=(("X-Key", "${KEY}"),)) as agent:
+        attempt = agent.run(req())
+    assert attempt.error == "bad-output" and attempt.detail is not None
+    assert key[: len(key) - cut] not in attempt.detail
+    assert "xxx***" in attempt.detail  # the control: the quote is there, masked
 
 
 def test_a_secret_is_masked_inside_a_longer_word_too() -> None:
@@ -807,7 +856,12 @@ def test_a_secret_beside_letters_is_masked_in_the_run_every_report_and_stderr(
         row = (body or {}).get("id")
         if row == "r0":
             return (401, {}, f"invalid key: xx{key}yy".encode(), 0.0)
-        return ok(f"deny{key}", seen=f"Bearer_{key}_end", **{f"k{key}k": "x"})
+        answer = {
+            "decision": f"deny{key}",
+            "checks": {"seen": f"Bearer_{key}_end", f"k{key}k": "x"},
+            "usage": {"input_tokens": 2, f"{key}_tokens": 3},  # a counter named by the key
+        }
+        return 200, {}, json.dumps(answer).encode(), 0.0
 
     endpoint.reply = reply
     monkeypatch.setenv("KEY", key)

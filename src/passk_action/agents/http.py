@@ -31,13 +31,16 @@ Failures are error attempts, so the run's retry policy applies to them:
 
 A ``${VAR}`` value is a secret: it is masked (``***``) wherever the endpoint
 echoes it into something passk stores (an error detail, a decision, a check,
-the usage's model and warnings), in the forms it can take on the way (as is,
-JSON-escaped, ``\\uXXXX``-escaped, percent-encoded), every occurrence, inside
-a longer word too (``xx<secret>yy``).  Masking a short value everywhere would
-garble unrelated text (``1`` in an address such as ``127.0.0.1``), and not
-masking it would store it, so a non-empty ``${VAR}`` value shorter than
-:data:`MIN_SECRET_CHARS` is refused when the agent is built (exit 2 naming
-the header): a value that is no secret belongs in the header as it is.
+the usage's model, counter names and warnings), in the forms it can take on
+the way (as is, JSON-escaped, ``\\uXXXX``-escaped, percent-encoded, without
+the spaces around it), every occurrence, inside a longer word too
+(``xx<secret>yy``).  The body is masked before anything is read or cut from
+it, so a snippet that ends inside the secret keeps none of it.  Masking a
+short value everywhere would garble unrelated text (``1`` in an address such
+as ``127.0.0.1``), and not masking it would store it, so a ``${VAR}`` value
+with fewer than :data:`MIN_SECRET_CHARS` characters besides the spaces
+around it (and at least one) is refused when the agent is built (exit 2
+naming the header): a value that is no secret belongs in the header as it is.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from typing import NamedTuple
 import requests
 from requests.adapters import HTTPAdapter
 
-from ..core.model import Attempt
+from ..core.model import Attempt, Usage
 from ..core.retry_after import retry_after_s
 from ..core.runner_credentials import is_runner_credential
 from ..errors import ConfigError
@@ -165,7 +168,10 @@ def masker(secrets: Iterable[str]) -> Callable[[str], str]:
     secret that contains another is masked whole.  Values shorter than
     :data:`MIN_SECRET_CHARS` are left alone (:class:`HttpAgent` refuses them).
     """
-    long_enough = [secret for secret in secrets if len(secret) >= MIN_SECRET_CHARS]
+    # A value padded with spaces is echoed trimmed too (a server strips a header's
+    # value): both are masked.
+    spelled = {spelling for secret in secrets for spelling in (secret, secret.strip())}
+    long_enough = [secret for secret in spelled if len(secret) >= MIN_SECRET_CHARS]
     forms = sorted(
         {form for secret in long_enough for form in secret_forms(secret)},
         key=len,
@@ -354,10 +360,13 @@ class HttpAgent:
                     where=f"{where}.headers.{header}",
                     hint=f"set {name} in the environment (e.g. from a repository secret)",
                 )
-            if 0 < len(parent_env[name]) < MIN_SECRET_CHARS:
+            # Judged without the spaces around it: a server strips them, and may echo
+            # what is left.
+            if 0 < len(parent_env[name].strip()) < MIN_SECRET_CHARS:
                 raise ConfigError(
                     f"header {header!r} references ${{{name}}}, whose value has only "
-                    f"{len(parent_env[name])} character(s): too short for passk to mask "
+                    f"{len(parent_env[name].strip())} character(s) besides spaces: too "
+                    "short for passk to mask "
                     "wherever the endpoint echoes it without garbling other text",
                     where=f"{where}.headers.{header}",
                     hint=f"a ${{VAR}} value is treated as a secret: give {name} a value of "
@@ -591,23 +600,29 @@ class HttpAgent:
             cap = f"the response body exceeded {self._output_cap} bytes"
             return self._error(request, OUTPUT_TOO_LARGE, cap, started)
         try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # parse_output says so, quoting none of it
+        else:
+            # Masked before it is read: every message, snippet (cut at 80 characters)
+            # and name made from the body is made from masked text.
+            content = mask(text).encode("utf-8")
+        try:
             answer = parse_output(content)
         except BadOutput as exc:
             message = (
                 str(exc).replace("stdout", "the response body").replace("; send logs to stderr", "")
             )
             return self._error(request, BAD_OUTPUT, mask(message), started)
-        # An endpoint that echoes the key into its answer must not get it stored.
+        # Again on what was read: a secret the endpoint spelled in a form the body's
+        # text does not show (``\u0061bc``) is masked in every string, names included.
+        usage, warnings = _masked_usage(answer.usage, mask)
         answer = replace(
             answer,
             decision=map_strings(answer.decision, mask),
             checks=tuple((mask(name), mask(value)) for name, value in answer.checks),
-            warnings=tuple(mask(w) for w in answer.warnings),
-            usage=(
-                replace(answer.usage, model=mask(answer.usage.model))
-                if answer.usage is not None and answer.usage.model is not None
-                else answer.usage
-            ),
+            warnings=tuple(mask(w) for w in (*answer.warnings, *warnings)),
+            usage=usage,
         )
         return decided_attempt(request, answer, self._clock() - started)
 
@@ -660,6 +675,25 @@ def retry_key(row_id: str, number: int, phase: str, version: str) -> str:
 def _key_from_text(text: str) -> tuple[str, int, str, str]:
     row_id, number, phase, version = json.loads(text)
     return str(row_id), int(number), str(phase), str(version)
+
+
+def _masked_usage(
+    usage: Usage | None, mask: Callable[[str], str]
+) -> tuple[Usage | None, tuple[str, ...]]:
+    """``usage`` with its model and its counters' names masked, and a warning per counter
+    dropped because masking gave it the name of an earlier one."""
+    if usage is None:
+        return None, ()
+    extra: dict[str, float] = {}
+    warnings: list[str] = []
+    for name, value in usage.extra:
+        masked = mask(name)
+        if masked in extra:
+            warnings.append(f'"usage.{masked}": a second counter of that name once masked; ignored')
+            continue
+        extra[masked] = value
+    model = None if usage.model is None else mask(usage.model)
+    return replace(usage, model=model, extra=tuple(extra.items())), tuple(warnings)
 
 
 class _Sent(NamedTuple):
