@@ -50,6 +50,7 @@ from .model import (
     canonical_json,
     object_text,
 )
+from .regex import TooLong, compile_pattern, search
 
 BAD_OUTPUT = "bad-output"
 """The reason code of an answer that breaks the protocol, or that the rules cannot read."""
@@ -145,21 +146,18 @@ def _extract(raw: Json, extract: Extractor) -> Json:
     if extract.regex is not None:
         if not isinstance(raw, str):
             raise Unreadable(f"{extract.describe()} reads text; the answer is {_kind(raw)}")
-        match = _compiled(extract.regex).search(raw)
-        if match is None:
+        try:
+            found = search(compile_pattern(extract.regex), raw)
+        except TooLong as exc:
+            raise Unreadable(f"{extract.describe()} on this answer: {exc}") from None
+        if found is None:
             raise Unreadable(f"{extract.describe()} matched nothing in the answer")
-        found = match.group(1)
         if not found:
             raise Unreadable(f"{extract.describe()} captured nothing in the answer")
         return found
     pointer = extract.json_pointer or ""
     document = _json_text(raw, "the answer") if isinstance(raw, str) else raw
     return resolve_pointer(document, pointer)
-
-
-@lru_cache(maxsize=64)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
 
 
 def _kind(value: Json) -> str:

@@ -46,6 +46,7 @@ from ..core.model import (
     FieldRule,
     Scoring,
 )
+from ..core.regex import Unsupported, compile_pattern
 from ..core.runner_credentials import is_runner_credential
 from ..core.scoring import pointer_parts
 from ..core.sequential import DEFAULT_RULE, RuleSettings
@@ -116,6 +117,73 @@ class StrictYamlLoader(_BaseLoader):  # type: ignore[valid-type,misc]
         result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return result
 
+    def get_single_node(self) -> yaml.Node | None:
+        node: yaml.Node | None = super().get_single_node()
+        if node is not None:
+            check_aliases(node)
+        return node
+
+
+ALIAS_GROWTH = 10
+"""How many times the nodes written aliases may expand a document to (plus ALIAS_SLACK)."""
+ALIAS_SLACK = 100_000
+
+
+def check_aliases(root: yaml.Node) -> None:
+    """Refuse an alias that refers to a node holding it, or aliases that expand too far.
+
+    YAML's aliases share one value: ``&a [x, x]`` used ten times in ``&b``,
+    ``&b`` ten times in ``&c``, and so on, is a few lines that expand to a
+    billion values when passk walks, validates or serializes the document
+    (an alias bomb), and ``&a [*a]`` holds itself and never ends.  The
+    document as passk will walk it may hold at most ``ALIAS_GROWTH`` times
+    the nodes written plus ``ALIAS_SLACK``; anchors for shared defaults stay
+    well inside that.  Iterative: a deep document must not exhaust the stack.
+    """
+    expanded: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            open_nodes.discard(key)
+            expanded[key] = 1 + sum(expanded[id(child)] for child in children)
+            continue
+        if key in expanded:
+            continue
+        if key in open_nodes:
+            raise yaml.composer.ComposerError(
+                None, None, "an alias refers to the node that holds it", node.start_mark
+            )
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise yaml.composer.ComposerError(
+                    None, None, "an alias refers to the node that holds it", child.start_mark
+                )
+            if id(child) not in expanded:
+                stack.append((child, False))
+    written = len(expanded)
+    if expanded[id(root)] > ALIAS_GROWTH * written + ALIAS_SLACK:
+        raise yaml.composer.ComposerError(
+            None,
+            None,
+            f"its aliases expand {written:,} values to {expanded[id(root)]:,} "
+            f"(at most {ALIAS_GROWTH} times the values written plus {ALIAS_SLACK:,})",
+            root.start_mark,
+        )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
 
 StrictYamlLoader.add_constructor(_TIMESTAMP, yaml.SafeLoader.construct_yaml_str)
 
@@ -145,6 +213,8 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
 def yaml_hint(exc: yaml.YAMLError) -> str:
     if "duplicate key" in str(getattr(exc, "problem", "")):
         return "a key may appear only once in a mapping; remove or rename one of them"
+    if "alias" in str(getattr(exc, "problem", "")):
+        return "write the values out instead of nesting aliases (anchors `&`, aliases `*`)"
     return "fix the YAML syntax at that line"
 
 
@@ -755,13 +825,21 @@ def _extractor(doc: Mapping[str, Any], where: str) -> Extractor:
         return Extractor(json_pointer=pointer)
     pattern = str(doc["regex"])
     try:
-        groups = re.compile(pattern).groups
+        groups = compile_pattern(pattern).groups
     except re.error as exc:
         at = f" at position {exc.pos}" if exc.pos is not None else ""
         raise ConfigError(
             f"{pattern!r} does not compile: {exc.msg}{at}",
             where=f"{where}.regex",
             hint="write a Python regular expression; in YAML, single quotes keep backslashes",
+        ) from exc
+    except (Unsupported, RecursionError, OverflowError) as exc:
+        reason = str(exc) if isinstance(exc, Unsupported) else "it is nested too deeply"
+        raise ConfigError(
+            f"{pattern!r} cannot be matched safely: {reason}",
+            where=f"{where}.regex",
+            hint="passk matches without backtracking so no answer can hang it: write the "
+            "pattern without backreferences or lookaround, or extract with a json_pointer",
         ) from exc
     if groups != 1:
         raise ConfigError(
