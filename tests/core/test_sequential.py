@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from passk_action.core.gate import judgement
 from passk_action.core.model import Attempt, Phase, Scoring, Version
 from passk_action.core.sequential import (
     LIKELIER,
@@ -171,6 +172,18 @@ def test_a_baseline_that_varies_as_much_lifts_the_block() -> None:
     assert (v.decision, v.finding) == (Decision.PASS, Finding.BASELINE_VARIES)
     assert v.baseline.ending is Ending.UNRELIABLE
     assert v.unconfirmed_wrong
+
+
+def test_the_words_say_varies_only_of_a_baseline_seen_right_and_wrong() -> None:
+    # A must-not-break row both versions always answer wrong passes; it never varied.
+    both = verdict("WWW", "WWW")
+    assert (both.decision, both.finding) == (Decision.PASS, Finding.BASELINE_VARIES)
+    said = judgement(both, DEFAULT)
+    assert said == "wrong on every answer on both versions (stable-wrong): not a regression"
+    assert "varies" not in judgement(verdict("WRWW", "WWW"), DEFAULT)
+    assert "baseline was wrong on every answer" in judgement(verdict("WRWW", "WWW"), DEFAULT)
+    # Seen right and wrong, the baseline does vary.
+    assert "the baseline varies too" in judgement(verdict("WRWW", "RRRWRWRW"), DEFAULT)
 
 
 def test_one_baseline_wrong_answer_does_not_lift_a_block() -> None:

@@ -220,8 +220,17 @@ def evidence(verdict: RowVerdict) -> str:
     )
 
 
+def _always_wrong(side: SideEvidence) -> bool:
+    """Every valid answer of a side was wrong (and it gave one): it never varied."""
+    return side.decisions > 0 and side.wrong == side.decisions
+
+
 def judgement(verdict: RowVerdict, settings: RuleSettings) -> str:
-    """What the rule made of the evidence, in words (the finding, with the rule's accuracies)."""
+    """What the rule made of the evidence, in words (the finding, with the rule's accuracies).
+
+    "Varies" is said only of a baseline seen both right and wrong; a side
+    wrong on every answer is stable-wrong, whatever the test's hypothesis.
+    """
     reliable = f"a row right {_share(settings.reliable)} of the time"
     finding = verdict.finding
     if verdict.rule == STRICT:
@@ -237,6 +246,14 @@ def judgement(verdict: RowVerdict, settings: RuleSettings) -> str:
     if finding is Finding.WITHIN_CHANCE:
         return f"within what {reliable} does by chance"
     if finding is Finding.BASELINE_VARIES:
+        if _always_wrong(verdict.baseline):
+            # It never varied: say what was seen, not what the test's hypothesis calls it.
+            if _always_wrong(verdict.candidate):
+                return "wrong on every answer on both versions (stable-wrong): not a regression"
+            return (
+                "clearly less reliable, but the baseline was wrong on every answer "
+                "(stable-wrong): not a regression"
+            )
         return (
             "clearly less reliable, but the baseline varies too (its answers fit a row right "
             f"{_share(settings.baseline_unreliable)} of the time better than "
