@@ -27,7 +27,8 @@ from passk_action.core.history import (
 )
 from passk_action.core.model import EvalSettings, Phase, RowClass, Scoring, Version
 from passk_action.core.stats import compute_metrics, summarize_run
-from passk_action.report.history import history_json, history_text, mark, notes
+from passk_action.report.history import MOVED_TITLE, history_json, history_text, mark, notes
+from passk_action.report.history_html import render_history_html
 from passk_action.sides.gitrepo import GitRepo
 from passk_action.sides.history import base_history, read_history
 from passk_action.store import blob
@@ -159,6 +160,24 @@ def test_a_revert_to_an_earlier_blob_reuses_its_summary(tmp_path: Path) -> None:
     assert [b.commit for b in history.baselines] == repo.commits[::-1]
 
 
+def test_a_row_whose_class_changed_without_a_flip_is_listed(tmp_path: Path) -> None:
+    # Right, then always wrong twice, then right again: never a flip, yet it moved.
+    repo = Repo(tmp_path / "repo")
+    for n, answer in enumerate((RIGHT, WRONG, ("escalate",) * 3, RIGHT)):
+        repo.commit(baseline({"a": answer, "steady": RIGHT}), f"baseline {n}")
+    history = read(repo)
+    assert history.rows["a"].codes == "CWWC"
+    assert [r.id for r in history.moved()] == ["a"]
+    text = history_text(history)
+    assert (
+        f"{MOVED_TITLE} (1):\n  a {' ' * 23}CWWC  stable-wrong in 2 of the last 4 baselines" in text
+    )
+    assert "steady" not in text
+    html = render_history_html(history)
+    assert f"<h3>{MOVED_TITLE} (1)</h3>" in html and "<code>a</code>" in html
+    assert history_json(history)["moved"] == ["a"]
+
+
 def test_a_shallow_clone_says_how_many_baselines_it_could_read(repo: Repo, tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     subprocess.run(
@@ -265,7 +284,7 @@ def test_history_text_lists_flips_new_rows_and_ratchet_exits(repo: Repo) -> None
     text = history_text(history, ["a", "b", "c", "e", "z"])
     short = {i: sha[:7] for i, sha in enumerate(repo.commits)}
     assert text.splitlines()[0] == f"5 baselines of {ARTIFACT} on main, newest first"
-    assert "Rows that flipped (2):" in text
+    assert f"{MOVED_TITLE} (2):" in text
     assert "  b                        FCFCF  flip in 3 of the last 5 baselines on main" in text
     assert f"  c                        CFC--  joined 3 baselines ago, at {short[4]}" in text
     assert f"  d                        at {short[4]}: it left the dataset" in text

@@ -124,6 +124,11 @@ class RowHistory:
         return len(self.codes) - self.codes.count(ABSENT)
 
     @property
+    def changed(self) -> bool:
+        """Whether the versions that held the row did not all give it one class."""
+        return len(set(self.codes) - {ABSENT}) > 1
+
+    @property
     def current(self) -> bool:
         """Whether the newest version holds the row."""
         return self.codes[:1] not in ("", ABSENT)
@@ -197,6 +202,13 @@ class History:
     def flipped(self) -> list[RowHistory]:
         """Rows still in the newest baseline that were a flip in at least one version read."""
         return [r for r in self.rows.values() if r.current and r.count(RowClass.FLIP)]
+
+    def moved(self) -> list[RowHistory]:
+        """Rows still in the newest baseline that were a flip, or whose class changed, in the
+        versions read: right, then always wrong, then right again is one of them."""
+        return [
+            r for r in self.rows.values() if r.current and (r.count(RowClass.FLIP) or r.changed)
+        ]
 
     def joined(self) -> list[RowHistory]:
         """Rows of the newest baseline that joined within the versions read."""

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..core.history import ABSENT, CODES, TROUBLE, History, RowHistory
-from ..core.model import RowClass
 from ..core.result import CompareResult
 from .escape import inline
 from .phrases import REASON_LEN, percent, plain_id, plural
@@ -22,6 +21,8 @@ from .phrases import REASON_LEN, percent, plain_id, plural
 CODE_KEY = ", ".join(f"{code} {row_class.value}" for row_class, code in CODES.items())
 """What the letters of a row's line mean."""
 ID_WIDTH = 24
+MOVED_TITLE = "Rows that flipped or changed class"
+"""The rows a history is read for: a flip in some baseline, or a class that changed."""
 
 
 def on_branch(history: History) -> str:
@@ -150,11 +151,6 @@ def _row_line(row: RowHistory, history: History, what: str) -> str:
     return f"  {plain_id(row.id, ID_WIDTH):<{ID_WIDTH}} {row.codes}  {what}{locked}"
 
 
-def _flip_text(row: RowHistory, history: History) -> str:
-    among, single = _among(row, history)
-    return f"flip in {among}" if single else f"flip in {row.count(RowClass.FLIP)} of {among}"
-
-
 def history_text(history: History, dataset_ids: Sequence[str] | None = None) -> str:
     """What ``passk history`` prints: the baselines, then the rows that flipped, joined, left."""
     where = on_branch(history)
@@ -179,8 +175,8 @@ def history_text(history: History, dataset_ids: Sequence[str] | None = None) -> 
         return "\n".join(lines) + "\n"
     lines += ["", f"Each row's class per baseline, newest first ({CODE_KEY}, {ABSENT} absent)."]
     sections: list[tuple[str, list[str]]] = [
-        ("Rows that flipped", [_row_line(r, history, _flip_text(r, history))
-                               for r in history.flipped()]),
+        (MOVED_TITLE, [_row_line(r, history, _classes_among(r, history)[0])
+                       for r in history.moved()]),
         ("Rows that are new", [_row_line(r, history, f"joined {_baselines(r.since or 0)} ago, "
                                          f"at {history.baselines[(r.since or 1) - 1].commit[:7]}")
                                for r in history.joined()]),
@@ -238,6 +234,7 @@ def history_json(history: History, dataset_ids: Sequence[str] | None = None) -> 
             for r in history.rows.values()
         ],
         "flipped": _ids(history.flipped()),
+        "moved": _ids(history.moved()),
         "new": _ids(history.joined()),
         "left": _ids(history.left()),
         "ratchet_exits": [

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from ..core.history import CODES, History, RowHistory
 from .charts import CANDIDATE_COLOR, GAINED_COLOR, Series, svg_curve, xml_text
+from .history import MOVED_TITLE, on_branch, summary_line
 from .history import notes as history_notes
-from .history import on_branch, summary_line
 from .html_page import page
 from .phrases import plural
 
@@ -103,7 +103,7 @@ def history_section(history: History) -> str:
             "(hover for its value). Solid: higher is better; dashed: the flip rate, lower is "
             "better.</figcaption></figure>"
         )
-        out += _rows_table("Rows that flipped", history.flipped(), history)
+        out += _rows_table(MOVED_TITLE, history.moved(), history)
         out += _rows_table("Rows that are new", history.joined(), history)
         out += _rows_table("Rows that left the dataset", history.left(), history)
         exits = history.ratchet_exits
