@@ -121,6 +121,13 @@ class GitError(PasskError):
     """A git operation the action needs failed (e.g. the base commit is missing)."""
 
 
+class MalformedTree(GitError):
+    """A commit's tree git itself never writes (a path twice, or under a symlink): not exported.
+
+    Never a reason to fall back to the checkout: the commit is refused.
+    """
+
+
 class GitHubError(PasskError):
     """The GitHub API refused a request or answered something we cannot use."""
 

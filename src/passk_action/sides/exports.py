@@ -88,7 +88,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from ..agents.identity import agent_user, baseline_env
-from ..errors import GitError
+from ..errors import GitError, MalformedTree
 from ..inputs.config import AgentConfig, Config
 from .gitrepo import GitRepo, short_sha
 from .ownership import hand_over, writable
@@ -207,6 +207,8 @@ def head_export(
         try:
             sha = repo.head_sha()
             tree = stack.enter_context(repo.export(sha, side="head"))
+        except MalformedTree:
+            raise  # a tree git never writes is refused, never run from the checkout instead
         except GitError as exc:
             warn(
                 f"the {version} runs in the checkout, which {user.name} cannot write, because "

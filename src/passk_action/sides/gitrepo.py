@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from ..errors import GitError
+from .tree import TreeFile, check_paths, make_read_only, write_files
 
 BOT_NAME = "passk[bot]"
 BOT_EMAIL = "passk[bot]@users.noreply.github.com"
@@ -390,44 +391,45 @@ class GitRepo:
         try:
             root.mkdir()
             self._write_tree(sha, root)
-            _make_read_only(root)
+            make_read_only(root)
             yield root
         finally:
             _make_writable(parent)
             shutil.rmtree(parent, ignore_errors=True)
 
     def _write_tree(self, sha: str, root: Path) -> None:
+        """The commit's files into ``root``, after its listing is checked (``tree.py``)."""
         listing = self.run(
             ("ls-tree", "-r", "-z", "--full-tree", sha),
             what=f"list the files of commit {sha[:12]}",
         )
+        listed: list[tuple[str, str]] = []
         entries: list[tuple[str, str, str]] = []
         for item in listing.split(b"\0"):
             if not item:
                 continue
             meta, _, name = item.partition(b"\t")
             mode, kind, oid = meta.decode("ascii").split(" ")
+            listed.append((mode, os.fsdecode(name)))
             if kind == "blob":
                 entries.append((mode, oid, os.fsdecode(name)))
+        check_paths(listed, sha)
         if not entries:
             return
         batch = "".join(f"{oid}\n" for _, oid, _ in entries).encode("ascii")
         out = self.run(
             ("cat-file", "--batch"), what=f"read the files of commit {sha[:12]}", stdin=batch
         )
-        offset = 0
-        for mode, _oid, rel in entries:
-            header_end = out.index(b"\n", offset)
-            size = int(out[offset:header_end].split(b" ")[2])
-            data = out[header_end + 1 : header_end + 1 + size]
-            offset = header_end + 1 + size + 1
-            target = root.joinpath(*PurePosixPath(rel).parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if mode == "120000":
-                target.symlink_to(os.fsdecode(data))
-            else:
-                target.write_bytes(data)
-                target.chmod(0o755 if mode == "100755" else 0o644)
+
+        def files() -> Iterator[TreeFile]:
+            offset = 0
+            for mode, _oid, rel in entries:
+                header_end = out.index(b"\n", offset)
+                size = int(out[offset:header_end].split(b" ")[2])
+                yield TreeFile(rel, mode, out[header_end + 1 : header_end + 1 + size])
+                offset = header_end + 1 + size + 1
+
+        write_files(root, files(), sha)
 
     def commit_files(self, paths: Sequence[str], message: str, *, parent: str = "HEAD") -> str:
         """A commit on top of ``parent`` holding the working-tree content of ``paths``.
@@ -611,13 +613,6 @@ def _bot_identity() -> dict[str, str]:
         "GIT_COMMITTER_NAME": BOT_NAME,
         "GIT_COMMITTER_EMAIL": BOT_EMAIL,
     }
-
-
-def _make_read_only(root: Path) -> None:
-    """Files and folders read-only (an agent that writes its cwd gets EACCES, unless root)."""
-    for path in (*root.rglob("*"), root):
-        if not path.is_symlink():
-            path.chmod(path.stat().st_mode & ~0o222)
 
 
 def _make_writable(root: Path) -> None:
