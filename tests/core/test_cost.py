@@ -609,7 +609,8 @@ def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so()
     gate = decide([], policy, verdicts={}, spend=compare_spend(base, nothing))
     assert gate.passed and gate.warnings == (
         "gate.max_cost_increase was not checked: the candidate made no decisions",
-        "gate.max_latency_p95_increase was not checked: the candidate has no attempts",
+        "gate.max_latency_p95_increase was not checked: the candidate has no attempt with a "
+        "measured latency",
     )
     # both sides lack latency: the baseline is named, as it is the one to record again
     instant = run_of(rows, spent("a", RIGHT, 0.001, 0.0), version=Version.BASELINE)

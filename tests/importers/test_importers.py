@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from passk_action.cli import main
+from passk_action.core.cost import compare_spend
+from passk_action.core.gate import GatePolicy, decide
 from passk_action.core.model import RowClass, Scoring, Version, group_attempts
 from passk_action.core.stats import compute_metrics, summarize_run
 from passk_action.errors import ArtifactError, UsageError
@@ -26,6 +28,7 @@ from passk_action.importers import (
     FAIL,
     PASS,
     PASSK_CONVENTION,
+    UNTIMED_WARNING,
     Imported,
     ImportOptions,
     Parsed,
@@ -1155,3 +1158,54 @@ def test_a_value_an_import_leaves_out_is_counted_and_named(
     promptfoo = import_paths("promptfoo", write_json(tmp_path / "p.json", doc)).report
     assert promptfoo.values_left_out == (("cost", 1), ("duration", 1))
     assert promptfoo.to_json()["values_left_out"] == {"cost": 1, "duration": 1}
+
+
+def _with_latency(source: str, tmp_path: Path, latency: float) -> Path:
+    """A harness file of the source's own fixture (tau-bench: 2 tasks x 20 trials)
+    whose every trial logged ``latency`` seconds (as the harness spells them)."""
+    if source == "tau-bench":
+        entries = tau_entries([0, 1], range(20))
+        for entry in entries:
+            entry["duration"] = latency
+        return write_json(tmp_path / f"tau-{latency}.json", entries)
+    if source == "inspect":
+        doc = json.loads((DATA / "inspect_refunds.json").read_text(encoding="utf-8"))
+        for sample in doc["samples"]:
+            sample["total_time"] = latency
+        return write_json(tmp_path / f"inspect-{latency}.json", doc)
+    doc = json.loads((DATA / "promptfoo_refunds.json").read_text(encoding="utf-8"))
+    for result in doc["results"]["results"]:
+        result["latencyMs"] = latency * 1000
+    return write_json(tmp_path / f"promptfoo-{latency}.json", doc)
+
+
+@pytest.mark.parametrize("source", ["promptfoo", "tau-bench", "inspect"])
+@pytest.mark.parametrize("latency", [float("nan"), float("inf"), -0.001])
+def test_a_latency_that_is_no_duration_is_missing_never_0_s(
+    tmp_path: Path, source: str, latency: float
+) -> None:
+    """NaN, Infinity or -1 ms was recorded as 0 s, and such a candidate then passed
+    max_latency_p95_increase ("p95 700 ms -> 0 ms")."""
+    baseline = import_paths(source, _with_latency(source, tmp_path, 0.7)).run
+    imported = import_paths(source, _with_latency(source, tmp_path, latency))
+    candidate = replace(imported.run, agent=replace(imported.run.agent, version=Version.CANDIDATE))
+    assert ("duration", len(candidate.attempts)) in imported.report.values_left_out
+    # Kept as no time, through the artifact too.
+    again = run_from_json(json.loads(dump_run(candidate)), "run.json")
+    assert all(not a.timed and a.warnings == (UNTIMED_WARNING,) for a in again.attempts)
+    spend = compare_spend(baseline, again)
+    assert spend.baseline.latency_p95 == pytest.approx(0.7)
+    assert spend.candidate.latency_p95 is None  # not 0 s
+    policy = GatePolicy(max_latency_p95_increase=0.1)
+    gate = decide([], policy, verdicts={}, spend=spend)
+    assert "gate.max_latency_p95_increase was not checked: the candidate has no attempt with " \
+        "a measured latency" in gate.warnings  # fmt: skip
+
+
+def test_control_a_measured_latency_is_kept_and_judged(tmp_path: Path) -> None:
+    baseline = import_paths("tau-bench", _with_latency("tau-bench", tmp_path, 0.7)).run
+    imported = import_paths("tau-bench", _with_latency("tau-bench", tmp_path, 0.0))
+    assert imported.report.values_left_out == ()
+    assert all(a.timed and a.warnings == () for a in imported.run.attempts)
+    spend = compare_spend(baseline, imported.run)
+    assert spend.candidate.latency_p95 == 0.0  # a measured 0 s is a time

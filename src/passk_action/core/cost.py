@@ -252,7 +252,7 @@ def _tokens(attempt: Attempt) -> float | None:
 
 
 def _latency(attempt: Attempt) -> float | None:
-    return attempt.duration_s
+    return attempt.duration_s if attempt.timed else None
 
 
 def _per_decision(
@@ -279,10 +279,14 @@ def _per_decision(
 
 
 def summarize_spend(run: Run) -> Spend:
-    """The :class:`Spend` of ``run``; latency p50/p95 by :func:`percentile` over main attempts."""
+    """The :class:`Spend` of ``run``; latency p50/p95 by :func:`percentile` over main attempts.
+
+    An attempt whose duration is unknown (:attr:`~.model.Attempt.timed`) is left
+    out of the latency, never counted as 0 s; with none measured, p50 and p95 are None.
+    """
     main = _main(run.attempts)
     decisions = sum(1 for a in main if a.valid)
-    durations = [round(a.duration_s, RECORDED_DURATION_DIGITS) for a in main]
+    durations = _recorded_durations(main)
     tokens = [t for a in main if a.usage is not None and (t := a.usage.tokens) is not None]
     costs = [c for a in main if a.usage is not None and (c := a.usage.cost_usd) is not None]
     every_cost = [
@@ -574,8 +578,9 @@ def _row_costs(run: Run) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _recorded_durations(run: Run) -> tuple[float, ...]:
-    return tuple(round(a.duration_s, RECORDED_DURATION_DIGITS) for a in _main(run.attempts))
+def _recorded_durations(main: Sequence[Attempt]) -> list[float]:
+    """The measured durations of ``main`` (an attempt whose duration is unknown has none)."""
+    return [round(a.duration_s, RECORDED_DURATION_DIGITS) for a in main if a.timed]
 
 
 def compare_spend(baseline: Run, candidate: Run) -> SpendComparison:
@@ -591,6 +596,6 @@ def compare_spend(baseline: Run, candidate: Run) -> SpendComparison:
         cost=paired_change(_pairs(baseline, candidate, _cost)),
         latency=paired_change(_pairs(baseline, candidate, _latency)),
         cost_per_decision=ratio_change(per_decision),
-        baseline_durations=_recorded_durations(baseline),
-        candidate_durations=_recorded_durations(candidate),
+        baseline_durations=tuple(_recorded_durations(_main(baseline.attempts))),
+        candidate_durations=tuple(_recorded_durations(_main(candidate.attempts))),
     )

@@ -418,7 +418,7 @@ def _spend_rules(
         increase = spend.latency_p95_increase
         if increase is None:
             why = (
-                "the candidate has no attempts"
+                "the candidate has no attempt with a measured latency"
                 if cand.latency_p95 is None and base.latency_p95
                 else "the baseline has no latency above 0 s"
             )

@@ -331,6 +331,16 @@ class Usage:
         return (self.input_tokens or 0) + (self.output_tokens or 0)
 
 
+DURATION_UNKNOWN = "duration unknown"
+"""How the warning of an attempt whose ``duration_s`` measures nothing begins.
+
+An imported trial whose harness logged a latency that is no duration (NaN,
+Infinity, -1 ms) keeps ``duration_s`` 0.0, which the artifact format needs,
+and this warning, which says it is no time: latency figures leave it out
+(:attr:`Attempt.timed`), where a 0 s latency would pass any latency limit.
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """One recorded execution of the agent on one row.
@@ -365,6 +375,11 @@ class Attempt:
     answer: Json = None
     correct: bool | None = None
     score: float | None = None
+
+    @property
+    def timed(self) -> bool:
+        """Whether ``duration_s`` measured the attempt (see :data:`DURATION_UNKNOWN`)."""
+        return not any(w.startswith(DURATION_UNKNOWN) for w in self.warnings)
 
     @property
     def valid(self) -> bool:

@@ -62,6 +62,7 @@ from typing import Any, NamedTuple
 from ..core import values
 from ..core.model import (
     BY_ENVIRONMENT,
+    DURATION_UNKNOWN,
     AgentInfo,
     Attempt,
     Dataset,
@@ -134,6 +135,11 @@ LEFT_OUT_VALUES = {
 }
 """The values of a trial an import may leave out, and the rule they broke (``core/values.py``)."""
 _USAGE_VALUES = ("input tokens", "output tokens", "cost", "model")
+UNTIMED_WARNING = (
+    f"{DURATION_UNKNOWN}: the harness logged a latency that is "
+    f"{LEFT_OUT_VALUES['duration']}; left out of the latency figures"
+)
+"""The warning of an imported attempt whose logged latency is no duration (NaN, -1 ms)."""
 
 
 def seconds(value: object, per_second: float = 1.0, left_out: list[str] | None = None) -> float:
@@ -534,6 +540,9 @@ def _assemble(
                 )
             if trial.usage is not None:
                 attempt = replace(attempt, usage=trial.usage)
+            if "duration" in trial.left_out:
+                # Its 0.0 is no time: never a 0 s latency that passes any limit.
+                attempt = replace(attempt, warnings=(UNTIMED_WARNING,))
             for what in trial.left_out:
                 values_left_out[what] = values_left_out.get(what, 0) + 1
             attempts.append(attempt)
