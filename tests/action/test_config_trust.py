@@ -15,11 +15,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from passk_action.cli import main as cli_main
 from support.fakegithub import FakeGitHub
 from support.paths import TESTS
 from support.pull_request_repo import (
@@ -176,3 +178,109 @@ def test_a_base_config_passing_a_runner_credential_is_refused_too(
     assert f"in the base commit {checkout.base_sha[:7]}" in error
     assert "agent.pass_env[0]: " in error and "GITHUB_TOKEN is a credential of the runner" in error
     assert stolen(checkout) == [] and forged_checks(fake) == []
+
+
+# --- route 1: every other setting is the base's ------------------------------------------
+
+CRASH_ONCE = """\
+import json, os, sys
+request = json.loads(sys.stdin.readline())
+mark = os.path.join(os.environ["CRASH_DIR"], "{id}-{attempt}-{version}".format(**request))
+if request["id"] == "r1" and not os.path.exists(mark):
+    open(mark, "w").close()
+    sys.exit("model overloaded")
+print(json.dumps({"decision": json.loads(os.environ["ANSWERS"])[request["id"]]}))
+"""
+
+
+def new_base(checkout: Checkout, edit: Any) -> None:
+    """A new commit on main (the pull request's base): ``edit``, the baseline recorded again."""
+    repo = checkout.repo
+    git(repo, "checkout", "-q", "main")
+    edit(repo)
+    assert cli_main(["baseline", "--config", str(repo / "passk.yml"), "--quiet"]) == 0
+    checkout.base_sha = commit(repo, "base change")
+    git(repo, "checkout", "-q", "-B", "feature")
+
+
+def crash_once_agent(checkout: Checkout) -> Any:
+    """The head's agent crashes on each first try of must-not-break row r1, then answers."""
+
+    def apply(repo: Path) -> None:
+        (repo / "crash_once.py").write_text(CRASH_ONCE, encoding="utf-8")
+        env = {"CRASH_DIR": str(checkout.tmp), "ANSWERS": json.dumps(ANSWERS)}
+        edit_config(
+            lambda c: c["agent"].update(command=[sys.executable, "crash_once.py"], env=env)
+        )(repo)
+
+    return apply
+
+
+def test_a_head_cannot_retry_its_crashes_into_a_pass(checkout: Checkout, fake: FakeGitHub) -> None:
+    # The base counts a crash (retry.attempts: 0); the head's config retries it away.
+    retry = edit_config(lambda c: c.update(retry={"attempts": 3, "backoff_s": 0}))
+    outcome = checkout.run(fake, checkout.head(None, apply=[crash_once_agent(checkout), retry]))
+    assert outcome.code == 1, outcome.stdout
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    assert [f["id"] for f in result["gate"]["failures"]] == ["r1"]
+    [note] = [x for x in outcome.stdout.splitlines() if "not used" in x]
+    assert note.startswith("::warning") and "changes retry.attempts, retry.backoff_s:" in note
+    assert fake.violations == []
+
+
+def test_control_the_retries_the_base_grants_are_used(checkout: Checkout, fake: FakeGitHub) -> None:
+    new_base(checkout, edit_config(lambda c: c.update(retry={"attempts": 3, "backoff_s": 0})))
+    outcome = checkout.run(fake, checkout.head(None, apply=[crash_once_agent(checkout)]))
+    assert outcome.code == 0, outcome.stdout
+    assert "not used" not in outcome.stdout
+    assert fake.violations == []
+
+
+# --- route 6: the head's timeouts are bounded by the base's --------------------------------
+
+
+def setup_for(seconds: str, timeout_s: float) -> Any:
+    return edit_config(
+        lambda c: c["agent"].update(setup=[f"sleep {seconds}"], setup_timeout_s=timeout_s)
+    )
+
+
+@pytest.fixture
+def two_second_base(checkout: Checkout) -> Checkout:
+    new_base(checkout, edit_config(lambda c: c["agent"].update(setup_timeout_s=2)))
+    return checkout
+
+
+def test_a_head_raising_setup_timeout_s_is_held_to_the_bases(
+    two_second_base: Checkout, fake: FakeGitHub
+) -> None:
+    checkout = two_second_base
+    started = time.monotonic()
+    outcome = checkout.run(fake, checkout.head(RIGHT, apply=[setup_for("8", 1e6)]))
+    assert time.monotonic() - started < 8
+    assert outcome.code == 2, outcome.stdout
+    assert "setup command `sleep 8` did not finish within 2s" in outcome.stdout
+    [note] = [x for x in outcome.stdout.splitlines() if "above the base's" in x]
+    assert note.startswith("::warning") and "agent.setup_timeout_s is 1e+06s" in note
+    assert [run["conclusion"] for run in fake.check_runs] == ["failure"]
+    assert fake.violations == []
+
+
+def test_control_a_head_may_lower_setup_timeout_s(
+    two_second_base: Checkout, fake: FakeGitHub
+) -> None:
+    checkout = two_second_base
+    outcome = checkout.run(fake, checkout.head(RIGHT, apply=[setup_for("8", 1)]))
+    assert outcome.code == 2, outcome.stdout
+    assert "setup command `sleep 8` did not finish within 1s" in outcome.stdout
+    assert "above the base's" not in outcome.stdout
+
+
+def test_control_a_setup_within_the_bases_limit_runs_as_usual(
+    two_second_base: Checkout, fake: FakeGitHub
+) -> None:
+    checkout = two_second_base
+    outcome = checkout.run(fake, checkout.head(RIGHT, apply=[setup_for("0.1", 1e6)]))
+    assert outcome.code == 0, outcome.stdout
+    assert "$ sleep 0.1" in outcome.stdout
+    assert [run["conclusion"] for run in fake.check_runs] == ["success"]

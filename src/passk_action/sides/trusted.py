@@ -1,8 +1,10 @@
 """Phase 1 of gate mode: what protects the gate, read from the pull request's base commit.
 
 The head supplies the candidate agent and the rows to run; the base supplies
-the settings, the must-not-break marks and labels, and the baseline artifact
-with its ratchet.  Every edit the head makes to those is a protected change.
+every setting (``head_settings.py`` says which few of the head's its own run
+takes), the must-not-break marks and labels, and the baseline artifact with
+its ratchet.  An edit the head makes that weakens the gate is a protected
+change (``protect.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..inputs.config import Config, LoadedConfig, load_config, parse_config_byte
 from ..inputs.dataset import format_for, load_dataset, parse_dataset
 from ..store.artifact import run_from_json
 from .gitrepo import NOT_IN_TREE, REGULAR_MODES, GitRepo, short_sha
+from .head_settings import settle
 from .protect import ProtectedInputs, protected_changes
 
 
@@ -255,38 +258,15 @@ def authoritative_dataset(
 
 
 def effective_config(base: Config, head: Config, allowed: bool = False) -> Config:
-    """The head's agent and rows, with every setting that protects the gate from the base.
+    """The base's config with the head's own candidate run's settings, in the base's bounds.
 
-    The prices come from the base too: a pull request cannot make its
-    candidate look cheaper by editing them (both runs are priced alike), and
-    so do the scoring rules: a pull request cannot make its answers right by
-    reading them another way (both runs are scored alike, from their
-    recorded answers).  When the protected changes are allowed by label, the
-    head's spend limits (``gate.max_cost_increase``,
-    ``gate.max_latency_p95_increase``) and scoring rules stand, as its rows
-    and labels do: a maintainer approved the change, so the pull request
-    that makes it is held to the rules it sets, not to the ones it replaces.
-    Every other gate setting stays the base's.
+    ``head_settings.settle`` says which (the head's agent, its timeouts and
+    concurrency at most the base's, its dataset); when the protected changes are
+    allowed by label, the head's spend limits and scoring rules stand too: a
+    maintainer approved the change, so the pull request that makes it is held
+    to the rules it sets.  Every other setting is the base's.
     """
-    gate = base.gate
-    scoring = base.scoring
-    if allowed:
-        gate = replace(
-            gate,
-            max_cost_increase=head.gate.max_cost_increase,
-            max_latency_p95_increase=head.gate.max_latency_p95_increase,
-        )
-        scoring = head.scoring
-    return replace(
-        head,
-        k=base.k,
-        scoring=scoring,
-        confirm=base.confirm,
-        gate=gate,
-        pricing=base.pricing,
-        must_not_break_tags=base.must_not_break_tags,
-        baseline=base.baseline,
-    )
+    return settle(base, head, allowed=allowed).config
 
 
 @dataclass(frozen=True)
@@ -331,12 +311,15 @@ def trust_base(
         ) from exc
     changes = protected_changes(base_side, head_side, ratchet=baseline_run.ratchet)
     allowed = bool(changes) and base_side.config.gate.allow_label in labels
+    settled = settle(base_side.config, head_side.config, allowed=allowed)
+    for message in settled.warnings:
+        warn(message)
     return Trusted(
         sides=sides,
         baseline_run=baseline_run,
         changes=changes,
         allowed=allowed,
-        config=effective_config(base_side.config, head_side.config, allowed),
+        config=settled.config,
         dataset=authoritative_dataset(base_side, head_side, allowed, baseline_run.ratchet),
     )
 
