@@ -7,9 +7,12 @@ decision; a re-run's recorded attempts and a standing failure are inputs.
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +57,7 @@ from passk_action.engine.candidate import candidate_side
 from passk_action.engine.compare import compare
 from passk_action.engine.confirm import Confirmed, confirm
 from passk_action.engine.measuring import row_records
+from passk_action.engine.measuring_job import measure_candidate
 from passk_action.engine.request import (
     AgainstBase,
     CandidateSource,
@@ -62,8 +66,9 @@ from passk_action.engine.request import (
     StalePlan,
 )
 from passk_action.engine.session import Session
-from passk_action.errors import ArtifactError, ConfigError
+from passk_action.errors import ArtifactError, ConfigError, Interrupted
 from passk_action.inputs.config import Config, parse_config
+from passk_action.store.compare_journal import discard_compare_journal
 
 K = 2
 BASE_SHA = "b" * 40
@@ -453,7 +458,9 @@ def first_run(tmp_path: Path) -> tuple[CompareInputs, CompareResult]:
     dataset = dataset_of(rows)
     inputs = inputs_for(tmp_path, dataset, committed(dataset, rows[:2]), base=AgainstBase(BASE_SHA))
     agents = {Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: flaky_on("a")}
-    return inputs, compare(inputs, ReadyAgents(agents), session())
+    result = compare(inputs, ReadyAgents(agents), session())
+    discard_compare_journal(inputs.candidate.out)  # as the action does once it has the result
+    return inputs, result
 
 
 def test_a_rerun_replays_every_recorded_attempt_and_asks_nothing(tmp_path: Path) -> None:
@@ -552,3 +559,54 @@ def test_a_rerun_without_a_baseline_agent_still_says_it_replayed_and_ran_nothing
     assert again.reused and again.executions.total == 0
     assert again.notes[-1] == VerdictsReused(len(recorded), 0, None)
     assert again.gate == first.gate
+
+
+# --- every attempt journaled before it counts (issue 30) --------------------------------
+
+
+class AnswersOnce:
+    """A candidate that loses ``a`` and answers a re-asked attempt the other way; it sets
+    ``stop`` (SIGTERM's event) at its ``stop_at``-th confirmation attempt."""
+
+    def __init__(self) -> None:
+        self.asked: Counter[tuple[str, int]] = Counter()
+        self.stop = threading.Event()
+        self.stop_at = 0
+
+    def __call__(self, request: AttemptRequest) -> str:
+        key = (request.row.id, request.number)
+        self.asked[key] += 1
+        confirming = sum(n for (_, number), n in self.asked.items() if number > K)
+        if request.phase is Phase.CONFIRM and confirming == self.stop_at:
+            self.stop.set()
+        wrong = request.row.id == "a" and request.number % 3 == 2
+        if self.asked[key] > 1:
+            wrong = not wrong
+        return "approve" if wrong else "deny"
+
+
+def test_the_measuring_jobs_rounds_resume_asking_nothing_again(tmp_path: Path) -> None:
+    rows = rows_of("a", "b", mnb=("a",))
+    dataset = dataset_of(rows)
+    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows))
+
+    def measured(agent: AnswersOnce, out: Path, resume: bool = False) -> list[tuple[Any, ...]]:
+        source = replace(inputs.candidate, out=out, resume=resume)
+        agents = ReadyAgents({Version.CANDIDATE: answering(agent, "candidate")})
+        run = measure_candidate(
+            replace(inputs, candidate=source), agents, replace(session(), stop=agent.stop)
+        ).run
+        return [(a.row_id, a.number, a.phase, a.decision) for a in run.attempts]
+
+    whole = measured(AnswersOnce(), tmp_path / "whole.json")
+    confirming = sum(1 for attempt in whole if attempt[2] is Phase.CONFIRM)
+    assert confirming >= 6
+    agent = AnswersOnce()
+    out = tmp_path / "stopped.json"
+    for stop_at in (2, confirming // 2):
+        agent.stop_at, agent.stop = stop_at, threading.Event()
+        with pytest.raises(Interrupted):
+            measured(agent, out, resume=stop_at != 2)
+    agent.stop = threading.Event()
+    assert measured(agent, out, resume=True) == whole
+    assert [key for key, n in agent.asked.items() if n != 1] == []

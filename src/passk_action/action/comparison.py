@@ -29,6 +29,7 @@ from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, Shell, prepare
 from ..sides.trusted import BaseCommit, Trusted
 from ..store.artifact import read_run
+from ..store.compare_journal import discard_compare_journal
 from ..store.measured import MeasuredRun
 from .event import PullRequest
 from .inputs import ActionInputs
@@ -110,6 +111,8 @@ def run_comparison(
         ) as prepared,
     ):
         result = compare(prepared.inputs, prepared.agents, runtime.session(config, stop))
+    # A job is not resumed: its comparison's journal has served once the result is here.
+    discard_compare_journal(candidate.out)
     ran = result.executions
     workflow.line(
         f"passk: {ran.total} agent execution(s) now (candidate {ran.candidate}, baseline top-up "

@@ -20,6 +20,7 @@ from ..report.run_report import render_run_report
 from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, prepare
 from ..sides.trusted import BaseCommit
+from ..store.compare_journal import discard_compare_journal
 from ..store.measured import MeasuredRun, write_measured
 from .comparison import CANDIDATE_PATH, action_shell
 from .event import pull_request_from, read_payload
@@ -75,6 +76,7 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         MeasuredRun(pr.number, pr.head_sha, pr.base_sha, measured.run),
         inputs.workspace / MEASURED_PATH,
     )
+    discard_compare_journal(candidate.out)
     made = len(measured.run.attempts)
     workflow.line(
         f"passk: measured {made} attempt(s) of the candidate ({measured.confirmed_rows} row(s) "

@@ -28,6 +28,7 @@ from ..sides.prepare import Base, Local, Shell, prepare
 from ..sides.provenance import working_tree_provenance
 from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree_copies
 from ..store.artifact import read_run
+from ..store.compare_journal import discard_compare_journal
 from ..store.results import write_result
 from .common import (
     add_config_argument,
@@ -72,7 +73,10 @@ def add_parser(commands: Any) -> None:
         help="where the candidate run is recorded (default: .passk/candidate.json by the config)",
     )
     parser.add_argument(
-        "--resume", action="store_true", help="continue an interrupted candidate run"
+        "--resume",
+        action="store_true",
+        help="continue an interrupted comparison: its candidate run and every round, asking "
+        "nothing already answered",
     )
     parser.add_argument(
         "--base",
@@ -177,6 +181,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.comment:
         write_output(args.comment, comment_preview(result, context))
     write_output(args.markdown, render_compare_report(result, context=context), markdown=True)
+    # Only now: a full disk above leaves every attempt for --resume, which asks nothing again.
+    discard_compare_journal(candidate.out)
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
 
 

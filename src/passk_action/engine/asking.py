@@ -12,6 +12,11 @@ and meet their recorded answers.
 
 :class:`Asker` counts both, per version and phase, so the result says what
 was replayed and how many executions were made now.
+
+Every attempt asked is journaled before it counts: by the caller that
+passes ``on_attempt`` (a measured run's own journal), else in the
+comparison's journal (``store/compare_journal.py``), whose attempts a
+``--resume`` answers in turn: an interrupted comparison asks nothing again.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from ..agents.runner import Agent, AttemptRequest, RetryPolicy, run_attempts
 from ..core.model import Attempt, Phase, Version
+from ..store.compare_journal import CompareJournal
 from .agents import AgentSource
 from .session import Session
 
@@ -53,11 +59,21 @@ class Asker:
     """Attempts each version's agent was asked for, by phase."""
     replayed: dict[tuple[Version, Phase], int] = field(default_factory=dict)
     """Attempts answered from the record, by version and phase."""
+    journal: CompareJournal | None = None
+    """Where attempts asked without an ``on_attempt`` go, each before it counts; what it
+    held when opened (``--resume``) answers its requests again and counts as asked: an
+    earlier process of this same comparison asked it."""
     _recorded: dict[Version, dict[Key, Attempt]] = field(default_factory=dict, repr=False)
+    _resumed: dict[Version, dict[Key, Attempt]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._recorded = {
             version: {(a.row_id, a.number, a.phase): a for a in self.replay.of(version)}
+            for version in Version
+        }
+        resumed = self.journal.recorded.attempts if self.journal is not None else {}
+        self._resumed = {
+            version: {(a.row_id, a.number, a.phase): a for a in resumed.get(version, ())}
             for version in Version
         }
         if self.replay.candidate:
@@ -94,15 +110,26 @@ class Asker:
         resume).  Ordered as :func:`run_attempts` orders them: by each row's
         first request, then by number.
         """
-        recorded = self._recorded[version]
-        replayed = [recorded[key] for key in (_key(r) for r in requests) if key in recorded]
-        missing = [r for r in requests if _key(r) not in recorded]
-        for attempt in replayed:
-            key = (version, attempt.phase)
-            self.replayed[key] = self.replayed.get(key, 0) + 1
+        recorded, resumed = self._recorded[version], self._resumed[version]
+        replayed: list[Attempt] = []
+        answered: list[Attempt] = []
+        missing: list[AttemptRequest] = []
+        for request in requests:
+            asked = _key(request)
+            if asked in recorded:
+                replayed.append(recorded[asked])
+            elif asked in resumed:
+                answered.append(resumed[asked])
+            else:
+                missing.append(request)
+        self._count(self.replayed, version, replayed)
+        self._count(self.asked, version, answered)
         if on_attempt is not None:
-            for attempt in replayed:
+            for attempt in (*replayed, *answered):
                 on_attempt(attempt)
+        elif self.journal is not None:
+            on_attempt, on_retry, earlier_tries = self._journaling(version)
+        replayed += answered
         fresh: list[Attempt] = []
         if missing:
             agent = self.agents.get(version)
@@ -122,12 +149,35 @@ class Asker:
                 on_retry=on_retry,
                 earlier_tries=earlier_tries,
             )
-            for attempt in fresh:
-                key = (version, attempt.phase)
-                self.asked[key] = self.asked.get(key, 0) + 1
+            self._count(self.asked, version, fresh)
         if not replayed:
             return fresh
         return in_request_order(requests, [*replayed, *fresh])
+
+    @staticmethod
+    def _count(
+        counts: dict[tuple[Version, Phase], int], version: Version, attempts: Iterable[Attempt]
+    ) -> None:
+        for attempt in attempts:
+            key = (version, attempt.phase)
+            counts[key] = counts.get(key, 0) + 1
+
+    def _journaling(
+        self, version: Version
+    ) -> tuple[
+        Callable[[Attempt], None],
+        Callable[[AttemptRequest, str], None],
+        Mapping[tuple[str, int], Sequence[str]],
+    ]:
+        """``ask``'s hooks that journal ``version``'s attempts and tries in the comparison's
+        journal, and the tries it held for them."""
+        journal = self.journal
+        assert journal is not None
+        return (
+            lambda attempt: journal.append(version, attempt),
+            lambda request, note: journal.append_try(version, request.row.id, request.number, note),
+            journal.recorded.tries.get(version, {}),
+        )
 
 
 def in_request_order(requests: Iterable[AttemptRequest], attempts: list[Attempt]) -> list[Attempt]:

@@ -22,11 +22,13 @@ from ..core.model import Phase, Version
 from ..core.notes import Note, RatchetExits, RemeasuredOnRequest, Rescored, VerdictsReused
 from ..core.result import CompareResult, Executions, evaluate
 from ..core.sequential import SEQUENTIAL
+from ..store.compare_journal import CompareJournal
 from .agents import AgentSource
 from .asking import Asker
 from .baseline import baseline_side
 from .candidate import CandidateSide, candidate_side
 from .confirm import Confirmed, confirm
+from .journaled import comparison_journal
 from .measuring import check_settings, row_records, scored_recording
 from .request import CompareInputs, Rerun
 from .session import Session
@@ -38,7 +40,18 @@ RECORDED_FAILURE = (
 
 
 def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> CompareResult:
-    """The release procedure's steps 3–6 for one candidate (see DEVELOPERS.md)."""
+    """The release procedure's steps 3–6 for one candidate (see DEVELOPERS.md).
+
+    Every attempt is journaled before it counts (``journaled.py``); the shell
+    discards the comparison's journal once the result is written.
+    """
+    with comparison_journal(inputs, agents, session) as journal:
+        return _compare(inputs, agents, session, journal)
+
+
+def _compare(
+    inputs: CompareInputs, agents: AgentSource, session: Session, journal: CompareJournal
+) -> CompareResult:
     config, dataset = inputs.config, inputs.dataset
     where = str(config.baseline.artifact)
     check_settings(inputs.baseline, config.settings, where, "baseline")
@@ -57,7 +70,7 @@ def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> Com
         gated=session.gated | frozenset(inputs.baseline.ratchet),
         held_back=config.gate.rule.rule != SEQUENTIAL,
     )
-    asker = Asker(agents, session, rerun.replay)
+    asker = Asker(agents, session, rerun.replay, journal=journal)
     rows = row_records(dataset)
     baseline = baseline_side(inputs, rows, asker)
     candidate = candidate_side(inputs, asker)

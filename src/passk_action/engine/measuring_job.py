@@ -24,10 +24,12 @@ from ..core.notes import Note
 from ..core.result import evaluate
 from ..core.scoring import rescore_run, right_attempt
 from ..core.sequential import SEQUENTIAL
+from ..store.compare_journal import CompareJournal
 from .agents import AgentSource
 from .asking import Asker
 from .candidate import candidate_side
 from .confirm import Rounds, lost_plan, run_rounds
+from .journaled import comparison_journal
 from .measuring import row_records
 from .request import CompareInputs
 from .session import Session
@@ -65,7 +67,16 @@ def measure_candidate(
     inputs: CompareInputs, agents: AgentSource, session: Session
 ) -> MeasuredCandidate:
     """The candidate's run for the gating job: k attempts per row, then its side of every
-    confirmation round; nothing of the baseline side runs."""
+    confirmation round; nothing of the baseline side runs.  Every attempt is journaled
+    before it counts, the rounds' in the comparison's journal (``journaled.py``), which the
+    shell discards once the measured file is written."""
+    with comparison_journal(inputs, agents, session) as journal:
+        return _measure_candidate(inputs, agents, session, journal)
+
+
+def _measure_candidate(
+    inputs: CompareInputs, agents: AgentSource, session: Session, journal: CompareJournal
+) -> MeasuredCandidate:
     config, dataset = inputs.config, inputs.dataset
     ratchet = frozenset(inputs.baseline.ratchet) & {r.id for r in dataset.rows}
     # As engine/compare does: a gated row's second chance is the next round under the
@@ -75,7 +86,7 @@ def measure_candidate(
         gated=session.gated | ratchet,
         held_back=config.gate.rule.rule != SEQUENTIAL,
     )
-    asker = Asker(agents, session)
+    asker = Asker(agents, session, journal=journal)
     candidate = candidate_side(inputs, asker)
     stale = inputs.base is not None and inputs.base.stale.remeasure is not None
     baseline = assumed_baseline(

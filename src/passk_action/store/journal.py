@@ -88,6 +88,11 @@ class Journal:
         lines.extend(compact_json(attempt_to_json(a)) + "\n" for a in attempts)
         for (row_id, number), notes in (tries or {}).items():
             lines.extend(_try_line(row_id, number, note) for note in notes)
+        return cls.replace_lines(path, lines)
+
+    @classmethod
+    def replace_lines(cls, path: Path, lines: Iterable[str]) -> Journal:
+        """Replace a journal by ``lines`` (each ending in a newline) at once, then append."""
         write_text_atomic(path, "".join(lines))
         return cls.reopen(path)
 
@@ -103,6 +108,10 @@ class Journal:
     def append_try(self, row_id: str, number: int, note: str) -> None:
         """Journal a failed try of attempt ``number`` of ``row_id`` that will be retried."""
         self._write(_try_line(row_id, number, note))
+
+    def write_line(self, line: str) -> None:
+        """Append ``line`` (ending in a newline), fsync'd; safe from any thread."""
+        self._write(line)
 
     def _write(self, line: str) -> None:
         with self._lock:
@@ -136,7 +145,8 @@ class Journal:
         self.close()
 
 
-def _journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+def journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """Each line of a journal: its number, its bytes, and whether it is the last."""
     data = path.read_bytes()
     lines = data.split(b"\n")
     last = len(lines) - 1
@@ -182,7 +192,7 @@ def _read_journal(path: Path) -> JournalContents:
     attempts: list[Attempt] = []
     tries: dict[TryKey, list[str]] = {}
     try:
-        lines = list(_journal_lines(path))
+        lines = list(journal_lines(path))
     except OSError as exc:
         raise ArtifactError(f"cannot read journal: {exc.strerror}", where=str(path)) from exc
     if not lines:
