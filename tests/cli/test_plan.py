@@ -76,8 +76,8 @@ def test_plan_counts_the_gated_rows_of_a_config(
     ("args", "message"),
     [
         ((), "passk: error: passk plan: no passk.yml here: pass --config PATH, or --gated-rows N"),
-        (("--gated-rows", "0"), "passk: error: --gated-rows: --gated-rows must be at least 1"),
-        (("--gated-rows", "3", "--miss", "1.5"), "passk: error: --miss: --miss must be between"),
+        (("--gated-rows", "0"), "passk: error: --gated-rows: --gated-rows must be a whole number"),
+        (("--gated-rows", "3", "--miss", "1.5"), "passk: error: --miss: --miss must be a number"),
         (("--gated-rows", "3", "--dropped", "0.995"), "passk: error: --accuracy: need 0 <"),
     ],
 )

@@ -17,8 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core import values
 from ..core.model import RowClass
-from ..core.operating import DROPPED, HARMLESS, dataset_oc, suggest
+from ..core.operating import DROPPED, HARMLESS, GateOC, dataset_oc, gate_oc, suggest
 from ..core.scoring import rescore_run
 from ..core.sequential import GatedKind, RuleSettings, gated_kind
 from ..core.stats import summarize_run
@@ -114,10 +115,31 @@ def _gated_kinds(config_path: Path) -> tuple[RuleSettings, int, list[GatedKind]]
     return config.gate.rule, config.k, kinds
 
 
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The options' value rules (``core/values.py``), the config's own for ``--k``."""
+    for name, value in (
+        ("--false-block", args.false_block),
+        ("--miss", args.miss),
+        ("--accuracy", args.accuracy),
+        ("--dropped", args.dropped),
+    ):
+        if values.chance(value) is None:
+            raise UsageError(f"{name} must be {values.CHANCE_TEXT}, got {value}", where=name)
+    if args.k is not None and values.attempts_per_row(args.k) is None:
+        raise UsageError(
+            f"--k must be {values.K_TEXT}, as in the config, got {args.k}",
+            where="--k",
+            hint="k attempts per row tell a flip from a stable answer only from 2 on",
+        )
+    if args.gated_rows is not None and not 1 <= args.gated_rows <= values.MAX_TOKENS:
+        raise UsageError(
+            f"--gated-rows must be a whole number from 1 to 10^12, got {str(args.gated_rows)[:20]}",
+            where="--gated-rows",
+        )
+
+
 def handle(args: argparse.Namespace) -> int:
-    for name, value in (("--false-block", args.false_block), ("--miss", args.miss)):
-        if not 0.0 < value < 1.0:
-            raise UsageError(f"{name} must be between 0 and 1, got {value}", where=name)
+    _check_numbers(args)
     if not 0.0 < args.dropped < args.accuracy < 1.0:
         raise UsageError(
             "need 0 < --dropped < --accuracy < 1", where="--accuracy", hint="e.g. 0.99 and 0.7"
@@ -132,22 +154,27 @@ def handle(args: argparse.Namespace) -> int:
             where="passk plan",
             hint="e.g. `passk plan --gated-rows 10 --k 3`",
         )
-    if args.gated_rows is not None:
-        if args.gated_rows < 1:
-            raise UsageError("--gated-rows must be at least 1", where="--gated-rows")
-        kinds = [kinds[0] if kinds else GatedKind.MUST_NOT_BREAK] * args.gated_rows
     if args.k is not None:
-        if args.k < 1:
-            raise UsageError("--k must be at least 1", where="--k")
         k = args.k
-    oc = (
-        dataset_oc(settings, k=k, kinds=kinds, accuracy=args.accuracy, dropped=args.dropped)
-        if kinds
-        else None
-    )
+    gated_rows = len(kinds)
+    oc: GateOC | None = None
+    if args.gated_rows is not None:
+        # N rows of one kind: the closed form, no list of N rows (10^9 of them held 8 GB).
+        gated_rows = args.gated_rows
+        kind = kinds[0] if kinds else GatedKind.MUST_NOT_BREAK
+        oc = gate_oc(
+            settings,
+            k=k,
+            gated_rows=gated_rows,
+            accuracy=args.accuracy,
+            dropped=args.dropped,
+            kind=kind,
+        )
+    elif kinds:
+        oc = dataset_oc(settings, k=k, kinds=kinds, accuracy=args.accuracy, dropped=args.dropped)
     plan = suggest(
         k=k,
-        gated_rows=max(len(kinds), 1),
+        gated_rows=max(gated_rows, 1),
         false_block=args.false_block,
         miss=args.miss,
         accuracy=args.accuracy,

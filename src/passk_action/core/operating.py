@@ -445,6 +445,8 @@ class Plan:
 _LENGTHS = (40, 60, 100)
 """Candidate test lengths searched: with many gated rows the truncation's own
 false blocks (the likelier hypothesis at the last answer) need a longer test."""
+MIN_ALPHA = 1e-6
+"""The smallest per-row alpha :func:`suggest` searches."""
 _ALPHA_FACTORS = (0.01, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
@@ -476,7 +478,9 @@ def suggest(
     if not (0.0 < false_block < 1.0 and 0.0 < miss < 1.0):
         raise ValueError("targets must be within (0, 1)")
     share = -math.expm1(math.log1p(-false_block) / gated_rows)
-    alpha_grid = alphas or tuple(min(0.4, share * f) for f in _ALPHA_FACTORS)
+    # A per-row alpha below MIN_ALPHA (a million gated rows) is not searched:
+    # the exact figures would take minutes and the target is then not met, said so.
+    alpha_grid = alphas or tuple(min(0.4, max(MIN_ALPHA, share * f)) for f in _ALPHA_FACTORS)
     beta_grid = betas or tuple(
         min(0.4, miss * f) for f in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.35, 0.2)
     )

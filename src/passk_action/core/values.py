@@ -29,6 +29,13 @@ refused and no arithmetic passk does on accepted values can overflow:
   the expected value).  The numbers they compare are any finite JSON
   numbers (:func:`finite`).
 
+- a **chance** (a rate or an accuracy ``passk plan`` is given) is a number
+  from 10^-6 to 1 - 10^-6: the exact figures are sums of probabilities in
+  floats, and rarer events than one in a million cost searches of minutes
+  (``--false-block 1e-30``) while meaning nothing a gate can measure;
+- **k**, the attempts per row, is a whole number from 2 (one attempt has no
+  flip) to 1,000, in the config and in ``passk plan --k`` alike.
+
 Why sums are safe: a float overflows past 1.8 x 10^308.  A sum (or mean)
 of n amounts is at most n x 10^12, and a variance term (a squared
 difference) at most 10^24, so nothing overflows below n = 10^280 attempts,
@@ -57,6 +64,11 @@ MAX_RELATIVE_CHANGE = 10**12
 COUNT_TEXT = "a whole number from 0 to 10^12"
 AMOUNT_TEXT = "a number from 0 to 10^12"
 SECONDS_TEXT = "a number of seconds from 0 to 10^9"
+MIN_CHANCE = 1e-6
+MIN_K = 2
+MAX_K = 1000
+CHANCE_TEXT = "a number from 10^-6 to 1 - 10^-6 (e.g. 0.05)"
+K_TEXT = "a whole number from 2 to 1000"
 RELATIVE_TEXT = "a share from 0 to 10^6 (e.g. 0.25 for +25%)"
 PRICE_TEXT = "a price from 0 to 10^5 dollars per million tokens"
 TOLERANCE_TEXT = "a number from 0 to 10^12, in the field's own unit"
@@ -110,6 +122,18 @@ def tolerance(value: object) -> float | None:
 def relative_tolerance(value: object) -> float | None:
     """A relative tolerance: a share of the expected value from 0 to 1."""
     return _within(value, MAX_RELATIVE_TOLERANCE)
+
+
+def chance(value: object) -> float | None:
+    """A chance: a number from :data:`MIN_CHANCE` to 1 - :data:`MIN_CHANCE` (not NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if MIN_CHANCE <= value <= 1 - MIN_CHANCE else None
+
+
+def attempts_per_row(value: object) -> int | None:
+    """k: a whole number from :data:`MIN_K` to :data:`MAX_K`."""
+    return value if type(value) is int and MIN_K <= value <= MAX_K else None
 
 
 def within_tolerance(

@@ -1,0 +1,109 @@
+"""The second fuzz's crash classes (issue 31), each through the real CLI.
+
+A second, independent fuzz aimed at what was new since issue 25 (scoring
+rules, extractors, structured rows and expected checks, the measured file,
+``add``, ``history``, ``plan``, HTTP redirects and Retry-After files) found
+inputs that ended in a traceback, a hang or unbounded memory.  Each case
+writes the smallest project that reached one, runs ``passk_action.cli.main``
+as a user would, and checks the contract: exit 0/1 with a result, or exit 2
+with one line ``passk: error: ...`` naming where; never an internal error,
+within a time bound.  Each fix is at the cause, a rule where the value
+enters (``core/values.py`` and the readers), so each case names its rule.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from passk_action.cli import main
+from support.fuzzing import time_bound
+from support.paths import REPO
+
+GOLDEN_RUN = REPO / "tests" / "golden" / "artifacts" / "valid_v2.json"
+AGENT = [sys.executable, "-c", 'print(\'{"decision": "deny"}\')']
+DATA = '{"id": "a", "input": {"n": 1}, "expected": "deny", "must_not_break": true}\n'
+
+
+def config_text(**extra: Any) -> str:
+    doc = {"dataset": "data.jsonl", "k": 3, "agent": {"command": AGENT}, **extra}
+    return yaml.safe_dump(doc)
+
+
+Files = dict[str, "str | bytes | Callable[[Path], None]"]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    files: Callable[[], Files]
+    argv: list[str]
+    outcome: str
+    """"ok" (exit 0 or 1) or "error" (exit 2, one line naming ``where``)."""
+    where: str = ""
+
+
+def run_case(case: Case, tmp: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> str:
+    for name, content in case.files().items():
+        path = tmp / name
+        if callable(content):
+            content(path)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, "utf-8", errors="surrogatepass")
+    monkeypatch.chdir(tmp)
+    with time_bound():
+        code = main(case.argv)
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err, err
+    if case.outcome == "ok":
+        assert code in (0, 1), err
+        return err
+    assert code == 2, err
+    errors = [line for line in err.splitlines() if line.startswith("passk: error:")]
+    assert len(errors) == 1, err
+    assert case.where in errors[0], errors[0]
+    return errors[0]
+
+
+PLAN = [
+    Case("plan-false-block-1e-30", dict, ["plan", "--gated-rows", "3", "--false-block", "1e-30"],
+         "error", "--false-block must be a number from 10^-6"),
+    Case("plan-a-billion-gated-rows", dict, ["plan", "--gated-rows", "1000000000"], "ok"),
+    Case("plan-gated-rows-of-400-digits", dict, ["plan", "--gated-rows", "9" * 400],
+         "error", "--gated-rows must be a whole number from 1 to 10^12"),
+    Case("plan-negative-rate", dict, ["plan", "--gated-rows", "3", "--miss", "-0.5"],
+         "error", "--miss must be a number from 10^-6"),
+    Case("plan-dropped-1e-300", dict,
+         ["plan", "--gated-rows", "3", "--accuracy", "0.99", "--dropped", "1e-300"],
+         "error", "--dropped must be a number from 10^-6"),
+    Case("plan-k-1", dict, ["plan", "--gated-rows", "3", "--k", "1"],
+         "error", "--k must be a whole number from 2 to 1000, as in the config"),
+    Case("plan-k-2", dict, ["plan", "--gated-rows", "3", "--k", "2"], "ok"),
+]  # fmt: skip
+
+CASES = [*PLAN]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_no_crash(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    run_case(case, tmp_path, capsys, monkeypatch)
+
+
+def test_the_config_and_plan_share_one_rule_for_k() -> None:
+    """``passk plan --k`` takes what ``k:`` in passk.yml takes: one rule, two doors."""
+    from passk_action.core import values
+
+    schema = json.loads((REPO / "src/passk_action/schemas/config.schema.json").read_text("utf-8"))
+    k = schema["properties"]["k"]
+    assert (k["minimum"], k["maximum"]) == (values.MIN_K, values.MAX_K)
