@@ -726,7 +726,10 @@ def test_a_pth_in_the_candidates_home_never_reaches_the_baseline_in_the_image(
         pr = demo_pull_request(root, plant_poison if attack else None)
         pr.runner_temp.chmod(0o777)  # where the attack keeps its log, for this test
         pull = FakePull(number=pr.number, head_sha=pr.head_sha, base_sha=pr.base_sha)
-        step_env = {"ATTACK_LOG": "/github/runner_temp/attack.jsonl"}
+        step_env = {
+            "ATTACK_LOG": "/github/runner_temp/attack.jsonl",
+            "PASSK_SHARED_ENV": "ATTACK_LOG",  # a log both users append to, on purpose
+        }
         if one_user:
             step_env["PASSK_BASELINE_USER"] = ""
         with FakeGitHub(token=TOKEN, repository=pr.repository, pull=pull) as fake:

@@ -37,6 +37,7 @@ import pytest
 from passk_action.agents.identity import (
     AGENT_USER_ENV,
     BASELINE_USER_ENV,
+    CANDIDATE_USER_ENV,
     agent_user,
     baseline_env,
     spawn_as_agent,
@@ -217,4 +218,200 @@ def test_the_baseline_user_is_validated_by_its_own_name() -> None:
     assert baseline_env({AGENT_USER_ENV: "nobody", BASELINE_USER_ENV: "daemon"}) == {
         AGENT_USER_ENV: "daemon",
         BASELINE_USER_ENV: "daemon",
+        CANDIDATE_USER_ENV: "nobody",  # the baseline's agents are kept from its places
     }
+
+
+# -- places the environment names (a cache folder under /tmp) ---------------------------------
+
+CACHED = """
+cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "refunds")
+try:
+    with open(os.path.join(cache, "answers.json")) as handle:
+        cached = json.load(handle)
+except (OSError, ValueError):
+    cached = {}
+{poison}
+if request["id"] not in cached:
+    cached[request["id"]] = json.load(open("answers.json")).get(request["id"], "deny")
+    try:
+        os.makedirs(cache, exist_ok=True)
+        with open(os.path.join(cache, "answers.json"), "w") as handle:
+            json.dump(cached, handle)
+    except OSError:
+        pass
+print(json.dumps({"decision": cached[request["id"]]}))
+sys.exit(0)
+"""
+"""An honest agent that keeps its answers in a cache under ``XDG_CACHE_HOME``, as many do."""
+
+POISON_THE_CACHE = """
+if os.environ.get("PASSK_VERSION") == "candidate":
+    os.makedirs(cache, exist_ok=True)
+    with open(os.path.join(cache, "answers.json"), "w") as handle:
+        json.dump({"r0": "approve"}, handle)
+    with open(os.environ["ATTACK_LOG"], "a") as handle:
+        handle.write(json.dumps({"poisoned": cache}) + "\\n")
+"""
+"""The pull request's agent leaves, where the cache is, the answer it wants r0 to get."""
+
+
+def cached_pull_request(shared: Path, *, attack: bool) -> tuple[Path, str, str]:
+    """Base: the caching agent denies every row; the pull request's approves r0, and with
+    ``attack`` writes that answer into the cache first."""
+    repo = make_repo(shared, {"command": [agent_user_python(), "agent.py"]})
+    write_agent(repo, extra=CACHED.replace("{poison}", ""))
+    os.environ["XDG_CACHE_HOME"] = str(shared / "recording")  # not root's own ~/.cache
+    try:
+        base = record_baseline(repo)
+    finally:
+        del os.environ["XDG_CACHE_HOME"]
+    git(repo, "checkout", "-q", "-b", "feature")
+    poison = POISON_THE_CACHE if attack else ""
+    write_agent(repo, extra=CACHED.replace("{poison}", poison), answers={"r0": "approve"})
+    head = commit(repo, "candidate: approve r0" + (", and poison the cache" if attack else ""))
+    for path in [repo, *repo.rglob("*")]:
+        if ".git" not in path.parts:
+            path.chmod(path.stat().st_mode | 0o755 if path.is_dir() else 0o644)
+    return repo, base, head
+
+
+def cached_gate(shared: Path, env: dict[str, str], *, attack: bool) -> tuple[dict[str, Any], str]:
+    repo, base, head = cached_pull_request(shared, attack=attack)
+    run_env = {**env, "ATTACK_LOG": str(shared / "attack.jsonl")}
+    for log in ("asked.jsonl", "attack.jsonl"):
+        (shared / log).touch(mode=0o666)
+        (shared / log).chmod(0o666)
+    with FakeGitHub(token=TOKEN, repository=REPO) as fake:
+        got = run_action(repo, shared, fake, base, head, run_env)
+        body = fake.comment_bodies(7)[0]
+    return got, body
+
+
+def test_a_cache_folder_the_step_names_under_tmp_never_reaches_both_sides(
+    shared: Path, users: dict[str, str]
+) -> None:
+    cache = shared / "cache"  # shared is as /tmp is: every user may write it
+    got, body = cached_gate(shared, {**users, "XDG_CACHE_HOME": str(cache)}, attack=True)
+
+    # The candidate wrote its answer into a cache folder of its own, not the one named.
+    poisoned = [json.loads(line)["poisoned"] for line in (shared / "attack.jsonl").open()]
+    candidate_uid = pwd.getpwnam(users[AGENT_USER_ENV]).pw_uid
+    assert poisoned and all(f"/passk-agent-{candidate_uid}-" in p for p in poisoned), poisoned
+    assert not cache.exists()
+    # The baseline's confirmation attempts answered from their own cache: r0 blocks.
+    assert ("r0", 3) in baseline_confirmations(got)
+    assert got["code"] == 1, got["log"]
+    assert CONFIRMED in body and "varies" not in body, body
+    warned = [line for line in got["log"].splitlines() if "the environment names" in line]
+    assert len(warned) == 1, got["log"]
+    assert "places the other agent user could write too, so no agent gets them: " in warned[0]
+    assert f"XDG_CACHE_HOME={cache} (each agent gets a folder of its own)" in warned[0]
+
+
+def test_control_the_same_pull_request_without_the_poison(
+    shared: Path, users: dict[str, str]
+) -> None:
+    got, body = cached_gate(
+        shared, {**users, "XDG_CACHE_HOME": str(shared / "cache")}, attack=False
+    )
+    assert got["code"] == 1, got["log"]
+    assert CONFIRMED in body, body
+
+
+def test_control_one_user_for_both_sides_shares_the_cache_and_the_poison_works(
+    shared: Path,
+) -> None:
+    one = {AGENT_USER_ENV: _existing("nobody"), "XDG_CACHE_HOME": str(shared / "cache")}
+    got, body = cached_gate(shared, one, attack=True)
+    # One user, no boundary: the baseline read the candidate's answer, r0 no longer blocks.
+    assert (shared / "cache" / "refunds" / "answers.json").exists()
+    assert got["code"] == 0, got["log"]
+    assert CONFIRMED not in body, body
+
+
+def agent_envs(env: dict[str, str], users: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The environment each side's process gets, as printed by the process itself."""
+    seen: dict[str, dict[str, str]] = {}
+    show = [agent_user_python(), "-c", "import json, os; print(json.dumps(dict(os.environ)))"]
+    for side, side_env in (("candidate", users), ("baseline", baseline_env(users))):
+        proc = spawn_as_agent(show, agent_user(side_env), cwd=Path("/"), env=env)
+        out, err = proc.communicate(timeout=60)
+        REAPER.release(proc.pid)
+        assert proc.returncode == 0, err
+        seen[side] = json.loads(out)
+    return seen
+
+
+@pytest.fixture
+def tmp() -> Iterator[Path]:
+    """A folder as ``/tmp`` is: everyone may write it, and rename only their own names."""
+    path = Path(tempfile.mkdtemp(prefix="passk-sticky-test-"))
+    path.chmod(0o1777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+STEP_FOLDERS = (
+    "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+    "HF_HOME", "PIP_CACHE_DIR", "UV_CACHE_DIR", "npm_config_cache", "TRANSFORMERS_CACHE",
+    "TORCH_HOME", "PYTHONUSERBASE",
+)  # fmt: skip
+
+
+def test_each_agent_user_gets_its_own_folders_whatever_the_step_names(
+    tmp: Path, users: dict[str, str]
+) -> None:
+    made = tmp / "made-by-the-candidate"  # what a candidate process left in /tmp
+    made.mkdir(mode=0o755)
+    os.chown(made, pwd.getpwnam(users[AGENT_USER_ENV]).pw_uid, -1)
+    link = tmp / "link"
+    link.symlink_to(made)
+    env = {
+        "PATH": f"/usr/bin:{tmp}/bin:/bin",
+        **{name: str(tmp / name.lower()) for name in STEP_FOLDERS},
+        "TMPDIR": str(tmp),
+        "TEMP": str(tmp / "temp"),
+        "MY_CACHE": str(tmp / "mine"),  # a name passk cannot know: dropped
+        "THROUGH_A_LINK": str(link / "models"),
+        "PYTHONPATH": f"{tmp}/lib:/usr/lib/python3/dist-packages",
+    }
+    seen = agent_envs(env, users)
+    candidate, baseline = seen["candidate"], seen["baseline"]
+    own = {"candidate": agent_user(users), "baseline": agent_user(baseline_env(users))}
+    for name in (*STEP_FOLDERS, "TMPDIR", "TEMP"):
+        mine, theirs = candidate[name], baseline[name]
+        assert mine != env[name] and theirs != env[name] and mine != theirs, name
+        for side, value in (("candidate", mine), ("baseline", theirs)):
+            user = own[side]
+            assert user is not None and value.startswith(str(user.home)), (name, value)
+    for side in (candidate, baseline):
+        assert "MY_CACHE" not in side
+        assert side["PATH"] == "/usr/bin:/bin"
+        assert side["PYTHONPATH"] == "/usr/lib/python3/dist-packages"
+    # The candidate's own folder, even reached through a link, is its own; not the baseline's.
+    assert candidate["THROUGH_A_LINK"] == str(link / "models")
+    assert "THROUGH_A_LINK" not in baseline
+
+
+def test_control_a_place_no_agent_user_can_change_reaches_both_as_it_is(
+    tmp: Path, users: dict[str, str]
+) -> None:
+    models = tmp / "models"  # a read-only cache an earlier step (root) filled
+    models.mkdir(mode=0o755)
+    (models / "weights.bin").write_bytes(b"w")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HF_HOME": str(models),
+        "XDG_CACHE_HOME": str(models),
+        "MODEL_FILE": str(models / "weights.bin"),
+        "NOT_YET": str(models / "not-made-yet"),
+        "LOG_TO": "/dev/null",
+        "NOT_A_PATH": "gpt-4o-mini",
+        "A_URL": f"file://{tmp}/x",
+    }
+    seen = agent_envs(env, users)
+    for side in seen.values():
+        assert {name: side[name] for name in env} == env

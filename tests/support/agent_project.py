@@ -102,6 +102,8 @@ def run_action(
         "INPUT_GITHUB-TOKEN": TOKEN,
         "INPUT_CONFIG": "passk.yml",
         "INPUT_MODE": "gate",
+        # The tests' own logs, which both agent users append to, shared on purpose.
+        "PASSK_SHARED_ENV": "AGENT_LOG SETUP_LOG ATTACK_LOG",
         **(extra_env or {}),
     }
     out, err = io.StringIO(), io.StringIO()

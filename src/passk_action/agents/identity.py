@@ -25,7 +25,11 @@ pull request's as ``PASSK_AGENT_USER``.  One user could write the other's
 Python of that user), signal its processes or trace them; two users can do
 none of that, and each gets its own private ``HOME`` and ``TMPDIR``.
 :func:`baseline_env` is how a side's environment names its user; unset, the
-baseline shares the agent user (``sides/prepare.py`` warns).
+baseline shares the agent user (``sides/prepare.py`` warns).  Nor does a
+place the environment names reach both: every process started as an agent
+user gets its environment through ``places.own_env``, which keeps from it
+every place the other agent user could change (a cache folder under
+``/tmp``, say), whatever the variable is called.
 """
 
 from __future__ import annotations
@@ -37,16 +41,19 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import UsageError
+from .places import Account, own_env, shared_on_purpose
 from .reaper import PR_SET_DUMPABLE, REAPER, prctl
 
 AGENT_USER_ENV = "PASSK_AGENT_USER"
 """Run agents as this user (a name or a uid) when passk is root; unset or empty: as passk."""
 BASELINE_USER_ENV = "PASSK_BASELINE_USER"
 """Run the base commit's agent as this user instead; unset or empty: as ``PASSK_AGENT_USER``."""
+CANDIDATE_USER_ENV = "PASSK_CANDIDATE_USER"
+"""Set by :func:`baseline_env`: the baseline side's record of the candidate's user."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,10 @@ class AgentUser:
     uid: int
     gid: int
     home: Path
+    others: tuple[Account, ...] = ()
+    """The other agent users (uid, gid): no place they could change reaches this one."""
+    on_purpose: frozenset[str] = frozenset()
+    """The step's variables shared with them on purpose (``PASSK_SHARED_ENV``)."""
 
 
 def harden() -> bool:
@@ -89,7 +100,26 @@ def agent_user(parent_env: Mapping[str, str]) -> AgentUser | None:
     another user while passk is not root is an error, and so is an unknown
     user or a user that is root itself.
     """
-    return _user(parent_env.get(AGENT_USER_ENV, "").strip(), AGENT_USER_ENV)
+    user = _user(parent_env.get(AGENT_USER_ENV, "").strip(), AGENT_USER_ENV)
+    if user is None:
+        return None
+    return replace(
+        user, others=_others(parent_env, user.uid), on_purpose=shared_on_purpose(parent_env)
+    )
+
+
+def _others(env: Mapping[str, str], uid: int) -> tuple[Account, ...]:
+    """Every other agent user ``env`` names (either side's), as (uid, gid); root and passk not."""
+    found: dict[int, int] = {}
+    for variable in (AGENT_USER_ENV, BASELINE_USER_ENV, CANDIDATE_USER_ENV):
+        value = env.get(variable, "").strip()
+        try:
+            entry = pwd.getpwuid(int(value)) if value.isdigit() else pwd.getpwnam(value)
+        except (KeyError, ValueError, OverflowError):
+            continue  # unset; a wrong name is refused where it is used
+        if entry.pw_uid not in (0, uid, os.geteuid()):
+            found[entry.pw_uid] = entry.pw_gid
+    return tuple(sorted(found.items()))
 
 
 def _user(value: str, where: str) -> AgentUser | None:
@@ -128,18 +158,29 @@ def baseline_env(env: Mapping[str, str]) -> dict[str, str]:
 
     Everything that picks the user from an environment (:func:`agent_user`:
     setup, the agent built, the export handed over) then picks the
-    baseline's.  Without ``PASSK_BASELINE_USER`` the agent user stays.
+    baseline's.  The candidate's user is kept as ``PASSK_CANDIDATE_USER``:
+    the baseline's agents must be kept from its places.  Without
+    ``PASSK_BASELINE_USER`` the agent user stays.
     """
     own = env.get(BASELINE_USER_ENV, "").strip()
     if not own:
         return dict(env)
     _user(own, BASELINE_USER_ENV)  # an error names the variable that is wrong
-    return {**env, AGENT_USER_ENV: own}
+    candidate = env.get(CANDIDATE_USER_ENV) or env.get(AGENT_USER_ENV, "")
+    return {**env, AGENT_USER_ENV: own, CANDIDATE_USER_ENV: candidate}
 
 
 def side_users(env: Mapping[str, str]) -> tuple[AgentUser | None, AgentUser | None]:
     """``(candidate, baseline)``: the user each side's agent runs as (None: as passk)."""
     return agent_user(env), agent_user(baseline_env(env))
+
+
+def shared_places(user: AgentUser | None, env: Mapping[str, str]) -> dict[str, str | None]:
+    """The variables of ``env`` that name a place another agent user could change, and what
+    ``user``'s processes get instead (None: nothing).  Empty without an agent user."""
+    if user is None:
+        return {}
+    return own_env(env, user.others, user.home, user.on_purpose)[1]
 
 
 def identity_env(user: AgentUser | None) -> dict[str, str]:
@@ -166,12 +207,16 @@ def spawn_as_agent(
       ``docker`` among them on a runner); None runs it as passk;
     - in a session of its own, so one ``killpg`` stops everything it started;
     - through the reaper (:data:`~passk_action.agents.reaper.REAPER`), so
-      what it leaves running, even outside its session, dies with it.
+      what it leaves running, even outside its session, dies with it;
+    - with ``env`` less every place another agent user could change
+      (``places.own_env``), judged now, as it starts.
 
     stdout and stderr are pipes.  Raises OSError when it cannot start.
     """
     uid, gid = (None, None) if user is None else (user.uid, user.gid)
     groups: list[int] | None = None if user is None else []
+    if user is not None:
+        env, _ = own_env(env, user.others, user.home, user.on_purpose)
     return REAPER.spawn(
         lambda: subprocess.Popen(
             list(command),

@@ -26,7 +26,14 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ..agents.identity import BASELINE_USER_ENV, AgentUser, baseline_env, side_users
+from ..agents.identity import (
+    BASELINE_USER_ENV,
+    AgentUser,
+    baseline_env,
+    shared_places,
+    side_users,
+)
+from ..agents.places import OWN_FOLDERS, SHARED_ENV, TEMPORARY
 from ..agents.runner import Agent
 from ..core.model import Dataset, Run, Version
 from ..engine.agents import build_agent, close_agent
@@ -218,6 +225,7 @@ def prepare(
         if isolate and (head_agent is not None or base_agent is not None):
             users = side_users(env)
             _say_users(users, shell)
+            _say_shared_places(users, env, shell)
             # Before any agent (setup or attempt) runs, and undone after the last one
             # stops: a token actions/checkout persisted is out of the agents' reach.
             stack.enter_context(
@@ -280,6 +288,37 @@ def _say_users(users: tuple[AgentUser | None, AgentUser | None], shell: Shell) -
     shell.line(
         f"passk: the candidate agent runs as {candidate.name}, the baseline agent as "
         f"{baseline.name}: neither can write the other's files nor signal its processes"
+    )
+
+
+def _say_shared_places(
+    users: tuple[AgentUser | None, AgentUser | None], env: Mapping[str, str], shell: Shell
+) -> None:
+    """Warn once about the step's variables that name a place both agent users could write.
+
+    Each process started as an agent user is kept from them anyway
+    (``agents/places.py``); this says so, and what each agent gets instead.
+    """
+    changed: dict[str, str | None] = {}
+    for user in users:
+        changed.update(shared_places(user, env))
+    for always_own in ("HOME", "TMPDIR"):  # never the step's, shared or not
+        changed.pop(always_own, None)
+    if not changed:
+        return
+    told = []
+    for name in sorted(changed):
+        if changed[name] is None:
+            what = "dropped"
+        elif name in OWN_FOLDERS or name in TEMPORARY:
+            what = "each agent gets a folder of its own"
+        else:
+            what = "those entries left out"
+        told.append(f"{name}={env[name]} ({what})")
+    shell.warn(
+        "the environment names places the other agent user could write too, so no agent "
+        f"gets them: {', '.join(told)}; to share one with both agents, make it where only "
+        f"root writes (both read it, neither can change it), or name it in {SHARED_ENV}"
     )
 
 
