@@ -12,6 +12,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -781,6 +782,23 @@ def test_pacer_pause_holds_every_request() -> None:
     assert pacer.claim() == pytest.approx(1.5)
     now[0] = 1.5
     assert pacer.claim() == 0.0
+
+
+def test_a_pause_for_every_request_is_kept_across_resume(endpoint: Endpoint) -> None:
+    """Saved beside the journal under ``*`` and honoured by the resumed run; a damaged
+    entry is dropped, as a request's is."""
+    endpoint.reply = lambda body, n: (503, {"Retry-After": "5"}, b"down", 0.0)
+    saved: list[dict[str, str]] = []
+    with make_agent(endpoint.url) as agent:
+        agent.carry_retry_after({}, saved.append)
+        agent.run(req("r1"))
+    assert set(saved[-1]) == {"*", '["r1", 1, "main", "baseline"]'}
+    wall = datetime(2026, 1, 2, 12, 0, 0, tzinfo=timezone.utc)
+    later = (wall + timedelta(seconds=5)).isoformat()
+    with make_agent(endpoint.url, clock=lambda: 100.0, wall_clock=lambda: wall) as resumed:
+        resumed.carry_retry_after({"*": later, "[damaged": later}, saved.append)
+        assert resumed.ready_in(req("r2")) == pytest.approx(5.0)  # every request
+        assert resumed.ready_in(req("r3")) == pytest.approx(5.0)
 
 
 def test_a_pending_retry_after_holds_across_resume(endpoint: Endpoint, tmp_path: Path) -> None:
