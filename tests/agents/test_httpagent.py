@@ -643,12 +643,13 @@ def test_a_retry_after_for_every_request_stops_every_request(
     with make_agent(endpoint.url, concurrency=4) as agent:
         done, _ = _run_bounded(agent, [req(f"r{i}") for i in range(150)], 4, bound_s=20.0)
     assert len(done) == 150 and all(a.valid for a in done)
-    # Requests already on their way when the answer left are not a breach; 50 ms covers them.
-    during = [s for s in endpoint.seen if replied_at[0] + 0.05 < s.at < replied_at[0] + 1.0]
+    # Requests already on their way when the answer left are not a breach: on a loaded
+    # machine the client may read the answer a while after it left, so 0.3 s covers them.
+    during = [s for s in endpoint.seen if replied_at[0] + 0.3 < s.at < replied_at[0] + 1.0]
     if for_everyone:
         assert during == []
     else:
-        assert len(during) > 20, "a plain 429 stopped the other requests"
+        assert len(during) > 10, "a plain 429 stopped the other requests"
 
 
 class _Bucket:
