@@ -391,11 +391,46 @@ def test_resume_refuses_a_journal_of_another_dataset_or_k(
     project.setup(rows=2, k=4, default="deny")
     assert main(project.argv(resume=True)) == 2
     assert capsys.readouterr().err == (
-        f"passk: error: {project.journal}: the journal was recorded with other settings "
-        "(k or scoring) (start the run anew without --resume)\n"
+        f"passk: error: {project.journal}: the journal was recorded with k=3, not 4 "
+        "(start the run anew without --resume)\n"
     )
     # Refusing kept the journal: nothing recorded is lost by a wrong --resume.
     assert len(read_journal(project.journal).attempts) == 1
+
+
+def test_a_run_stopped_by_the_extractor_check_resumes_once_the_rules_are_fixed(
+    project: Project, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The extractor matches nothing: the run stops after its first attempts,
+    # their answers kept in the journal.  Fixed rules read them again on
+    # --resume, and only the attempts never asked are asked.
+    project.setup(rows=2, default="Decision: deny")
+    config = yaml.safe_load(project.config.read_text(encoding="utf-8"))
+    config["scoring"] = {"extract": {"regex": "Verdict: (\\w+)"}}
+    project.config.write_text(yaml.safe_dump(config), encoding="utf-8")
+    monkeypatch.setenv("PASSK_SCRIPTED_LOG", str(project.log))
+    assert main(project.argv(resume=False)) == 2
+    err = capsys.readouterr().err
+    assert "none of the 4 answers could be read" in err
+    assert "then continue with --resume: the answers recorded in run.json.journal.jsonl" in err
+    first = project.take_log()
+    assert len(first) == 4 and len(read_journal(project.journal).attempts) == 4
+    # Without --resume the journal is not dropped; the refusal names the way on.
+    assert main(project.argv(resume=False)) == 2
+    assert "continue it with --resume (under changed scoring rules" in capsys.readouterr().err
+    config["scoring"] = {"extract": {"regex": "Decision: (\\w+)"}}
+    project.config.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(project.argv(resume=True)) == 0
+    assert capsys.readouterr().err == (
+        "passk: warning: the journal's 4 attempt(s) were recorded under other scoring rules: "
+        "their answers are read again under the current ones (4 changed)\n"
+    )
+    attempts = check_final(project, rows=2)
+    assert all(a["decision"] == "deny" for a in attempts)
+    assert sorted(project.take_log()) == sorted(
+        set((f"r{i:02}", n) for i in (1, 2) for n in range(1, K + 1)) - set(first)
+    )
+    assert json.loads(project.out.read_text(encoding="utf-8"))["settings"]["scoring"]["extract"]
 
 
 def test_resume_refuses_a_finished_run_of_another_dataset(

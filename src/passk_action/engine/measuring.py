@@ -153,6 +153,14 @@ def measure(
                 recorder.close()
                 recorder.journal_file.unlink(missing_ok=True)
             raise
+        except UnreadableAnswers as exc:
+            # The answers are kept in the journal: fixed rules read them again.
+            raise UnreadableAnswers(
+                exc.message,
+                where=exc.where,
+                hint=f"{exc.hint}; then continue with --resume: the answers recorded in "
+                f"{recorder.journal_file.name} are read again under the new rules",
+            ) from exc
     fresh = [priced_attempt(a, pricing) for a in fresh]
     done = len(recorder.kept) + len(fresh)
     expected_total = len(rows) * settings.k

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.model import Attempt, Phase, Run
+from ..core.scoring import rescore_attempt
 from ..errors import ArtifactError
 from .artifact import read_run, write_run
 from .atomic import write_text_atomic
@@ -70,7 +71,8 @@ class RunRecorder:
             for warning in contents.warnings:
                 warn(warning)
             _check_resumable(contents.header, header, journal_file)
-            kept, tries = contents.attempts, contents.tries
+            kept = _read_again(contents.header, header, contents.attempts, warn, "journal")
+            tries = contents.tries
             header = replace(header, created_at=contents.header.created_at)
             # Rewrite the journal without a torn tail so appends start on a clean line.
             journal = Journal.rewrite(journal_file, header, kept, tries)
@@ -85,6 +87,7 @@ class RunRecorder:
                 for a in finished.attempts
                 if a.phase is Phase.MAIN and a.row_id in wanted and a.number <= header.settings.k
             )
+            kept = _read_again(finished, header, kept, warn, "run artifact")
             header = replace(header, created_at=finished.created_at)
             journal = Journal.rewrite(journal_file, header, kept)
         else:
@@ -157,8 +160,38 @@ def _refuse_to_discard(journal_file: Path) -> None:
         raise ArtifactError(
             f"an interrupted run with {recorded} recorded attempt(s) is here",
             where=str(journal_file),
-            hint="continue it with --resume, or delete this journal to start anew",
+            hint="continue it with --resume (under changed scoring rules its answers are read "
+            "again), or delete this journal to start anew",
         )
+
+
+def _read_again(
+    recorded: Run,
+    wanted: Run,
+    attempts: tuple[Attempt, ...],
+    warn: Callable[[str], None],
+    what: str,
+) -> tuple[Attempt, ...]:
+    """``attempts`` recorded under ``recorded``'s scoring rules, read under ``wanted``'s.
+
+    A run stopped because the rules could read none of its answers (an
+    extractor that matched nothing) resumes once the rules are fixed: every
+    answer was kept, so it is read again, and nothing is asked twice.
+    """
+    before, after = recorded.settings.scoring, wanted.settings.scoring
+    if before == after:
+        return attempts
+    again = tuple(rescore_attempt(a, before, after) for a in attempts)
+    changed = sum(
+        1
+        for old, new in zip(attempts, again, strict=True)
+        if (old.decision, old.error) != (new.decision, new.error)
+    )
+    warn(
+        f"the {what}'s {len(attempts)} attempt(s) were recorded under other scoring rules: "
+        f"their answers are read again under the current ones ({changed} changed)"
+    )
+    return again
 
 
 def _check_resumable(recorded: Run, wanted: Run, where: Path, what: str = "the journal") -> None:
@@ -168,9 +201,9 @@ def _check_resumable(recorded: Run, wanted: Run, where: Path, what: str = "the j
             where=str(where),
             hint="start the run anew without --resume",
         )
-    if recorded.settings != wanted.settings:
+    if recorded.settings.k != wanted.settings.k:
         raise ArtifactError(
-            f"{what} was recorded with other settings (k or scoring)",
+            f"{what} was recorded with k={recorded.settings.k}, not {wanted.settings.k}",
             where=str(where),
             hint="start the run anew without --resume",
         )
