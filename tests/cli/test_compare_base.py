@@ -284,3 +284,41 @@ def test_base_that_names_no_commit_is_one_line(
     assert repo.compare("--base", "no-such-branch")[0] == 2
     err = capsys.readouterr().err
     assert "'no-such-branch' names no commit" in err and "Traceback" not in err
+
+
+def test_on_a_terminal_compare_prints_one_screen_and_says_where_the_report_went(
+    repo: Repo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo.config()
+    repo.script(RIGHT)
+    repo.commit("agent")
+    repo.baseline()
+    repo.script({**RIGHT, "r1": ["deny"]})
+    capsys.readouterr()
+    config = str(repo.root / "passk.yml")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+    assert main(["compare", "--config", config, "--quiet"]) == 1
+
+    screen = capsys.readouterr().out
+    report = repo.root / ".passk" / "report.md"
+    assert screen.startswith("passk: \x1b[1m\x1b[31mgate failed\x1b[0m: 1 failure")
+    assert "\n  - r1 (must-not-break): must-not-break row " in screen
+    assert "\n  baseline " in screen and "\n  candidate " in screen and "mean accuracy" in screen
+    assert screen.endswith(f"Full report: {report}\n")
+    assert "**" not in screen and "|---" not in screen  # not Markdown
+    assert report.read_text(encoding="utf-8").startswith("# ❌ passk: gate failed")
+    # NO_COLOR is honoured; --markdown FILE gets the report, stdout the same screen.
+    monkeypatch.setenv("NO_COLOR", "1")
+    recorded = str(repo.root / ".passk" / "candidate.json")
+    elsewhere = repo.root / "elsewhere.md"
+    argv = ["compare", "--config", config, "--quiet", "--candidate", recorded]
+    assert main([*argv, "--markdown", str(elsewhere)]) == 1
+    screen = capsys.readouterr().out
+    assert screen.startswith("passk: gate failed: 1 failure") and "\x1b" not in screen
+    assert screen.endswith(f"Full report: {elsewhere}\n") and elsewhere.exists()
+    # Piped (no terminal), the Markdown goes to stdout as before.
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert main(argv) == 1
+    assert capsys.readouterr().out.startswith("# ❌ passk: gate failed")

@@ -22,6 +22,7 @@ from ..report.comment import CommentContext, render_comment
 from ..report.compare_report import render_compare_report
 from ..report.history import notes as history_notes
 from ..report.notes import sentence
+from ..report.screen import render_screen
 from ..sides.gitrepo import GitRepo
 from ..sides.history import base_history
 from ..sides.prepare import Base, Local, Shell, prepare
@@ -58,7 +59,11 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--json", default=None, dest="json_out", help="write the result JSON here")
     parser.add_argument(
-        "--markdown", default=None, help="write the Markdown report here (default: stdout)"
+        "--markdown",
+        default=None,
+        help="write the Markdown report here and print the verdict on stdout ('-': the "
+        "report on stdout; default: on a terminal, the verdict, with the report in "
+        ".passk/report.md beside the config; piped, the report)",
     )
     parser.add_argument(
         "--comment",
@@ -136,7 +141,8 @@ def handle(args: argparse.Namespace) -> int:
         if args.candidate_out
         else config.path.parent / ".passk" / "candidate.json"
     )
-    _refuse_clobbering(args, config, candidate_out)
+    report_to = _report_path(args, config)
+    _refuse_clobbering(args, config, candidate_out, report_to)
     provenance = working_tree_provenance(config.path.parent, config)
     candidate = CandidateSource(
         out=candidate_out,
@@ -180,10 +186,33 @@ def handle(args: argparse.Namespace) -> int:
     )
     if args.comment:
         write_output(args.comment, comment_preview(result, context))
-    write_output(args.markdown, render_compare_report(result, context=context), markdown=True)
+    report = render_compare_report(result, context=context)
+    if report_to is None:
+        write_output(args.markdown, report, markdown=True)
+    else:
+        report_to.parent.mkdir(parents=True, exist_ok=True)
+        write_output(str(report_to), report)
+        outputs = [("Full report", str(report_to))]
+        outputs += [("Result", args.json_out)] if args.json_out else []
+        outputs += [("Comment preview", args.comment)] if args.comment else []
+        colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        write_output(None, render_screen(result, outputs=outputs, colour=colour))
     # Only now: a full disk above leaves every attempt for --resume, which asks nothing again.
     discard_compare_journal(candidate.out)
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
+
+
+def _report_path(args: argparse.Namespace, config: Config) -> Path | None:
+    """Where the full report goes when stdout shows the verdict; None: the report on stdout.
+
+    ``--markdown FILE``: there.  No ``--markdown`` on a terminal: beside the
+    config, in ``.passk/report.md``.  Piped, or ``--markdown -``: stdout.
+    """
+    if args.markdown == "-" or (args.markdown is None and not sys.stdout.isatty()):
+        return None
+    if args.markdown is not None:
+        return Path(args.markdown)
+    return config.path.parent / ".passk" / "report.md"
 
 
 PREVIEW_RECORD = "<!-- passk:record preview: a pull request's run keeps its verdicts here -->"
@@ -195,7 +224,9 @@ def comment_preview(result: CompareResult, context: CommentContext) -> str:
     return render_comment(result, marker=MARKER, record=PREVIEW_RECORD, context=context)
 
 
-def _refuse_clobbering(args: argparse.Namespace, config: Config, candidate_out: Path) -> None:
+def _refuse_clobbering(
+    args: argparse.Namespace, config: Config, candidate_out: Path, report_to: Path | None
+) -> None:
     """Before any agent runs: no output of this comparison overwrites what it reads.
 
     The working tree's baseline artifact counts as read with ``--base`` too:
@@ -213,7 +244,7 @@ def _refuse_clobbering(args: argparse.Namespace, config: Config, candidate_out: 
         **recorded,
         "--json": args.json_out,
         "--comment": args.comment,
-        "--markdown": None if args.markdown == "-" else args.markdown,
+        "--markdown": str(report_to) if report_to is not None else None,
     }
     refuse_clobbering(reads, writes)
 

@@ -134,6 +134,16 @@ def _escape_markdown(text: str) -> str:
     return _AUTOLINKS.sub(lambda m: m.group() + WORD_JOINER, "".join(out))
 
 
+def plain(text: str, max_len: int = 80) -> str:
+    """A value for a terminal: one line, control and bidi characters replaced, capped.
+
+    Not Markdown: nothing is escaped, only what could move the cursor,
+    colour the screen or reorder it is taken out (a row id may hold an
+    ANSI escape).
+    """
+    return _truncate_head(_one_line(_scrub(text)), max_len)
+
+
 def inline(text: str, max_len: int = 80) -> str:
     """``text`` as inert Markdown on one line, at most ``max_len`` visible characters.
 
