@@ -17,8 +17,11 @@ the code they describe, and the README's two commands are the ones CI runs.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
+import shlex
 import subprocess
+import sys
 import unicodedata
 from functools import cache
 from pathlib import Path
@@ -387,3 +390,28 @@ def test_the_picture_check_reads_what_the_drawer_writes() -> None:
     assert drawer.golden_digest(b"a") != drawer.golden_digest(b"b")
     with pytest.raises(ValueError):
         drawer.png_text(b"GIF89a")
+
+
+def test_the_local_action_section_writes_its_event_with_passk_action_event_from(
+    tmp_path: Path,
+) -> None:
+    # The section's first command writes the event the next one reads: run it as written.
+    lines = section(README, "run-the-action-locally")
+    first = next(line for line in lines if line.startswith("passk action --event-from"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    who = ["-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    for args in (
+        ["init", "-q", "-b", "main"],
+        [*who, "commit", "-q", "--allow-empty", "-m", "base"],
+        ["checkout", "-q", "-b", "feature"],
+        [*who, "commit", "-q", "--allow-empty", "-m", "head"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    argv = [sys.executable, "-m", "passk_action", *shlex.split(first)[1:]]
+    subprocess.run(argv, cwd=repo, check=True, capture_output=True)
+    event = json.loads((repo / "event.json").read_text(encoding="utf-8"))
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+    )
+    assert event["pull_request"]["head"]["sha"] == head.stdout.strip()
