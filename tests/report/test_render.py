@@ -224,6 +224,22 @@ def test_how_sure_states_the_gates_rates_for_its_rows_and_settings() -> None:
     assert gate_sentence(gate_oc_of(failed_scenario()), RuleSettings()) in comment
 
 
+def test_a_preview_of_uncommitted_work_is_not_called_the_head() -> None:
+    # `passk compare --base main --comment` before committing: the candidate's commit is
+    # where the work sits (often the base itself), not a pull request's head.
+    result = passed_scenario()
+    agent = replace(result.candidate.agent, commit=PR_CONTEXT.base_sha, dirty=True)
+    result = replace(result, candidate=replace(result.candidate, agent=agent))
+    context = replace(PR_CONTEXT, head_sha=None)
+    text = render_comment(result, marker=MARKER, record=RECORD, context=context)
+    line = next(x for x in text.splitlines() if x.startswith("- **Compared:**"))
+    assert line.startswith(
+        "- **Compared:** candidate the working tree (uncommitted changes on top of "
+        "`9f8e7d6c5b4a`) with the baseline committed on base `9f8e7d6c5b4a`"
+    ), line
+    assert "at head" not in text
+
+
 def test_comment_golden_rerun_replay() -> None:
     """A re-run of a failing commit replays the recorded verdicts, and says so first."""
     result = replace(failed_scenario(), reused=True, executions=Executions(naive=62))

@@ -263,7 +263,12 @@ def _compared_line(result: CompareResult, context: CommentContext) -> str:
     head = short_sha(context.head_sha) or short_sha(result.candidate.agent.commit)
     base = short_sha(context.base_sha)
     recorded = short_sha(result.baseline.agent.commit)
-    text = "**Compared:** candidate " + (f"at head {head}" if head else "(this checkout)")
+    if result.candidate.agent.dirty:
+        # A preview of uncommitted work: its commit is where the work sits, not the head.
+        on = f" on top of {head}" if head else ""
+        text = f"**Compared:** candidate the working tree (uncommitted changes{on})"
+    else:
+        text = "**Compared:** candidate " + (f"at head {head}" if head else "(this checkout)")
     text += " with the baseline " + (f"committed on base {base}" if base else "artifact")
     if recorded:
         text += f" (recorded from agent commit {recorded})"
