@@ -607,23 +607,19 @@ def test_the_gate_limits_and_prices_come_from_the_base() -> None:
         (
             "scoring: {checks: required}",
             "scoring: {checks: reported}",
-            ['scoring.checks changes from "required" to none'],
+            ["scoring.checks is removed (it was 'required'; the default applies)"],
         ),
         (
             "scoring: {fields: {amount: {tolerance: 1}}}",
             "scoring: {fields: {amount: {tolerance: 50}}}",
-            [
-                'scoring.fields changes from {"amount": {"compare": "exact", "tolerance": 1.0}} '
-                'to {"amount": {"compare": "exact", "tolerance": 50.0}}'
-            ],
+            ["scoring.fields.amount.tolerance changes from 1.0 to 50.0"],
         ),
         (
             "scoring: {extract: {json_pointer: /decision}}",
             "scoring: {extract: {json_pointer: /answer}, fields: {action: exact}}",
             [
-                'scoring.extract changes from {"json_pointer": "/decision"} to '
-                '{"json_pointer": "/answer"}',
-                'scoring.fields changes from none to {"action": {"compare": "exact"}}',
+                "scoring.extract.json_pointer changes from '/decision' to '/answer'",
+                "scoring.fields is set to {action: {compare: 'exact'}}",
             ],
         ),
     ],
@@ -631,13 +627,17 @@ def test_the_gate_limits_and_prices_come_from_the_base() -> None:
 def test_any_scoring_rule_changed_is_a_protected_change(
     base: str, head: str, details: list[str]
 ) -> None:
-    """No order says which rules are stricter: every change decides which answers count."""
+    """No order says which rules are stricter: every change decides which answers count.
+
+    Each change is said in words, leaf by leaf: no JSON object (whose quotes
+    become ``&quot;`` in the comment) is printed."""
     changes = protected_changes(
         snapshot(BASE_CONFIG + base + "\n"), snapshot(BASE_CONFIG + head + "\n")
     )
     assert [(c.kind, c.detail) for c in changes] == [
         (protect.SCORING_RULES_CHANGED, d) for d in details
     ]
+    assert not any('"' in c.detail for c in changes)
     same = snapshot(BASE_CONFIG + base + "\n")
     assert protected_changes(same, snapshot(BASE_CONFIG + base + "\n")) == ()
 
@@ -876,3 +876,65 @@ def test_a_recorded_failure_stands_beside_the_spend_limits(tmp_path: Path) -> No
     assert kept.gate.failures[1:] == fresh.gate.failures
     write_result(kept, tmp_path / "result.json")
     assert read_result(tmp_path / "result.json").consistent  # `passk gate` agrees
+
+
+def test_a_structured_relabel_and_new_checks_are_said_field_by_field() -> None:
+    # Not two JSON objects full of quotes (`&quot;` in the comment): the fields that moved.
+    config = BASE_CONFIG + "scoring: {fields: {action: exact, amount: {tolerance: 1}}}\n"
+    row = {"id": "s", "input": 1, "must_not_break": True}
+    was = {**row, "expected": {"action": "refund", "amount": 120}}
+    now = {**row, "expected": {"action": "deny", "amount": 120}, "expected_checks": {"w": "ok"}}
+    cfg = parse_config(config, Path("/repo/passk.yml")).config
+
+    def inputs(record: dict[str, Any]) -> ProtectedInputs:
+        text = (json.dumps(record) + "\n").encode()
+        dataset = parse_dataset(text, "data.jsonl", "jsonl", cfg.must_not_break_tags, cfg.scoring)
+        return ProtectedInputs(cfg, dataset, b"{}")
+
+    changes = protected_changes(inputs(was), inputs(now))
+    assert [(c.kind, c.id, c.detail) for c in changes] == [
+        (
+            protect.ROW_RELABELED,
+            "s",
+            "must-not-break row's expected decision changes: action 'refund' → 'deny'",
+        ),
+        (
+            protect.ROW_RELABELED,
+            "s",
+            "must-not-break row's expected checks change from none to {w: 'ok'}",
+        ),
+    ]
+
+
+def test_a_non_blocking_regression_reads_the_same_in_the_log_and_the_check_run() -> None:
+    # Wrong on every main attempt, mixed with its confirmations: the log's warning and the
+    # check run's annotation say the same classes (once "→ flip", elsewhere "→ stable-wrong").
+    from passk_action.action.publish import annotate
+    from passk_action.action.workflow import Workflow
+    from passk_action.core.diff import Confirmation
+    from passk_action.core.model import RowClass
+    from passk_action.report.check_run import row_annotations
+    from support.scenarios import passed_scenario
+
+    result = passed_scenario()
+    first = result.comparison.rows[0]
+    moved = replace(
+        first,
+        must_not_break=False,
+        baseline_class=RowClass.STABLE_CORRECT,
+        baseline_final_class=RowClass.STABLE_CORRECT,
+        candidate_class=RowClass.STABLE_WRONG,
+        candidate_final_class=RowClass.FLIP,
+        confirmation=Confirmation.CONFIRMED_REGRESSION,
+    )
+    comparison = replace(result.comparison, rows=(moved, *result.comparison.rows[1:]))
+    result = replace(result, comparison=comparison)
+    out = io.StringIO()
+    annotate(Workflow(out, {}), result)
+    words = (
+        "stable-correct → stable-wrong (with confirmation attempts: baseline stable-correct, "
+        "candidate flip); not blocking: the row is not must-not-break"
+    )
+    assert f"{first.id}: confirmed regression: {words}" in out.getvalue()
+    [annotation] = [a for a in row_annotations(result) if a[0] == first.id]
+    assert annotation[2].startswith(words)

@@ -147,7 +147,7 @@ TRICKS: dict[str, tuple[list[Edit], dict[str, Any], list[tuple[str | None, str, 
             (
                 None,
                 "protected-change",
-                'scoring.extract changes from none to {"regex": "(approve|deny)"}',
+                "scoring.extract is set to {regex: '(approve|deny)'}",
             ),
             (
                 "r1",

@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..github.client import GitHubClient
 from ..github.publish import Annotation, publish_check, upsert_sticky_comment
-from ..report.check_run import check_title, row_annotations
+from ..report.check_run import check_title, not_blocking_words, row_annotations
 from ..report.comment import (
     CommentContext,
     render_agent_failure_comment,
@@ -72,10 +72,7 @@ def annotate(workflow: Workflow, result: CompareResult) -> None:
     blocking = {f.id for f in result.gate.failures if f.id}
     for row in result.comparison.rows:
         if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
-            workflow.warn(
-                f"{row.id}: confirmed regression ({row.baseline_final_class.value} → "
-                f"{row.candidate_final_class.value}); not blocking: the row is not must-not-break"
-            )
+            workflow.warn(f"{row.id}: confirmed regression: {not_blocking_words(row)}")
     for warning in result.gate.warnings:
         workflow.warn(warning)
 

@@ -239,10 +239,7 @@ def _row_changes(
         if after.expected != row.expected:
             changes.append(
                 ProtectedChange(
-                    kind,
-                    f"{noun}'s expected label changes from {_said(row.expected)} to "
-                    f"{_said(after.expected)}{tail}",
-                    row.id,
+                    kind, f"{noun}'s {_relabel_said(row.expected, after.expected)}{tail}", row.id
                 )
             )
         if after.expected_checks != row.expected_checks:
@@ -283,27 +280,81 @@ def _scoring_changes(base: Mapping[str, Json], head: Mapping[str, Json]) -> list
     for key in sorted((set(base) | set(head)) - {"match", "normalize"}):
         old, new = base.get(key), head.get(key)
         if old != new:
-            changes.append(
-                ProtectedChange(
-                    SCORING_RULES_CHANGED,
-                    f"scoring.{key} changes from {_rule_said(old)} to {_rule_said(new)}",
-                )
-            )
+            said = _rule_changes(f"scoring.{key}", old, new)
+            shown = said[:_CHANGES_SHOWN]
+            if len(said) > _CHANGES_SHOWN:
+                shown.append(f"and {len(said) - _CHANGES_SHOWN} more")
+            changes.append(ProtectedChange(SCORING_RULES_CHANGED, "; ".join(shown)))
     return changes
 
 
+_CHANGES_SHOWN = 4
+"""Rule changes said in one protected change's detail; the rest are counted."""
+
+
+def _rule_changes(name: str, old: Json, new: Json) -> list[str]:
+    """What changed between two rules, each leaf that differs in words: a person reads
+    ``scoring.fields.amount.tolerance changes from 1.0 to 50.0``, not two JSON objects."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        said: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                said += _rule_changes(f"{name}.{key}", old.get(key), new.get(key))
+        return said
+    if old is None:
+        return [f"{name} is set to {_rule_said(new)}"]
+    if new is None:
+        return [f"{name} is removed (it was {_rule_said(old)}; the default applies)"]
+    return [f"{name} changes from {_rule_said(old)} to {_rule_said(new)}"]
+
+
 def _rule_said(value: Json) -> str:
-    if value is None:
-        return "none"
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)[:200]
+    """A rule's value as a person writes it in YAML's flow style: no JSON quoting."""
+    if isinstance(value, dict):
+        inner = ", ".join(f"{key}: {_rule_said(item)}" for key, item in sorted(value.items()))
+        text = f"{{{inner}}}"
+    elif isinstance(value, list):
+        text = "[" + ", ".join(_rule_said(item) for item in value) + "]"
+    elif isinstance(value, str):
+        text = repr(value)
+    elif value is None:
+        text = "none"
+    else:
+        text = json.dumps(value)
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _said(expected: str | None) -> str:
     return "none (its environment scores it)" if expected is None else repr(expected)
 
 
+def _relabel_said(old: str | None, new: str | None) -> str:
+    """``expected label changes from 'approve' to 'deny'``; a structured decision field by
+    field (``expected decision changes: action 'refund' → 'deny'``), never as two JSON texts."""
+    before, after = _decision_object(old), _decision_object(new)
+    if before is None or after is None:
+        return f"expected label changes from {_said(old)} to {_said(new)}"
+    fields = [
+        f"{key} {_rule_said(before.get(key))} → {_rule_said(after.get(key))}"
+        for key in sorted(set(before) | set(after))
+        if before.get(key) != after.get(key)
+    ]
+    return "expected decision changes: " + ", ".join(fields)
+
+
+def _decision_object(expected: str | None) -> dict[str, Json] | None:
+    """A structured expected decision's fields (rows hold it as JSON text); None otherwise."""
+    if expected is None or not expected.startswith("{"):
+        return None
+    try:
+        value = json.loads(expected)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _checks_said(checks: ExpectedChecks) -> str:
-    return json.dumps(dict(checks), ensure_ascii=False)[:200] if checks else "none"
+    return _rule_said(dict(checks)) if checks else "none"
 
 
 def _fingerprint_paths(config: Config) -> list[str]:
