@@ -401,6 +401,18 @@ def test_run_report_golden(name: str) -> None:
     assert_golden(f"run_{name}.md", render_run_report(SCENARIOS[name]().candidate))
 
 
+def test_a_run_another_passk_recorded_says_so_and_how_to_record_it_again() -> None:
+    # The demo baselines were recorded by passk 0.1.0: true, and said as what it means.
+    run = replace(failed_scenario().candidate, tool_version="0.1.0")
+    line = next(x for x in render_run_report(run, reader="1.0.0").splitlines() if "Recorded" in x)
+    assert line.endswith(
+        "by passk `0.1.0` (another version than this passk `1.0.0`, which reads its attempts "
+        "as recorded; `passk baseline` records it again)"
+    )
+    same = render_run_report(run, reader="0.1.0")
+    assert "another version" not in same and "by passk `0.1.0`" in same
+
+
 def test_run_report_caps_its_row_table() -> None:
     text = render_run_report(failed_scenario().candidate, rows_limit=2)
     assert_golden("run_failed_capped.md", text)

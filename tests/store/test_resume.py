@@ -188,9 +188,12 @@ def test_sigkill_at_random_points_then_resume(project: Project, seed: int) -> No
 def test_tries_made_before_a_sigkill_stay_in_the_attempts_retries(project: Project) -> None:
     """A try that failed and waits to be retried is journaled: --resume keeps it (issue 21)."""
     project.setup(rows=1, k=2)
-    failing = {"default": {"exit": 3, "stderr": "model overloaded"}}
+    # A timeout looks transient: it is retried (a failure that is not, every first try
+    # alike, stops the run before its retries: tests/agents/test_agent_setup.py).
+    failing = {"default": {"sleep": 30, "then": "deny"}}
     (project.root / "script.json").write_text(json.dumps(failing), encoding="utf-8")
     config = yaml.safe_load(project.config.read_text(encoding="utf-8"))
+    config["agent"]["timeout_s"] = 0.5
     config["retry"] = {"attempts": 3, "backoff_s": 30, "max_backoff_s": 30}
     project.config.write_text(yaml.safe_dump(config), encoding="utf-8")
     proc = project.start()
@@ -203,10 +206,12 @@ def test_tries_made_before_a_sigkill_stay_in_the_attempts_retries(project: Proje
     settle()
     before = read_journal(project.journal).tries
     assert before and all(
-        notes and set(notes) == {"exit-status: exited with status 3"} for notes in before.values()
+        notes and set(notes) == {"timeout: killed after the 0.5s timeout"}
+        for notes in before.values()
     )
     # The agent recovers; the resumed run retries at once and finishes.
     (project.root / "script.json").write_text(json.dumps({"default": "deny"}), encoding="utf-8")
+    config["agent"]["timeout_s"] = 30
     config["retry"] = {"attempts": 3, "backoff_s": 0}
     project.config.write_text(yaml.safe_dump(config), encoding="utf-8")
     proc = project.start(resume=True)

@@ -29,6 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..core.cost import compare_spend
 from ..core.history import History
 from ..core.result import CompareResult
@@ -177,6 +178,6 @@ def _report(args: argparse.Namespace) -> int:
         elif args.format == "junit":
             text = junit_for_run(run, suite=suite)
         else:
-            text = render_run_report(run)
+            text = render_run_report(run, reader=__version__)
     write_output(args.out, text, markdown=args.format == "md")
     return EXIT_OK

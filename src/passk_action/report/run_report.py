@@ -88,8 +88,12 @@ def _class_counts(metrics: Metrics) -> str:
     return " · ".join(f"{cls.value} {metrics.classes.get(cls, 0)}" for cls in RowClass)
 
 
-def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
-    """The Markdown report of one recorded run (``passk report``)."""
+def render_run_report(run: Run, *, rows_limit: int = 50, reader: str | None = None) -> str:
+    """The Markdown report of one recorded run (``passk report``).
+
+    ``reader``: the passk version reading it; a run an earlier version recorded
+    says so, and that its attempts are read as recorded (not measured again).
+    """
     view = _run_view(run)
     m = view.metrics
     records = {r.id: r for r in run.rows}
@@ -115,6 +119,11 @@ def render_run_report(run: Run, *, rows_limit: int = 50) -> str:
         recorded = inline(run.created_at, 40) if run.created_at else "unknown time"
         if run.tool_version:
             recorded += f" by passk {code(run.tool_version, 40)}"
+            if reader is not None and reader != run.tool_version:
+                recorded += (
+                    f" (another version than this passk {code(reader, 40)}, which reads its "
+                    "attempts as recorded; `passk baseline` records it again)"
+                )
         lines.append(f"- **Recorded:** {recorded}")
     lines += [
         "",
