@@ -214,10 +214,23 @@ def test_a_candidate_that_errs_on_confirmations_never_passes() -> None:
     settings = DEFAULT
     errs = "RRR" + "E" * (settings.max_attempts - 3)
     v = verdict(errs)
-    assert (v.decision, v.finding, v.requests) == (Decision.BLOCK, Finding.UNDECIDED, ())
-    # Short of the budget, it is asked for what could still end the test, no more.
-    near = verdict("RRR" + "E" * (settings.max_attempts - 5))
-    assert near.requests == (Request(Version.CANDIDATE, 2),)
+    assert (v.decision, v.finding, v.requests) == (Decision.BLOCK, Finding.UNABLE, ())
+    # Short of the agent shown unable, it is asked for what could still end the test.
+    near = verdict("RRR" + "E" * (settings.unable_after - 1))
+    assert near.requests == (Request(Version.CANDIDATE, 4),)
+
+
+def test_errors_are_not_evidence_the_asking_ends_only_when_the_agent_is_shown_unable() -> None:
+    """Issue 29: one errored round does not end a row's asking; unable_after errors in a row do."""
+    after = DEFAULT.unable_after
+    for errors in range(1, after):
+        v = verdict("RRR" + "E" * errors)
+        assert v.decision is Decision.MORE and v.requests, errors
+    v = verdict("RRR" + "E" * after)
+    assert (v.decision, v.finding, v.requests) == (Decision.BLOCK, Finding.UNABLE, ())
+    # An answer between the errors starts the count again.
+    v = verdict("RRR" + "E" * (after - 1) + "R" + "E" * (after - 1))
+    assert v.decision is Decision.MORE
 
 
 def test_answers_after_the_end_are_counted_not_read() -> None:

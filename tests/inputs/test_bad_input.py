@@ -322,7 +322,7 @@ CASES: list[Case] = [
     ),
     Case(
         "result-newer",
-        {"result.json": json.dumps({"schema_version": 5, "kind": "passk-result"})},
+        {"result.json": json.dumps({"schema_version": 6, "kind": "passk-result"})},
         "result.json",
         "upgrade passk",
         argv=("gate", "result.json"),

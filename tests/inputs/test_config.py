@@ -472,7 +472,7 @@ def test_exact_message_for_yaml_syntax_errors_names_the_line() -> None:
         (
             "dataset: d\ngate: {rule: lenient}\n",
             "passk.yml: gate.rule",
-            'must be one of `sequential`, `strict`, got the string "lenient"',
+            'must be one of `relative`, `sequential`, `strict`, got the string "lenient"',
         ),
         (
             "dataset: d\ngate: {sequential: {unreliable: 0.995}}\n",

@@ -31,7 +31,7 @@ from passk_action.store.artifact import (
     run_from_json,
     write_run,
 )
-from support.artifacts import normalized, small_run, small_run_v2, small_run_v3
+from support.artifacts import normalized, small_run, small_run_v2, small_run_v3, small_run_v4
 from support.paths import TESTS
 
 GOLDEN = TESTS / "golden" / "artifacts"
@@ -41,22 +41,31 @@ UPDATE = os.environ.get("PASSK_UPDATE_GOLDEN") == "1"
 # ------------------------------------------------------------------ golden files
 
 
-def test_valid_v3_artifact_is_exactly_what_dump_run_writes() -> None:
-    golden = GOLDEN / "valid_v3.json"
-    text = dump_run(small_run_v3())
+def test_valid_v4_artifact_is_exactly_what_dump_run_writes() -> None:
+    golden = GOLDEN / "valid_v4.json"
+    text = dump_run(small_run_v4())
     if UPDATE:
         golden.write_text(text, encoding="utf-8")
     assert golden.read_text(encoding="utf-8") == text
     # schema_version first, then one row / one attempt per line (readable diffs).
     lines = text.splitlines()
     assert lines[1] == f'  "schema_version": {SCHEMA_VERSION},'
-    assert sum(1 for line in lines if line.startswith('    {"row":')) == 10
+    assert sum(1 for line in lines if line.startswith('    {"row":')) == 12
+    # Version 4: a baseline's measurement attempts at a gated row.
+    assert sum(1 for line in lines if '"phase":"measure"' in line) == 2
     # A structured decision and an expected object are written as objects, not as text.
     assert '"expected":{"action":"refund","amount":120,"reasons":["damaged"]}' in text
     assert '"decision":{"action":"refund","amount":120,"reasons":["damaged"]}' in text
 
 
-def test_valid_v3_golden_reads_back_to_the_run_through_both_readers() -> None:
+def test_valid_v4_golden_reads_back_to_the_run_through_both_readers() -> None:
+    path = GOLDEN / "valid_v4.json"
+    run = read_run(path)
+    assert run == normalized(small_run_v4())
+    assert run_from_json(json.loads(path.read_text()), str(path)) == run
+
+
+def test_old_v3_golden_still_reads_as_it_was() -> None:
     path = GOLDEN / "valid_v3.json"
     run = read_run(path)
     assert run == normalized(small_run_v3())
@@ -127,8 +136,8 @@ def test_a_damaged_usage_is_refused_with_its_key(
             "(record the run again, e.g. with `passk baseline`)",
         ),
         (
-            "newer_v4.json",
-            "newer_v4.json: schema_version 4 is newer than this passk reads (3) (upgrade passk)",
+            "newer_v5.json",
+            "newer_v5.json: schema_version 5 is newer than this passk reads (4) (upgrade passk)",
         ),
     ],
 )
@@ -139,7 +148,7 @@ def test_refused_golden_artifacts_say_why(name: str, message: str) -> None:
     assert str(caught.value) == f"{GOLDEN}/{message}"
 
 
-@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v4.json"])
+@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v5.json"])
 def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,7 +163,7 @@ def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
 def test_golden_refusals_differ_from_the_valid_file_only_where_they_claim() -> None:
     """Guards the goldens themselves: each is the valid file with one deliberate fault."""
     valid = json.loads((GOLDEN / "valid_v1.json").read_text())
-    for name, version in (("old_v0.json", 0), ("newer_v4.json", 4)):
+    for name, version in (("old_v0.json", 0), ("newer_v5.json", 5)):
         doc = json.loads((GOLDEN / name).read_text())
         assert doc["schema_version"] == version
         assert {k: v for k, v in doc.items() if k != "schema_version"} == {

@@ -110,7 +110,11 @@ DURATION_RULE = "'duration_s' must be a number of seconds from 0 to 10^9"
     ("path", "value", "message"),
     [
         # Each of these once loaded and then broke later with a TypeError/ValueError.
-        (("attempts", 0, "phase"), ["main"], "attempts[0]: 'phase' must be 'main' or 'confirm'"),
+        (
+            ("attempts", 0, "phase"),
+            ["main"],
+            "attempts[0]: 'phase' must be 'main', 'confirm' or 'measure'",
+        ),
         (("settings", "k"), 3.0, "settings.k: 3.0 is not of type 'integer'"),
         (("attempts", 0, "duration_s"), float("nan"), DURATION_RULE),
         (("attempts", 0, "duration_s"), float("inf"), DURATION_RULE),

@@ -146,6 +146,22 @@ def small_run_v3() -> Run:
     )
 
 
+def small_run_v4() -> Run:
+    """A run with what version 4 added: two measurement attempts at a gated row."""
+    from dataclasses import replace
+
+    run = small_run_v3()
+    row = run.rows[0].id
+    top = max(a.number for a in run.attempts if a.row_id == row)
+    measured = (
+        Attempt(row, top + 1, Phase.MEASURE, run.attempts[0].decision, duration_s=1.5),
+        Attempt(row, top + 2, Phase.MEASURE, None, error="timeout", detail="timed out after 30s"),
+    )
+    order = {r.id: i for i, r in enumerate(run.rows)}
+    attempts = sorted((*run.attempts, *measured), key=lambda a: (order[a.row_id], a.number))
+    return replace(run, attempts=tuple(attempts))
+
+
 def normalized(run: Run) -> Run:
     """What a run looks like after a trip through JSON: durations rounded to 0.1 ms."""
     from dataclasses import replace

@@ -28,7 +28,12 @@ from ..agents.identity import agent_user
 from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
 from ..engine.agents import build_agent
-from ..engine.measuring import install_baseline, previous_baseline, record_agent
+from ..engine.measuring import (
+    install_baseline,
+    previous_baseline,
+    record_agent,
+    rows_to_measure,
+)
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_OK, AgentCouldNotRun, GitError, UsageError
 from ..inputs.config import load_config
@@ -106,6 +111,11 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                     ),
                     staging,
                     session,
+                    measured=rows_to_measure(
+                        config.gate.rule,
+                        dataset.rows,
+                        previous.ratchet if previous is not None else (),
+                    ),
                 )
             except AgentCouldNotRun as exc:
                 # Nothing is pushed: the job's summary says why, as the gate's does.

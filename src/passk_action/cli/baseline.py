@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..core.model import Version
-from ..engine.measuring import install_baseline, previous_baseline
+from ..engine.measuring import install_baseline, previous_baseline, rows_to_measure
 from ..errors import EXIT_OK, ConfigError
 from ..sides.provenance import working_tree_provenance
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run, warn
@@ -78,6 +78,9 @@ def handle(args: argparse.Namespace) -> int:
         commit=args.commit or provenance.commit,
         dirty=provenance.dirty if args.commit is None else False,
         fingerprint=provenance.fingerprint,
+        measured=rows_to_measure(
+            config.gate.rule, dataset.rows, previous.ratchet if previous is not None else ()
+        ),
     )
     run, left = install_baseline(previous, run, dataset, staging, out)
     for row_id in left:

@@ -15,7 +15,7 @@ from ..agents.runner import Agent
 from ..agents.setup import run_setup
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
 from ..engine.agents import build_agent
-from ..engine.measuring import record_agent
+from ..engine.measuring import NOTHING_MEASURED, Measured, record_agent
 from ..engine.session import Session, make_session, now_iso, stop_on_signals
 from ..errors import ArtifactError
 from ..inputs.config import AgentConfig, Config, load_config
@@ -122,6 +122,7 @@ def record_agent_run(
     commit: str | None = None,
     dirty: bool = False,
     fingerprint: tuple[tuple[str, str], ...] | None = None,
+    measured: Measured = NOTHING_MEASURED,
 ) -> Run:
     """Record ``agent_config`` on ``rows`` to ``out``, stoppable by SIGINT/SIGTERM.
 
@@ -141,6 +142,7 @@ def record_agent_run(
             out,
             session,
             resume=args.resume,
+            measured=measured,
         )
 
 

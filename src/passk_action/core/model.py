@@ -34,6 +34,8 @@ class Phase(str, Enum):
 
     MAIN = "main"
     CONFIRM = "confirm"
+    MEASURE = "measure"
+    """A baseline's extra attempts at a gated row, recorded with it (``measure``)."""
 
 
 class Version(str, Enum):

@@ -30,7 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from .relative import pair_spec, screen_spec, theta
 from .sequential import (
+    RELATIVE,
     SEQUENTIAL,
     Boundaries,
     Ending,
@@ -125,6 +127,143 @@ def _side_oc(bounds: Boundaries, p: float, main: int) -> SideOC:
     return SideOC(p, unreliable, answers, attempts, rounds)
 
 
+# ------------------------------------------------------------ the relative rule
+
+
+@dataclass(frozen=True, slots=True)
+class PairOC:
+    """The paired comparison at accuracies (p_b, p_c): its block chance and pairs read."""
+
+    block: float
+    pairs: float
+
+
+def pair_oc(spec: SprtSpec, baseline: float, candidate: float, max_pairs: int) -> PairOC:
+    """Exact :class:`PairOC` of the paired SPRT ``spec`` (``core/relative.py``).
+
+    Pairs disagree independently with d = p_b (1 - p_c) + (1 - p_b) p_c, a
+    disagreement being a loss with theta (:func:`~.relative.theta`) whatever
+    came before.  So the SPRT on disagreements is the one-sample test of
+    :func:`_ending_times` at "right" = 1 - theta, and its N-th disagreement
+    arrives by pair ``max_pairs`` iff Bin(max_pairs, d) >= N (else the
+    comparison ends "not shown" at ``max_pairs``).  Block = sum over N of
+    P(ends unreliable at N) P(Bin(P, d) >= N); pairs read = sum over N of
+    P(ends at N) E[min(T_N, P)], T_N the pair of the N-th disagreement, and
+    E[min(T_N, P)] = sum_{i < P} P(Bin(i, d) < N).
+    """
+    _check_probability("baseline accuracy", baseline)
+    _check_probability("candidate accuracy", candidate)
+    return _pair_oc(boundaries(spec), baseline, candidate, max_pairs)
+
+
+@lru_cache(maxsize=4096)
+def _pair_oc(bounds: Boundaries, p_b: float, p_c: float, max_pairs: int) -> PairOC:
+    d = p_b * (1.0 - p_c) + (1.0 - p_b) * p_c
+    if d <= 0.0:
+        return PairOC(0.0, float(max_pairs))
+    unreliable_at, reliable_at = _ending_times(bounds, 1.0 - theta(p_b, p_c))
+    last = bounds.max_decisions
+    # reach[N] = P(Bin(P, d) >= N); waits[N] = E[min(T_N, P)].
+    pmf = [1.0] + [0.0] * last
+    waits = [0.0] * (last + 1)
+    for _ in range(max_pairs):
+        below = 0.0
+        for n in range(1, last + 1):
+            below += pmf[n - 1]
+            waits[n] += below
+        nxt = [0.0] * (last + 1)
+        for n, mass in enumerate(pmf):
+            if mass:
+                nxt[n] += mass * (1.0 - d)
+                nxt[min(n + 1, last)] += mass * d
+        pmf = nxt
+    reach = [0.0] * (last + 1)
+    tail = 0.0
+    for n in range(last, 0, -1):
+        tail += pmf[n]
+        reach[n] = tail
+    block = sum(unreliable_at[n] * reach[n] for n in range(1, last + 1))
+    pairs = sum((unreliable_at[n] + reliable_at[n]) * waits[n] for n in range(1, last + 1))
+    return PairOC(block, pairs)
+
+
+@lru_cache(maxsize=1024)
+def _ending_times(bounds: Boundaries, p: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """P(the test ends unreliable / reliable at answer n), answers read one at a time."""
+    last = bounds.max_decisions
+    unreliable = [0.0] * (last + 1)
+    reliable = [0.0] * (last + 1)
+    live = {0: 1.0}
+    for n in range(1, last + 1):
+        step: dict[int, float] = {}
+        for w, mass in live.items():
+            step[w] = step.get(w, 0.0) + mass * p
+            step[w + 1] = step.get(w + 1, 0.0) + mass * (1.0 - p)
+        live = {}
+        for w, mass in step.items():
+            ending = bounds.ending(n, w)
+            if ending is Ending.UNRELIABLE:
+                unreliable[n] += mass
+            elif ending is Ending.RELIABLE:
+                reliable[n] += mass
+            else:
+                live[w] = mass
+    return tuple(unreliable), tuple(reliable)
+
+
+@dataclass(frozen=True, slots=True)
+class RelativeOC:
+    """The relative rule on one row: block chance, and expected attempts beyond the main ones.
+
+    ``screened`` is the chance the screen ends "unreliable" (the paired
+    comparison runs); ``candidate_extra`` the candidate's attempts beyond k
+    (the screen's attempts as its rounds make them, then the pairs read);
+    ``baseline_extra`` the baseline's pairs read in this comparison.
+    """
+
+    block: float
+    screened: float
+    candidate_extra: float
+    baseline_extra: float
+
+
+def binomial_pmf(n: int, p: float) -> list[float]:
+    """P(Bin(n, p) = c) for c = 0 .. n."""
+    return [math.comb(n, c) * p**c * (1.0 - p) ** (n - c) for c in range(n + 1)]
+
+
+def relative_oc(
+    settings: RuleSettings, *, k: int, candidate: float, baseline: float, answers: int | None = None
+) -> RelativeOC:
+    """The relative rule's :class:`RelativeOC`, exactly, for a baseline with ``answers``
+    recorded answers on the row (default: k + its measurement, ``settings.measure``).
+
+    Sum over the baseline's right count c ~ Bin(answers, p_b) of: the screen
+    of c (:func:`~.relative.screen_spec`) ending unreliable at p_c
+    (:func:`side_oc`) times the paired comparison of c blocking
+    (:func:`pair_oc`); attempts likewise.  A c whose reference cannot drop
+    by ``drop`` passes untested.
+    """
+    _check_probability("candidate accuracy", candidate)
+    _check_probability("baseline accuracy", baseline)
+    n = max(k, settings.measure) if answers is None else answers
+    block = screened = cand = base = 0.0
+    for right, weight in enumerate(binomial_pmf(n, baseline)):
+        if weight < 1e-15:
+            continue
+        spec = screen_spec(right, n, settings)
+        if spec is None:
+            continue
+        screen = side_oc(spec, candidate, k)
+        pairing = pair_spec(right, n, settings)
+        paired = pair_oc(pairing, baseline, candidate, settings.pair_max_pairs)
+        block += weight * screen.unreliable * paired.block
+        screened += weight * screen.unreliable
+        cand += weight * (screen.attempts - k + screen.unreliable * paired.pairs)
+        base += weight * screen.unreliable * paired.pairs
+    return RelativeOC(block, screened, cand, base)
+
+
 @dataclass(frozen=True, slots=True)
 class RowOC:
     """A gated row's operating characteristics under a rule.
@@ -184,6 +323,18 @@ def row_oc(
         raise ValueError("k must be at least 1")
     _check_probability("candidate accuracy", candidate)
     _check_probability("baseline accuracy", baseline)
+    if settings.rule == RELATIVE:
+        oc = relative_oc(settings, k=k, candidate=candidate, baseline=baseline)
+        return RowOC(
+            RELATIVE,
+            kind,
+            k,
+            candidate,
+            baseline,
+            block=oc.block,
+            candidate_attempts=k + oc.candidate_extra,
+            baseline_extra=oc.baseline_extra,
+        )
     if settings.rule == SEQUENTIAL:
         cand = side_oc(settings.candidate_test, candidate, k)
         base = side_oc(settings.baseline_test, baseline, k)

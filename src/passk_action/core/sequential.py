@@ -81,9 +81,10 @@ from functools import lru_cache
 from .model import Attempt, Phase, Scoring, Version
 from .scoring import Labeled, is_right
 
+RELATIVE = "relative"
 SEQUENTIAL = "sequential"
 STRICT = "strict"
-RULES = (SEQUENTIAL, STRICT)
+RULES = (RELATIVE, SEQUENTIAL, STRICT)
 
 # Two log likelihood ratios this close count as equal: with the defaults two
 # wrong answers give exactly ln(30^2) = ln(0.9 / 0.001), the upper threshold.
@@ -165,6 +166,10 @@ class Finding(str, Enum):
     """Strict rule: a wrong answer on a row the rule locks."""
     UNCLASSIFIED = "unclassified"
     """Strict rule: fewer than k valid answers on a side."""
+    UNABLE = "unable"
+    """Not judged: the agent's last attempts at the row all errored (``unable_after``)."""
+    MATCHES_BASELINE = "matches-baseline"
+    """Relative rule: the screen flagged the candidate; side by side it is no worse."""
 
 
 LIKELIER = "likelier"
@@ -236,6 +241,15 @@ class RuleSettings:
     baseline_max_decisions: int = 60
     max_attempts: int = 80
     confirm_attempts: int = 6
+    drop: float = 0.2
+    screen_alpha: float = 0.15
+    screen_beta: float = 0.03
+    anchor_z: float = 1.5
+    pair_beta: float = 0.02
+    pair_max_decisions: int = 120
+    pair_max_pairs: int = 300
+    measure: int = 60
+    unable_after: int = 5
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -246,6 +260,17 @@ class RuleSettings:
             raise ValueError("max_attempts must be at least either test's max_decisions")
         if self.confirm_attempts < 0:
             raise ValueError("confirm_attempts must be >= 0")
+        if not 0.0 < self.drop < 1.0:
+            raise ValueError("drop must be within (0, 1)")
+        for name in ("screen_alpha", "screen_beta", "pair_beta"):
+            if not 0.0 < getattr(self, name) < 0.5:
+                raise ValueError(f"{name} must be within (0, 0.5)")
+        if self.anchor_z < 0:
+            raise ValueError("anchor_z must be >= 0")
+        if self.pair_max_decisions < 1 or self.pair_max_pairs < 1 or self.unable_after < 1:
+            raise ValueError("pair_max_decisions, pair_max_pairs and unable_after must be >= 1")
+        if self.measure < 0:
+            raise ValueError("measure must be >= 0")
 
     @property
     def candidate_test(self) -> SprtSpec:
@@ -278,6 +303,15 @@ class RuleSettings:
             "baseline_max_decisions": self.baseline_max_decisions,
             "max_attempts": self.max_attempts,
             "confirm_attempts": self.confirm_attempts,
+            "drop": self.drop,
+            "screen_alpha": self.screen_alpha,
+            "screen_beta": self.screen_beta,
+            "anchor_z": self.anchor_z,
+            "pair_beta": self.pair_beta,
+            "pair_max_decisions": self.pair_max_decisions,
+            "pair_max_pairs": self.pair_max_pairs,
+            "measure": self.measure,
+            "unable_after": self.unable_after,
         }
 
 
@@ -331,7 +365,7 @@ def log_likelihood_ratio(n: int, w: int, reliable: float, unreliable: float) -> 
     return w * math.log(q1 / q0) + (n - w) * math.log((1.0 - q1) / (1.0 - q0))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=2048)
 def boundaries(spec: SprtSpec) -> Boundaries:
     """The test ``spec`` as integer boundaries (computed once per spec, cached).
 
@@ -410,6 +444,10 @@ class RowVerdict:
     candidate: SideEvidence
     baseline: SideEvidence
     requests: tuple[Request, ...] = ()
+    losses: int | None = None
+    """Relative rule, paired comparison: pairs the baseline got right and the candidate not."""
+    wins: int | None = None
+    pairs: int | None = None
 
     @property
     def blocks(self) -> bool:
@@ -429,6 +467,11 @@ class RowVerdict:
             "candidate": self.candidate.to_json(),
             "baseline": self.baseline.to_json(),
             "requests": [r.to_json() for r in self.requests],
+            **(
+                {"pairs": {"read": self.pairs, "losses": self.losses, "wins": self.wins}}
+                if self.pairs is not None
+                else {}
+            ),
         }
 
 
@@ -438,10 +481,19 @@ class SideAttempts:
 
     outcomes: tuple[Outcome, ...]
     main: int
+    measured: int = 0
+    """Baseline only: the measurement attempts ``passk baseline`` recorded after the main ones."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.main <= len(self.outcomes):
             raise ValueError("main must be between 0 and the number of outcomes")
+        if not 0 <= self.main + self.measured <= len(self.outcomes):
+            raise ValueError("main + measured must be at most the number of outcomes")
+
+    @property
+    def recorded(self) -> int:
+        """The outcomes recorded with the baseline: main, then measurement."""
+        return self.main + self.measured
 
     @property
     def confirm(self) -> int:
@@ -451,11 +503,12 @@ class SideAttempts:
 def score(attempts: Iterable[Attempt], row: Labeled, scoring: Scoring) -> SideAttempts:
     """A version's recorded attempts at a row as outcomes, main attempts first.
 
-    Order: main attempts, then confirmations, each by attempt number (the
-    order they were recorded in).  Right and wrong are the scoring's
-    judgment (:func:`~.scoring.is_right`).
+    Order: main attempts, then a baseline's measurement attempts, then
+    confirmations, each by attempt number (the order they were recorded
+    in).  Right and wrong are the scoring's judgment
+    (:func:`~.scoring.is_right`).
     """
-    ordered = sorted(attempts, key=lambda a: (a.phase is not Phase.MAIN, a.number))
+    ordered = sorted(attempts, key=lambda a: (_PHASE_ORDER[a.phase], a.number))
     outcomes = tuple(
         Outcome.ERROR
         if a.decision is None
@@ -464,7 +517,19 @@ def score(attempts: Iterable[Attempt], row: Labeled, scoring: Scoring) -> SideAt
         else Outcome.WRONG
         for a in ordered
     )
-    return SideAttempts(outcomes, sum(1 for a in ordered if a.phase is Phase.MAIN))
+    return SideAttempts(
+        outcomes,
+        sum(1 for a in ordered if a.phase is Phase.MAIN),
+        sum(1 for a in ordered if a.phase is Phase.MEASURE),
+    )
+
+
+_PHASE_ORDER = {Phase.MAIN: 0, Phase.MEASURE: 1, Phase.CONFIRM: 2}
+
+
+def unable(outcomes: Sequence[Outcome], after: int) -> bool:
+    """Whether the last ``after`` outcomes all errored: the agent is shown unable to answer."""
+    return len(outcomes) >= after and all(o is Outcome.ERROR for o in outcomes[-after:])
 
 
 def read(side: SideAttempts, bounds: Boundaries, tested: bool = True) -> SideEvidence:
@@ -497,11 +562,16 @@ def read(side: SideAttempts, bounds: Boundaries, tested: bool = True) -> SideEvi
 
 
 def _request(
-    version: Version, side: SideEvidence, bounds: Boundaries, settings: RuleSettings
+    version: Version,
+    side: SideEvidence,
+    bounds: Boundaries,
+    settings: RuleSettings,
+    outcomes: Sequence[Outcome],
 ) -> Request | None:
-    """The attempts that could end an undecided test, within the side's attempt budget."""
+    """The attempts that could end an undecided test, within the side's attempt budget,
+    unless the agent is shown unable to answer (its last ``unable_after`` attempts errored)."""
     left = settings.max_attempts - side.attempts
-    if left <= 0:
+    if left <= 0 or unable(outcomes, settings.unable_after):
         return None
     return Request(version, min(left, bounds.rights_to_pass(side.read, side.wrong_read)))
 
@@ -530,6 +600,13 @@ def judge(
     """
     if k < 1:
         raise ValueError("k must be at least 1")
+    if settings.rule == RELATIVE:
+        raise ValueError("the relative rule is judged by core/relative.py")
+    if baseline.measured:
+        # The measurement attempts serve the relative rule alone: the others read what
+        # they always read (main attempts, then this comparison's confirmations).
+        kept = baseline.outcomes[: baseline.main] + baseline.outcomes[baseline.recorded :]
+        baseline = SideAttempts(kept, baseline.main)
     if settings.rule == STRICT:
         return judge_strict(
             candidate,
@@ -548,16 +625,22 @@ def judge(
         return RowVerdict(kind, SEQUENTIAL, Decision.PASS, finding, cand, base)
     if cand.ending is Ending.UNDECIDED:
         base = read(baseline, bounds, tested=False)
-        wanted = _request(Version.CANDIDATE, cand, bounds, settings) if more_possible else None
+        wanted = (
+            _request(Version.CANDIDATE, cand, bounds, settings, candidate.outcomes)
+            if more_possible
+            else None
+        )
         decision = Decision.MORE if wanted else Decision.BLOCK
         requests = (wanted,) if wanted else ()
-        return RowVerdict(kind, SEQUENTIAL, decision, Finding.UNDECIDED, cand, base, requests)
+        shown_unable = unable(candidate.outcomes, settings.unable_after)
+        finding = Finding.UNABLE if shown_unable else Finding.UNDECIDED
+        return RowVerdict(kind, SEQUENTIAL, decision, finding, cand, base, requests)
     base_bounds = boundaries(settings.baseline_test)
     base = read(baseline, base_bounds)
     if base.ending is Ending.UNRELIABLE:
         return RowVerdict(kind, SEQUENTIAL, Decision.PASS, Finding.BASELINE_VARIES, cand, base)
     if base.ending is Ending.UNDECIDED and more_possible:
-        wanted = _request(Version.BASELINE, base, base_bounds, settings)
+        wanted = _request(Version.BASELINE, base, base_bounds, settings, baseline.outcomes)
         if wanted:
             return RowVerdict(
                 kind, SEQUENTIAL, Decision.MORE, Finding.REGRESSION, cand, base, (wanted,)

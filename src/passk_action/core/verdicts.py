@@ -21,7 +21,9 @@ from dataclasses import replace
 
 from .diff import Change, Comparison, Confirmation, RowComparison, first_divergent_check
 from .model import Attempt, RowClass, RowRecord, Scoring, Version
+from .relative import judge_relative
 from .sequential import (
+    RELATIVE,
     SEQUENTIAL,
     Finding,
     GatedKind,
@@ -29,6 +31,7 @@ from .sequential import (
     RuleSettings,
     gated_kind,
     judge_row,
+    score,
 )
 
 
@@ -66,6 +69,15 @@ def gated_verdicts(
         kind = kind_of(row, block_on_any_regression)
         if kind is None:
             continue
+        if settings.rule == RELATIVE:
+            verdicts[row.id] = judge_relative(
+                score(candidate.get(row.id, ()), labeled[row.id], scoring),
+                score(baseline.get(row.id, ()), labeled[row.id], scoring),
+                settings,
+                kind=kind,
+                more_possible=more_possible,
+            )
+            continue
         verdicts[row.id] = judge_row(
             labeled[row.id],
             baseline.get(row.id, ()),
@@ -95,6 +107,8 @@ _CONFIRMATION = {
     Finding.RELIABLE: Confirmation.NOT_REPRODUCED,
     Finding.WITHIN_CHANCE: Confirmation.NOT_REPRODUCED,
     Finding.UNDECIDED: Confirmation.INCONCLUSIVE,
+    Finding.UNABLE: Confirmation.INCONCLUSIVE,
+    Finding.MATCHES_BASELINE: Confirmation.BASELINE_VARIES,
 }
 """What the sequential rule's finding says a lost row's confirmation showed."""
 
@@ -123,7 +137,7 @@ def with_verdicts(
         verdict = verdicts.get(row.id)
         if (
             verdict is None
-            or verdict.rule != SEQUENTIAL
+            or verdict.rule not in (SEQUENTIAL, RELATIVE)
             or (row.change is not Change.LOST and verdict.finding is not Finding.REGRESSION)
         ):
             rows.append(row)

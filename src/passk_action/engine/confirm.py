@@ -9,10 +9,10 @@ Two kinds of row are run again, each numbered after the row's last attempt
   every round and asks for more attempts on a version while the row's
   evidence is unclear; rounds go on until no row asks.  Errored attempts
   count toward a row's attempts and are not answers, so the next round
-  asks again in their place, unless a whole round of the row gave no
-  answer on that version: then it is not asked again (a row that only
-  crashes would spend its whole budget in timeouts) and is judged on what
-  it has ("cannot be judged" when that is too little).  The rule bounds the
+  asks again in their place: errors are not evidence.  The rule itself
+  stops asking a row's version once its attempts are spent or its last
+  ``unable_after`` attempts all errored (the agent shown unable to answer
+  it), never after one errored round, and says which.  The rule bounds the
   attempts of a row and version (``max_attempts``), so the rounds end.
 - **other lost rows**: once, ``confirm.attempts`` on both versions, as
   passk always confirmed them (the report names the first divergent check).
@@ -141,13 +141,8 @@ def run_rounds(
     policy = config.gate.policy
     settings = runs.candidate.settings
     rows = inputs.dataset.by_id()
-    silent: set[tuple[Version, str]] = set()
-    """Rows a round got no valid answer from, on a version: not asked again (every attempt
-    of a crashing row would only cost its timeout); the rule judges what it has.  Not when
-    the round's errors looked transient and retries are on: an outage gets the next round."""
     waited: set[tuple[Version, str, int]] = set()
     """Transient errors a wait before a round has already given their second chance."""
-    retries = config.retry.attempts > 0
     # Each round adds an attempt to every row that asks, on a side holding at most
     # max_attempts: no row asks more than 2 x max_attempts times.
     for _ in range(2 * policy.rule.max_attempts + 1):
@@ -166,8 +161,6 @@ def run_rounds(
         if runs.rounds == 0:
             for version in Version:
                 plan[version].update(lost[version])
-        for version, row_id in silent:
-            plan[version].pop(row_id, None)
         _drop_unrunnable(plan, can_run, runs.left_out, runs.unconfirmed, one_side)
         if not any(plan.values()):
             break
@@ -177,33 +170,12 @@ def run_rounds(
             raise_if_stopped(asker.session, "wait for the next confirmation round")
         runs.rounds += 1
         before = len(runs.baseline.attempts) + len(runs.candidate.attempts)
-        tops = _tops(runs.baseline, runs.candidate, plan)
         runs.baseline = again(runs.baseline, plan[Version.BASELINE], rows, asker, Version.BASELINE)
         runs.candidate = again(
             runs.candidate, plan[Version.CANDIDATE], rows, asker, Version.CANDIDATE
         )
         runs.made += len(runs.baseline.attempts) + len(runs.candidate.attempts) - before
-        by_version = {Version.BASELINE: runs.baseline, Version.CANDIDATE: runs.candidate}
-        for (version, row_id), top in tops.items():
-            made = by_version[version].attempts_by_row().get(row_id, ())
-            fresh = [a for a in made if a.number > top]
-            # The config's retries, not the session's: a replay has them off, and must end
-            # its asking where the run it replays did.
-            if not any(a.valid for a in fresh) and not _transient(fresh, retries):
-                silent.add((version, row_id))
     return runs
-
-
-def _tops(baseline: Run, candidate: Run, plan: Plan) -> dict[tuple[Version, str], int]:
-    """The last attempt number of each (version, row) the plan asks for, before the round."""
-    runs = {Version.BASELINE: baseline, Version.CANDIDATE: candidate}
-    return {
-        (version, row_id): max(
-            (a.number for a in runs[version].attempts_by_row().get(row_id, ())), default=0
-        )
-        for version in Version
-        for row_id in plan[version]
-    }
 
 
 def _transient(attempts: Sequence[Attempt], retries: bool) -> bool:

@@ -7,7 +7,7 @@ measurement makes, nor with the action's record of verdicts in its comment.)
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import __version__
@@ -28,6 +28,7 @@ from ..core.model import (
     Version,
 )
 from ..core.scoring import rescore_run, unreadable_everywhere, unreadable_message
+from ..core.sequential import RELATIVE, RuleSettings
 from ..errors import AgentCouldNotRun, ArtifactError, Interrupted, UnreadableAnswers
 from ..store.artifact import read_run, write_run
 from ..store.recorder import RunRecorder
@@ -70,6 +71,48 @@ def main_requests(
     ]
 
 
+def measurement_requests(
+    rows: Iterable[Row],
+    settings: EvalSettings,
+    version: Version,
+    recorded: set[tuple[str, int]],
+    measured: Measured,
+) -> list[AttemptRequest]:
+    """The measurement attempts of the gated rows, numbered k + 1 .. ``measured.to``, less
+    those ``recorded`` (``gate.sequential.measure``: what the relative rule reads)."""
+    return [
+        AttemptRequest(row, number, Phase.MEASURE, version, settings.scoring)
+        for row in rows
+        if row.id in measured.rows
+        for number in range(settings.k + 1, measured.to + 1)
+        if (row.id, number) not in recorded
+    ]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The rows a baseline measures beyond k attempts, and to how many attempts in all."""
+
+    rows: frozenset[str] = frozenset()
+    to: int = 0
+
+
+NOTHING_MEASURED = Measured()
+
+
+def rows_to_measure(rule: RuleSettings, rows: Iterable[Row], ratchet: Iterable[str]) -> Measured:
+    """What a baseline recorded for ``rule`` measures: under the relative rule, every
+    must-not-break row and every row of the ratchet it carries, to ``rule.measure`` attempts
+    (the rows ``gate.block_on_any_regression`` adds are known only from the run itself:
+    they keep their k attempts, and the rule reads those)."""
+    if rule.rule != RELATIVE or rule.measure <= 0:
+        return NOTHING_MEASURED
+    locked = set(ratchet)
+    return Measured(
+        frozenset(r.id for r in rows if r.must_not_break or r.id in locked), rule.measure
+    )
+
+
 def measure_run(
     dataset: Dataset,
     rows: Sequence[Row],
@@ -81,6 +124,7 @@ def measure_run(
     *,
     resume: bool = False,
     ratchet: Iterable[str] = (),
+    measured: Measured = NOTHING_MEASURED,
 ) -> tuple[Run, int]:
     """Run ``agent`` k times on ``rows``, journaling every attempt; write the artifact.
 
@@ -93,8 +137,11 @@ def measure_run(
     ratchet = tuple(ratchet)
     gated = replace(session, gated=session.gated | frozenset(ratchet))
     asker = Asker(ReadyAgents({info.version: agent}), gated)
-    run = measure(dataset, rows, settings, asker, info, out, resume=resume, ratchet=ratchet)
-    return run, asker.count(info.version, Phase.MAIN)
+    run = measure(
+        dataset, rows, settings, asker, info, out, resume=resume, ratchet=ratchet,
+        measured=measured,
+    )  # fmt: skip
+    return run, asker.count(info.version, Phase.MAIN) + asker.count(info.version, Phase.MEASURE)
 
 
 def measure(
@@ -107,6 +154,7 @@ def measure(
     *,
     resume: bool = False,
     ratchet: Iterable[str] = (),
+    measured: Measured = NOTHING_MEASURED,
 ) -> Run:
     """:func:`measure_run` for the version ``info`` names, asked through ``asker`` (which
     replays what a record holds, and builds the agent only if something is missing)."""
@@ -130,6 +178,7 @@ def measure(
 
     recorded = {(a.row_id, a.number) for a in recorder.kept}
     requests = main_requests(rows, settings, info.version, recorded)
+    requests += measurement_requests(rows, settings, info.version, recorded, measured)
     pricing = session.pricing
 
     def journal(attempt: Attempt) -> None:
@@ -163,7 +212,9 @@ def measure(
             ) from exc
     fresh = [priced_attempt(a, pricing) for a in fresh]
     done = len(recorder.kept) + len(fresh)
-    expected_total = len(rows) * settings.k
+    expected_total = len(rows) * settings.k + sum(
+        max(0, measured.to - settings.k) for r in rows if r.id in measured.rows
+    )
     if (session.stop is not None and session.stop.is_set()) or done < expected_total:
         raise Interrupted(
             f"run stopped with {done} of {expected_total} attempts recorded",
@@ -259,6 +310,7 @@ def record_agent(
     session: Session,
     *,
     resume: bool = False,
+    measured: Measured = NOTHING_MEASURED,
 ) -> Run:
     """Record ``agent`` on ``rows`` to ``out`` and close it; refuse a run without a decision.
 
@@ -269,7 +321,9 @@ def record_agent(
     ``AgentCouldNotRun`` rather than becoming a baseline.
     """
     with closing(agent):
-        run, _ = measure_run(dataset, rows, settings, agent, info, out, session, resume=resume)
+        run, _ = measure_run(
+            dataset, rows, settings, agent, info, out, session, resume=resume, measured=measured
+        )
     if run.attempts and not any(a.valid for a in run.attempts):
         raise could_not_run(run.attempts, info.version, alike=False)
     return run

@@ -32,12 +32,13 @@ from ..core.model import (
 from ..core.shard import Shard
 from ..errors import ArtifactError
 
-SCHEMA_VERSION = 3
-"""The version passk writes.  3 added structured decisions and expected objects (JSON
-objects), a row's ``expected_checks`` and an environment-scored row without ``expected``,
-an attempt's ``answer``, ``correct`` and ``score``, and the scoring's ``fields``,
-``extract``, ``checks``, ``by`` and ``threshold``.  2 added an attempt's ``usage`` and
-``warnings``."""
+SCHEMA_VERSION = 4
+"""The version passk writes. 4 added the ``measure`` phase: a baseline's extra attempts at
+its gated rows, which the relative gate rule reads. 3 added structured decisions and
+expected objects (JSON objects), a row's ``expected_checks`` and an environment-scored row
+without ``expected``, an attempt's ``answer``, ``correct`` and ``score``, and the scoring's
+``fields``, ``extract``, ``checks``, ``by`` and ``threshold``. 2 added an attempt's
+``usage`` and ``warnings``."""
 OLDEST_READ_VERSION = 1
 """Versions 1 and 2 read as they are: their rows expect labels, their attempts hold
 labels, and no attempt in a version 1 file has a usage."""
@@ -200,7 +201,7 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ArtifactError("'n' must be an integer >= 1", where=where)
     if not isinstance(phase, str) or phase not in PHASES:
-        raise ArtifactError("'phase' must be 'main' or 'confirm'", where=where)
+        raise ArtifactError("'phase' must be 'main', 'confirm' or 'measure'", where=where)
     decision, error = doc.get("decision"), doc.get("error")
     if (decision is None) == (error is None):
         raise ArtifactError("an attempt has exactly one of 'decision' and 'error'", where=where)

@@ -46,12 +46,15 @@ from .lines import (
 )
 
 RESULT_KIND = "passk-result"
-RESULT_SCHEMA_VERSION = 4
-"""The result version passk writes.  4 lets a row's ``expected`` be a structured decision,
-carry ``expected_checks`` or be absent (a task its environment scores), beside version-3
-runs; 3 added the gated-row rule (``policy.rule``) and each gated row's ``verdict``;
-results of 1 and 2 were decided by what is now ``gate.rule: strict`` and are audited with
-it.  Run artifacts keep their own version (``store/artifact.py``)."""
+RESULT_SCHEMA_VERSION = 5
+"""The result version passk writes. 5 added the relative rule (``policy.rule`` with its
+settings, a verdict's ``pairs``) and runs of version 4; a result of 3 or 4 names the rule it
+was decided by (``sequential`` or ``strict``), and is audited with it. 4 lets a row's
+``expected`` be a structured decision, carry ``expected_checks`` or be absent (a task its
+environment scores), beside version-3 runs; 3 added the gated-row rule (``policy.rule``) and
+each gated row's ``verdict``; results of 1 and 2 were decided by what is now ``gate.rule:
+strict`` and are audited with it. Run artifacts keep their own version
+(``store/artifact.py``)."""
 LEGACY_RULE = RuleSettings(rule=STRICT)
 """The rule an older result (schema 1 or 2) was decided by."""
 

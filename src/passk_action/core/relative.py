@@ -1,0 +1,297 @@
+"""The default gated-row rule, ``relative``: a row judged against its own baseline accuracy.
+
+A gated row blocks when the candidate has become less reliable *than the
+baseline is on that row*, not than an assumed 99%.  Two stages:
+
+1. **The screen** (the candidate's answers against the baseline's recorded
+   ones).  The baseline's recorded answers on the row (its k main attempts
+   and the ``measure`` attempts ``passk baseline`` adds to every gated row,
+   60 answers with the defaults) give a reference accuracy
+   a = min(``reliable``, Wilson upper bound of c/n at z = ``anchor_z``)
+   (Wilson, JASA 22, 1927; n = 0 gives ``reliable``).  The candidate's
+   answers then run a truncated SPRT (``core/sequential.py``): right with a
+   against right with a - ``drop``, nominal ``screen_alpha`` and
+   ``screen_beta``, ``max_decisions`` answers, the likelier hypothesis at
+   the last.  "Reliable" -> PASS.  Not ended -> more candidate attempts.
+2. **The paired comparison**, only after the screen ends "unreliable": the
+   baseline and the candidate answer again, fresh (neither side's earlier
+   answers are read, so the screen's selection does not bias it), paired in
+   order: the i-th fresh valid answer of one side with the i-th of the
+   other.  A pair where the baseline is right and the candidate wrong is a
+   *loss*, the other way round a *win*, agreeing pairs tell nothing.  Given
+   that a pair disagrees, it is a loss with probability
+   theta = p_b (1 - p_c) / (p_b (1 - p_c) + (1 - p_b) p_c), which is exactly
+   1/2 whenever the two versions are equally accurate, **whatever that
+   accuracy** (the conditional argument of McNemar's test; Lehmann and
+   Romano, "Testing Statistical Hypotheses", 2005, 4.6).  The losses among
+   the disagreeing pairs run a truncated SPRT of theta = 1/2 against theta1,
+   nominal ``alpha`` and ``pair_beta``, ``pair_max_decisions`` disagreeing
+   pairs, ending "not shown" at its last; theta1 is theta at a row whose
+   accuracy drops by ``drop`` from the Wilson lower bound (z = 1.2816) of the
+   baseline's recorded accuracy, kept within [0.6, 0.95].  Losses shown ->
+   BLOCK (a regression); not shown -> PASS ("matches the baseline"); also
+   PASS when ``pair_max_pairs`` pairs are read without an ending.
+
+**What it guarantees.**  A harmless row (both versions equally accurate)
+blocks only when the paired comparison shows losses, which Wald's threshold
+keeps at most alpha / (1 - beta) <= 0.1% with the defaults *for every
+accuracy*, times the chance the screen sends it there; per pull request
+1 - (1 - rate)^G.  The catch rate, and the attempts, do depend on the
+accuracy: ``core/operating.py`` computes them exactly (``relative_oc``) and
+``bench/gate_relative.md`` tabulates them.
+
+**Errors are not evidence.**  An errored attempt is not an answer; a side's
+asking ends when its ``max_attempts`` are spent or its last
+``unable_after`` attempts all errored (the agent is shown unable to answer
+the row), never after one errored round.  A candidate that could not be
+judged blocks, saying which of the two happened.
+
+Pure: outcomes in, a :class:`~.sequential.RowVerdict` out; ``passk gate``
+recomputes it from the recorded attempts alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .model import Version
+from .sequential import (
+    LIKELIER,
+    RELATIVE,
+    RELIABLE_UNLESS_SHOWN,
+    Decision,
+    Ending,
+    Finding,
+    GatedKind,
+    Outcome,
+    Request,
+    RowVerdict,
+    RuleSettings,
+    SideAttempts,
+    SideEvidence,
+    SprtSpec,
+    boundaries,
+    read,
+    unable,
+)
+
+LOWER_Z = 1.2816
+"""z of the one-sided 90% Wilson lower bound that sets the paired test's alternative."""
+THETA_RANGE = (0.6, 0.95)
+MIN_GAP = 0.005
+"""A reference below ``drop`` + this cannot drop by ``drop``: the row passes untested."""
+
+
+def wilson(right: int, answers: int, z: float, upper: bool) -> float:
+    """The Wilson score bound of right / answers at ``z`` (upper or lower); n = 0: 1 or 0.
+
+    (p + z^2 / 2n +- z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n), p = right / n.
+    """
+    if answers == 0:
+        return 1.0 if upper else 0.0
+    p = right / answers
+    z2 = z * z
+    centre = p + z2 / (2 * answers)
+    spread = z * math.sqrt(p * (1 - p) / answers + z2 / (4 * answers * answers))
+    bound = (centre + spread if upper else centre - spread) / (1 + z2 / answers)
+    return min(1.0, max(0.0, bound))
+
+
+def reference(right: int, answers: int, settings: RuleSettings) -> float:
+    """The screen's reference accuracy from the baseline's recorded answers (module doc)."""
+    return min(settings.reliable, wilson(right, answers, settings.anchor_z, upper=True))
+
+
+def theta(baseline: float, candidate: float) -> float:
+    """P(loss | the pair disagrees) for versions right with these probabilities (1 if never)."""
+    loss = baseline * (1.0 - candidate)
+    win = (1.0 - baseline) * candidate
+    return loss / (loss + win) if loss + win > 0 else 1.0
+
+
+def screen_spec(right: int, answers: int, settings: RuleSettings) -> SprtSpec | None:
+    """The screen's SPRT for a baseline with ``right`` of ``answers`` recorded; None: no test."""
+    a = round(reference(right, answers, settings), 6)
+    if a - settings.drop < MIN_GAP:
+        return None
+    return SprtSpec(
+        a, a - settings.drop, settings.screen_alpha, settings.screen_beta,
+        settings.max_decisions, LIKELIER,
+    )  # fmt: skip
+
+
+def pair_spec(right: int, answers: int, settings: RuleSettings) -> SprtSpec:
+    """The paired comparison's SPRT on disagreeing pairs ("right" = a win, "wrong" = a loss)."""
+    low = max(settings.drop + 0.05, wilson(right, answers, LOWER_Z, upper=False))
+    low = min(low, 0.999)
+    lo, hi = THETA_RANGE
+    theta1 = round(min(hi, max(lo, theta(low, low - settings.drop))), 2)
+    return SprtSpec(
+        0.5, 1.0 - theta1, settings.alpha, settings.pair_beta,
+        settings.pair_max_decisions, RELIABLE_UNLESS_SHOWN,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Pairs:
+    """The paired comparison's evidence: pairs read, of which losses and wins, and its ending."""
+
+    pairs: int
+    losses: int
+    wins: int
+    ending: Ending
+
+
+def _answers(outcomes: Sequence[Outcome]) -> list[bool]:
+    """Valid answers as right (True) / wrong (False), errors left out."""
+    return [o is Outcome.RIGHT for o in outcomes if o is not Outcome.ERROR]
+
+
+def read_pairs(
+    baseline: Sequence[bool], candidate: Sequence[bool], spec: SprtSpec, max_pairs: int
+) -> Pairs:
+    """Read the fresh answers in pairs until the paired SPRT ends, or ``max_pairs`` are read."""
+    bounds = boundaries(spec)
+    n = losses = pairs = 0
+    ending = Ending.UNDECIDED
+    for b, c in zip(baseline, candidate, strict=False):
+        if pairs >= max_pairs:
+            break
+        pairs += 1
+        if b == c:
+            continue
+        n += 1
+        losses += b
+        ending = bounds.ending(n, losses)
+        if ending is not Ending.UNDECIDED:
+            break
+    if ending is Ending.UNDECIDED and pairs >= max_pairs:
+        ending = Ending.RELIABLE
+    return Pairs(pairs, losses, n - losses, ending)
+
+
+def _side(side: SideAttempts, read_n: int, wrong_read: int, ending: Ending) -> SideEvidence:
+    answers = _answers(side.outcomes)
+    return SideEvidence(
+        len(side.outcomes), len(answers), answers.count(False),
+        len(side.outcomes) - len(answers), read_n, wrong_read, ending,
+    )  # fmt: skip
+
+
+def _left(side: SideAttempts, settings: RuleSettings, paired: bool = False) -> int:
+    """Attempts the side may still make (0: budget spent or the agent shown unable).
+
+    The screen's budget is ``max_attempts``; the paired comparison adds
+    ``pair_max_pairs`` (a baseline's recorded attempts do not count)."""
+    if unable(side.outcomes, settings.unable_after):
+        return 0
+    budget = settings.max_attempts + (settings.pair_max_pairs if paired else 0)
+    return max(0, budget - (len(side.outcomes) - side.recorded + side.main))
+
+
+def _cannot(side: SideAttempts, settings: RuleSettings) -> Finding:
+    """Why a side's asking ended without an ending: the agent unable, or attempts spent."""
+    return Finding.UNABLE if unable(side.outcomes, settings.unable_after) else Finding.UNDECIDED
+
+
+def judge_relative(
+    candidate: SideAttempts,
+    baseline: SideAttempts,
+    settings: RuleSettings,
+    *,
+    kind: GatedKind,
+    more_possible: bool = True,
+) -> RowVerdict:
+    """The ``relative`` rule's verdict from both versions' outcomes (module doc).
+
+    ``baseline.recorded`` outcomes are the baseline's recorded answers (main
+    and measurement); the rest are this comparison's fresh ones.
+    """
+    recorded = _answers(baseline.outcomes[: baseline.recorded])
+    right = sum(recorded)
+    spec = screen_spec(right, len(recorded), settings)
+    if spec is None:
+        base = _side(baseline, len(recorded), len(recorded) - right, Ending.UNRELIABLE)
+        cand = read(candidate, boundaries(SprtSpec(0.99, 0.5, 0.1, 0.1, 1)), tested=False)
+        return RowVerdict(kind, RELATIVE, Decision.PASS, Finding.BASELINE_VARIES, cand, base)
+    cand = read(candidate, boundaries(spec))
+    base_screen = _side(baseline, len(recorded), len(recorded) - right, Ending.NOT_TESTED)
+    if cand.ending is Ending.RELIABLE:
+        finding = Finding.WITHIN_CHANCE if cand.wrong else Finding.RELIABLE
+        return RowVerdict(kind, RELATIVE, Decision.PASS, finding, cand, base_screen)
+    if cand.ending is Ending.UNDECIDED:
+        left = _left(candidate, settings) if more_possible else 0
+        if left:
+            more = boundaries(spec).rights_to_pass(cand.read, cand.wrong_read)
+            wanted = Request(Version.CANDIDATE, min(left, more))
+            return RowVerdict(
+                kind, RELATIVE, Decision.MORE, Finding.UNDECIDED, cand, base_screen, (wanted,)
+            )
+        return RowVerdict(
+            kind, RELATIVE, Decision.BLOCK, _cannot(candidate, settings), cand, base_screen
+        )
+    # The screen ended "unreliable": the paired comparison, on fresh answers only.
+    cand_answers = _answers(candidate.outcomes)
+    fresh_c = cand_answers[cand.read :]
+    fresh_b = _answers(baseline.outcomes[baseline.recorded :])
+    pspec = pair_spec(right, len(recorded), settings)
+    pairs = read_pairs(fresh_b, fresh_c, pspec, settings.pair_max_pairs)
+    base = _side(
+        baseline, len(recorded) + pairs.pairs,
+        len(recorded) - right + sum(1 for b in fresh_b[: pairs.pairs] if not b),
+        pairs.ending,
+    )  # fmt: skip
+    verdict = RowVerdict(kind, RELATIVE, Decision.PASS, Finding.MATCHES_BASELINE, cand, base)
+    if pairs.ending is Ending.RELIABLE:
+        return _with_pairs(verdict, pairs)
+    if pairs.ending is Ending.UNRELIABLE:
+        return _with_pairs(_as(verdict, Decision.BLOCK, Finding.REGRESSION), pairs)
+    # Undecided: more pairs, on each side up to the same count.
+    bounds = boundaries(pspec)
+    undecided_n = pairs.losses + pairs.wins
+    step = max(10, 3 * bounds.rights_to_pass(undecided_n, pairs.losses))
+    target = min(pairs.pairs + step, settings.pair_max_pairs)
+    requests = []
+    stuck: Finding | None = None
+    for version, side, have in (
+        (Version.BASELINE, baseline, len(fresh_b)),
+        (Version.CANDIDATE, candidate, len(fresh_c)),
+    ):
+        need = target - have
+        if need <= 0:
+            continue
+        if unable(side.outcomes, settings.unable_after):
+            stuck = Finding.UNABLE
+            continue
+        if not more_possible:
+            stuck = stuck or Finding.REGRESSION
+            continue
+        left = _left(side, settings, paired=True)
+        if not left:
+            # The budget spent without losses shown: the comparison ends, as at its cap.
+            return _with_pairs(verdict, pairs)
+        requests.append(Request(version, min(left, need)))
+    if stuck is not None or not requests:
+        # Only evidence lifts a screen's "unreliable": unconfirmed, it stands.
+        return _with_pairs(_as(verdict, Decision.BLOCK, stuck or Finding.REGRESSION), pairs)
+    return _with_pairs(
+        RowVerdict(kind, RELATIVE, Decision.MORE, Finding.REGRESSION, cand, base, tuple(requests)),
+        pairs,
+    )
+
+
+def _as(verdict: RowVerdict, decision: Decision, finding: Finding) -> RowVerdict:
+    return RowVerdict(
+        verdict.kind, verdict.rule, decision, finding, verdict.candidate, verdict.baseline,
+        verdict.requests,
+    )  # fmt: skip
+
+
+def _with_pairs(verdict: RowVerdict, pairs: Pairs) -> RowVerdict:
+    return RowVerdict(
+        verdict.kind, verdict.rule, verdict.decision, verdict.finding, verdict.candidate,
+        verdict.baseline, verdict.requests, losses=pairs.losses, wins=pairs.wins,
+        pairs=pairs.pairs,
+    )  # fmt: skip

@@ -1,0 +1,217 @@
+"""The relative gate rule (issue 29): verdicts, the paired comparison, its exact rates."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from passk_action.core.model import Version
+from passk_action.core.operating import binomial_pmf, pair_oc, relative_oc, side_oc
+from passk_action.core.relative import (
+    judge_relative,
+    pair_spec,
+    read_pairs,
+    screen_spec,
+    theta,
+    wilson,
+)
+from passk_action.core.sequential import (
+    RELATIVE,
+    Decision,
+    Ending,
+    Finding,
+    GatedKind,
+    Outcome,
+    RuleSettings,
+    SideAttempts,
+)
+
+RULE = RuleSettings(rule=RELATIVE)
+K = 3
+MNB = GatedKind.MUST_NOT_BREAK
+CODES = {"R": Outcome.RIGHT, "W": Outcome.WRONG, "E": Outcome.ERROR}
+
+
+def side(text: str, main: int = K, measured: int = 0) -> SideAttempts:
+    return SideAttempts(tuple(CODES[c] for c in text), main, measured)
+
+
+def baseline(recorded: str, fresh: str = "") -> SideAttempts:
+    """A baseline with ``recorded`` answers (k main, the rest measurement) and ``fresh`` ones."""
+    return side(recorded + fresh, K, len(recorded) - K)
+
+
+def judge(cand: str, base: SideAttempts, more_possible: bool = True) -> object:
+    return judge_relative(side(cand), base, RULE, kind=MNB, more_possible=more_possible)
+
+
+# ------------------------------------------------------------------ the pieces
+
+
+def test_wilson_bounds_match_the_textbook_interval() -> None:
+    # 8 of 10 at 95%: (0.490, 0.943) (Newcombe, Stat. Med. 17, 1998, table I).
+    assert wilson(8, 10, 1.96, upper=True) == pytest.approx(0.9433, abs=1e-4)
+    assert wilson(8, 10, 1.96, upper=False) == pytest.approx(0.4902, abs=1e-4)
+    assert wilson(57, 60, 0.0, upper=True) == pytest.approx(0.95)
+    assert (wilson(0, 0, 1.0, upper=True), wilson(0, 0, 1.0, upper=False)) == (1.0, 0.0)
+
+
+@pytest.mark.parametrize("p", [0.05, 0.5, 0.8, 0.95, 0.999])
+def test_a_disagreeing_pair_is_a_loss_half_the_time_when_both_are_equally_accurate(
+    p: float,
+) -> None:
+    assert theta(p, p) == pytest.approx(0.5)
+    assert theta(p, p - 0.04) > 0.5 > theta(p - 0.04, p)
+
+
+def test_the_screen_tests_against_the_baseline_s_own_accuracy() -> None:
+    settings = RULE
+    spec = screen_spec(57, 60, settings)
+    assert spec is not None
+    upper = wilson(57, 60, settings.anchor_z, upper=True)
+    assert spec.reliable == pytest.approx(min(settings.reliable, upper), abs=1e-6)
+    assert spec.unreliable == pytest.approx(spec.reliable - settings.drop, abs=1e-6)
+    # A baseline right on every recorded answer is tested as a row right 99% of the time.
+    assert screen_spec(60, 60, settings).reliable == settings.reliable  # type: ignore[union-attr]
+    # A baseline almost never right cannot drop by 20 points: no test.
+    assert screen_spec(0, 60, settings) is None
+
+
+def test_pairs_read_in_order_and_agreeing_pairs_tell_nothing() -> None:
+    spec = pair_spec(48, 60, RULE)
+    pairs = read_pairs([True, False, True, True], [True, True, False, True], spec, 300)
+    assert (pairs.pairs, pairs.losses, pairs.wins, pairs.ending) == (4, 1, 1, Ending.UNDECIDED)
+    capped = read_pairs([True] * 10, [True] * 10, spec, 10)
+    assert (capped.pairs, capped.ending) == (10, Ending.RELIABLE)
+
+
+# ------------------------------------------------------------------ verdicts
+
+
+RELIABLE_BASE = "R" * 60
+FLAKY_BASE = ("RRRRW" * 12)[:60]  # 0.8 on its recorded answers
+
+
+def test_a_candidate_as_right_as_its_baseline_passes_on_the_screen() -> None:
+    v = judge("R" * 20, baseline(RELIABLE_BASE))
+    assert (v.decision, v.finding) == (Decision.PASS, Finding.RELIABLE)  # type: ignore[attr-defined]
+    assert v.baseline.read == 60  # type: ignore[attr-defined]
+
+
+def test_a_flaky_candidate_is_compared_side_by_side_with_fresh_baseline_answers() -> None:
+    v = judge("RWW" + "W", baseline(RELIABLE_BASE))
+    assert v.decision is Decision.MORE  # type: ignore[attr-defined]
+    asked = {r.version for r in v.requests}  # type: ignore[attr-defined]
+    assert asked == {Version.BASELINE, Version.CANDIDATE}
+
+
+def test_losses_shown_side_by_side_block_as_a_regression() -> None:
+    fresh = 40
+    v = judge("RWW" + "W" * fresh, baseline(RELIABLE_BASE, "R" * fresh))
+    assert (v.decision, v.finding) == (Decision.BLOCK, Finding.REGRESSION)  # type: ignore[attr-defined]
+    assert v.losses and not v.wins  # type: ignore[attr-defined]
+
+
+def test_a_candidate_that_matches_a_flaky_baseline_side_by_side_passes() -> None:
+    """The false block issue 29 found: a row right 80% of the time on both versions."""
+    rng = random.Random(29)
+    fresh_b = "".join("R" if rng.random() < 0.8 else "W" for _ in range(300))
+    fresh_c = "".join("R" if rng.random() < 0.8 else "W" for _ in range(300))
+    base = baseline(FLAKY_BASE, fresh_b)
+    v = judge("RWW" + fresh_c, base)
+    assert (v.decision, v.finding) == (Decision.PASS, Finding.MATCHES_BASELINE)  # type: ignore[attr-defined]
+
+
+def test_without_more_attempts_an_unconfirmed_screen_failure_stands() -> None:
+    v = judge("RWW", baseline(RELIABLE_BASE), more_possible=False)
+    assert (v.decision, v.finding) == (Decision.BLOCK, Finding.REGRESSION)  # type: ignore[attr-defined]
+
+
+def test_errors_are_not_evidence_one_errored_round_asks_again() -> None:
+    """Issue 29: a gated row's asking never ends after one errored round."""
+    v = judge("RRR" + "E" * 4, baseline(RELIABLE_BASE))
+    assert v.decision is Decision.MORE  # type: ignore[attr-defined]
+    v = judge("RRR" + "E" * RULE.unable_after, baseline(RELIABLE_BASE))
+    assert (v.decision, v.finding) == (Decision.BLOCK, Finding.UNABLE)  # type: ignore[attr-defined]
+
+
+def test_a_candidate_that_errs_through_the_paired_comparison_does_not_pass() -> None:
+    """Attack: a candidate that crashes once flagged cannot run out the clock to a pass."""
+    v = judge("RWW" + "E" * RULE.unable_after, baseline(RELIABLE_BASE, "R" * 10))
+    assert (v.decision, v.finding) == (Decision.BLOCK, Finding.UNABLE)  # type: ignore[attr-defined]
+    # Control: the same candidate answering, right, is compared and not blocked for it.
+    honest = judge("RWW" + "R" * 10, baseline(RELIABLE_BASE, "R" * 10))
+    assert honest.decision is Decision.MORE  # type: ignore[attr-defined]
+
+
+def test_a_baseline_s_measurement_is_not_read_by_the_strict_rule() -> None:
+    from passk_action.core.sequential import STRICT
+    from passk_action.core.sequential import judge as judge_rule
+
+    base = baseline("RRR" + "W" * 57)
+    strict = RuleSettings(rule=STRICT)
+    v = judge_rule(side("RRW"), base, strict, kind=MNB, k=K, more_possible=False)
+    # The baseline's main attempts were all right: the measurement's wrong answers are not
+    # a "baseline erred too" for the literal rule.
+    assert v.decision is Decision.BLOCK
+
+
+# ------------------------------------------------------------- exact figures
+
+
+def _simulate(p_b: float, p_c: float, trials: int, seed: int) -> tuple[float, float]:
+    """Rows played through :func:`judge_relative` alone: block rate, mean candidate answers."""
+    rng = random.Random(seed)
+
+    def draw(p: float, n: int) -> str:
+        return "".join("R" if rng.random() < p else "W" for _ in range(n))
+
+    blocks = answers = 0
+    for _ in range(trials):
+        recorded = draw(p_b, RULE.measure)
+        cand, fresh = draw(p_c, K), ""
+        while True:
+            v = judge_relative(side(cand), baseline(recorded, fresh), RULE, kind=MNB)
+            if v.decision is not Decision.MORE:
+                break
+            for r in v.requests:
+                if r.version is Version.CANDIDATE:
+                    cand += draw(p_c, r.attempts)
+                else:
+                    fresh += draw(p_b, r.attempts)
+        blocks += v.decision is Decision.BLOCK
+        answers += len(cand)
+    return blocks / trials, answers / trials
+
+
+@pytest.mark.parametrize(("p_b", "p_c"), [(0.9, 0.9), (0.9, 0.7), (1.0, 0.8)])
+def test_the_exact_block_rate_is_what_the_rule_does(p_b: float, p_c: float) -> None:
+    exact = relative_oc(RULE, k=K, candidate=p_c, baseline=p_b)
+    trials = 1500
+    simulated, _ = _simulate(p_b, p_c, trials, seed=2029)
+    se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
+    assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
+
+
+def test_the_paired_comparison_s_exact_rate_matches_a_direct_sum() -> None:
+    """Cap large enough never to bind: block = sum over ending times of the SPRT alone."""
+    spec = pair_spec(54, 60, RULE)
+    paired = pair_oc(spec, 0.9, 0.7, 2000)
+    alone = side_oc(spec, 1 - theta(0.9, 0.7), 0)
+    assert paired.block == pytest.approx(alone.unreliable, abs=1e-9)
+    d = 0.9 * 0.3 + 0.1 * 0.7
+    assert paired.pairs == pytest.approx(alone.answers / d, rel=1e-6)
+
+
+@pytest.mark.parametrize("p", [0.8, 0.9, 1.0])
+def test_a_harmless_row_blocks_at_most_alpha_whatever_its_accuracy(p: float) -> None:
+    """Issue 29's target: <= 1% with 10 gated rows, <= 5% with 50, every profile in [0.8, 1]."""
+    block = relative_oc(RULE, k=K, candidate=p, baseline=p).block
+    assert block <= RULE.alpha
+    assert 1 - (1 - RULE.alpha) ** 10 <= 0.01 and 1 - (1 - RULE.alpha) ** 50 <= 0.05
+
+
+def test_the_binomial_weights_sum_to_one() -> None:
+    assert sum(binomial_pmf(60, 0.83)) == pytest.approx(1.0)
