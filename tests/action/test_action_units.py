@@ -518,6 +518,11 @@ STRICT_BASE = SEQUENTIAL_BASE.replace("rule: sequential", "rule: strict")
         ),
         (
             STRICT_BASE,
+            SEQUENTIAL_BASE.replace("rule: sequential", "rule: relative"),
+            "gate.rule changes from strict to relative (a wrong answer no longer blocks)",
+        ),
+        (
+            STRICT_BASE,
             BASE_CONFIG,  # no gate.rule: the default, sequential
             "gate.rule changes from strict to sequential (a wrong answer no longer blocks)",
         ),

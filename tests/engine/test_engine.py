@@ -419,8 +419,9 @@ def test_a_gated_row_that_keeps_failing_is_confirmed_on_both_versions_in_rounds(
 def test_a_gated_row_that_only_crashes_is_asked_one_round_then_judged_as_it_is(
     tmp_path: Path,
 ) -> None:
-    """Errored attempts are not answers, so a round asks again in their place, but a round
-    with no answer at all ends the asking: a crashing row does not spend 80 timeouts."""
+    """Errored attempts are not answers, so a round asks again in their place, but the agent
+    shown unable to answer (its last unable_after attempts errored) ends the asking: a
+    crashing row does not spend 80 timeouts."""
     rows = rows_of("m", "x", mnb=("m",))
     dataset = dataset_of(rows)
     inputs = inputs_for(tmp_path, dataset, committed(dataset, rows))
@@ -441,6 +442,34 @@ def test_a_gated_row_that_only_crashes_is_asked_one_round_then_judged_as_it_is(
     [failure] = result.gate.failures
     assert (failure.id, failure.rule) == ("m", Rule.UNCLASSIFIED)
     assert "cannot be judged on the candidate: 0 wrong of 9 attempts (9 errored)" in failure.reason
+    assert "the agent could not answer: its last 5 attempts at the row all errored" in (
+        failure.reason
+    )
+
+
+def test_one_errored_round_does_not_end_a_gated_row_s_asking(tmp_path: Path) -> None:
+    """Issue 29: errors are not evidence.  A round whose every attempt errored (fewer than
+    unable_after) is asked again; the row is then judged on its answers, and passes."""
+    rows = rows_of("m", "x", mnb=("m",))
+    dataset = dataset_of(rows)
+    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows))
+    erring = {3, 4, 5, 6, 8, 9, 10, 11}
+
+    def errs_for_a_while(request: AttemptRequest) -> dict[str, str]:
+        if request.row.id == "m" and request.number in erring:
+            # Not an outage (no wait helps), nor one failure over and over (a version that
+            # cannot run): a row the agent sometimes fails on.
+            raise ValueError(f"the agent has bug {request.number}")
+        return {"decision": "deny"}
+
+    agents = ReadyAgents(
+        {Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: FunctionAgent(errs_for_a_while)}
+    )
+    result = compare(inputs, agents, session())
+    # Round 1 (3..7) answers once; round 2 (8..11) only errs; round 3 (12..15) answers.
+    assert confirm_numbers(result.candidate, "m") == list(range(3, 16))
+    assert result.executions.confirm_rounds == 3
+    assert result.gate.passed, result.gate.failures
 
 
 # --- replay and the decision ------------------------------------------------------------

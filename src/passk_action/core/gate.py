@@ -21,6 +21,7 @@ from .model import RowClass
 from .money import usd_plain
 from .sequential import (
     DEFAULT_RULE,
+    RELATIVE,
     STRICT,
     Decision,
     Finding,
@@ -241,6 +242,13 @@ def judgement(verdict: RowVerdict, settings: RuleSettings) -> str:
         if finding is Finding.BASELINE_VARIES:
             return "the baseline answered wrong too (strict rule)"
         return "no wrong answer (strict rule)"
+    if finding is Finding.UNABLE:
+        return (
+            f"the agent could not answer: its last {settings.unable_after} attempts at the row "
+            "all errored, so it was not asked again"
+        )
+    if verdict.rule == RELATIVE:
+        return _relative_judgement(verdict, settings)
     if finding is Finding.RELIABLE:
         return f"as reliable as {reliable}"
     if finding is Finding.WITHIN_CHANCE:
@@ -271,11 +279,37 @@ def judgement(verdict: RowVerdict, settings: RuleSettings) -> str:
     )
 
 
+def _relative_judgement(verdict: RowVerdict, settings: RuleSettings) -> str:
+    """The relative rule's finding in words (``core/relative.py``)."""
+    base = verdict.baseline
+    recorded = base.decisions - (verdict.pairs or 0)
+    measured = f"the baseline's {recorded} recorded answers"
+    finding = verdict.finding
+    if finding in (Finding.RELIABLE, Finding.WITHIN_CHANCE):
+        return f"as accurate as {measured} show the baseline to be"
+    paired = (
+        f"side by side on {verdict.pairs} fresh pairs: {verdict.losses} the baseline got right "
+        f"and the candidate not, {verdict.wins} the other way"
+    )
+    if finding is Finding.MATCHES_BASELINE:
+        return f"{paired}; no worse than the baseline"
+    if finding is Finding.BASELINE_VARIES:
+        return f"{measured} are right too rarely to drop by {_share(settings.drop)}"
+    if finding is Finding.REGRESSION:
+        if verdict.pairs:
+            return f"{paired}: less accurate than the baseline"
+        return (
+            f"less accurate than {measured} show the baseline to be, not yet compared side by side"
+        )
+    wait = " (more attempts asked)" if verdict.decision is Decision.MORE else ""
+    return f"too few answers to tell it from the baseline, its attempts spent{wait}"
+
+
 def _sequential_failure(
     row: RowComparison, verdict: RowVerdict, settings: RuleSettings
 ) -> GateFailure:
-    """A gated row the sequential rule blocks: which rule, and the evidence."""
-    undecided = verdict.finding is Finding.UNDECIDED
+    """A gated row the sequential or relative rule blocks: which rule, and the evidence."""
+    undecided = verdict.finding in (Finding.UNDECIDED, Finding.UNABLE)
     said = "cannot be judged" if undecided else "is less reliable"
     because = f"{evidence(verdict)}; {judgement(verdict, settings)}"
     if row.must_not_break:

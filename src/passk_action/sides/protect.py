@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset, ExpectedChecks, Json
 from ..core.operating import loosening
-from ..core.sequential import SEQUENTIAL, STRICT, RuleSettings
+from ..core.sequential import STRICT, RuleSettings
 from ..inputs.config import Config
 
 BASELINE_CHANGED = "baseline-artifact-changed"
@@ -377,10 +377,10 @@ def _rule_loosened(base: RuleSettings, head: RuleSettings, *, k: int) -> str | N
     accuracy dropped blocks less often, exactly (``core/operating.loosening``).
     """
     if base.rule == STRICT:
-        if head.rule == SEQUENTIAL:
-            return "gate.rule changes from strict to sequential (a wrong answer no longer blocks)"
+        if head.rule != STRICT:
+            return f"gate.rule changes from strict to {head.rule} (a wrong answer no longer blocks)"
         return None
-    if head.rule != SEQUENTIAL or head == base:
+    if head.rule == STRICT or head == base:
         return None
     looser = loosening(base, head, k=k)
     if looser is None:
