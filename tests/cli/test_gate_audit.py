@@ -35,7 +35,7 @@ OLD = TESTS / "golden" / "artifacts" / "result_old_v2.json"
 def test_a_result_records_its_rule_and_every_gated_rows_verdict(tmp_path: Path) -> None:
     result = failed_scenario()
     doc = result_to_json(result)
-    assert doc["schema_version"] == RESULT_SCHEMA_VERSION == 4
+    assert doc["schema_version"] == RESULT_SCHEMA_VERSION == 5
     assert doc["policy"]["rule"] == result.policy.rule.to_json()
     verdicts = {row["id"]: row.get("verdict") for row in doc["rows"]}
     gated = {"refund-001", "refund-003", "refund-004"}
