@@ -537,6 +537,52 @@ def test_a_missing_measured_file_fails_the_check_saying_why(
     assert check["conclusion"] == "failure" and "measured.json" in check["output"]["title"]
 
 
+@pytest.mark.parametrize(
+    ("loss", "event", "passes"),
+    [("expired", "workflow_run", True), ("damaged", "pull_request", False)],
+)
+def test_rerunning_the_gating_job_without_its_measured_file_replays_the_record(
+    pull: PullRequest, fake: Callable[..., FakeGitHub], loss: str, event: str, passes: bool
+) -> None:
+    """The example workflows keep the measured file 7 days: a re-run of the gating job
+    after that (or with a damaged file) replays the verdicts recorded in the comment, as
+    a re-run does, instead of failing a recorded pass (issue 30)."""
+    pull.push(RIGHT if passes else flip_r1())
+    _, artifact = pull.measure()
+    github = fake()
+    first = pull.gate(github, artifact, event=event, pull_requests=(PR,))
+    assert first.code == (0 if passes else 1), first.log
+    [recorded] = github.comment_bodies(PR)
+    if loss == "expired":
+        artifact.unlink()
+    else:
+        artifact.write_text(artifact.read_text(encoding="utf-8")[:200], encoding="utf-8")
+    pull.marker.unlink(missing_ok=True)
+    again = pull.gate(github, artifact, event=event, pull_requests=(PR,))
+    assert again.code == first.code, again.log
+    assert again.outputs["reused"] == "true"
+    assert "the verdicts passk recorded for this content are replayed" in again.log
+    assert not pull.marker.exists() and candidate_asked(again) == []
+    assert [c["conclusion"] for c in github.check_runs] == ["success" if passes else "failure"] * 2
+    [body] = github.comment_bodies(PR)
+    assert decode_record(body).passed is passes
+    assert decode_record(body).candidate_attempts == decode_record(recorded).candidate_attempts
+    assert github.violations == []
+
+
+def test_control_without_a_record_an_unusable_measured_file_still_fails_the_check(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    pull.push(RIGHT)
+    _, artifact = pull.measure()
+    artifact.write_text("{", encoding="utf-8")
+    github = fake()
+    job = pull.gate(github, artifact, pull_requests=(PR,))
+    assert job.code == 2 and "replayed" not in job.log
+    assert github.check_runs[0]["conclusion"] == "failure"
+    assert github.violations == []
+
+
 def test_the_measuring_job_posts_nothing_even_when_given_a_token(
     pull: PullRequest, fake: Callable[..., FakeGitHub]
 ) -> None:

@@ -49,12 +49,16 @@ def run_comparison(
     prior: RecordLookup,
     *,
     measured: MeasuredRun | None = None,
+    replay_only: bool = False,
 ) -> CompareResult:
     """The comparison's result; what passk recorded for this content is replayed or stands.
 
     ``measured`` (the two-job mode's gating job): the candidate's run as the pull
     request's own job measured it; the candidate's agent never runs here, its
     confirmation attempts come from that run (``agents/recorded.py``).
+    ``replay_only`` (the gating job without a usable measured run): the
+    candidate answers only from the record of this content; a request the
+    record lacks stops the gate, and nothing of the pull request runs.
     """
     workflow = runtime.workflow
     config = trusted.config
@@ -72,6 +76,10 @@ def run_comparison(
             )
         else:
             recorded_candidate = measured.run
+    elif replay_only:
+        candidate_agent = RecordedAnswers(
+            (), config.agent.describe() if config.agent is not None else "the recorded candidate"
+        )
     elif inputs.candidate_run is not None:
         if config.agent is None:
             # Nothing can run: the recorded run is the candidate, and gating it
@@ -90,7 +98,7 @@ def run_comparison(
         out=inputs.workspace / CANDIDATE_PATH,
         recorded=recorded_candidate,
         commit=pr.head_sha,
-        measured_by_pull_request=measured is not None,
+        measured_by_pull_request=measured is not None or replay_only,
     )
     # No group around the comparison: its progress lines, the first error and each
     # agent's setup group stay visible in the log without unfolding anything.

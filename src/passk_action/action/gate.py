@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import AgentCouldNotRun, GitHubError, UsageError
+from ..errors import AgentCouldNotRun, ArtifactError, GitHubError, UsageError
 from ..github.client import GitHubClient
 from ..github.publish import start_check
 from ..report.history import summary_line
@@ -28,7 +28,7 @@ from .comparison import run_comparison
 from .event import PullRequest, pull_request_from, read_payload
 from .inputs import ActionInputs
 from .publish import GatedFiles, publish_could_not_finish, publish_could_not_run, publish_gate
-from .rerun import look_up_record
+from .rerun import RecordLookup, look_up_record
 from .runtime import Runtime
 from .workflow import Workflow
 
@@ -101,13 +101,17 @@ def gate_and_publish(
     check: int | None,
     *,
     measured: MeasuredRun | None = None,
+    unusable: ArtifactError | None = None,
     head: str = HEAD_COMMIT,
 ) -> int:
     """Phases 1-4 for ``pr``, once its check run started; any error completes the check.
 
     ``measured`` and ``head`` are the two-job mode's: the candidate's run as
     the pull request's own job measured it, and the merge's tree, whose git
-    objects stand for the head (``gate_measured.py``).
+    objects stand for the head (``gate_measured.py``).  ``unusable`` says why
+    there is no ``measured`` run (expired, damaged, for another head): a
+    re-run whose verdicts are recorded for this content replays them, as the
+    docs promise; otherwise it is the error the check fails with.
     """
     workflow = runtime.workflow
     comments: list[dict[str, Any]] | None = None
@@ -131,8 +135,19 @@ def gate_and_publish(
             unreadable = True  # then the comment, record and all, is left as it is
             raise
         comments = prior.comments if inputs.comment != "off" else None
+        if unusable is not None:
+            replay_without(unusable, prior, workflow)
         try:
-            result = run_comparison(inputs, runtime, repo, pr, trusted, prior, measured=measured)
+            result = run_comparison(
+                inputs,
+                runtime,
+                repo,
+                pr,
+                trusted,
+                prior,
+                measured=measured,
+                replay_only=unusable is not None,
+            )
         except AgentCouldNotRun as exc:
             return publish_could_not_run(exc, inputs, workflow, client, pr, check_run_id=check)
         where = GatedFiles(
@@ -169,6 +184,16 @@ def gate_and_publish(
                 leave_comment=unreadable,
             )
         raise
+
+
+def replay_without(unusable: ArtifactError, prior: RecordLookup, workflow: Workflow) -> None:
+    """Go on without the measured run only to replay the verdicts recorded for this content."""
+    if not (prior.matching and prior.replay_candidate):
+        raise unusable
+    workflow.warn(
+        f"the measured run cannot be used ({unusable.one_line()}); the verdicts passk "
+        "recorded for this content are replayed, and none of the pull request's code runs"
+    )
 
 
 def start_check_run(

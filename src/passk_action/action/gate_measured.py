@@ -76,12 +76,24 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     repo = GitRepo.discover(inputs.working_directory)
     client = github_client(inputs, runtime)
     check = start_check_run(client, inputs, head_sha, workflow)
+    measured: MeasuredRun | None = None
+    unusable: ArtifactError | None = None
     try:
-        measured = read_measured(inputs.candidate_run)
+        try:
+            measured = read_measured(inputs.candidate_run)
+        except ArtifactError as exc:
+            # Expired (the workflows keep it 7 days) or damaged: a re-run whose verdicts
+            # are recorded replays them (gate_and_publish); anything else fails with this.
+            unusable = exc
         if pr is None:
             assert triggered is not None
-            pr = pull_request_of_run(client, triggered, measured.pull_request)
-        check_claims(measured, pr)
+            claimed = measured.pull_request if measured is not None else None
+            pr = pull_request_of_run(client, triggered, claimed, unusable)
+        if measured is not None:
+            try:
+                check_claims(measured, pr)
+            except ArtifactError as exc:
+                measured, unusable = None, exc
         head = repo.merge_tree(pr.base_sha, pr.head_sha)
         workflow.line(
             f"passk: gating PR #{pr.number} on the run its own job measured; the pull "
@@ -101,16 +113,38 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                 comments=None,
             )
         raise
-    return gate_and_publish(inputs, runtime, repo, pr, client, check, measured=measured, head=head)
+    return gate_and_publish(
+        inputs,
+        runtime,
+        repo,
+        pr,
+        client,
+        check,
+        measured=measured,
+        unusable=unusable,
+        head=head,
+    )
 
 
-def pull_request_of_run(client: GitHubClient | None, run: WorkflowRun, claimed: int) -> PullRequest:
+def pull_request_of_run(
+    client: GitHubClient | None,
+    run: WorkflowRun,
+    claimed: int | None,
+    unusable: ArtifactError | None = None,
+) -> PullRequest:
     """The pull request the measuring ``run`` measured, from GitHub, never from its file.
 
     The file names a number; GitHub's answer for that number must have the
     run's head commit (and head repository), and the number must be one of
     the run's own pull requests when GitHub lists them (it does not for forks).
+    Without a file (``claimed`` None: it was ``unusable``) the run's own pull
+    request is asked for, when GitHub lists exactly one; else ``unusable`` is raised.
     """
+    if claimed is None:
+        assert unusable is not None
+        if len(run.pull_requests) != 1:
+            raise unusable  # a fork's run lists none: only the file could say which
+        claimed = run.pull_requests[0]
     if client is None:
         raise UsageError(
             "under workflow_run the pull request is looked up on GitHub, and there is no token",
