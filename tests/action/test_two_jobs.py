@@ -30,6 +30,7 @@ import yaml
 from passk_action.action import main as action_main
 from passk_action.action.comment_record import decode_record
 from passk_action.action.workflow import visible
+from passk_action.github.client import GitHubClient
 from support.fakegithub import SPECS_DIR, FakeGitHub
 from support.fakegithub.server import FakePull
 from support.pull_request_repo import (
@@ -580,6 +581,39 @@ def test_control_without_a_record_an_unusable_measured_file_still_fails_the_chec
     job = pull.gate(github, artifact, pull_requests=(PR,))
     assert job.code == 2 and "replayed" not in job.log
     assert github.check_runs[0]["conclusion"] == "failure"
+    assert github.violations == []
+
+
+def test_a_check_a_killed_run_left_in_progress_is_completed_by_the_next_run(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    """A killed action never completes its check, which would spin on the pull request for
+    ever: the next run of the same check on the same commit completes it (issue 30)."""
+    pull.push(RIGHT)
+    _, artifact = pull.measure()
+    github = fake()
+    client = GitHubClient(api_url=github.url, token=TOKEN, repository=REPO)
+
+    def started(name: str, head_sha: str) -> int:
+        run = client.create_check_run(
+            name=name, head_sha=head_sha, conclusion=None, title="running", summary="killed"
+        )
+        return int(run["id"])
+
+    stale = started("passk", pull.head)
+    # Controls: another check's run, and this check's run on another commit, stay as they are.
+    other_name, other_head = started("passk (docs)", pull.head), started("passk", "e" * 40)
+    job = pull.gate(github, artifact, pull_requests=(PR,))
+    assert job.code == 0, job.log
+    runs = {run["id"]: run for run in github.check_runs}
+    assert (runs[stale]["status"], runs[stale]["conclusion"]) == ("completed", "cancelled")
+    assert runs[stale]["output"]["title"] == "stopped before it finished"
+    assert [runs[i]["status"] for i in (other_name, other_head)] == ["in_progress"] * 2
+    assert (github.check_runs[-1]["name"], github.check_runs[-1]["conclusion"]) == (
+        "passk",
+        "success",
+    )
+    assert "completed 1 check run(s) 'passk' that a stopped run left in progress" in job.log
     assert github.violations == []
 
 

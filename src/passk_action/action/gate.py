@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import AgentCouldNotRun, ArtifactError, GitHubError, UsageError
 from ..github.client import GitHubClient
-from ..github.publish import start_check
+from ..github.publish import complete_stale_checks, start_check
 from ..report.history import summary_line
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.history import base_history
@@ -199,9 +199,16 @@ def replay_without(unusable: ArtifactError, prior: RecordLookup, workflow: Workf
 def start_check_run(
     client: GitHubClient | None, inputs: ActionInputs, head_sha: str, workflow: Workflow
 ) -> int | None:
-    """The check run, ``in_progress`` from the start, so the PR shows passk is at work."""
+    """The check run, ``in_progress`` from the start, so the PR shows passk is at work; the
+    ones a stopped run of the same check left in progress on this commit are completed."""
     if client is None:
         return None
+    stale = complete_stale_checks(client, name=inputs.check_name, head_sha=head_sha)
+    if stale:
+        workflow.line(
+            f"passk: completed {len(stale)} check run(s) {inputs.check_name!r} that a stopped "
+            "run left in progress on this commit (as cancelled)"
+        )
     started = start_check(
         client, name=inputs.check_name, head_sha=head_sha, details_url=inputs.details_url()
     )

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import requests
 
@@ -175,6 +175,22 @@ class GitHubClient:
         if details_url is not None:
             body["details_url"] = details_url
         return self._object("POST", f"/repos/{self.repository}/check-runs", "checks", json=body)
+
+    def list_check_runs(
+        self, *, head_sha: str, name: str, status: Literal["queued", "in_progress", "completed"]
+    ) -> list[dict[str, Any]]:
+        """The check runs named ``name`` on ``head_sha`` in ``status``, newest first, every run
+        (``filter=all``, not only the latest of each name); the first 100 of them."""
+        query = urlencode({"check_name": name, "status": status, "filter": "all", "per_page": 100})
+        path = f"/repos/{self.repository}/commits/{head_sha}/check-runs?{query}"
+        runs = self._object("GET", path, "checks").get("check_runs")
+        if not isinstance(runs, list):
+            raise GitHubError(
+                "expected a list of check runs",
+                where=self._where("GET", self.api_url + path),
+                hint="check that api-url points at the GitHub REST API",
+            )
+        return [run for run in runs if isinstance(run, dict)]
 
     def update_check_run(
         self,

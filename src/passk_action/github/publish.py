@@ -181,6 +181,47 @@ def start_check(
     return CheckOutcome("check_run", id=_int(run.get("id")), url=_str(run.get("html_url")))
 
 
+STALE_TITLE = "stopped before it finished"
+STALE_SUMMARY = (
+    "This run of passk was stopped (killed, cancelled, or its runner lost) before it could "
+    "complete this check; a later run of the same check on this commit completed it as "
+    "cancelled. That later run's check carries the gate."
+)
+
+
+def complete_stale_checks(client: GitHubClient, *, name: str, head_sha: str) -> list[int]:
+    """Complete as ``cancelled`` every check run ``name`` on ``head_sha`` left in progress.
+
+    A killed action never completes the check it started, which then spins on
+    the pull request for ever; the next run of the same check on the same
+    commit calls this before it starts its own.  A run still alive completes
+    its check again when it finishes (a conclusion can be updated).  Best
+    effort: the ids completed; nothing when the token may not list them.
+    """
+    try:
+        found = client.list_check_runs(head_sha=head_sha, name=name, status="in_progress")
+    except GitHubError:
+        return []
+    completed: list[int] = []
+    for run in found:
+        run_id = _int(run.get("id"))
+        stale = (run.get("name"), run.get("head_sha"), run.get("status")) == (
+            name,
+            head_sha,
+            "in_progress",
+        )
+        if run_id is None or not stale:
+            continue
+        try:
+            client.update_check_run(
+                run_id, conclusion="cancelled", title=STALE_TITLE, summary=STALE_SUMMARY
+            )
+        except GitHubError:
+            continue
+        completed.append(run_id)
+    return completed
+
+
 def publish_check(
     client: GitHubClient,
     *,

@@ -1,4 +1,4 @@
-"""A real HTTP server that answers like GitHub's REST API for the 9 operations passk uses.
+"""A real HTTP server that answers like GitHub's REST API for the 10 operations passk uses.
 
 Never patch ``requests``: the client under test talks HTTP to this server on
 127.0.0.1.  Every request is checked against GitHub's own OpenAPI description
@@ -561,6 +561,22 @@ class FakeGitHub:
             self._check_run_output(run, body["output"])
         self.check_run_history.append(("update", run["id"], run["status"]))
         return _Reply(200, run)
+
+    def _op_checks_list_for_ref(self, p: _Params, q: _Query, body: Any, path: str) -> _Reply:
+        # GitHub's newest first; `filter=latest` (the default) keeps the newest run of
+        # each name. Only full commit shas are refs here (passk asks for nothing else).
+        runs = [r for r in reversed(self.check_runs) if r["head_sha"] == p["ref"]]
+        if "check_name" in q:
+            runs = [r for r in runs if r["name"] == q["check_name"]]
+        if q.get("filter", "latest") == "latest":
+            newest: dict[str, dict[str, Any]] = {}
+            for run in runs:
+                newest.setdefault(run["name"], run)
+            runs = list(newest.values())
+        if "status" in q:
+            runs = [r for r in runs if r["status"] == q["status"]]
+        page = self._paginate(runs, q, path)
+        return _Reply(200, {"total_count": len(runs), "check_runs": page.body}, page.headers)
 
     def _op_repos_create_commit_status(self, p: _Params, q: _Query, body: Any, path: str) -> _Reply:
         status: dict[str, Any] = example("status")

@@ -1,6 +1,7 @@
-"""GitHub's own OpenAPI description of the 9 operations passk uses, ready to validate with.
+"""GitHub's own OpenAPI description of the 10 operations passk uses, ready to validate with.
 
-The spec is vendored in ``tests/specs``, with its provenance in
+The spec is vendored in ``tests/specs`` (the subset of 9 operations, and an
+addition of one more, read as one document), with its provenance in
 tests/specs/README.md (FACTS.md and SOURCES.md cited below sit there too).  A
 missing spec is an error, never a silent skip: tests that cannot check requests
 against GitHub's description would prove nothing about GitHub.
@@ -22,6 +23,7 @@ from openapi_schema_validator import OAS30Validator, oas30_format_checker
 SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
 """GitHub's descriptions vendored for the tests: ``tests/specs`` (see its README.md)."""
 SPEC_FILE = SPECS_DIR / "github-rest-subset.openapi.json"
+ADDITIONS_FILE = SPECS_DIR / "github-rest-additions.openapi.json"
 
 
 class SpecMissing(RuntimeError):
@@ -30,12 +32,26 @@ class SpecMissing(RuntimeError):
 
 @cache
 def load_spec() -> dict[str, Any]:
-    """The spec as published (unmodified), loaded once per test session."""
+    """The spec as published (unmodified), loaded once per test session: the subset with
+    the addition's operations and components in it (they share no name)."""
+    spec = _read(SPEC_FILE)
+    additions = _read(ADDITIONS_FILE)
+    for template, item in additions["paths"].items():
+        assert template not in spec["paths"], f"{ADDITIONS_FILE.name}: {template} twice"
+        spec["paths"][template] = item
+    for kind, parts in additions["components"].items():
+        known = spec["components"].setdefault(kind, {})
+        assert not set(parts) & set(known), f"{ADDITIONS_FILE.name}: a {kind} twice"
+        known.update(parts)
+    return spec
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
-        text = SPEC_FILE.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise SpecMissing(
-            f"{SPEC_FILE.resolve()}: GitHub's OpenAPI subset is missing; the fake GitHub "
+            f"{path.resolve()}: GitHub's OpenAPI description is missing; the fake GitHub "
             "validates every request against it. Restore tests/specs from git "
             "(provenance in tests/specs/README.md)."
         ) from exc
