@@ -207,7 +207,8 @@ class Pacer:
 
     The limit grows back two ways: once a second has passed without pushback,
     each accepted answer adds one request a second (it doubles every second
-    while the limit binds), and while refusals stay within the tolerance each
+    while the limit binds), and while the window's refused share stays under
+    :data:`PROBE_BELOW` (what a limit met at HEADROOM x its rate refuses) each
     adds :data:`PROBE_STEP` (a few percent a second), so a limit that rose
     under scattered pushback is found again.
 
