@@ -594,24 +594,34 @@ def test_a_rerun_without_a_baseline_agent_still_says_it_replayed_and_ran_nothing
 
 
 class AnswersOnce:
-    """A candidate that loses ``a`` and answers a re-asked attempt the other way; it sets
-    ``stop`` (SIGTERM's event) at its ``stop_at``-th confirmation attempt."""
+    """Both versions' agents, answering a re-asked attempt the other way (the candidate loses
+    ``a``); ``stop`` (SIGTERM's event) is set at the ``stop_at``-th attempt of its phase and
+    version, counted over every run."""
 
     def __init__(self) -> None:
-        self.asked: Counter[tuple[str, int]] = Counter()
+        self.asked: Counter[tuple[Version, str, int]] = Counter()
         self.stop = threading.Event()
-        self.stop_at = 0
+        self.stop_at: tuple[Version, Phase, int] | None = None
+        self._made: Counter[tuple[Version, Phase]] = Counter()
 
-    def __call__(self, request: AttemptRequest) -> str:
-        key = (request.row.id, request.number)
+    def agents(self) -> ReadyAgents:
+        return ReadyAgents(
+            {v: answering(lambda r, v=v: self.answer(v, r), v.value) for v in Version}
+        )
+
+    def answer(self, version: Version, request: AttemptRequest) -> str:
+        key = (version, request.row.id, request.number)
         self.asked[key] += 1
-        confirming = sum(n for (_, number), n in self.asked.items() if number > K)
-        if request.phase is Phase.CONFIRM and confirming == self.stop_at:
+        self._made[(version, request.phase)] += 1
+        if self.stop_at == (version, request.phase, self._made[(version, request.phase)]):
             self.stop.set()
-        wrong = request.row.id == "a" and request.number % 3 == 2
+        wrong = version is Version.CANDIDATE and request.row.id == "a" and request.number % 3 == 2
         if self.asked[key] > 1:
             wrong = not wrong
         return "approve" if wrong else "deny"
+
+    def stop_at_next(self, version: Version, phase: Phase, nth: int) -> None:
+        self.stop, self.stop_at = threading.Event(), (version, phase, nth)
 
 
 def test_the_measuring_jobs_rounds_resume_asking_nothing_again(tmp_path: Path) -> None:
@@ -621,9 +631,8 @@ def test_the_measuring_jobs_rounds_resume_asking_nothing_again(tmp_path: Path) -
 
     def measured(agent: AnswersOnce, out: Path, resume: bool = False) -> list[tuple[Any, ...]]:
         source = replace(inputs.candidate, out=out, resume=resume)
-        agents = ReadyAgents({Version.CANDIDATE: answering(agent, "candidate")})
         run = measure_candidate(
-            replace(inputs, candidate=source), agents, replace(session(), stop=agent.stop)
+            replace(inputs, candidate=source), agent.agents(), replace(session(), stop=agent.stop)
         ).run
         return [(a.row_id, a.number, a.phase, a.decision) for a in run.attempts]
 
@@ -632,10 +641,47 @@ def test_the_measuring_jobs_rounds_resume_asking_nothing_again(tmp_path: Path) -
     assert confirming >= 6
     agent = AnswersOnce()
     out = tmp_path / "stopped.json"
-    for stop_at in (2, confirming // 2):
-        agent.stop_at, agent.stop = stop_at, threading.Event()
+    for nth in (2, confirming // 2):
+        agent.stop_at_next(Version.CANDIDATE, Phase.CONFIRM, nth)
         with pytest.raises(Interrupted):
-            measured(agent, out, resume=stop_at != 2)
+            measured(agent, out, resume=nth != 2)
     agent.stop = threading.Event()
     assert measured(agent, out, resume=True) == whole
     assert [key for key, n in agent.asked.items() if n != 1] == []
+
+
+def test_a_comparison_stopped_in_its_top_up_and_rounds_resumes_asking_nothing_again(
+    tmp_path: Path,
+) -> None:
+    """The baseline's top-up of a new row and both versions' rounds are journaled: stopped
+    in each and resumed, every attempt is asked once and the result is the whole run's."""
+    rows = rows_of("a", "b", "new", mnb=("a",))
+    dataset = dataset_of(rows)
+    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows[:2]))
+
+    def compared(agent: AnswersOnce, out: Path, resume: bool = False) -> CompareResult:
+        source = replace(inputs.candidate, out=out, resume=resume)
+        return compare(
+            replace(inputs, candidate=source), agent.agents(), replace(session(), stop=agent.stop)
+        )
+
+    def attempts(result: CompareResult) -> list[tuple[Any, ...]]:
+        return [
+            (run.agent.version, a.row_id, a.number, a.phase, a.decision)
+            for run in (result.baseline, result.candidate)
+            for a in run.attempts
+        ]
+
+    whole = compared(AnswersOnce(), tmp_path / "whole.json")
+    agent = AnswersOnce()
+    out = tmp_path / "stopped.json"
+    stops = [(Version.BASELINE, Phase.MAIN, 1), (Version.CANDIDATE, Phase.CONFIRM, 2)]
+    stops.append((Version.BASELINE, Phase.CONFIRM, 3))
+    for n, stop in enumerate(stops):
+        agent.stop_at_next(*stop)
+        with pytest.raises(Interrupted):
+            compared(agent, out, resume=n > 0)
+    agent.stop = threading.Event()
+    again = compared(agent, out, resume=True)
+    assert [key for key, count in agent.asked.items() if count != 1] == []
+    assert attempts(again) == attempts(whole) and again.gate == whole.gate
