@@ -661,10 +661,10 @@ def test_strengthening_edits_are_not_protected_changes() -> None:
     rows.append({"id": "d", "input": 4, "expected": "deny"})
     head = snapshot(stronger + "scoring: {normalize: []}\n", rows)
     assert protected_changes(snapshot(), head) == ()
-    # An unprotected row may be removed freely, and relabeled when the base does not
-    # block on any regression.
-    assert protected_changes(snapshot(), snapshot(rows=BASE_ROWS[:2])) == ()
+    # When the base does not block on any regression, an unprotected row may be removed
+    # and relabeled freely (with the block on, every row is gated: tests/sides/test_gated_rows.py).
     lax = snapshot(NO_REGRESSION_BLOCK)
+    assert protected_changes(lax, snapshot(NO_REGRESSION_BLOCK, BASE_ROWS[:2])) == ()
     relabeled = snapshot(NO_REGRESSION_BLOCK, _rows(c={"expected": "approve"}))
     assert protected_changes(lax, relabeled) == ()
 
@@ -673,9 +673,11 @@ NO_REGRESSION_BLOCK = BASE_CONFIG.replace("regression: true", "regression: false
 
 
 def test_a_ratchet_locked_row_keeps_its_input_after_losing_its_mark() -> None:
-    head = snapshot(rows=_rows(c={"input": 30}))
-    assert protected_changes(snapshot(), head) == ()  # c is unprotected...
-    [change] = protected_changes(snapshot(), head, ratchet=("c", "gone"))
+    # The base does not block on any regression (then every row is gated).
+    base = snapshot(NO_REGRESSION_BLOCK)
+    head = snapshot(NO_REGRESSION_BLOCK, _rows(c={"input": 30}))
+    assert protected_changes(base, head) == ()  # c is unprotected...
+    [change] = protected_changes(base, head, ratchet=("c", "gone"))
     assert (change.kind, change.id) == (protect.INPUT_CHANGED, "c")  # ...unless locked
     assert change.detail.startswith("ratchet-locked row's input is changed")
 

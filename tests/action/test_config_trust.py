@@ -32,6 +32,7 @@ from support.pull_request_repo import (
     checkout,
     commit,
     edit_config,
+    edit_rows,
     fake,
     git,
     template,
@@ -284,3 +285,62 @@ def test_control_a_setup_within_the_bases_limit_runs_as_usual(
     assert outcome.code == 0, outcome.stdout
     assert "$ sleep 0.1" in outcome.stdout
     assert [run["conclusion"] for run in fake.check_runs] == ["success"]
+
+
+# --- route 2: a protected change is judged by what it does to a gated row ------------------
+# The base blocks on any regression: r3 (no mark) is gated because the baseline has it right.
+
+
+def gate_failures(checkout: Checkout) -> list[tuple[str | None, str, str]]:
+    result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
+    return [(f["id"], f["rule"], f["reason"]) for f in result["gate"]["failures"]]
+
+
+R3_BROKEN = {**RIGHT, "r3": ["deny"]}
+
+
+def test_under_any_regression_deleting_a_broken_row_is_a_protected_change(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # The candidate breaks r3, and the pull request deletes r3: the regression would vanish.
+    head = checkout.head(R3_BROKEN, apply=[edit_rows(lambda rows: rows.pop(2))])
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1, outcome.stdout
+    assert gate_failures(checkout) == [
+        (
+            "r3",
+            "protected-change",
+            "row is removed from the dataset (gate.block_on_any_regression is on)",
+        )
+    ]
+    assert fake.violations == []
+
+
+def test_under_any_regression_changing_a_rows_input_is_a_protected_change(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    # r3's input swapped for another under the same id: its baseline verdicts are for the old.
+    head = checkout.head(RIGHT, apply=[edit_rows(lambda rows: rows[2].update(input={"amount": 1}))])
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 1, outcome.stdout
+    [(row, rule, reason)] = gate_failures(checkout)
+    assert (row, rule) == ("r3", "protected-change")
+    assert reason.startswith("row's input is changed") and "block_on_any_regression" in reason
+
+
+def test_control_the_broken_row_kept_fails_as_a_regression(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    outcome = checkout.run(fake, checkout.head(R3_BROKEN))
+    assert outcome.code == 1, outcome.stdout
+    assert [(row, rule) for row, rule, _ in gate_failures(checkout)] == [("r3", "regression")]
+
+
+def test_control_without_the_block_deleting_an_ungated_row_is_the_pull_requests(
+    checkout: Checkout, fake: FakeGitHub
+) -> None:
+    new_base(checkout, edit_config(lambda c: c["gate"].update(block_on_any_regression=False)))
+    head = checkout.head(R3_BROKEN, apply=[edit_rows(lambda rows: rows.pop(2))])
+    outcome = checkout.run(fake, head)
+    assert outcome.code == 0, outcome.stdout
+    assert gate_failures(checkout) == []

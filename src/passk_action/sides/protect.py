@@ -1,22 +1,31 @@
 """Protected changes: edits in a pull request to what protects the gate itself.
 
-A pull request must not be able to pass the gate by weakening it: editing
-the committed baseline, dropping or relabeling a must-not-break row or a row
-the base's ratchet locks (its mark may be gone, the lock stays), removing
-its mark, swapping its input for another (the baseline would be topped up
-on the new input and the gate would check an easier row under the same id),
-relabeling any row of the base while ``block_on_any_regression`` is on,
-lowering k or the confirmation attempts, switching off
-``block_on_any_regression``, loosening the gated-row rule (``gate.rule``
-from strict to sequential, or ``gate.sequential`` settings under which a
-row that got worse blocks less often), raising or removing ``max_cost_increase`` or
-``max_latency_p95_increase``, changing any scoring rule (how answers are
-normalized, read, compared field by field, checked, or scored by their
-environment), changing a must-not-break row's expected checks, or
-changing how a stale baseline is detected and handled
-(``agent.fingerprint``, ``baseline.when_stale``).  This
+A pull request must not be able to pass the gate by weakening it.  This
 module compares the base commit's snapshot with the head's and lists every
 such edit.  Pure: snapshots in, changes out.
+
+- **Gated rows, judged by the row** (:func:`gated_rows`): every row the base
+  gates, whichever setting gates it (a must-not-break mark or tag, the
+  base's ratchet, ``gate.block_on_any_regression``), keeps its presence, its
+  input, its expected label and its expected checks; a must-not-break row
+  keeps its own mark and its protecting tags.  Deleting a gated row, swapping
+  its input, relabeling it or unmarking it is a protected change under every
+  gating setting.
+- **The settings that decide how rows are judged**: lowering ``k`` or the
+  confirmation attempts, switching off ``block_on_any_regression``, removing
+  a tag from ``must_not_break.tags``, loosening the gated-row rule
+  (``gate.rule`` from strict to another rule, or settings under which a row
+  that got worse blocks less often), raising or removing a
+  spend limit (``max_cost_increase``, ``max_latency_p95_increase``), changing
+  any scoring rule (how answers are normalized, read, compared field by field,
+  checked, or scored by their environment), or how a stale baseline is
+  detected and handled (``agent.fingerprint``, ``baseline.when_stale``).
+- **The protected files**: the committed baseline artifact edited or deleted,
+  and the config, dataset or artifact turned into another kind of file.
+
+The gate runs on the base's settings whatever the head says
+(``head_settings.py``); these are the edits that also fail it, unless the
+base's allow label approves them.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ ROW_RELABELED = "must-not-break-row-relabeled"
 LOCKED_ROW_REMOVED = "ratchet-locked-row-removed"
 LOCKED_ROW_RELABELED = "ratchet-locked-row-relabeled"
 ANY_ROW_RELABELED = "row-relabeled"
+ANY_ROW_REMOVED = "row-removed"
 MARK_REMOVED = "must-not-break-mark-removed"
 INPUT_CHANGED = "input-changed"
 TAG_UNPROTECTED = "must-not-break-tag-removed"
@@ -179,79 +189,104 @@ def protected_changes(
     return tuple(changes)
 
 
+MUST_NOT_BREAK = "must-not-break"
+RATCHET_LOCKED = "ratchet-locked"
+ANY_REGRESSION = "any-regression"
+"""Why a row of the base is gated: its mark, the ratchet, or ``block_on_any_regression``."""
+
+
+def gated_rows(base: ProtectedInputs, locked: frozenset[str]) -> dict[str, str]:
+    """Every row of the base the gate judges, by id, and why (the strongest reason first).
+
+    A must-not-break row (its own mark or a tag the base protects); a row the
+    base's ratchet locks (its mark may be gone, the lock stays); and, with the
+    base's ``block_on_any_regression`` on, every other row of the base: any of
+    them that was stable-correct on the baseline blocks when it regresses, and
+    which ones were can change when the baseline is measured again.
+    """
+    any_row = base.config.gate.block_on_any_regression
+    gated: dict[str, str] = {}
+    for row in base.dataset.rows:
+        if row.must_not_break:
+            gated[row.id] = MUST_NOT_BREAK
+        elif row.id in locked:
+            gated[row.id] = RATCHET_LOCKED
+        elif any_row:
+            gated[row.id] = ANY_REGRESSION
+    return gated
+
+
+_KINDS = {
+    MUST_NOT_BREAK: (ROW_REMOVED, ROW_RELABELED),
+    RATCHET_LOCKED: (LOCKED_ROW_REMOVED, LOCKED_ROW_RELABELED),
+    ANY_REGRESSION: (ANY_ROW_REMOVED, ANY_ROW_RELABELED),
+}
+_NOUNS = {MUST_NOT_BREAK: "must-not-break row", RATCHET_LOCKED: "ratchet-locked row"}
+_TAILS = {ANY_REGRESSION: " (gate.block_on_any_regression is on)"}
+_REMOVED = {
+    MUST_NOT_BREAK: "",
+    RATCHET_LOCKED: " (the ratchet locked it stable-correct on a recorded baseline)",
+    ANY_REGRESSION: _TAILS[ANY_REGRESSION],
+}
+
+
 def _row_changes(
     base: ProtectedInputs, head: ProtectedInputs, locked: frozenset[str]
 ) -> list[ProtectedChange]:
-    """The rows' protected edits, by id.
+    """What the head does to each gated row of the base (:func:`gated_rows`), by id.
 
-    A must-not-break row keeps its presence, label, input and marks; a row the
-    base's ratchet locks keeps its presence, label and input (its mark may have
-    been removed on the base since: the lock outlives it); with the base's
-    ``block_on_any_regression`` on, every row of the base keeps its label, or
-    a pull request would make any regression disappear by relabeling the row
-    to what its candidate now answers.
+    Judged by the row, not by a list of edits: every gated row keeps its
+    presence, its input (the baseline would be topped up on a new input and
+    the gate would judge another, maybe easier, row under the same id), its
+    expected label and its expected checks, whichever setting gates it; a
+    must-not-break row keeps its marks too.  Relabeling a row to what the
+    candidate now answers, or deleting it, would make its regression vanish.
     """
     changes: list[ProtectedChange] = []
     head_rows = head.dataset.by_id()
     base_tags = set(base.config.must_not_break_tags)
-    any_row = base.config.gate.block_on_any_regression
+    gated = gated_rows(base, locked)
     for row in sorted(base.dataset.rows, key=lambda r: r.id):
-        is_locked = row.id in locked
-        if not (row.must_not_break or is_locked or any_row):
+        why = gated.get(row.id)
+        if why is None:
             continue
-        what = "must-not-break" if row.must_not_break else "ratchet-locked"
+        removed, relabeled = _KINDS[why]
+        noun, tail = _NOUNS.get(why, "row"), _TAILS.get(why, "")
         after = head_rows.get(row.id)
         if after is None:
-            if row.must_not_break:
-                changes.append(
-                    ProtectedChange(
-                        ROW_REMOVED, "must-not-break row is removed from the dataset", row.id
-                    )
+            changes.append(
+                ProtectedChange(
+                    removed, f"{noun} is removed from the dataset{_REMOVED[why]}", row.id
                 )
-            elif is_locked:
-                changes.append(
-                    ProtectedChange(
-                        LOCKED_ROW_REMOVED,
-                        "ratchet-locked row is removed from the dataset (the ratchet locked it "
-                        "stable-correct on a recorded baseline)",
-                        row.id,
-                    )
-                )
+            )
             continue
-        # Same id, other input: the baseline would be topped up on the new input
-        # and the gate would judge a different (maybe easier) row under this id.
-        if (row.must_not_break or is_locked) and after.input_digest != row.input_digest:
+        if after.input_digest != row.input_digest:
             changes.append(
                 ProtectedChange(
                     INPUT_CHANGED,
-                    f"{what} row's input is changed (its baseline verdicts are for the old input)",
+                    f"{noun}'s input is changed (its baseline verdicts are for the old input)"
+                    f"{tail}",
                     row.id,
                 )
             )
-        if row.must_not_break:
-            kind = ROW_RELABELED
-        elif is_locked:
-            kind = LOCKED_ROW_RELABELED
-        else:
-            kind = ANY_ROW_RELABELED
-        noun = "row" if kind == ANY_ROW_RELABELED else f"{what} row"
-        tail = " (gate.block_on_any_regression is on)" if kind == ANY_ROW_RELABELED else ""
         if after.expected != row.expected:
             changes.append(
                 ProtectedChange(
-                    kind, f"{noun}'s {_relabel_said(row.expected, after.expected)}{tail}", row.id
+                    relabeled,
+                    f"{noun}'s {_relabel_said(row.expected, after.expected)}{tail}",
+                    row.id,
                 )
             )
         if after.expected_checks != row.expected_checks:
             changes.append(
                 ProtectedChange(
-                    kind,
+                    relabeled,
                     f"{noun}'s expected checks change from {_checks_said(row.expected_checks)} "
                     f"to {_checks_said(after.expected_checks)}{tail}",
                     row.id,
                 )
             )
-        if not row.must_not_break:
+        if why != MUST_NOT_BREAK:
             continue
         if row.marked and not after.marked:
             changes.append(
