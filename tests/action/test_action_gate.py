@@ -810,8 +810,10 @@ def test_a_ratchet_locked_rows_input_is_protected_after_its_mark_is_gone(
 ) -> None:
     # r3 is marked and recorded (it enters the ratchet), then unmarked on main with the
     # baseline recorded again: the ratchet still locks it, so its input stays protected.
+    # Main does not block on any regression (then every row's input would be protected).
     new_base(checkout, edit_rows(lambda rows: rows[2].update(must_not_break=True)))
-    new_base(checkout, edit_rows(lambda rows: rows[2].update(must_not_break=False)))
+    unmark = edit_rows(lambda rows: rows[2].update(must_not_break=False))
+    new_base(checkout, lambda repo: (unmark(repo), edit_config(_block_off)(repo)))
     base = json.loads((checkout.repo / ".passk/baseline.json").read_text(encoding="utf-8"))
     assert "r3" in base["ratchet"]
     head = checkout.head(RIGHT, apply=[edit_rows(lambda rows: rows[2].update(input={"a": 1}))])

@@ -26,11 +26,13 @@ from support.pull_request_repo import (
     RIGHT,
     Checkout,
     checkout,  # noqa: F401 - the shared fixtures
+    commit,
     edit_config,
     edit_rows,
     fake,  # noqa: F401
     git,
     template,  # noqa: F401
+    write_script,
 )
 
 ALLOW = "passk-allow-baseline-change"  # gate.allow_label's default
@@ -263,11 +265,17 @@ def test_the_same_branch_without_a_trick_passes_in_both(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # An honest branch: a new row, an unprotected row's input edited, k raised.
+    # An honest branch: a new row, a tag on a row, k raised (not used: the base's k holds).
+    # (Every row of the base is gated here, block_on_any_regression: its input is not the
+    # branch's to change.)  Main's agent answers the new row too: the baseline is topped up.
+    git(checkout.repo, "checkout", "-q", "main")
+    write_script(checkout.repo, {**RIGHT, "r5": ["deny"]})
+    checkout.base_sha = commit(checkout.repo, "main's agent answers r5")
+    git(checkout.repo, "checkout", "-q", "-B", "feature")
     new_row = {"id": "r5", "input": {"amount": 7}, "expected": "deny"}
     edits: list[Edit] = [
         edit_rows(lambda rows: rows.append(new_row)),
-        edit_rows(lambda rows: rows[3].update(input={"amount": 6})),
+        edit_rows(lambda rows: rows[3].update(tags=["smoke"])),
         edit_config(lambda c: c.update(k=3)),
     ]
     monkeypatch.chdir(checkout.repo)
