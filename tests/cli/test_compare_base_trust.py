@@ -12,6 +12,7 @@ import json
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,16 @@ import pytest
 
 from passk_action.cli import main as cli_main
 from support.paths import TESTS
-from support.pull_request_repo import RIGHT, TOKEN, Checkout, checkout, edit_config, template
+from support.pull_request_repo import (
+    RIGHT,
+    TOKEN,
+    Checkout,
+    checkout,
+    commit,
+    edit_config,
+    git,
+    template,
+)
 
 __all__ = ["checkout", "template"]  # the shared fixtures, used by name
 
@@ -76,3 +86,24 @@ def test_control_on_a_laptop_the_same_agent_runs_and_finds_no_token(
     assert cli_main(ARGS) == 0, capsys.readouterr().err
     records = seen(laptop)
     assert len(records) == 1 + 4 * 2 and all(r["names"] == [] for r in records), records
+
+
+def test_on_a_laptop_the_heads_setup_timeout_is_held_to_the_bases(
+    laptop: Checkout, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = laptop.repo
+    git(repo, "checkout", "-q", "main")
+    edit_config(lambda c: c["agent"].update(setup_timeout_s=2))(repo)
+    assert cli_main(["baseline", "--config", "passk.yml", "--quiet"]) == 0
+    laptop.base_sha = commit(repo, "setups get 2 s")
+    git(repo, "checkout", "-q", "-B", "feature")
+    edit_config(lambda c: c["agent"].update(setup=["sleep 8"], setup_timeout_s=1e6))(repo)
+    capsys.readouterr()
+    started = time.monotonic()
+    assert cli_main(ARGS) == 2
+    assert time.monotonic() - started < 8
+    err = capsys.readouterr().err
+    assert (
+        "agent.setup_timeout_s is 1e+06s in the pull request's config, above the base's 2s" in err
+    )
+    assert "setup command `sleep 8` did not finish within 2s" in err
