@@ -66,9 +66,9 @@ from passk_action.engine.request import (
     StalePlan,
 )
 from passk_action.engine.session import Session
-from passk_action.errors import ArtifactError, ConfigError, Interrupted
+from passk_action.errors import AgentCouldNotRun, ArtifactError, ConfigError, Interrupted
 from passk_action.inputs.config import Config, parse_config
-from passk_action.store.compare_journal import discard_compare_journal
+from passk_action.store.compare_journal import compare_journal_path, discard_compare_journal
 
 K = 2
 BASE_SHA = "b" * 40
@@ -685,3 +685,27 @@ def test_a_comparison_stopped_in_its_top_up_and_rounds_resumes_asking_nothing_ag
     again = compared(agent, out, resume=True)
     assert [key for key, count in agent.asked.items() if count != 1] == []
     assert attempts(again) == attempts(whole) and again.gate == whole.gate
+
+
+def test_a_baseline_that_never_answers_leaves_no_journal_to_replay_its_crashes(
+    tmp_path: Path,
+) -> None:
+    """A version that could not run at all leaves nothing to resume: once fixed, its crashes
+    are not replayed as its answers.  Control: an answered attempt keeps the journal."""
+    rows = rows_of("a", "new", mnb=("a",))
+    dataset = dataset_of(rows)
+    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows[:1]))
+
+    def broken(request: AttemptRequest) -> str:
+        raise RuntimeError("no API key")
+
+    agents = {Version.BASELINE: answering(broken, "baseline"), Version.CANDIDATE: ALWAYS_RIGHT}
+    with pytest.raises(AgentCouldNotRun):
+        compare(inputs, ReadyAgents(agents), session())
+    assert not compare_journal_path(inputs.candidate.out).exists()
+    # Control: the journal keeps what answered, for --resume (a stop after the top-up).
+    agent = AnswersOnce()
+    agent.stop_at_next(Version.BASELINE, Phase.MAIN, 1)
+    with pytest.raises(Interrupted):
+        compare(inputs, agent.agents(), replace(session(), stop=agent.stop))
+    assert compare_journal_path(inputs.candidate.out).exists()
