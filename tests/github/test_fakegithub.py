@@ -51,7 +51,8 @@ def test_spec_is_the_vendored_copy() -> None:
     # spec must fail loudly rather than skip.
     assert SPEC_FILE.is_file(), f"missing {SPEC_FILE}: restore tests/specs from git"
     assert SPEC_FILE.parent == TESTS / "specs"
-    assert len(load_spec()["paths"]) == 8  # the subset's 7 and the addition's one
+    # the subset's 7, the addition's one and the approval subset's two
+    assert len(load_spec()["paths"]) == 10
 
 
 def test_valid_requests_get_schema_valid_answers(fake: FakeGitHub) -> None:
@@ -276,3 +277,47 @@ def test_requests_are_recorded(fake: FakeGitHub) -> None:
     assert get.query == {"per_page": "100"}
     assert get.operation_id == "issues/list-comments"
     assert json.loads(json.dumps(post.body)) == {"body": "hi"}
+
+
+def test_label_events_and_permissions_answer_as_the_approval_subset_says(
+    fake: FakeGitHub,
+) -> None:
+    """Who added a label (``issues/list-events``) and with what permission
+    (``repos/get-collaborator-permission-level``): GitHub maps maintain to write and
+    triage to read in ``permission``; ``role_name`` keeps the role."""
+    fake.roles.update(maya="maintain", tom="triage", ada="admin")
+    fake.label_event(2, "passk-allow-baseline-change", "tom")
+    fake.label_event(2, "passk-allow-baseline-change", "tom", event="unlabeled")
+    fake.label_event(2, "passk-allow-baseline-change", "maya")
+    events = call(fake, "GET", "/issues/2/events", params={"per_page": 100}).json()
+    assert [(e["event"], e["actor"]["login"]) for e in events] == [
+        ("labeled", "tom"), ("unlabeled", "tom"), ("labeled", "maya")
+    ]  # fmt: skip
+    assert [e["created_at"] for e in events] == sorted(e["created_at"] for e in events)
+    assert {e["label"]["name"] for e in events} == {"passk-allow-baseline-change"}
+    answers = {
+        login: call(fake, "GET", f"/collaborators/{login}/permission").json()
+        for login in ("maya", "tom", "ada", "stranger")
+    }
+    assert {k: (v["permission"], v["role_name"]) for k, v in answers.items()} == {
+        "maya": ("write", "maintain"),
+        "tom": ("read", "triage"),
+        "ada": ("admin", "admin"),
+        "stranger": ("read", "read"),
+    }
+    events_ref = pointer(
+        "paths",
+        "/repos/{owner}/{repo}/issues/{issue_number}/events",
+        "get",
+        "responses",
+        "200",
+        "content",
+        "application/json",
+        "schema",
+    )
+    assert schema_errors(events_ref, events) == []
+    ref = "#/components/schemas/repository-collaborator-permission"
+    assert all(schema_errors(ref, answer) == [] for answer in answers.values())
+    # An event without its actor is not something GitHub could send.
+    assert schema_errors(events_ref, [{**events[0], "actor": None}]) != []
+    assert fake.violations == []

@@ -151,6 +151,19 @@ def test_pull_and_its_files(fake: FakeGitHub, client: GitHubClient) -> None:
     assert fake.violations == []
 
 
+def test_label_events_and_a_users_permission(fake: FakeGitHub, client: GitHubClient) -> None:
+    fake.roles["maya"] = "maintain"
+    for i in range(130):  # two pages
+        fake.label_event(12, f"l{i}", "maya")
+    events = client.list_issue_events(12)
+    assert [e["label"]["name"] for e in events] == [f"l{i}" for i in range(130)]
+    answer = client.collaborator_permission("maya")
+    assert (answer["permission"], answer["role_name"]) == ("write", "maintain")
+    assert client.collaborator_permission("a/b?c")["permission"] == "read"  # quoted, one segment
+    assert fake.requests[-1].path.endswith("/collaborators/a%2Fb%3Fc/permission")
+    assert fake.violations == []
+
+
 def test_missing_pull_is_a_clear_error(client: GitHubClient) -> None:
     with pytest.raises(GitHubError) as info:
         client.get_pull(99)

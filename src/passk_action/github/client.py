@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import requests
 
@@ -56,6 +56,8 @@ _PERMISSION = {
     "checks": "`permissions: checks: write`",
     "statuses": "`permissions: statuses: write`",
     "pulls": "`permissions: pull-requests: read`",
+    "events": "`permissions: pull-requests: read` (or issues: read)",
+    "collaborators": "metadata: read (every job token has it)",
 }
 
 
@@ -233,6 +235,18 @@ class GitHubClient:
 
     def get_pull(self, number: int) -> dict[str, Any]:
         return self._object("GET", f"/repos/{self.repository}/pulls/{number}", "pulls")
+
+    def list_issue_events(self, issue_number: int) -> list[dict[str, Any]]:
+        """Every event of an issue or pull request (who labeled it, when), oldest first."""
+        return self._paginate(f"/repos/{self.repository}/issues/{issue_number}/events", "events")
+
+    def collaborator_permission(self, login: str) -> dict[str, Any]:
+        """``login``'s permission on the repository: ``permission`` and ``role_name``."""
+        return self._object(
+            "GET",
+            f"/repos/{self.repository}/collaborators/{quote(login, safe='')}/permission",
+            "collaborators",
+        )
 
     def list_pull_files(self, number: int) -> list[dict[str, Any]]:
         """The files a pull request changes (GitHub lists at most 3,000)."""

@@ -1,4 +1,4 @@
-"""A real HTTP server that answers like GitHub's REST API for the 10 operations passk uses.
+"""A real HTTP server that answers like GitHub's REST API for the 12 operations passk uses.
 
 Never patch ``requests``: the client under test talks HTTP to this server on
 127.0.0.1.  Every request is checked against GitHub's own OpenAPI description
@@ -125,6 +125,10 @@ class FakeGitHub:
         self.check_run_history: list[tuple[str, int, str]] = []
         """(operation, check run id, status after it), in order: the run's lifecycle."""
         self.statuses: dict[str, list[dict[str, Any]]] = {}
+        self.issue_events: dict[int, list[dict[str, Any]]] = {}
+        """Each issue's events (``labeled``, ``unlabeled``), oldest first, as GitHub lists them."""
+        self.roles: dict[str, str] = {}
+        """Each user's role on the repository (admin, maintain, write, triage, read)."""
         self.violations: list[str] = []
         self.requests: list[RecordedRequest] = []
         self._faults: dict[str, deque[_Fault]] = {}
@@ -245,6 +249,28 @@ class FakeGitHub:
             ours = login == self.actor["login"]
             user = self.actor if ours else {"login": login, "id": 583231, "type": user_type}
             return self._new_comment(issue_number, body, user)
+
+    def label_event(
+        self, issue_number: int, label: str, login: str, *, event: str = "labeled"
+    ) -> dict[str, Any]:
+        """Record that ``login`` added (or, ``event="unlabeled"``, removed) ``label``."""
+        with self._lock:
+            item: dict[str, Any] = example("issue-event-for-issue-items")[0]
+            event_id = self._new_id()
+            user = {"login": login, "id": 500000 + len(login), "type": "User"}
+            item.update(
+                id=event_id,
+                node_id=f"LE_kwDO{event_id}",
+                url=f"{self._repo_api()}/issues/events/{event_id}",
+                actor=self._user(user),
+                event=event,
+                commit_id=None,
+                commit_url=None,
+                created_at=self._now(),
+                label={"name": label, "color": "ededed"},
+            )
+            self.issue_events.setdefault(issue_number, []).append(item)
+            return item
 
     def comment_bodies(self, issue_number: int) -> list[str]:
         with self._lock:
@@ -601,6 +627,36 @@ class FakeGitHub:
         if p["pull_number"] != self.pull.number:
             return _Reply(404, {"message": "Not Found", "documentation_url": DOCS})
         return _Reply(200, self._pull_body())
+
+    def _op_issues_list_events(self, p: _Params, q: _Query, body: Any, path: str) -> _Reply:
+        return self._paginate(list(self.issue_events.get(p["issue_number"], [])), q, path)
+
+    def _op_repos_get_collaborator_permission_level(
+        self, p: _Params, q: _Query, body: Any, path: str
+    ) -> _Reply:
+        # GitHub's legacy `permission` maps maintain to write and triage to read (the
+        # operation's description); anyone else reads a public repository.
+        role = self.roles.get(p["username"], "read")
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        answer: dict[str, Any] = example(
+            "repository-collaborator-permission-response-if-user-has-admin-permissions"
+        )
+        login = p["username"]
+        answer.update(permission=legacy, role_name=role)
+        answer["user"] = dict(
+            self._user({"login": login, "id": 500000 + len(login), "type": "User"}),
+            # The example's user lacks `role_name`, which `nullable-collaborator`
+            # requires (tests/specs/README.md, the approval subset).
+            role_name=role,
+            permissions={
+                "pull": True,
+                "triage": role != "read",
+                "push": legacy in {"write", "admin"},
+                "maintain": role in {"maintain", "admin"},
+                "admin": role == "admin",
+            },
+        )
+        return _Reply(200, answer)
 
     def _op_pulls_list_files(self, p: _Params, q: _Query, body: Any, path: str) -> _Reply:
         if p["pull_number"] != self.pull.number:

@@ -1,7 +1,7 @@
-"""GitHub's own OpenAPI description of the 10 operations passk uses, ready to validate with.
+"""GitHub's own OpenAPI description of the 12 operations passk uses, ready to validate with.
 
-The spec is vendored in ``tests/specs`` (the subset of 9 operations, and an
-addition of one more, read as one document), with its provenance in
+The spec is vendored in ``tests/specs`` (the subset of 9 operations, an
+addition of one more, and the approval subset of two, read as one document), with its provenance in
 tests/specs/README.md (FACTS.md and SOURCES.md cited below sit there too).  A
 missing spec is an error, never a silent skip: tests that cannot check requests
 against GitHub's description would prove nothing about GitHub.
@@ -24,6 +24,8 @@ SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
 """GitHub's descriptions vendored for the tests: ``tests/specs`` (see its README.md)."""
 SPEC_FILE = SPECS_DIR / "github-rest-subset.openapi.json"
 ADDITIONS_FILE = SPECS_DIR / "github-rest-additions.openapi.json"
+APPROVAL_SPEC_FILE = SPECS_DIR / "github-rest-approval.openapi.json"
+"""Who added a label and with what permission: 2 operations, vendored for issue 28."""
 
 
 class SpecMissing(RuntimeError):
@@ -43,6 +45,21 @@ def load_spec() -> dict[str, Any]:
         known = spec["components"].setdefault(kind, {})
         assert not set(parts) & set(known), f"{ADDITIONS_FILE.name}: a {kind} twice"
         known.update(parts)
+    # The approval subset keeps every component its operations reference, so it shares
+    # some with the subset: cut from the same description, a shared one must be equal.
+    approval = _read(APPROVAL_SPEC_FILE)
+    for template, item in approval["paths"].items():
+        assert template not in spec["paths"], f"{APPROVAL_SPEC_FILE.name}: {template} twice"
+        spec["paths"][template] = item
+    for kind, parts in approval["components"].items():
+        known = spec["components"].setdefault(kind, {})
+        for name, value in parts.items():
+            if name in known and known[name] != value:
+                raise SpecMissing(
+                    f"{APPROVAL_SPEC_FILE.name}: components/{kind}/{name} differs from the "
+                    "subset's; re-vendor both from the same commit"
+                )
+            known[name] = value
     return spec
 
 
