@@ -110,7 +110,9 @@ def test_first_run_posts_one_comment_and_one_check(checkout: Checkout, fake: Fak
     assert len(fake.check_runs) == 1
     check = fake.check_runs[0]
     assert (check["name"], check["head_sha"], check["conclusion"]) == ("passk", head, "success")
-    assert check["output"]["title"] == "passed: 0 gained, 0 lost"
+    assert check["output"]["title"] == (
+        f"passed: 0 gained, 0 lost · vs master at {checkout.base_sha[:12]}"
+    )
     assert "passk:record" not in check["output"]["summary"]
     assert "# ✅ passk: gate passed" in outcome.summary
     result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
@@ -400,7 +402,9 @@ def test_the_check_run_is_in_progress_then_says_why_with_annotations_on_the_data
         ("update", run["id"], "completed"),
     ]
     assert (run["conclusion"], run["head_sha"]) == ("failure", head)
-    assert run["output"]["title"] == "1 must-not-break row broke: r1"
+    assert run["output"]["title"] == (
+        f"1 must-not-break row broke: r1 · vs master at {checkout.base_sha[:12]}"
+    )
     body = fake.comment_bodies(7)[0]
     summary = run["output"]["summary"]
     assert summary.startswith(without_record(body).strip())  # the comment, less its record
@@ -465,7 +469,9 @@ def test_forbidden_check_run_falls_back_to_a_commit_status(
     assert fake.check_runs == []
     [status] = fake.statuses[head]
     assert (status["state"], status["context"]) == ("failure", "passk")
-    assert status["description"] == "1 must-not-break row broke: r1"
+    assert status["description"] == (
+        f"1 must-not-break row broke: r1 · vs master at {checkout.base_sha[:12]}"
+    )
     assert len(fake.comments[7]) == 1
     assert fake.violations == []
 

@@ -199,6 +199,25 @@ def test_no_workflow_uses_pull_request_target(path: Path) -> None:
     assert not [line for line in code if "pull_request_target" in line]
 
 
+ON_A_NEW_BASE = "github.event.action != 'edited' || github.event.changes.base != null"
+"""Issue 28 route 4: an ``edited`` event gates again only when the base changed."""
+
+
+@pytest.mark.parametrize(
+    "name", ["passk-pull-request.yml", "passk-measure.yml", "passk-two-jobs.yml"]
+)
+def test_workflows_on_pull_requests_gate_again_on_a_label_and_on_a_new_base(name: str) -> None:
+    """Issue 28 routes 3-4: the allow label approves the head it was added at, so its
+    ``labeled`` event runs the gate (``unlabeled`` too); a pull request retargeted to
+    another base fires only ``edited``, which runs the gate when ``changes.base`` says
+    the base changed, and not on a new title or body."""
+    workflow = load_workflow(REPO / "examples" / "workflows" / name)
+    types = workflow["on"]["pull_request"]["types"]
+    assert {"opened", "synchronize", "reopened", "labeled", "unlabeled", "edited"} <= set(types)
+    for job in workflow["jobs"].values():
+        assert ON_A_NEW_BASE in job["if"], job["if"]
+
+
 def test_pull_request_workflow() -> None:
     workflow = load_workflow(PR_WORKFLOW)
     assert set(workflow["on"]) == {"pull_request"}
@@ -313,7 +332,10 @@ def test_the_fork_gate_runs_on_the_measuring_workflow_and_downloads_its_run() ->
     assert set(measure["on"]) == {"pull_request"}
     assert gate["on"] == {"workflow_run": {"workflows": [measure["name"]], "types": ["completed"]}}
     job = gate["jobs"]["gate"]
-    assert job["if"] == "github.event.workflow_run.event == 'pull_request'"
+    assert job["if"] == (
+        "github.event.workflow_run.event == 'pull_request' && "
+        "github.event.workflow_run.conclusion != 'skipped'"
+    )
     assert job["permissions"]["actions"] == "read"
     (download,) = [s for s in job["steps"] if "download-artifact" in str(s.get("uses"))]
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"

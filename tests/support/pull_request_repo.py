@@ -17,11 +17,15 @@ import yaml
 
 from passk_action.action import main as action_main
 from passk_action.cli import main as cli_main
-from support.fakegithub import SPECS_DIR, FakeGitHub
+from support.fakegithub import SPECS_DIR, FakeGitHub, FakePull
 
 TOKEN = "ghs_actionSecretToken0123456789abcdef"
 REPO = "octo-org/refund-agent"
 EVENTS = SPECS_DIR / "events"
+EXAMPLE_BASE_REF = "master"
+"""The base branch GitHub's example ``pull_request`` payloads name."""
+MAINTAINER = "maya"
+"""Who adds labels in these tests unless told otherwise: ``maintain`` access."""
 
 ROWS = [
     {"id": "r1", "input": {"amount": 900}, "expected": "approve", "must_not_break": True},
@@ -131,8 +135,22 @@ class Checkout:
         fork: bool = False,
         name: str = "pull_request.opened.json",
         base_ref: str | None = None,
+        labeled: tuple[str, str] | None = None,
+        edited_from: str | None = None,
     ) -> Path:
+        """GitHub's example payload for this head; ``labeled`` (label, sender) makes it the
+        ``labeled`` event of that label, from GitHub's example of one."""
+        if labeled is not None:
+            name = "pull_request.labeled.json"
         payload = json.loads((EVENTS / name).read_text(encoding="utf-8"))
+        if labeled is not None:
+            payload["label"] = dict(payload["label"], name=labeled[0])
+            payload["sender"] = dict(payload["sender"], login=labeled[1])
+        if edited_from is not None:
+            # The `edited` event of a retargeted pull request (octokit publishes no example
+            # of it: its schema, tests/specs/events/pull_request.edited.schema.json).
+            payload["action"] = "edited"
+            payload["changes"] = {"base": {"ref": {"from": edited_from}, "sha": {"from": "0" * 40}}}
         pr = payload["pull_request"]
         payload["number"] = pr["number"] = 7
         pr["head"]["sha"] = head_sha
@@ -158,8 +176,35 @@ class Checkout:
         event_name: str = "pull_request",
         sleep: Callable[[float], None] | None = None,
         base_ref: str | None = None,
+        labeled_by: str | None = MAINTAINER,
+        current_base_ref: str | None = None,
+        edited_from: str | None = None,
     ) -> Outcome:
+        """Run the action on a ``pull_request`` event for ``head_sha``.
+
+        With a fake GitHub, each of ``labels`` not on the pull request yet is added
+        by ``labeled_by`` (a maintainer unless told otherwise; None adds none), and the
+        event is the ``labeled`` event of the first one added; the fake's pull request
+        is this one, with base ``current_base_ref`` (default: the event's).
+        """
         self.runs += 1
+        labeled = None
+        if fake is not None:
+            if labeled_by is not None:
+                fake.roles.setdefault(labeled_by, "maintain")
+                for label in labels:
+                    if label not in _labels_on(fake, 7):
+                        fake.label_event(7, label, labeled_by)
+                        labeled = labeled or (label, labeled_by)
+            event_base = base_ref if base_ref is not None else EXAMPLE_BASE_REF
+            fake.pull = FakePull(
+                number=7,
+                head_sha=head_sha,
+                base_sha=self.base_sha,
+                base_ref=current_base_ref or event_base,
+                labels=labels,
+                head_repo_full_name="mallory/refund-agent" if fork else None,
+            )
         n = self.runs
         log = self.tmp / f"asked-{n}.jsonl"
         output = self.tmp / f"output-{n}.txt"
@@ -170,7 +215,14 @@ class Checkout:
             "GITHUB_ACTIONS": "true",
             "GITHUB_EVENT_NAME": event_name,
             "GITHUB_EVENT_PATH": str(
-                self.event(head_sha, labels=labels, fork=fork, base_ref=base_ref)
+                self.event(
+                    head_sha,
+                    labels=labels,
+                    fork=fork,
+                    base_ref=base_ref,
+                    labeled=labeled,
+                    edited_from=edited_from,
+                )
             ),
             "GITHUB_API_URL": fake.url if fake is not None else "http://127.0.0.1:9",
             "GITHUB_SERVER_URL": "https://github.com",
@@ -205,6 +257,17 @@ class Checkout:
             asked=sorted(asked),
             files=[output, summary],
         )
+
+
+def _labels_on(fake: FakeGitHub, number: int) -> set[str]:
+    on: set[str] = set()
+    for event in fake.issue_events.get(number, []):
+        name = event["label"]["name"]
+        if event["event"] == "labeled":
+            on.add(name)
+        else:
+            on.discard(name)
+    return on
 
 
 def parse_outputs(path: Path) -> dict[str, str]:

@@ -50,6 +50,37 @@ class RecordError(ArtifactError):
 
 
 @dataclass(frozen=True)
+class RecordedApproval:
+    """Who approved the protected changes of which head, against which base (``approval.py``)."""
+
+    label: str
+    login: str
+    role: str
+    """GitHub's ``role_name`` (admin, maintain, write, or a custom role)."""
+    head_sha: str
+    base_ref: str
+    event_id: int
+    """The id of the ``labeled`` event on GitHub: removing and adding the label makes a new one."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "login": self.login,
+            "role": self.role,
+            "head_sha": self.head_sha,
+            "base_ref": self.base_ref,
+            "event_id": self.event_id,
+        }
+
+
+def _approval(doc: Any) -> RecordedApproval:
+    if not isinstance(doc, dict):
+        raise RecordError("the record's 'approval' is not an object")
+    texts = {k: _field(doc, k, str) for k in ("label", "login", "role", "head_sha", "base_ref")}
+    return RecordedApproval(**texts, event_id=_field(doc, "event_id", int))
+
+
+@dataclass(frozen=True)
 class GateRecord:
     head_sha: str
     base_sha: str
@@ -71,6 +102,8 @@ class GateRecord:
     """How many part comments hold the full record (0: this comment holds all of it)."""
     parts_sha256: str | None = None
     """sha256 of the full record's payload, which the parts hold in order."""
+    approval: RecordedApproval | None = None
+    """The allow label's approval this run counted; None in older records and without one."""
 
     def matches(
         self,
@@ -141,6 +174,8 @@ def _document(record: GateRecord, with_attempts: bool) -> dict[str, Any]:
         doc["head_tree"] = record.head_tree
     if record.step is not None:
         doc["step"] = record.step
+    if record.approval is not None:
+        doc["approval"] = record.approval.to_json()
     if not with_attempts and record.parts:
         doc["parts"] = record.parts
         doc["parts_sha256"] = record.parts_sha256
@@ -237,6 +272,7 @@ def record_for(
     committed_baseline: Run,
     head_tree: str | None = None,
     step: str | None = None,
+    approval: RecordedApproval | None = None,
 ) -> GateRecord:
     """The record of one gate decision; ``head_tree`` None when git could not name it."""
     candidate = result.candidate
@@ -253,6 +289,7 @@ def record_for(
         baseline_attempts=baseline_extras(result.baseline, committed_baseline),
         head_tree=head_tree,
         step=step,
+        approval=approval,
     )
 
 
@@ -313,6 +350,7 @@ def _from_document(doc: Any) -> GateRecord:
     step = _field(doc, "step", str) if "step" in doc else None
     parts = _field(doc, "parts", int) if "parts" in doc else 0
     parts_sha256 = _field(doc, "parts_sha256", str) if "parts" in doc else None
+    approval = _approval(doc["approval"]) if "approval" in doc else None
     return GateRecord(
         head_sha=_field(doc, "head_sha", str),
         base_sha=_field(doc, "base_sha", str),
@@ -328,6 +366,7 @@ def _from_document(doc: Any) -> GateRecord:
         step=step,
         parts=parts,
         parts_sha256=parts_sha256,
+        approval=approval,
     )
 
 

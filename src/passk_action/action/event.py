@@ -27,6 +27,49 @@ class PullRequest:
     """The head branch lives in another repository: the token is read-only (FACTS.md E1)."""
 
 
+@dataclass(frozen=True)
+class Trigger:
+    """Who did what to start this run, as GitHub's event payload says.
+
+    ``action``, ``label`` and ``sender`` are a ``pull_request`` event's (the
+    label a ``labeled`` event added); ``run_actor`` and ``run_created_at`` are
+    the measuring run's under ``workflow_run``.  Used to bind the allow label
+    to the head it was added at (``approval.py``).
+    """
+
+    action: str | None = None
+    label: str | None = None
+    sender: str | None = None
+    run_actor: str | None = None
+    run_created_at: str | None = None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def trigger_from(payload: dict[str, Any]) -> Trigger:
+    """The :class:`Trigger` of a ``pull_request`` or ``workflow_run`` payload."""
+    run = payload.get("workflow_run")
+    if isinstance(run, dict):
+        return Trigger(
+            run_actor=_text(_get(run, "actor", "login")),
+            run_created_at=_text(run.get("created_at")),
+        )
+    return Trigger(
+        action=_text(payload.get("action")),
+        label=_text(_get(payload, "label", "name")),
+        sender=_text(_get(payload, "sender", "login")),
+    )
+
+
+def base_change(payload: dict[str, Any]) -> str | None:
+    """The branch an ``edited`` event's pull request targeted before, when its base changed."""
+    if payload.get("action") != "edited":
+        return None
+    return _text(_get(payload, "changes", "base", "ref", "from"))
+
+
 def read_payload(path: str | None) -> dict[str, Any]:
     """The event JSON; a missing or unreadable file is a usage error naming it."""
     if not path:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import AgentCouldNotRun, ArtifactError, GitHubError, UsageError
@@ -24,13 +25,17 @@ from ..sides.trusted import (
     trust_base,
 )
 from ..store.measured import MeasuredRun
+from .approval import LabelDecision, decide_label
 from .comparison import run_comparison
-from .event import PullRequest, pull_request_from, read_payload
+from .event import PullRequest, Trigger, pull_request_from, read_payload, trigger_from
 from .inputs import ActionInputs
 from .publish import GatedFiles, publish_could_not_finish, publish_could_not_run, publish_gate
-from .rerun import RecordLookup, look_up_record
+from .rerun import RecordLookup, look_up_record, read_comments, recorded
 from .runtime import Runtime
 from .workflow import Workflow
+
+NO_TRIGGER = Trigger()
+"""A run no event payload describes: nothing binds the allow label to a head."""
 
 PWN_REQUEST = (
     "passk refuses to run on `pull_request_target`: that event runs with a write token and "
@@ -88,8 +93,38 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
     repo = GitRepo.discover(inputs.working_directory)
     client = github_client(inputs, runtime)
+    confirm_current_base(client, pr, workflow)
     check = start_check_run(client, inputs, pr.head_sha, workflow)
-    return gate_and_publish(inputs, runtime, repo, pr, client, check)
+    return gate_and_publish(inputs, runtime, repo, pr, client, check, trigger=trigger_from(payload))
+
+
+def confirm_current_base(client: GitHubClient | None, pr: PullRequest, workflow: Workflow) -> None:
+    """Refuse, before any check is posted, an event for a base the pull request left.
+
+    A re-run of an old run replays its event: after the pull request was
+    retargeted, its base is another branch, and a verdict against that branch
+    would land on the head commit as if it were the current one.  GitHub's
+    answer for the pull request names the current base; when it cannot be read
+    the run goes on (the check names the base it gated against).
+    """
+    if client is None:
+        return
+    try:
+        current = client.get_pull(pr.number)
+    except GitHubError as exc:
+        workflow.warn(f"cannot confirm the pull request's current base: {exc.one_line()}")
+        return
+    base = current.get("base") if isinstance(current.get("base"), dict) else {}
+    ref = base.get("ref") if isinstance(base, dict) else None
+    if isinstance(ref, str) and pr.base_ref and ref != pr.base_ref:
+        raise UsageError(
+            f"this run's event is for the base {pr.base_ref!r}, but pull request #{pr.number} "
+            f"now targets {ref!r}: its verdict would not be about the current base, so nothing "
+            "is run or posted",
+            where="GITHUB_EVENT_PATH",
+            hint="the run on the pull request's `edited` event gates it against its current "
+            "base; re-run that one",
+        )
 
 
 def gate_and_publish(
@@ -103,6 +138,7 @@ def gate_and_publish(
     measured: MeasuredRun | None = None,
     unusable: ArtifactError | None = None,
     head: str = HEAD_COMMIT,
+    trigger: Trigger = NO_TRIGGER,
 ) -> int:
     """Phases 1-4 for ``pr``, once its check run started; any error completes the check.
 
@@ -111,15 +147,28 @@ def gate_and_publish(
     objects stand for the head (``gate_measured.py``).  ``unusable`` says why
     there is no ``measured`` run (expired, damaged, for another head): a
     re-run whose verdicts are recorded for this content replays them, as the
-    docs promise; otherwise it is the error the check fails with.
+    docs promise; otherwise it is the error the check fails with.  ``trigger``
+    is what GitHub says started this run: it binds the allow label to a head
+    (``approval.py``).
     """
     workflow = runtime.workflow
     comments: list[dict[str, Any]] | None = None
     unreadable = False
     try:
+        try:
+            comments = read_comments(client, inputs, pr, workflow.warn)
+        except GitHubError:
+            unreadable = True  # then the comment, record and all, is left as it is
+            raise
+        earlier = recorded(comments, inputs)
         with workflow.group("passk: trusted inputs from the base commit"):
-            trusted = trusted_inputs(
-                repo, inputs, pr, workflow, head_objects=None if head == HEAD_COMMIT else head
+            trusted, label = trusted_inputs(
+                repo,
+                inputs,
+                pr,
+                workflow,
+                head_objects=None if head == HEAD_COMMIT else head,
+                approve=lambda name: decide_label(client, pr, name, trigger, earlier),
             )
             # Before any agent runs: the marks come from the base's git objects alone.
             history = base_history(
@@ -129,11 +178,9 @@ def gate_and_publish(
                 branch=pr.base_ref or None,
             )
             workflow.line(summary_line(history))
-        try:
-            prior = look_up_record(client, repo, inputs, pr, trusted, workflow.warn, head=head)
-        except GitHubError:
-            unreadable = True  # then the comment, record and all, is left as it is
-            raise
+        prior = look_up_record(
+            client, repo, inputs, pr, trusted, workflow.warn, head=head, comments=comments
+        )
         comments = prior.comments if inputs.comment != "off" else None
         if unusable is not None:
             replay_without(unusable, prior, workflow)
@@ -155,6 +202,8 @@ def gate_and_publish(
             dataset_path=repo.relative(trusted.config.dataset),
             config_path=inputs.config,
             allow_label=trusted.config.gate.allow_label,
+            approval=label.approval,
+            label_refusal=label.refusal,
         )
         return publish_gate(
             result,
@@ -224,20 +273,45 @@ def trusted_inputs(
     workflow: Workflow,
     *,
     head_objects: str | None = None,
-) -> Trusted:
-    """The gate's inputs for the pull request, with its protected changes logged."""
-    trusted = trust_base(
-        repo,
-        inputs.config_path,
-        BaseCommit(pr.base_sha),
-        pr.labels,
-        workflow.warn,
-        head_objects=head_objects,
-    )
+    approve: Callable[[str], LabelDecision] | None = None,
+) -> tuple[Trusted, LabelDecision]:
+    """The gate's inputs for the pull request, with its protected changes logged.
+
+    ``approve`` judges the allow label when the pull request carries it and has
+    protected changes; a label it does not approve is read as absent.  Without
+    it (the measuring job, which holds no token) the label is taken as the
+    event says: the gating job checks it.
+    """
+
+    def trust(labels: tuple[str, ...]) -> Trusted:
+        return trust_base(
+            repo,
+            inputs.config_path,
+            BaseCommit(pr.base_sha),
+            labels,
+            workflow.warn,
+            head_objects=head_objects,
+        )
+
+    trusted = trust(pr.labels)
+    decision = LabelDecision(None)
+    if approve is not None and trusted.allowed:
+        label = trusted.sides.base.config.gate.allow_label
+        decision = approve(label)
+        if decision.approval is None:
+            trusted = trust(tuple(name for name in pr.labels if name != label))
     workflow.line(
-        f"passk: PR #{pr.number} base {short_sha(pr.base_sha)} head {short_sha(pr.head_sha)}"
-        f"{' (from a fork)' if pr.fork else ''}"
+        f"passk: PR #{pr.number} base {pr.base_ref or '?'} at {short_sha(pr.base_sha)} head "
+        f"{short_sha(pr.head_sha)}{' (from a fork)' if pr.fork else ''}"
     )
+    if decision.refusal:
+        workflow.warn(decision.refusal)
+    if decision.approval is not None:
+        who = decision.approval
+        workflow.line(
+            f"passk: the label {who.label!r} approves head {short_sha(who.head_sha)} against "
+            f"{who.base_ref!r}: added by @{who.login} ({who.role} access)"
+        )
     for line in protected_change_lines(trusted):
         workflow.line(line)
-    return trusted
+    return trusted, decision

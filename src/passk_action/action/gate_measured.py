@@ -30,8 +30,21 @@ from ..errors import ArtifactError, GitHubError, UsageError
 from ..github.client import GitHubClient
 from ..sides.gitrepo import GitRepo, short_sha
 from ..store.measured import MeasuredRun, read_measured
-from .event import PullRequest, WorkflowRun, pull_request_from, read_payload, workflow_run_from
-from .gate import gate_and_publish, github_client, require_event, start_check_run
+from .event import (
+    PullRequest,
+    WorkflowRun,
+    pull_request_from,
+    read_payload,
+    trigger_from,
+    workflow_run_from,
+)
+from .gate import (
+    confirm_current_base,
+    gate_and_publish,
+    github_client,
+    require_event,
+    start_check_run,
+)
 from .inputs import ActionInputs
 from .publish import publish_could_not_finish
 from .runtime import Runtime
@@ -75,6 +88,8 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         head_sha = triggered.head_sha
     repo = GitRepo.discover(inputs.working_directory)
     client = github_client(inputs, runtime)
+    if pr is not None:
+        confirm_current_base(client, pr, workflow)
     check = start_check_run(client, inputs, head_sha, workflow)
     measured: MeasuredRun | None = None
     unusable: ArtifactError | None = None
@@ -123,6 +138,7 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         measured=measured,
         unusable=unusable,
         head=head,
+        trigger=trigger_from(payload),
     )
 
 

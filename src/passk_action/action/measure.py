@@ -49,7 +49,7 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     repo = GitRepo.discover(inputs.working_directory)
     workflow.line(SAYS)
     with workflow.group("passk: trusted inputs from the base commit"):
-        trusted = trusted_inputs(repo, inputs, pr, workflow)
+        trusted, _ = trusted_inputs(repo, inputs, pr, workflow)
 
     candidate = CandidateSource(out=inputs.workspace / CANDIDATE_PATH, commit=pr.head_sha)
     try:

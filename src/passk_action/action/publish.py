@@ -29,9 +29,10 @@ from ..errors import (
 )
 from ..github.client import GitHubClient
 from ..github.publish import Annotation, publish_check, upsert_sticky_comment
-from ..report.check_run import check_title, not_blocking_words, row_annotations
+from ..report.check_run import check_title, not_blocking_words, row_annotations, with_base
 from ..report.comment import (
     CommentContext,
+    LabelApproval,
     render_agent_failure_comment,
     render_comment,
     render_could_not_finish_comment,
@@ -41,7 +42,14 @@ from ..report.could_not_run import could_not_finish_title, could_not_run_title, 
 from ..report.escape import inline
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
-from .comment_record import RECORD_PREFIX, login_of, our_comments, record_for, split_record
+from .comment_record import (
+    RECORD_PREFIX,
+    RecordedApproval,
+    login_of,
+    our_comments,
+    record_for,
+    split_record,
+)
 from .event import PullRequest
 from .inputs import ActionInputs
 from .rerun import RecordLookup
@@ -176,7 +184,11 @@ def publish(
         name=check_name,
         head_sha=head_sha,
         passed=result.gate.passed,
-        title=((REMEASURED_TITLE if remeasured else "") + check_title(result))[:200],
+        title=with_base(
+            (REMEASURED_TITLE if remeasured else "") + check_title(result),
+            context.base_ref if context else None,
+            context.base_sha if context else None,
+        ),
         summary=without_record(body),
         annotations=annotations,
         check_run_id=check_run_id,
@@ -213,6 +225,10 @@ class GatedFiles:
     config_path: str
     """The config relative to the working directory (for ``passk compare --config``)."""
     allow_label: str | None
+    approval: RecordedApproval | None = None
+    """Who approved this head's protected changes with the allow label (``approval.py``)."""
+    label_refusal: str | None = None
+    """Why the allow label on the pull request does not count, when it does not."""
 
 
 def dataset_annotations(result: CompareResult, where: GatedFiles | None) -> list[Annotation]:
@@ -249,6 +265,16 @@ def step_label(inputs: ActionInputs) -> str | None:
     return f"{inputs.check_name} ({config})"
 
 
+def _approval_words(approval: RecordedApproval) -> LabelApproval:
+    return LabelApproval(
+        label=approval.label,
+        login=approval.login,
+        role=approval.role,
+        head_sha=approval.head_sha,
+        base_ref=approval.base_ref,
+    )
+
+
 def comment_context(
     inputs: ActionInputs,
     pr: PullRequest,
@@ -264,6 +290,8 @@ def comment_context(
         config=where.config_path if where else inputs.config,
         inputs={r.id: r.input for r in where.dataset.rows} if where else {},
         allow_label=where.allow_label if where else None,
+        approval=_approval_words(where.approval) if where and where.approval else None,
+        label_refusal=where.label_refusal if where else None,
         result_path=RESULT_PATH,
         details_url=inputs.details_url(),
         history=history,
@@ -322,6 +350,7 @@ def publish_gate(
             base_sha=pr.base_sha,
             committed_baseline=committed_baseline,
             step=step_key(inputs).id,
+            approval=where.approval if where else None,
         )
     )
     context = comment_context(inputs, pr, where, history)

@@ -38,20 +38,15 @@ class RecordLookup:
     """The base config's remeasure label, when the pull request carries it: no replay."""
 
 
-def look_up_record(
+def read_comments(
     client: GitHubClient | None,
-    repo: GitRepo,
     inputs: ActionInputs,
     pr: PullRequest,
-    trusted: Trusted,
     warn: Callable[[str], None],
-    *,
-    head: str = "HEAD",
-) -> RecordLookup:
-    """Find passk's record in the pull request's comments and whether it covers this run.
+) -> list[dict[str, Any]]:
+    """The pull request's comments, where passk's record is; none with ``comment: off``.
 
-    ``head`` names the files the candidate's answers are for: the checkout, or the
-    two-job gate's merge tree.
+    Fails closed: a comment list that cannot be read raises, before anything runs.
     """
     comments: list[dict[str, Any]] = []
     if inputs.comment == "off":
@@ -72,6 +67,34 @@ def look_up_record(
                 hint="passk reads its record of earlier runs from the pull request's comments "
                 "before it runs anything; nothing was run or posted",
             ) from exc
+    return comments
+
+
+def recorded(comments: list[dict[str, Any]], inputs: ActionInputs) -> GateRecord | None:
+    """passk's record for this step in ``comments`` (warnings are left to the lookup)."""
+    key = step_key(inputs)
+    return find_record(comments, key.marker, inputs.comment_author)[0]
+
+
+def look_up_record(
+    client: GitHubClient | None,
+    repo: GitRepo,
+    inputs: ActionInputs,
+    pr: PullRequest,
+    trusted: Trusted,
+    warn: Callable[[str], None],
+    *,
+    head: str = "HEAD",
+    comments: list[dict[str, Any]] | None = None,
+) -> RecordLookup:
+    """Find passk's record in the pull request's comments and whether it covers this run.
+
+    ``head`` names the files the candidate's answers are for: the checkout, or the
+    two-job gate's merge tree.  ``comments`` already read (:func:`read_comments`)
+    are not read again.
+    """
+    if comments is None:
+        comments = read_comments(client, inputs, pr, warn)
     key = step_key(inputs)
     record, record_warnings = find_record(comments, key.marker, inputs.comment_author)
     for message in record_warnings:
@@ -126,9 +149,12 @@ def rerun_of(prior: RecordLookup, pr: PullRequest) -> Rerun:
     nothing can be replayed, so the failure itself is the input.
     """
     record = prior.record
+    # A verdict stands only for the base it was made against: a record of another
+    # base (a retargeted pull request) is evidence about that base, not this one.
     stands = (
         prior.matching
         and record is not None
+        and record.base_sha == pr.base_sha
         and record.candidate_attempts is None
         and not record.passed
     )

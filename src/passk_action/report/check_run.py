@@ -47,6 +47,21 @@ def check_title(result: CompareResult) -> str:
     return " · ".join(texts)[:200]
 
 
+def with_base(title: str, base_ref: str | None, base_sha: str | None, limit: int = 200) -> str:
+    """``title · vs main at 1a2b3c4d5e6f``: a verdict names the base it was made against.
+
+    The base is kept whole and the title cut to make room, so a check from a
+    retargeted pull request cannot pass for one against the current base.
+    """
+    if not base_sha:
+        return title[:limit]
+    branch = " ".join((base_ref or "").split())[:60]
+    suffix = f" · vs {branch + ' at ' if branch else ''}{base_sha[:12]}"
+    room = max(limit - len(suffix), 0)
+    cut = title if len(title) <= room else title[: max(room - 1, 0)] + "…"
+    return cut + suffix
+
+
 def _plain_answers(attempts: Sequence[Attempt]) -> str:
     pairs = ranked_counts(shown_decisions(a.decision for a in attempts))
     text = ", ".join(f"{' '.join(v.split())[:VALUE_LEN]} ×{n}" for v, n in pairs) or "—"

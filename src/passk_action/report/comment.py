@@ -77,6 +77,17 @@ _SAFE_URL = re.compile(r"https://[^\s<>()\[\]`\"'\\]+")
 
 
 @dataclass(frozen=True)
+class LabelApproval:
+    """Who approved the protected changes with the allow label, for which head and base."""
+
+    label: str
+    login: str
+    role: str
+    head_sha: str
+    base_ref: str
+
+
+@dataclass(frozen=True)
 class CommentContext:
     """What the comment says beyond the result: where it ran and how to follow up.
 
@@ -95,6 +106,10 @@ class CommentContext:
     """Row id -> the row's input, from the dataset, for the blocking rows."""
     allow_label: str | None = None
     """The label that allows a protected change (``gate.allow_label``)."""
+    approval: LabelApproval | None = None
+    """The allow label's approval this verdict counted (a person with write access)."""
+    label_refusal: str | None = None
+    """Why the allow label on the pull request did not count (plain text, one line)."""
     result_path: str | None = None
     """Where the job wrote the result file, relative to the workspace."""
     details_url: str | None = None
@@ -269,7 +284,8 @@ def _compared_line(result: CompareResult, context: CommentContext) -> str:
         text = f"**Compared:** candidate the working tree (uncommitted changes{on})"
     else:
         text = "**Compared:** candidate " + (f"at head {head}" if head else "(this checkout)")
-    text += " with the baseline " + (f"committed on base {base}" if base else "artifact")
+    branch = f"{code(context.base_ref, 100)} at " if context.base_ref and base else ""
+    text += " with the baseline " + (f"committed on base {branch}{base}" if base else "artifact")
     if recorded:
         text += f" (recorded from agent commit {recorded})"
     return text
@@ -297,6 +313,17 @@ def _what_next(result: CompareResult, context: CommentContext) -> list[str]:
             "output), for `actions/upload-artifact`"
         )
     items.append(full)
+    approval = context.approval
+    if approval is not None:
+        items.append(
+            # inline() keeps the @ from mentioning (notifying) the approver.
+            f"**Protected changes approved:** by {inline('@' + approval.login, 60)} "
+            f"({inline(approval.role, 40)} access) with the label {code(approval.label, 100)}, "
+            f"for head {short_sha(approval.head_sha)} against {code(approval.base_ref, 100)}; "
+            "a later push or another base needs the label again"
+        )
+    if context.label_refusal:
+        items.append(f"**The allow label does not count:** {inline(context.label_refusal, 400)}")
     protected = [f for f in result.gate.failures if f.rule is Rule.PROTECTED_CHANGE]
     if protected:
         label = (
@@ -306,9 +333,10 @@ def _what_next(result: CompareResult, context: CommentContext) -> list[str]:
         )
         items.append(
             f"**To allow the protected {'change' if len(protected) == 1 else 'changes'}:** "
-            f"a maintainer who reviewed {'it' if len(protected) == 1 else 'them'} (triage or "
-            f"write access; not the pull request's author alone) adds the label {label} to this "
-            "pull request, then re-runs this job"
+            f"a person with write, maintain or admin access who reviewed "
+            f"{'it' if len(protected) == 1 else 'them'} adds the label {label} to this pull "
+            "request (the author's own label does not count); it approves this head only: "
+            "after a push, remove the label and add it again"
         )
     return ["", "**What next**", "", *capped(items, len(items))]
 
