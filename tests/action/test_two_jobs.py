@@ -31,6 +31,7 @@ from passk_action.action import main as action_main
 from passk_action.action.comment_record import decode_record
 from passk_action.action.workflow import visible
 from passk_action.github.client import GitHubClient
+from passk_action.store.results import read_result
 from support.fakegithub import SPECS_DIR, FakeGitHub
 from support.fakegithub.server import FakePull
 from support.pull_request_repo import (
@@ -39,6 +40,7 @@ from support.pull_request_repo import (
     RIGHT,
     TOKEN,
     commit,
+    edit_rows,
     flip_r1,
     git,
     make_template,
@@ -131,6 +133,7 @@ class PullRequest:
         pr = payload["pull_request"]
         payload["number"] = pr["number"] = PR
         pr["head"]["sha"], pr["base"]["sha"] = self.head, self.base
+        pr["base"]["ref"] = "main"  # as the fake's pull request says (GitHub's current word)
         pr["labels"] = []
         path = self.tmp / name
         path.write_text(json.dumps(payload), encoding="utf-8")
@@ -664,4 +667,56 @@ def test_a_base_that_moved_on_is_gated_on_the_merge_both_jobs_see(
         ("r5", 2, "baseline"),
     ]
     assert candidate_asked(gating) == []
+    assert github.violations == []
+
+
+# --- issue 28 route 5: what a fork's rows may spend in the trusted job --------------------
+
+NEW_ROWS = [
+    {"id": f"n{i}", "input": {"amount": 100 + i}, "expected": "approve"} for i in range(1, 5)
+]
+"""Rows a pull request adds; the base agent answers them right (they are not its to break)."""
+
+
+@pytest.mark.parametrize("added", [4, 2], ids=["attack-4-rows-over-limit-2", "control-2-rows"])
+def test_the_gating_job_runs_the_base_agent_on_a_limited_number_of_added_rows(
+    pull: PullRequest, fake: Callable[..., FakeGitHub], added: int
+) -> None:
+    """Attack: a fork's pull request adds 4 rows; the trusted gating job would run the base
+    agent k times on each, on the base repository's key.  The base config's
+    ``baseline.added_rows_limit: 2`` caps it: 2 rows x k = 4 calls, and the comment lists
+    the other 2 as not measured.  Control: 2 added rows, within the limit, are all
+    measured and nothing is listed."""
+    git(pull.repo, "checkout", "-q", "main")
+    config = yaml.safe_load((pull.repo / "passk.yml").read_text(encoding="utf-8"))
+    config["baseline"] = {**config.get("baseline", {}), "added_rows_limit": 2}
+    (pull.repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
+    answers = {**RIGHT, **{r["id"]: ["approve"] for r in NEW_ROWS}}
+    write_script(pull.repo, answers)
+    pull.base = commit(pull.repo, "passk: at most 2 added rows on the base agent")
+    git(pull.repo, "checkout", "-q", "-B", "feature")
+    edit_rows(lambda rows: rows.extend(NEW_ROWS[:added]))(pull.repo)
+    pull.push(answers)
+    _, artifact = pull.measure()
+    github = fake()
+    gating = pull.gate(github, artifact)  # under workflow_run, as for a fork
+    assert gating.code == 0, gating.log
+    assert gating.asked == [(f"n{i}", n, "baseline") for i in (1, 2) for n in (1, 2)]
+    [executions] = [line for line in gating.log.splitlines() if "execution(s) now" in line]
+    assert "baseline top-up 4," in executions
+    [body] = github.comment_bodies(PR)
+    note = (
+        "2 row(s) this pull request adds were not measured on the baseline: the gating job "
+        "runs the base agent on at most 2 added row(s) (baseline.added_rows_limit in the base "
+        "config), so they are left out of this comparison: n3, n4"
+    )
+    if added > 2:
+        assert note in body, body
+    else:
+        assert "were not measured on the baseline" not in body
+    result = json.loads((pull.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    assert result["gate"]["failures"] == []
+    compared = [r["id"] for r in result["rows"]]
+    assert compared == ["r1", "r2", "r3", "r4", "n1", "n2"][: 4 + min(added, 2)]
+    assert read_result(pull.repo / ".passk/result.json").consistent
     assert github.violations == []

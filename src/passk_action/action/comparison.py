@@ -118,7 +118,19 @@ def run_comparison(
             candidate_agent=candidate_agent,
         ) as prepared,
     ):
-        result = compare(prepared.inputs, prepared.agents, runtime.session(config, stop))
+        request = prepared.inputs
+        if measured is not None and request.base is not None:
+            # The trusted job pays for the pull request's new rows on the base agent:
+            # only up to the base config's limit (a fork could add any number).
+            request = replace(
+                request,
+                base=replace(
+                    request.base,
+                    added_rows=added_rows(trusted),
+                    added_rows_limit=trusted.sides.base.config.baseline.added_rows_limit,
+                ),
+            )
+        result = compare(request, prepared.agents, runtime.session(config, stop))
     # A job is not resumed: its comparison's journal has served once the result is here.
     discard_compare_journal(candidate.out)
     ran = result.executions
@@ -128,6 +140,12 @@ def run_comparison(
         + ("; verdicts reused from the record of this commit" if result.reused else "")
     )
     return result
+
+
+def added_rows(trusted: Trusted) -> tuple[str, ...]:
+    """The gated rows the base commit's dataset lacks, or has with another input."""
+    base = {row.id: row.input_digest for row in trusted.sides.base.dataset.rows}
+    return tuple(row.id for row in trusted.dataset.rows if base.get(row.id) != row.input_digest)
 
 
 def action_shell(workflow: Workflow, stop: threading.Event | None = None) -> Shell:

@@ -54,6 +54,15 @@ class ToppedUp(Note):
 
 
 @dataclass(frozen=True)
+class AddedRowsNotMeasured(Note):
+    """Rows the pull request adds beyond ``baseline.added_rows_limit``: the two-job mode's
+    gating job did not run the base agent on them (the base repository's key pays)."""
+
+    ids: tuple[str, ...]
+    limit: int
+
+
+@dataclass(frozen=True)
 class BaselineReused(Note):
     """The committed baseline matches the dataset: nothing of it was run again."""
 

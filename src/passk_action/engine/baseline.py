@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from ..core.model import AgentInfo, Attempt, Row, RowRecord, Run, Version
 from ..core.notes import (
+    AddedRowsNotMeasured,
     BaselineReused,
     DroppedRows,
     Note,
@@ -83,11 +84,17 @@ def baseline_side(
     if stale is not None and stale.warning is not None:
         warnings.append(stale.warning)
     remeasured = False
+    unmeasured = frozenset(inputs.base.unmeasured if inputs.base is not None else ())
+    if unmeasured:
+        assert inputs.base is not None and inputs.base.added_rows_limit is not None
+        ordered = tuple(r.id for r in dataset.rows if r.id in unmeasured)
+        warnings.append(AddedRowsNotMeasured(ordered, inputs.base.added_rows_limit))
     if stale is not None and stale.remeasure is not None:
-        committed, measured = remeasure(inputs, records, asker, stale.remeasure)
+        committed, measured = remeasure(inputs, records, asker, stale.remeasure, unmeasured)
         warnings.append(measured)
         remeasured = True
     held = reuse(committed, dataset.rows)
+    held = replace(held, topup=tuple(r for r in held.topup if r.id not in unmeasured))
     if held.dropped:
         notes.append(DroppedRows(held.dropped))
     if held.relabeled:
@@ -124,7 +131,11 @@ def top_up(inputs: CompareInputs, rows: tuple[Row, ...], asker: Asker) -> list[A
 
 
 def remeasure(
-    inputs: CompareInputs, records: tuple[RowRecord, ...], asker: Asker, why: StaleBaseline
+    inputs: CompareInputs,
+    records: tuple[RowRecord, ...],
+    asker: Asker,
+    why: StaleBaseline,
+    unmeasured: frozenset[str] = frozenset(),
 ) -> tuple[Run, Remeasured]:
     """The baseline measured anew on every row (k attempts each) by the baseline agent.
 
@@ -141,7 +152,8 @@ def remeasure(
             hint="record the baseline again at the base commit (`passk baseline`), "
             "or set baseline.when_stale: warn",
         )
-    requests = main_requests(dataset.rows, config.settings, Version.BASELINE, set())
+    rows = tuple(r for r in dataset.rows if r.id not in unmeasured)
+    requests = main_requests(rows, config.settings, Version.BASELINE, set())
     # A base agent that cannot run stops after its first attempts, as every run does.
     fresh = asker.ask(requests, Version.BASELINE, fail_fast=True)
     raise_if_stopped(asker.session, "baseline re-measurement")

@@ -18,7 +18,7 @@ from dataclasses import replace
 from .. import __version__
 from ..core.cost import priced_run
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange
-from ..core.model import Phase, Version
+from ..core.model import Phase, Run, Version
 from ..core.notes import Note, RatchetExits, RemeasuredOnRequest, Rescored, VerdictsReused
 from ..core.result import CompareResult, Executions, evaluate
 from ..core.sequential import SEQUENTIAL
@@ -37,6 +37,15 @@ RECORDED_FAILURE = (
     "a re-run cannot overturn the recorded failure for this content; push a commit that "
     "changes a file (an empty or amended commit with the same files keeps the failure)"
 )
+
+
+def _without(run: Run, ids: frozenset[str]) -> Run:
+    """``run`` less the rows ``ids`` and their attempts."""
+    return replace(
+        run,
+        rows=tuple(r for r in run.rows if r.id not in ids),
+        attempts=tuple(a for a in run.attempts if a.row_id not in ids),
+    )
 
 
 def compare(inputs: CompareInputs, agents: AgentSource, session: Session) -> CompareResult:
@@ -74,6 +83,13 @@ def _compare(
     rows = row_records(dataset)
     baseline = baseline_side(inputs, rows, asker)
     candidate = candidate_side(inputs, asker)
+    unmeasured = frozenset(inputs.base.unmeasured if inputs.base is not None else ())
+    if unmeasured:
+        # Added rows past the limit have no baseline: they are left out of the
+        # comparison (listed as not measured), not counted as gained or as new.
+        rows = tuple(r for r in rows if r.id not in unmeasured)
+        baseline = replace(baseline, run=_without(baseline.run, unmeasured))
+        candidate = replace(candidate, run=_without(candidate.run, unmeasured))
     committed = inputs.baseline.ratchet
     in_dataset = {r.id for r in dataset.rows}
     ratchet = frozenset(committed) & in_dataset

@@ -143,6 +143,7 @@ def run_rounds(
     rows = inputs.dataset.by_id()
     waited: set[tuple[Version, str, int]] = set()
     """Transient errors a wait before a round has already given their second chance."""
+    unmeasured = inputs.base.unmeasured if inputs.base is not None else ()
     # Each round adds an attempt to every row that asks, on a side holding at most
     # max_attempts: no row asks more than 2 x max_attempts times.
     for _ in range(2 * policy.rule.max_attempts + 1):
@@ -161,6 +162,8 @@ def run_rounds(
         if runs.rounds == 0:
             for version in Version:
                 plan[version].update(lost[version])
+        for row_id in unmeasured:  # the base agent runs no added row past the limit
+            plan[Version.BASELINE].pop(row_id, None)
         _drop_unrunnable(plan, can_run, runs.left_out, runs.unconfirmed, one_side)
         if not any(plan.values()):
             break

@@ -63,6 +63,18 @@ class AgainstBase:
     protected_changes: tuple[ProtectedChange, ...] = ()
     protected_changes_allowed: bool = False
     stale: StalePlan = field(default_factory=StalePlan)
+    added_rows: tuple[str, ...] = ()
+    """Rows the pull request adds (or whose input it changes), in the dataset's order."""
+    added_rows_limit: int | None = None
+    """In the two-job mode's gating job, the base agent runs at most this many of
+    ``added_rows`` (``baseline.added_rows_limit``); None: no limit (the other modes)."""
+
+    @property
+    def unmeasured(self) -> tuple[str, ...]:
+        """The added rows the base agent does not run: those beyond the limit."""
+        if self.added_rows_limit is None:
+            return ()
+        return self.added_rows[self.added_rows_limit :]
 
     @property
     def baseline_from(self) -> WhereFrom:

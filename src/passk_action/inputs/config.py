@@ -68,6 +68,8 @@ DEFAULT_HTTP_TIMEOUT_S = 30.0
 DEFAULT_SETUP_TIMEOUT_S = 600.0
 """Seconds one ``agent.setup`` command may take: a ``pip install`` of an SDK fits in 10 minutes."""
 DEFAULT_ARTIFACT = ".passk/baseline.json"
+DEFAULT_ADDED_ROWS_LIMIT = 5
+"""Rows a pull request adds that the two-job gating job measures on the base agent."""
 DEFAULT_ALLOW_LABEL = "passk-allow-baseline-change"
 DEFAULT_REMEASURE_LABEL = "passk:remeasure"
 HEADER_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -376,6 +378,9 @@ class BaselineConfig:
     agent: AgentConfig | None = None
     when_stale: str = "remeasure"
     """remeasure | warn | fail: what a baseline whose agent fingerprint changed gets."""
+    added_rows_limit: int = DEFAULT_ADDED_ROWS_LIMIT
+    """In the two-job mode's gating job (``mode: gate-measured``), the base agent runs at
+    most this many rows a pull request adds (a fork's rows, on the base repository's key)."""
 
 
 @dataclass(frozen=True)
@@ -684,6 +689,7 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
                 else None
             ),
             when_stale=str(baseline_doc.get("when_stale", "remeasure")),
+            added_rows_limit=int(baseline_doc.get("added_rows_limit", DEFAULT_ADDED_ROWS_LIMIT)),
         ),
         confirm=confirm,
         must_not_break_tags=tuple(doc.get("must_not_break", {}).get("tags", ())),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.notes import (
+    AddedRowsNotMeasured,
     BaselineAgeUnknown,
     BaselineBehind,
     BaselineReused,
@@ -85,6 +86,13 @@ def sentence(note: Note) -> str:
         return (
             f"the baseline was run on {len(note.ids)} new or changed row(s) first "
             f"({note.executions} executions): {ids(note.ids)}"
+        )
+    if isinstance(note, AddedRowsNotMeasured):
+        return (
+            f"{len(note.ids)} row(s) this pull request adds were not measured on the baseline: "
+            f"the gating job runs the base agent on at most {note.limit} added row(s) "
+            f"(baseline.added_rows_limit in the base config), so they are left out of this "
+            f"comparison: {ids(note.ids)}"
         )
     if isinstance(note, BaselineReused):
         return "the baseline artifact matches the dataset: no baseline run was needed"
