@@ -75,6 +75,8 @@ class PullRequest:
     base: str
     head: str = ""
     jobs: int = 0
+    labels: tuple[str, ...] = ()
+    """The pull request's labels, as its events name them."""
 
     @property
     def marker(self) -> Path:
@@ -134,7 +136,7 @@ class PullRequest:
         payload["number"] = pr["number"] = PR
         pr["head"]["sha"], pr["base"]["sha"] = self.head, self.base
         pr["base"]["ref"] = "main"  # as the fake's pull request says (GitHub's current word)
-        pr["labels"] = []
+        pr["labels"] = [{"id": 1, "name": name} for name in self.labels]
         path = self.tmp / name
         path.write_text(json.dumps(payload), encoding="utf-8")
         return path
@@ -155,8 +157,16 @@ class PullRequest:
         shutil.copy(self.repo / job.outputs["measured-run"], artifact)
         return job, artifact
 
-    def workflow_run_event(self, *, pull_requests: tuple[int, ...] = (), head: str = "") -> Path:
-        """GitHub's ``workflow_run`` payload for the measuring run (the fields passk reads)."""
+    def workflow_run_event(
+        self,
+        *,
+        pull_requests: tuple[int, ...] = (),
+        head: str = "",
+        actor: str = "codertocat",
+        created_at: str = "2026-01-05T10:00:00Z",
+    ) -> Path:
+        """GitHub's ``workflow_run`` payload for the measuring run (the fields passk reads):
+        ``actor`` triggered it, at ``created_at``."""
         payload = {
             "action": "completed",
             "workflow_run": {
@@ -169,6 +179,8 @@ class PullRequest:
                 "head_branch": "feature",
                 "head_repository": {"full_name": REPO},
                 "pull_requests": [{"number": n} for n in pull_requests],
+                "actor": {"login": actor},
+                "created_at": created_at,
             },
         }
         path = self.tmp / "event-workflow-run.json"
@@ -218,6 +230,7 @@ def fake_for(pull: PullRequest, **changes: Any) -> FakeGitHub:
             base_ref="main",
             head_ref="feature",
             head_repo_full_name=changes.get("head_repo"),
+            labels=pull.labels,
         ),
     )
 
@@ -719,4 +732,40 @@ def test_the_gating_job_runs_the_base_agent_on_a_limited_number_of_added_rows(
     compared = [r["id"] for r in result["rows"]]
     assert compared == ["r1", "r2", "r3", "r4", "n1", "n2"][: 4 + min(added, 2)]
     assert read_result(pull.repo / ".passk/result.json").consistent
+    assert github.violations == []
+
+
+# --- issue 28 route 3 under workflow_run: the label binds to the run its adder triggered --
+
+ALLOW = "passk-allow-baseline-change"
+
+
+@pytest.mark.parametrize("actor", ["attack-a-run-the-author-triggered", "control-the-labeler"])
+def test_under_workflow_run_the_label_binds_to_the_measuring_run_its_adder_triggered(
+    pull: PullRequest, fake: Callable[..., FakeGitHub], actor: str
+) -> None:
+    """Under ``workflow_run`` (a fork's pull request) the gating job has no ``labeled``
+    payload.  Attack: a maintainer adds the allow label to a protected change (r1
+    relabeled); the measuring run being gated is one the author triggered (a push after
+    the label): the label does not count for it.  Control: the run the maintainer's
+    label triggered, created after the label, is approved and passes."""
+    pull.labels = (ALLOW,)
+    edit_rows(lambda rows: rows[0].update(expected="deny"))(pull.repo)
+    pull.push({**RIGHT, "r1": ["deny"]})
+    _, artifact = pull.measure()
+    github = fake()
+    github.roles["maya"] = "maintain"
+    github.label_event(PR, ALLOW, "maya")
+    login = "maya" if actor == "control-the-labeler" else "codertocat"
+    gating = pull.gate(github, artifact, actor=login)
+    if actor == "control-the-labeler":
+        assert gating.code == 0, gating.log
+        assert "approves head" in gating.log and "added by @maya (maintain access)" in gating.log
+        assert decode_record(github.comment_bodies(PR)[0]).approval is not None
+    else:
+        # Not approved: the gate reads the base's labels, and the run measured under the
+        # head's is refused as recorded on another dataset; the check fails either way.
+        assert gating.code in (1, 2), gating.log
+        assert f"the label '{ALLOW}' does not count" in gating.log
+        assert github.check_runs[-1]["conclusion"] == "failure"
     assert github.violations == []
