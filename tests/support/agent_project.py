@@ -18,7 +18,7 @@ import yaml
 
 from passk_action.action import main as action_main
 from passk_action.cli import main as cli_main
-from support.fakegithub import SPECS_DIR, FakeGitHub
+from support.fakegithub import SPECS_DIR, FakeGitHub, FakePull
 from support.pull_request_repo import commit, git, parse_outputs
 from support.pythons import agent_user_python
 
@@ -82,6 +82,8 @@ def run_action(
     pr = payload["pull_request"]
     payload["number"] = pr["number"] = 7
     pr["head"]["sha"], pr["base"]["sha"] = head, base
+    # GitHub's current word on the pull request agrees with the event (its base above all).
+    fake.pull = FakePull(number=7, head_sha=head, base_sha=base, base_ref=pr["base"]["ref"])
     event = tmp / "event.json"
     event.write_text(json.dumps(payload), encoding="utf-8")
     output, summary = tmp / "output.txt", tmp / "summary.md"

@@ -63,13 +63,6 @@ def trigger_from(payload: dict[str, Any]) -> Trigger:
     )
 
 
-def base_change(payload: dict[str, Any]) -> str | None:
-    """The branch an ``edited`` event's pull request targeted before, when its base changed."""
-    if payload.get("action") != "edited":
-        return None
-    return _text(_get(payload, "changes", "base", "ref", "from"))
-
-
 def read_payload(path: str | None) -> dict[str, Any]:
     """The event JSON; a missing or unreadable file is a usage error naming it."""
     if not path:
