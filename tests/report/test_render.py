@@ -235,7 +235,7 @@ def test_a_preview_of_uncommitted_work_is_not_called_the_head() -> None:
     line = next(x for x in text.splitlines() if x.startswith("- **Compared:**"))
     assert line.startswith(
         "- **Compared:** candidate the working tree (uncommitted changes on top of "
-        "`9f8e7d6c5b4a`) with the baseline committed on base `9f8e7d6c5b4a`"
+        "`9f8e7d6c5b4a`) with the baseline committed on base `main` at `9f8e7d6c5b4a`"
     ), line
     assert "at head" not in text
 
