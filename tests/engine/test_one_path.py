@@ -38,6 +38,7 @@ ONLY_THE_ACTION = {
     # the candidate gets its own export of HEAD (a no-op without an agent user).
     "sides.credentials.credentials_hidden",
     "sides.prepare._say_users",  # which user each side runs as
+    "sides.prepare._say_shared_places",  # the step's places both agent users could write
     "sides.exports.head_export",
     "sides.exports.HeadExport.announce",
     # The head is the checked-out commit; the record of this content is keyed by its tree.
