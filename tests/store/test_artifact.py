@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from passk_action.core.model import (
     Run,
     Scoring,
 )
+from passk_action.core.scoring import rescore_run
 from passk_action.errors import ArtifactError
 from passk_action.store.artifact import (
     SCHEMA_VERSION,
@@ -31,7 +33,14 @@ from passk_action.store.artifact import (
     run_from_json,
     write_run,
 )
-from support.artifacts import normalized, small_run, small_run_v2, small_run_v3, small_run_v4
+from support.artifacts import (
+    normalized,
+    small_run,
+    small_run_v2,
+    small_run_v3,
+    small_run_v4,
+    small_run_v5,
+)
 from support.paths import TESTS
 
 GOLDEN = TESTS / "golden" / "artifacts"
@@ -41,15 +50,15 @@ UPDATE = os.environ.get("PASSK_UPDATE_GOLDEN") == "1"
 # ------------------------------------------------------------------ golden files
 
 
-def test_valid_v4_artifact_is_exactly_what_dump_run_writes() -> None:
+def test_valid_v4_artifact_is_what_dump_run_wrote_then() -> None:
+    """Version 4 (before scorer verdicts) is what this passk writes, but for the version."""
     golden = GOLDEN / "valid_v4.json"
-    text = dump_run(small_run_v4())
-    if UPDATE:
-        golden.write_text(text, encoding="utf-8")
+    text = dump_run(small_run_v4()).replace(
+        f'"schema_version": {SCHEMA_VERSION},', '"schema_version": 4,', 1
+    )
     assert golden.read_text(encoding="utf-8") == text
     # schema_version first, then one row / one attempt per line (readable diffs).
     lines = text.splitlines()
-    assert lines[1] == f'  "schema_version": {SCHEMA_VERSION},'
     assert sum(1 for line in lines if line.startswith('    {"row":')) == 12
     # Version 4: a baseline's measurement attempts at a gated row.
     assert sum(1 for line in lines if '"phase":"measure"' in line) == 2
@@ -63,6 +72,33 @@ def test_valid_v4_golden_reads_back_to_the_run_through_both_readers() -> None:
     run = read_run(path)
     assert run == normalized(small_run_v4())
     assert run_from_json(json.loads(path.read_text()), str(path)) == run
+
+
+def test_valid_v5_artifact_is_exactly_what_dump_run_writes() -> None:
+    golden = GOLDEN / "valid_v5.json"
+    text = dump_run(small_run_v5())
+    if UPDATE:
+        golden.write_text(text, encoding="utf-8")
+    assert golden.read_text(encoding="utf-8") == text
+    lines = text.splitlines()
+    assert lines[1] == f'  "schema_version": {SCHEMA_VERSION},'
+    # Version 5: what the scorer program said of each answer, and the scorer's command.
+    assert '"verdicts":[{"correct":true,"reason":"names the refund","duration_s":0.5}' in text
+    assert '"command":["python3","scorer.py"],"judge_repeats":3' in text
+
+
+def test_valid_v5_golden_reads_back_and_decides_again_without_a_scorer() -> None:
+    path = GOLDEN / "valid_v5.json"
+    run = read_run(path)
+    assert run == normalized(small_run_v5())
+    assert run_from_json(json.loads(path.read_text()), str(path)) == run
+    # The recorded verdicts decide again, without any scorer: one split judge is a
+    # majority "success", the crashed scorer an error, never a decision.
+    again = rescore_run(run, replace(run.settings.scoring, threshold=0.5))
+    assert [a.decision or a.error for a in again.attempts] == [
+        *("success", "success", "scorer-error"),
+        *("failure", "failure", "failure"),
+    ]
 
 
 def test_old_v3_golden_still_reads_as_it_was() -> None:
@@ -136,8 +172,8 @@ def test_a_damaged_usage_is_refused_with_its_key(
             "(record the run again, e.g. with `passk baseline`)",
         ),
         (
-            "newer_v5.json",
-            "newer_v5.json: schema_version 5 is newer than this passk reads (4) (upgrade passk)",
+            "newer_v6.json",
+            "newer_v6.json: schema_version 6 is newer than this passk reads (5) (upgrade passk)",
         ),
     ],
 )
@@ -148,7 +184,7 @@ def test_refused_golden_artifacts_say_why(name: str, message: str) -> None:
     assert str(caught.value) == f"{GOLDEN}/{message}"
 
 
-@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v5.json"])
+@pytest.mark.parametrize("name", ["invalid_v1.json", "old_v0.json", "newer_v6.json"])
 def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -163,7 +199,7 @@ def test_refused_golden_artifacts_exit_2_with_one_line_through_the_cli(
 def test_golden_refusals_differ_from_the_valid_file_only_where_they_claim() -> None:
     """Guards the goldens themselves: each is the valid file with one deliberate fault."""
     valid = json.loads((GOLDEN / "valid_v1.json").read_text())
-    for name, version in (("old_v0.json", 0), ("newer_v5.json", 5)):
+    for name, version in (("old_v0.json", 0), ("newer_v6.json", 6)):
         doc = json.loads((GOLDEN / name).read_text())
         assert doc["schema_version"] == version
         assert {k: v for k, v in doc.items() if k != "schema_version"} == {

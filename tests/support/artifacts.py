@@ -16,6 +16,7 @@ from passk_action.core.model import (
     Run,
     Scoring,
     Usage,
+    Verdict,
     Version,
     canonical_json,
     object_text,
@@ -160,6 +161,67 @@ def small_run_v4() -> Run:
     order = {r.id: i for i, r in enumerate(run.rows)}
     attempts = sorted((*run.attempts, *measured), key=lambda a: (order[a.row_id], a.number))
     return replace(run, attempts=tuple(attempts))
+
+
+def small_run_v5() -> Run:
+    """A run with what version 5 added: answers a scorer program judged, its verdicts kept
+    (one right, one split judge, one scorer that crashed), and the scorer's command."""
+    from dataclasses import replace
+
+    run = small_run_v2()
+    scoring = Scoring(
+        by="command", command=("python3", "scorer.py"), judge_repeats=3, timeout_s=30.0
+    )
+    rows = (run.rows[0], RowRecord("refund-003", _digest("refund-003"), "approve", False))
+    right = Verdict(correct=True, reason="names the refund", duration_s=0.5)
+    attempts = (
+        Attempt(
+            "refund-001", 1, Phase.MAIN, "success", answer="I refund it", verdicts=(right,) * 3
+        ),
+        Attempt(
+            "refund-001",
+            2,
+            Phase.MAIN,
+            "success",
+            answer="Refund, I think",
+            verdicts=(right, Verdict(score=0.25, duration_s=0.5), right),
+        ),
+        Attempt(
+            "refund-001",
+            3,
+            Phase.MAIN,
+            None,
+            error="scorer-error",
+            detail="scorer: exited with status 1",
+            answer="Refund",
+            verdicts=(Verdict(error="exit-status", detail="exited with status 1"),),
+        ),
+        Attempt(
+            "refund-003",
+            1,
+            Phase.MAIN,
+            "failure",
+            answer="deny",
+            verdicts=(Verdict(correct=False),) * 3,
+        ),
+        Attempt(
+            "refund-003",
+            2,
+            Phase.MAIN,
+            "failure",
+            answer="deny",
+            verdicts=(Verdict(correct=False),) * 3,
+        ),
+        Attempt(
+            "refund-003",
+            3,
+            Phase.MAIN,
+            "failure",
+            answer="deny",
+            verdicts=(Verdict(correct=False),) * 3,
+        ),
+    )
+    return replace(run, settings=EvalSettings(k=3, scoring=scoring), rows=rows, attempts=attempts)
 
 
 def normalized(run: Run) -> Run:

@@ -27,7 +27,7 @@ import os
 from ..agents.identity import agent_user
 from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
-from ..engine.agents import build_agent
+from ..engine.agents import build_agent, scorer_spec
 from ..engine.measuring import (
     install_baseline,
     previous_baseline,
@@ -92,7 +92,11 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         head.announce(workflow.line, Version.BASELINE.value)
         env = env_without_token(runtime.env, inputs.token)
         setup_agent(workflow, agent_config, env, Version.BASELINE, where=head.where, stop=stop)
-        agent = build_agent(agent_config, env, concurrency=config.concurrency, warn=workflow.warn)
+        # Baseline mode runs on the default branch: its checkout is the base's own scorer.
+        scorer = scorer_spec(config.scoring, config.path.parent, env)
+        agent = build_agent(
+            agent_config, env, concurrency=config.concurrency, warn=workflow.warn, scorer=scorer
+        )
         staging = out.with_name(out.name + ".recording.json")
         with workflow.group("passk: recording the baseline"):
             session = runtime.session(config, stop)

@@ -385,7 +385,7 @@ def decided_attempt(request: AttemptRequest, answer: Answer, duration_s: float) 
         correct=correct,
         score=score,
     )
-    if request.scoring.by_environment:
+    if request.scoring.by_environment and not request.scoring.by_scorer:
         for key, raw, kept in (
             ("correct", answer.correct, correct),
             ("score", answer.score, score),

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from ..core.causes import Kind, cause, dominant_kind
 from ..core.model import Attempt, Phase, Scoring, Version, split_error_detail
-from ..core.scoring import BAD_OUTPUT, unreadable_message
+from ..core.scoring import BAD_OUTPUT, SCORER_ERROR, unreadable_message
 from ..errors import AgentCouldNotRun, PasskError, UnreadableAnswers, UsageError
 from ..progress import Progress
 from .answer import error_attempt, exception_detail
@@ -211,7 +211,7 @@ def could_not_run(
             else f"all {len(attempts)} of its attempts failed; the first: {said}"
         ),
         stderr_tail=tail,
-        where="baseline.agent" if version is Version.BASELINE else "agent",
+        where=_where(attempts, version),
         hint=could_not_run_hint(attempts),
         attempts=len(attempts),
     )
@@ -236,8 +236,22 @@ SETUP_HINT = (
 )
 
 
+def _where(attempts: Sequence[Attempt], version: Version | None) -> str:
+    if all(attempt.error == SCORER_ERROR for attempt in attempts):
+        return "scoring.command"
+    return "baseline.agent" if version is Version.BASELINE else "agent"
+
+
+SCORER_HINT = (
+    "the scorer program could not judge any answer: run it by hand on one request "
+    "(one JSON object on stdin) and make it print {\"correct\": true|false} or {\"score\": n}"
+)
+
+
 def could_not_run_hint(attempts: Sequence[Attempt]) -> str:
     """The fix that fits why a version could not run: its key, its provider, or its setup."""
+    if all(attempt.error == SCORER_ERROR for attempt in attempts):
+        return SCORER_HINT
     kind = dominant_kind(attempts)
     if all(attempt.error == BAD_OUTPUT for attempt in attempts):
         return OUTPUT_HINT

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..agents.runner import Agent
 from ..agents.setup import run_setup
 from ..core.model import AgentInfo, Dataset, Row, Run, Version
-from ..engine.agents import build_agent
+from ..engine.agents import ScorerSpec, build_agent, scorer_spec
 from ..engine.measuring import NOTHING_MEASURED, Measured, record_agent
 from ..engine.session import Session, make_session, now_iso, stop_on_signals
 from ..errors import ArtifactError
@@ -104,11 +104,13 @@ def prepare_agent(
     *,
     concurrency: int | None = None,
     stop: threading.Event | None = None,
+    scorer: ScorerSpec | None = None,
 ) -> Agent:
-    """Run the agent's ``setup`` (as plain lines on stderr), then build the agent."""
+    """Run the agent's ``setup`` (as plain lines on stderr), then build the agent, its
+    answers judged by ``scorer`` (the config's own, in its folder) when the rules name one."""
     warn_persisted_token(spec.cwd, os.environ, warn)
     agent_setup(spec, os.environ, version, stop=stop)
-    return build_agent(spec, os.environ, concurrency=concurrency)
+    return build_agent(spec, os.environ, concurrency=concurrency, scorer=scorer)
 
 
 def record_agent_run(
@@ -132,7 +134,11 @@ def record_agent_run(
     """
     with stop_on_signals() as stop:
         session = session_for(inputs.config, args, stop)
-        agent = prepare_agent(agent_config, version, concurrency=session.concurrency, stop=stop)
+        config = inputs.config
+        scorer = scorer_spec(config.scoring, config.path.parent, os.environ)
+        agent = prepare_agent(
+            agent_config, version, concurrency=session.concurrency, stop=stop, scorer=scorer
+        )
         return record_agent(
             agent,
             inputs.dataset,

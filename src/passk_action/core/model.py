@@ -171,9 +171,10 @@ def dataset_digest(rows: Iterable[Row]) -> str:
 NORMALIZE_RULES = ("strip", "casefold")
 EXACT, SET, ANY_OF = "exact", "set", "any_of"
 COMPARISONS = (EXACT, SET, ANY_OF)
-BY_EXPECTED, BY_ENVIRONMENT = "expected", "environment"
+BY_EXPECTED, BY_ENVIRONMENT, BY_COMMAND = "expected", "environment", "command"
 CHECKS_REPORTED, CHECKS_REQUIRED = "reported", "required"
 DEFAULT_THRESHOLD = 1.0
+DEFAULT_SCORER_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +251,12 @@ class Scoring:
       expected checks are right too; ``reported`` (default) only reports them.
     - ``by``: ``environment`` when the agent reports each task's outcome
       (``correct``, or a ``score`` at or above ``threshold``) and rows carry no
-      expected decision; ``expected`` (default) otherwise.
+      expected decision; ``command`` when a scorer program judges each answer
+      against the row's expected value; ``expected`` (default) otherwise.
+    - ``command``: the scorer program (``by: command``, or ``by: environment``
+      judged outside the agent): run from the base commit, never the agent's
+      own claim.  ``judge_repeats`` asks it that many times per answer (a
+      judge that is not deterministic); ``timeout_s`` bounds each verdict.
     """
 
     normalize: tuple[str, ...] = ()
@@ -259,6 +265,19 @@ class Scoring:
     checks: str = CHECKS_REPORTED
     by: str = BY_EXPECTED
     threshold: float = DEFAULT_THRESHOLD
+    command: tuple[str, ...] = ()
+    judge_repeats: int = 1
+    timeout_s: float = DEFAULT_SCORER_TIMEOUT_S
+
+    @property
+    def by_scorer(self) -> bool:
+        """A scorer program, not the agent, says whether each answer is right."""
+        return bool(self.command)
+
+    @property
+    def by_outcome(self) -> bool:
+        """Decisions are outcomes (``success``/``failure``): the environment's or a scorer's."""
+        return self.by_environment or self.by_scorer
 
     @property
     def structured(self) -> bool:
@@ -276,7 +295,7 @@ class Scoring:
     @property
     def plain(self) -> bool:
         """Judging is exact match of two labels after ``normalize`` (the fast path)."""
-        return not self.fields and self.checks != CHECKS_REQUIRED
+        return not self.fields and self.checks != CHECKS_REQUIRED and not self.by_scorer
 
     def field(self, name: str) -> FieldRule | None:
         return next((f for f in self.fields if f.name == name), None)
@@ -293,6 +312,10 @@ class Scoring:
         if self.by != BY_EXPECTED:
             out["by"] = self.by
             out["threshold"] = self.threshold
+        if self.command:
+            out["command"] = list(self.command)
+            out["judge_repeats"] = self.judge_repeats
+            out["timeout_s"] = self.timeout_s
         return out
 
 
@@ -344,6 +367,24 @@ and this warning, which says it is no time: latency figures leave it out
 
 
 @dataclass(frozen=True, slots=True)
+class Verdict:
+    """One answer of the scorer program about one attempt's answer (``core/scoring.py``).
+
+    ``correct`` or ``score`` as the scorer said it; ``error`` a reason code
+    when it gave no verdict (it crashed, hung, answered garbage or too much),
+    with ``detail`` saying why; ``reason`` what it said about its verdict
+    (a judge's rationale, kept so a flaky gate can be audited).
+    """
+
+    correct: bool | None = None
+    score: float | None = None
+    error: str | None = None
+    detail: str | None = None
+    reason: str | None = None
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Attempt:
     """One recorded execution of the agent on one row.
 
@@ -377,6 +418,8 @@ class Attempt:
     answer: Json = None
     correct: bool | None = None
     score: float | None = None
+    verdicts: tuple[Verdict, ...] = ()
+    """What the scorer program said of this answer, once per ``judge_repeats``."""
 
     @property
     def timed(self) -> bool:

@@ -47,6 +47,7 @@ from .model import (
     Phase,
     Run,
     Scoring,
+    Verdict,
     canonical_json,
     object_text,
 )
@@ -54,6 +55,11 @@ from .regex import TooLong, compile_pattern, search
 
 BAD_OUTPUT = "bad-output"
 """The reason code of an answer that breaks the protocol, or that the rules cannot read."""
+UNSCORED = "unscored"
+"""The reason code of an answer the scorer program has not judged (yet): never a decision."""
+SCORER_ERROR = "scorer-error"
+"""The reason code of an answer the scorer program could not judge (it crashed, hung, said
+garbage or too much): never a decision, never the agent's fault alone."""
 SUCCESS = "success"
 FAILURE = "failure"
 """The decision of a task its environment scored: it succeeded, or it did not."""
@@ -73,6 +79,10 @@ class Unreadable(ValueError):
     them as one cause; the first attempts of a run that all fail alike are an
     input error, said once with a sample answer).
     """
+
+
+class Unscored(Unreadable):
+    """Under a scorer program the agent's answer is no decision until the scorer judges it."""
 
 
 def _preview(value: Json, limit: int = 60) -> str:
@@ -228,6 +238,8 @@ def read_decision(raw: Json, correct: Json, score: Json, scoring: Scoring) -> st
     ``raw`` is the answer's ``decision`` (``_MISSING`` when it has none);
     ``correct`` and ``score`` the outcome it reported (None when absent).
     """
+    if scoring.by_scorer:
+        raise Unscored("the scorer program has not judged this answer")
     if scoring.by_environment:
         return SUCCESS if outcome(correct, score, scoring.threshold) else FAILURE
     if raw is _MISSING or raw is None:
@@ -264,6 +276,10 @@ def scored_attempt(attempt: Attempt, raw: Json, scoring: Scoring) -> Attempt:
     ``score``).  The attempt keeps the answer whenever it is not the
     decision itself, so it can be read again under other rules.
     """
+    if scoring.by_scorer:
+        # What the agent says of itself ("correct": true) is not kept, let alone believed.
+        plain = replace(attempt, correct=None, score=None, answer=_kept(raw))
+        return scorer_decision(plain, attempt.verdicts, scoring)
     outcome_keys = (attempt.correct, attempt.score)
     try:
         decision = read_decision(raw, *outcome_keys, scoring)
@@ -278,6 +294,52 @@ def _kept(raw: Json) -> Json:
     return None if raw is _MISSING else raw
 
 
+def verdict_right(verdict: Verdict, threshold: float) -> bool | None:
+    """Whether one verdict says right: ``correct``, else ``score >= threshold``; None for a
+    verdict that is an error (or says neither)."""
+    if verdict.error is not None:
+        return None
+    if verdict.correct is not None:
+        return verdict.correct
+    if verdict.score is not None:
+        return verdict.score >= threshold
+    return None
+
+
+def scorer_decision(attempt: Attempt, verdicts: Sequence[Verdict], scoring: Scoring) -> Attempt:
+    """``attempt`` with the decision its scorer verdicts make, or an error attempt.
+
+    - no verdict yet: an ``unscored`` error (the scorer never ran on it);
+    - any verdict an error: a ``scorer-error`` attempt with the first reason
+      (a scorer that crashed, hung, or answered garbage is never a decision);
+    - every verdict right: ``success``; every verdict wrong: ``failure``;
+    - verdicts that split (a judge asked ``judge_repeats`` times disagreed with
+      itself on this one answer): the majority, a tie counted ``failure``; the
+      split stays recorded and is reported as the judge's noise, not the agent's
+      (:func:`judge_split`).
+
+    The verdicts are kept on the attempt either way; the answer is kept too.
+    """
+    kept = replace(attempt, verdicts=tuple(verdicts))
+    if not verdicts:
+        return replace(
+            kept, decision=None, error=UNSCORED, detail="the scorer program did not judge it"
+        )
+    failed = next((v for v in verdicts if verdict_right(v, scoring.threshold) is None), None)
+    if failed is not None:
+        detail = failed.detail or "the scorer answered no verdict"
+        return replace(kept, decision=None, error=SCORER_ERROR, detail=f"scorer: {detail}")
+    right = sum(1 for v in verdicts if verdict_right(v, scoring.threshold))
+    decision = SUCCESS if 2 * right > len(verdicts) else FAILURE
+    return replace(kept, decision=decision, error=None, detail=None)
+
+
+def judge_split(attempt: Attempt, threshold: float) -> bool:
+    """Whether the scorer's verdicts on this one answer disagree (a judge's own noise)."""
+    said = {verdict_right(v, threshold) for v in attempt.verdicts}
+    return len(said) > 1 and None not in said
+
+
 def answer_of(attempt: Attempt, recorded: Scoring) -> Json:
     """What the agent answered as its decision, from an attempt recorded under ``recorded``.
 
@@ -287,7 +349,7 @@ def answer_of(attempt: Attempt, recorded: Scoring) -> Json:
     """
     if attempt.answer is not None:
         return attempt.answer
-    if attempt.decision is not None and not recorded.by_environment:
+    if attempt.decision is not None and not recorded.by_outcome:
         return attempt.decision
     return _MISSING
 
@@ -298,11 +360,18 @@ MISSING = _MISSING
 
 def reads_alike(one: Scoring, other: Scoring) -> bool:
     """Whether both rules read every answer into the same decision (they may judge apart)."""
-    return (one.extract, one.structured, one.by, one.threshold if one.by_environment else 0) == (
+    return (
+        one.extract,
+        one.structured,
+        one.by,
+        one.by_scorer,
+        one.threshold if one.by_outcome else 0,
+    ) == (
         other.extract,
         other.structured,
         other.by,
-        other.threshold if other.by_environment else 0,
+        other.by_scorer,
+        other.threshold if other.by_outcome else 0,
     )
 
 
@@ -310,7 +379,11 @@ def rescore_attempt(attempt: Attempt, recorded: Scoring, scoring: Scoring) -> At
     """An attempt recorded under ``recorded``, read again under ``scoring``.
 
     A crash, a timeout or a broken answer (nothing answered) stays as it is.
+    Under a scorer program the recorded verdicts decide again (no scorer
+    runs here); an attempt recorded without them is ``unscored``.
     """
+    if scoring.by_scorer and attempt.verdicts:
+        return scorer_decision(attempt, attempt.verdicts, scoring)
     if not attempt.answered:
         return attempt
     return scored_attempt(attempt, answer_of(attempt, recorded), scoring)
@@ -348,7 +421,14 @@ def unreadable_message(first: Attempt, count: int, scoring: Scoring) -> tuple[st
     """(key, message, hint) for :func:`unreadable_everywhere`: the rule, and a sample answer."""
     sample = first.answer if first.answer is not None else first.decision
     reason = (first.detail or "").splitlines()[0] if first.detail else "unreadable"
-    if scoring.extract is not None:
+    if scoring.by_scorer:
+        key = "scoring.command"
+        hint = (
+            "the scorer program could not judge any answer: run it by hand on one request "
+            '(one JSON object on stdin) and make it print {"correct": true|false} or '
+            '{"score": n}'
+        )
+    elif scoring.extract is not None:
         key = "scoring.extract"
         hint = "fix the extractor so it finds the decision in answers like this one"
     elif scoring.by_environment:
@@ -477,8 +557,10 @@ def is_correct(decision: str, expected: str | None, scoring: Scoring) -> bool:
     A label: equal after ``normalize``.  A structured decision: every field
     of the expected object matches by its rule; a field the answer lacks is
     wrong, one the row does not expect is not judged.  A task its
-    environment scored: the decision is ``success``.
+    environment or a scorer program scored: the decision is ``success``.
     """
+    if scoring.by_scorer:
+        return decision == SUCCESS
     want = expected_decision(expected)
     if not scoring.structured or expected is None:
         return normalize(decision, scoring) == normalize(want, scoring)
@@ -556,6 +638,8 @@ def right_attempt(
         (name, value if isinstance(value, str) else canonical_json(value).decode("utf-8"))
         for name, value in row.expected_checks
     )
+    if scoring.by_scorer:
+        return Attempt(row_id, number, phase, SUCCESS, checks, verdicts=(Verdict(correct=True),))
     if scoring.by_environment or row.expected is None:
         return Attempt(row_id, number, phase, SUCCESS, checks, correct=True)
     decision = row.expected

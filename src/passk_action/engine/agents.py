@@ -10,10 +10,21 @@ from typing import Protocol
 from ..agents.http import HttpAgent
 from ..agents.identity import agent_user
 from ..agents.runner import Agent, ProcessAgent, ProcessAgentSpec
+from ..agents.scorer import ScorerSpec, scored, scorer_spec
 from ..agents.worker import WorkerAgent
 from ..core.model import Version
 from ..errors import ConfigError
 from ..inputs.config import DEFAULT_CONCURRENCY, AgentConfig
+
+__all__ = [
+    "AgentSource",
+    "ReadyAgents",
+    "ScorerSpec",
+    "build_agent",
+    "close_agent",
+    "closing",
+    "scorer_spec",
+]
 
 
 def build_agent(
@@ -22,14 +33,24 @@ def build_agent(
     *,
     concurrency: int | None = None,
     warn: Callable[[str], None] | None = None,
+    scorer: ScorerSpec | None = None,
 ) -> Agent:
-    """The runnable agent for one config entry.
+    """The runnable agent for one config entry, its answers judged by ``scorer`` if any.
 
     ``concurrency`` sizes what a persistent agent keeps open: the worker pool
     (one process per slot at most) and the HTTP connection pool.  Without it
     the worker pool grows to whatever concurrency the run uses.  ``warn`` tells
     what a worker did out of turn (the action's annotations; default: stderr).
     """
+    return scored(_unscored(agent, parent_env, concurrency, warn), scorer, parent_env)
+
+
+def _unscored(
+    agent: AgentConfig,
+    parent_env: Mapping[str, str],
+    concurrency: int | None,
+    warn: Callable[[str], None] | None,
+) -> Agent:
     if agent.http is not None:
         return HttpAgent(
             agent.http,

@@ -37,7 +37,10 @@ from ..core import values
 from ..core.cost import Price, Pricing
 from ..core.gate import GatePolicy
 from ..core.model import (
+    BY_COMMAND,
     BY_ENVIRONMENT,
+    BY_EXPECTED,
+    DEFAULT_SCORER_TIMEOUT_S,
     DEFAULT_THRESHOLD,
     EXACT,
     SET,
@@ -747,16 +750,16 @@ def _scoring(doc: Mapping[str, Any], where: str) -> Scoring:
         for name, rule in doc.get("fields", {}).items()
     )
     extract = _extractor(doc["extract"], f"{where}.extract") if "extract" in doc else None
-    if by == BY_ENVIRONMENT and (fields or extract is not None):
+    if by in (BY_ENVIRONMENT, BY_COMMAND) and (fields or extract is not None):
         raise ConfigError(
-            f"{'fields' if fields else 'extract'} does not apply when scoring.by is environment",
+            f"{'fields' if fields else 'extract'} does not apply when scoring.by is {by}",
             where=f"{where}.{'fields' if fields else 'extract'}",
             hint="the environment scores each task from the outcome the agent reports; "
             "remove the key, or score decisions with by: expected",
         )
     threshold = DEFAULT_THRESHOLD
     if "threshold" in doc:
-        if by != BY_ENVIRONMENT:
+        if by not in (BY_ENVIRONMENT, BY_COMMAND):
             raise ConfigError(
                 "applies only when scoring.by is environment",
                 where=f"{where}.threshold",
@@ -769,6 +772,7 @@ def _scoring(doc: Mapping[str, Any], where: str) -> Scoring:
             f"{where}.threshold",
             "a reported score at or above it is a success, e.g. 1.0",
         )
+    command = _scorer_command(doc, by, where)
     return Scoring(
         normalize=tuple(doc.get("normalize", ())),
         fields=fields,
@@ -776,7 +780,54 @@ def _scoring(doc: Mapping[str, Any], where: str) -> Scoring:
         checks=str(doc.get("checks", "reported")),
         by=by,
         threshold=threshold,
+        command=command,
+        judge_repeats=int(doc.get("judge_repeats", 1)),
+        timeout_s=_seconds(doc, "timeout_s", DEFAULT_SCORER_TIMEOUT_S, where),
     )
+
+
+def _scorer_command(doc: Mapping[str, Any], by: str, where: str) -> tuple[str, ...]:
+    """The scorer program's command: needed by ``by: command``, allowed with ``by:
+    environment``; ``judge_repeats`` and ``timeout_s`` only beside it."""
+    raw = doc.get("command")
+    if raw is None:
+        if by == BY_COMMAND:
+            raise ConfigError(
+                "by: command needs the scorer program",
+                where=f"{where}.command",
+                hint='name it, e.g. command: ["python3", "scorer.py"] (run in the config folder)',
+            )
+        for key in ("judge_repeats", "timeout_s"):
+            if key in doc:
+                raise ConfigError(
+                    "applies only to a scorer program",
+                    where=f"{where}.{key}",
+                    hint="add scoring.command (with by: command or environment), or remove it",
+                )
+        return ()
+    if by == BY_EXPECTED:
+        raise ConfigError(
+            "a scorer program needs by: command (or by: environment)",
+            where=f"{where}.command",
+            hint="add `by: command` so the program judges each answer, or remove command",
+        )
+    if isinstance(raw, str):
+        try:
+            command = tuple(shlex.split(raw))
+        except ValueError as exc:
+            raise ConfigError(
+                f"cannot split the command like a shell would: {exc}",
+                where=f"{where}.command",
+                hint='close the quote, or write it as a list: ["python3", "scorer.py"]',
+            ) from exc
+        if not command:
+            raise ConfigError(
+                "the command is blank",
+                where=f"{where}.command",
+                hint='write the program to run, e.g. ["python3", "scorer.py"]',
+            )
+        return command
+    return tuple(raw)
 
 
 def _field_rule(name: str, doc: Any, where: str) -> FieldRule:

@@ -23,8 +23,10 @@ the exports go.
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from ..agents.identity import (
     BASELINE_USER_ENV,
@@ -36,7 +38,7 @@ from ..agents.identity import (
 from ..agents.places import OWN_FOLDERS, SHARED_ENV, TEMPORARY
 from ..agents.runner import Agent
 from ..core.model import Dataset, Run, Version
-from ..engine.agents import build_agent, close_agent
+from ..engine.agents import ScorerSpec, build_agent, close_agent, scorer_spec
 from ..engine.request import AgainstBase, CandidateSource, CompareInputs, Rerun, StalePlan
 from ..inputs.config import AgentConfig, Config
 from .credentials import credentials_hidden, env_without_token, warn_persisted_token
@@ -122,7 +124,9 @@ class LazyAgents:
         head_export: HeadExport | None = None,
         warn_token: bool = False,
         ready: Mapping[Version, Agent] | None = None,
+        scorer: ScorerSpec | None = None,
     ) -> None:
+        self._scorer = scorer
         self._specs = dict(specs)
         self._ready = dict(ready or {})
         self._shell = shell
@@ -164,7 +168,9 @@ class LazyAgents:
             if self._warn_token:
                 warn_persisted_token(spec.cwd, self._env, self._shell.warn)
             self._shell.setup(spec, env, version, where)
-        agent = build_agent(spec, env, concurrency=self._concurrency, warn=self._shell.warn)
+        agent = build_agent(
+            spec, env, concurrency=self._concurrency, warn=self._shell.warn, scorer=self._scorer
+        )
         self._stack.callback(close_agent, agent)
         self._built[version] = agent
         return agent
@@ -216,6 +222,7 @@ def prepare(
                 stack=stack,
                 concurrency=concurrency,
                 warn_token=True,
+                scorer=scorer_spec(compared.config.scoring, compared.config.path.parent, env),
             )
             yield Prepared(inputs, agents)
             return
@@ -249,6 +256,9 @@ def prepare(
             specs[Version.CANDIDATE] = head_exported.agent if head_exported else head_agent
         if base_exported is not None:
             specs[Version.BASELINE] = base_exported.agent
+        scorer = None
+        if trusted.config.scoring.by_scorer:
+            scorer = _base_scorer(compared, stack, env, shell)
         inputs = CompareInputs(
             trusted.config,
             trusted.dataset,
@@ -269,8 +279,27 @@ def prepare(
             head_export=head_exported,
             warn_token=not isolate,
             ready={Version.CANDIDATE: candidate_agent} if candidate_agent is not None else None,
+            scorer=scorer,
         )
         yield Prepared(inputs, agents)
+
+
+def _base_scorer(
+    base: Base, stack: contextlib.ExitStack, env: Mapping[str, str], shell: Shell
+) -> ScorerSpec | None:
+    """The scorer program from an export of the base commit of its own: read-only, never
+    handed to any agent user, so neither side's agent nor the head's copy of the scorer can
+    change how answers are judged (``agents/scorer.py``)."""
+    config = base.trusted.config
+    tree = stack.enter_context(base.repo.export(base.commit.sha, side="scorer"))
+    folder = tree.joinpath(*PurePosixPath(base.repo.relative(config.path.parent)).parts)
+    spec = scorer_spec(config.scoring, folder, env)
+    if spec is not None:
+        shell.line(
+            f"passk: answers are judged by {shlex.join(spec.command)} from {base.commit.label}"
+            + (f", run as {spec.user.name}" if spec.user is not None else "")
+        )
+    return spec
 
 
 def _say_users(users: tuple[AgentUser | None, AgentUser | None], shell: Shell) -> None:

@@ -18,8 +18,9 @@ such edit.  Pure: snapshots in, changes out.
   that got worse blocks less often), raising or removing a
   spend limit (``max_cost_increase``, ``max_latency_p95_increase``), changing
   any scoring rule (how answers are normalized, read, compared field by field,
-  checked, or scored by their environment), or how a stale baseline is
-  detected and handled (``agent.fingerprint``, ``baseline.when_stale``).
+  checked, or scored by their environment or a scorer program), the scorer
+  program's files (the gate runs the base's copy anyway), or how a stale
+  baseline is detected and handled (``agent.fingerprint``, ``baseline.when_stale``).
 - **The protected files**: the committed baseline artifact edited or deleted,
   and the config, dataset or artifact turned into another kind of file.
 
@@ -60,6 +61,8 @@ FILE_TYPE_CHANGED = "protected-file-type-changed"
 STALE_POLICY_CHANGED = "baseline-staleness-changed"
 SPEND_LIMIT_LOOSENED = "spend-limit-loosened"
 RULE_LOOSENED = "gate-rule-loosened"
+SCORER_CHANGED = "scorer-changed"
+"""The head edits the scorer program's files (the gate runs the base commit's copy anyway)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,9 @@ class ProtectedInputs:
     """The protected git paths (config, dataset, baseline artifact) and what each is, in words
     (``a regular file``, ``a symlink``, …); a head path absent from both tree and checkout
     is left out (a moved or deleted file is judged by its content instead)."""
+    scorer: Mapping[str, str] = field(default_factory=dict)
+    """The base scorer program's git paths and the object each holds on this side (mode and
+    id; ``missing``): the gate runs the base's copy, an edit is a protected change."""
 
 
 def _limit(value: float) -> str:
@@ -164,6 +170,17 @@ def protected_changes(
             )
         )
     changes += _scoring_changes(bc.scoring.to_json(), hc.scoring.to_json())
+    for path, held in base.scorer.items():
+        now = head.scorer.get(path, held)
+        if now != held:
+            what = "deleted" if now == "missing" else "changed"
+            changes.append(
+                ProtectedChange(
+                    SCORER_CHANGED,
+                    f"the scorer program's {path} is {what} by this pull request (the gate "
+                    "runs the base commit's copy)",
+                )
+            )
     if bc.baseline.when_stale != hc.baseline.when_stale:
         changes.append(
             ProtectedChange(

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset, Row, Run, dataset_digest
@@ -160,10 +161,13 @@ def read_both_sides(
         )
     head_artifact_rel = repo.relative(head_config.baseline.artifact)
     protected = (config_rel, dataset_rel, artifact_rel)
+    scorer_paths = _scorer_paths(repo, base.sha, base_config)
     head = (
         head_objects
         if head_objects is not None
-        else head_tree(repo, tuple(dict.fromkeys((*protected, head_artifact_rel))))
+        else head_tree(
+            repo, tuple(dict.fromkeys((*protected, head_artifact_rel, *scorer_paths)))
+        )
     )
     head_artifact = repo.entry(head, head_artifact_rel)
     head_baseline = (
@@ -182,11 +186,36 @@ def read_both_sides(
             head_files[rel] = head_entry.kind
         elif head_objects is None and os.path.lexists(repo.root / rel):
             head_files[rel] = NOT_IN_TREE
+    base_scorer = {rel: _object_id(repo, base.sha, rel) for rel in scorer_paths}
+    head_scorer = {rel: _object_id(repo, head, rel) for rel in scorer_paths}
     return BaseAndHead(
-        base=ProtectedInputs(base_config, base_dataset, base_baseline, base_files),
-        head=ProtectedInputs(head_config, head_dataset, head_baseline, head_files),
+        base=ProtectedInputs(base_config, base_dataset, base_baseline, base_files, base_scorer),
+        head=ProtectedInputs(head_config, head_dataset, head_baseline, head_files, head_scorer),
         base_run_where=f"{artifact_rel}{at}",
     )
+
+
+def _scorer_paths(repo: GitRepo, sha: str, config: Config) -> tuple[str, ...]:
+    """The git paths of the base's scorer program: each word of ``scoring.command`` that
+    names a file or folder of the base commit, taken from the config's folder."""
+    if not config.scoring.by_scorer:
+        return ()
+    folder = PurePosixPath(repo.relative(config.path.parent))
+    found: list[str] = []
+    for word in config.scoring.command:
+        if word.startswith("-") or PurePosixPath(word).is_absolute():
+            continue
+        rel = posixpath.normpath(str(folder / word))
+        if rel.startswith("..") or rel == ".":
+            continue
+        if repo.entry(sha, rel) is not None:
+            found.append(rel)
+    return tuple(dict.fromkeys(found))
+
+
+def _object_id(repo: GitRepo, treeish: str, rel: str) -> str:
+    entry = repo.entry(treeish, rel)
+    return "missing" if entry is None else f"{entry.mode} {entry.oid}"
 
 
 def _config_at(

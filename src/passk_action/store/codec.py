@@ -24,6 +24,7 @@ from ..core.model import (
     RowRecord,
     Run,
     Usage,
+    Verdict,
     canonical_json,
     expected_json,
     is_object_text,
@@ -32,8 +33,10 @@ from ..core.model import (
 from ..core.shard import Shard
 from ..errors import ArtifactError
 
-SCHEMA_VERSION = 4
-"""The version passk writes. 4 added the ``measure`` phase: a baseline's extra attempts at
+SCHEMA_VERSION = 5
+"""The version passk writes. 5 added an attempt's ``verdicts`` (what the scorer program
+said of its answer) and the scoring's ``command``, ``judge_repeats`` and ``timeout_s``.
+4 added the ``measure`` phase: a baseline's extra attempts at
 its gated rows, which the relative gate rule reads. 3 added structured decisions and
 expected objects (JSON objects), a row's ``expected_checks`` and an environment-scored row
 without ``expected``, an attempt's ``answer``, ``correct`` and ``score``, and the scoring's
@@ -82,7 +85,58 @@ def attempt_to_json(attempt: Attempt) -> dict[str, Any]:
         out["warnings"] = list(attempt.warnings)
     if attempt.retries:
         out["retries"] = list(attempt.retries)
+    if attempt.verdicts:
+        out["verdicts"] = [verdict_to_json(v) for v in attempt.verdicts]
     return out
+
+
+def verdict_to_json(verdict: Verdict) -> dict[str, Any]:
+    """One scorer verdict: what it said (or why it said nothing), and how long it took."""
+    out: dict[str, Any] = {}
+    if verdict.correct is not None:
+        out["correct"] = verdict.correct
+    if verdict.score is not None:
+        out["score"] = verdict.score
+    if verdict.error is not None:
+        out["error"] = verdict.error
+    if verdict.detail:
+        out["detail"] = verdict.detail
+    if verdict.reason:
+        out["reason"] = verdict.reason
+    out["duration_s"] = round(verdict.duration_s, DURATION_DIGITS)
+    return out
+
+
+def verdicts_from_json(doc: Any, where: str) -> tuple[Verdict, ...]:
+    """An attempt's recorded ``verdicts`` (the schema's ``verdict``), each checked."""
+    if doc is None:
+        return ()
+    if not isinstance(doc, list) or not all(isinstance(v, dict) for v in doc):
+        raise ArtifactError("'verdicts' must be a list of objects", where=where)
+    out = []
+    for item in doc:
+        extra = item.keys() - _VERDICT_KEYS
+        if extra:
+            raise ArtifactError(f"unknown verdict field {sorted(extra)[0]!r}", where=where)
+        correct, score = outcome_from_json(item, where)
+        texts = []
+        for key in ("error", "detail", "reason"):
+            value = item.get(key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ArtifactError(f"a verdict's '{key}' must be a non-empty string", where=where)
+            texts.append(value)
+        if texts[0] is None and correct is None and score is None:
+            raise ArtifactError("a verdict has 'correct', 'score' or an 'error'", where=where)
+        duration = values.seconds(item.get("duration_s", 0.0))
+        if duration is None:
+            raise ArtifactError(
+                f"a verdict's 'duration_s' must be {values.SECONDS_TEXT}", where=where
+            )
+        out.append(Verdict(correct, score, texts[0], texts[1], texts[2], duration))
+    return tuple(out)
+
+
+_VERDICT_KEYS = frozenset({"correct", "score", "error", "detail", "reason", "duration_s"})
 
 
 def usage_to_json(usage: Usage) -> dict[str, Any]:
@@ -158,6 +212,7 @@ ATTEMPT_KEYS = frozenset(
         "answer",
         "correct",
         "score",
+        "verdicts",
     }
 )
 PHASES = {p.value: p for p in Phase}
@@ -251,6 +306,7 @@ def attempt_from_json(doc: Any, where: str) -> Attempt:
         answer=answer,
         correct=correct,
         score=score,
+        verdicts=verdicts_from_json(doc.get("verdicts"), where),
     )
 
 
@@ -415,6 +471,7 @@ def attempt_line(attempt: Attempt, strings: dict[str, str]) -> str:
         or attempt.answer is not None
         or attempt.correct is not None
         or attempt.score is not None
+        or attempt.verdicts
         or not math.isfinite(duration)
         or (attempt.decision is not None and attempt.decision.startswith("{"))
     ):

@@ -22,6 +22,7 @@ from ..core.model import (
     BY_ENVIRONMENT,
     BY_EXPECTED,
     CHECKS_REPORTED,
+    DEFAULT_SCORER_TIMEOUT_S,
     DEFAULT_THRESHOLD,
     AgentInfo,
     Attempt,
@@ -103,6 +104,9 @@ def scoring_from_json(doc: Mapping[str, Any], where: str) -> Scoring:
         checks=doc.get("checks", CHECKS_REPORTED),
         by=doc.get("by", BY_EXPECTED),
         threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+        command=tuple(doc.get("command", ())),
+        judge_repeats=int(doc.get("judge_repeats", 1)),
+        timeout_s=float(doc.get("timeout_s", DEFAULT_SCORER_TIMEOUT_S)),
     )
 
 

@@ -326,7 +326,7 @@ def attempt_fast(doc: Any, ids: Mapping[str, str], interner: Interner) -> Attemp
     )  # fmt: skip
 
 
-_FASTATTEMPT_KEYS = ATTEMPT_KEYS - {"retries", "warnings", "answer", "score"}
+_FASTATTEMPT_KEYS = ATTEMPT_KEYS - {"retries", "warnings", "answer", "score", "verdicts"}
 _ATTEMPT_HEAD = re.compile(r'\{"row":"([^"\\\x00-\x1f]*)","n":([1-9][0-9]{0,17}),')
 _ATTEMPT_TAIL = re.compile(
     r'"duration_s":(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+))\}'
