@@ -128,7 +128,7 @@ def test_the_scorer_judges_free_text_and_its_verdicts_are_recorded(repo: Repo) -
         "r3": ["failure", "failure"],
     }
     doc = json.loads(artifact.read_text(encoding="utf-8"))
-    assert doc["schema_version"] == 4
+    assert doc["schema_version"] == 5
     first = doc["attempts"][0]
     assert first["answer"] == "I approve this refund."
     assert [
