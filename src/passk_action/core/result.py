@@ -9,11 +9,12 @@ from, and what every renderer (Markdown, PR comment, HTML, JUnit) reads.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .cost import compare_spend
 from .diff import Comparison, compare_runs
 from .gate import GateDecision, GatePolicy, ProtectedChange, decide
+from .judging import judge_noise, noise_sentence, spare_judge_noise
 from .model import RowRecord, Run
 from .notes import Note
 from .scoring import rescore_run
@@ -108,6 +109,42 @@ def evaluate(
     settings = candidate.settings
     # The candidate's rules are the gate's: a baseline recorded under others is read again.
     baseline = rescore_run(baseline, settings.scoring)
+
+    def decide_on(candidate: Run) -> tuple[Comparison, GateDecision]:
+        return _decided(
+            rows,
+            baseline,
+            candidate,
+            ratchet=ratchet,
+            policy=policy,
+            protected_changes=protected_changes,
+            protected_changes_allowed=protected_changes_allowed,
+        )
+
+    comparison, gate = decide_on(candidate)
+    if settings.scoring.by_scorer:
+        # Never blocked on the judge's disagreement alone (core/judging.py).
+        gate = spare_judge_noise(gate, candidate, lambda doubted: decide_on(doubted)[1])
+        said = noise_sentence(
+            judge_noise(baseline.attempts, settings.scoring),
+            judge_noise(candidate.attempts, settings.scoring),
+        )
+        if said is not None:
+            gate = replace(gate, warnings=(*gate.warnings, said))
+    return comparison, gate
+
+
+def _decided(
+    rows: Sequence[RowRecord],
+    baseline: Run,
+    candidate: Run,
+    *,
+    ratchet: frozenset[str],
+    policy: GatePolicy,
+    protected_changes: Sequence[ProtectedChange],
+    protected_changes_allowed: bool,
+) -> tuple[Comparison, GateDecision]:
+    settings = candidate.settings
     base_rows, cand_rows = baseline.attempts_by_row(), candidate.attempts_by_row()
     comparison = compare_runs(
         rows, base_rows, cand_rows, k=settings.k, scoring=settings.scoring, ratchet=ratchet
