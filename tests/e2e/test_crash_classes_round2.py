@@ -88,9 +88,41 @@ PLAN = [
     Case("plan-k-1", dict, ["plan", "--gated-rows", "3", "--k", "1"],
          "error", "--k must be a whole number from 2 to 1000, as in the config"),
     Case("plan-k-2", dict, ["plan", "--gated-rows", "3", "--k", "2"], "ok"),
+    Case("plan-smallest-miss-a-million-rows", dict,
+         ["plan", "--gated-rows", "1000000", "--miss", "1e-06", "--json"], "ok"),
 ]  # fmt: skip
 
-CASES = [*PLAN]
+
+def _result_with_rule(**settings: Any) -> Files:
+    from support import fuzzing
+
+    doc = fuzzing._result_seed()
+    doc["policy"]["rule"].update(settings)
+    return {"r.json": json.dumps(doc)}
+
+
+def _sequential(**settings: Any) -> Files:
+    return {
+        "passk.yml": config_text(gate={"rule": "sequential", "sequential": settings}),
+        "data.jsonl": DATA,
+    }
+
+
+RULE_SETTINGS = [
+    Case("sequential-unknown-key", lambda: {**_sequential(bogus=1), "in.json": '{"n": 2}'},
+         ["add", "in.json", "--expected", "deny", "--dry-run"], "ok"),
+    Case("sequential-vanishing-unreliable", lambda: _sequential(unreliable=1e-300), ["plan"],
+         "error", "gate.sequential: unreliable must be a number from 10^-6"),
+    Case("result-rule-reads-a-billion-answers", lambda: _result_with_rule(max_decisions=10**9),
+         ["gate", "r.json"], "error", "max_decisions must be a whole number from 1 to 1000"),
+    Case("result-rule-vanishing-unreliable", lambda: _result_with_rule(unreliable=5e-324),
+         ["gate", "r.json"], "error", "unreliable must be a number from 10^-6"),
+    Case("result-rule-unknown-key", lambda: _result_with_rule(bogus=1),
+         ["gate", "r.json"], "error", "r.json"),
+    Case("result-rule-control", lambda: _result_with_rule(), ["gate", "r.json"], "ok"),
+]  # fmt: skip
+
+CASES = [*PLAN, *RULE_SETTINGS]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -107,3 +139,39 @@ def test_the_config_and_plan_share_one_rule_for_k() -> None:
     schema = json.loads((REPO / "src/passk_action/schemas/config.schema.json").read_text("utf-8"))
     k = schema["properties"]["k"]
     assert (k["minimum"], k["maximum"]) == (values.MIN_K, values.MAX_K)
+
+
+def _link(target: str) -> Callable[[Path], None]:
+    return lambda path: path.symlink_to(target)
+
+
+ENDLESS = [
+    Case("dataset-is-dev-zero",
+         lambda: {"passk.yml": config_text(), "data.jsonl": _link("/dev/zero")}, ["plan"],
+         "error", "data.jsonl: cannot read the dataset: larger than 1 MiB"),
+    Case("config-is-dev-zero", lambda: {"passk.yml": _link("/dev/zero")}, ["plan"],
+         "error", "passk.yml: cannot read the config file: larger than 1 MiB"),
+    Case("artifact-is-dev-zero", lambda: {"run.json": _link("/dev/zero")},
+         ["report", "run.json"], "error", "run.json: cannot read: larger than 1 MiB"),
+    Case("result-is-dev-zero", lambda: {"r.json": _link("/dev/zero")},
+         ["gate", "r.json"], "error", "r.json: cannot read: larger than 1 MiB"),
+    Case("import-is-dev-zero", lambda: {"t.json": _link("/dev/zero")},
+         ["import", "--from", "tau-bench", "t.json", "--out", "o.json"],
+         "error", "t.json: cannot read: larger than 1 MiB"),
+    Case("add-input-is-dev-zero",
+         lambda: {"passk.yml": config_text(), "data.jsonl": DATA, "in.json": _link("/dev/zero")},
+         ["add", "in.json", "--expected", "deny"], "error", "in.json: cannot read: larger than"),
+    Case("control-dataset-is-dev-null", lambda: {"passk.yml": config_text(),
+         "data.jsonl": _link("/dev/null")}, ["plan"], "error", "data.jsonl"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ENDLESS, ids=[c.name for c in ENDLESS])
+def test_a_file_that_never_ends_is_refused_by_name(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """Every whole-file read is bounded (``files.py``); the bound is 1 MiB here, 1 GiB in use."""
+    from passk_action import files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 1 << 20)
+    run_case(case, tmp_path, capsys, monkeypatch)

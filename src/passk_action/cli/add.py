@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.model import Json, Run, Version
 from ..errors import EXIT_OK, UsageError
+from ..files import MAX_FILE_BYTES, read_bounded
 from ..inputs.config import load_config
 from ..inputs.dataset import format_for, load_dataset
 from ..inputs.dataset_writer import append_row
@@ -128,7 +129,7 @@ def handle(args: argparse.Namespace) -> int:
     )
     path = config.dataset
     appended = append_row(
-        path.read_bytes(),
+        read_bounded(path),
         str(path),
         format_for(path),
         planned.record,
@@ -225,7 +226,7 @@ def _read_json(name: str) -> Json:
     """The JSON value in file ``name`` (``-``: stdin), refused in one line when it is not."""
     where = "stdin" if name == "-" else name
     try:
-        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        data = sys.stdin.buffer.read(MAX_FILE_BYTES) if name == "-" else read_bounded(name)
     except OSError as exc:
         raise UsageError(
             f"cannot read: {exc.strerror or exc}", where=where, hint="check the path"

@@ -597,7 +597,7 @@ _LENGTHS = (40, 60, 100)
 """Candidate test lengths searched: with many gated rows the truncation's own
 false blocks (the likelier hypothesis at the last answer) need a longer test."""
 MIN_ALPHA = 1e-6
-"""The smallest per-row alpha :func:`suggest` searches."""
+"""The smallest per-row alpha or beta :func:`suggest` searches (``values.MIN_CHANCE``)."""
 _ALPHA_FACTORS = (0.01, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
@@ -633,7 +633,7 @@ def suggest(
     # the exact figures would take minutes and the target is then not met, said so.
     alpha_grid = alphas or tuple(min(0.4, max(MIN_ALPHA, share * f)) for f in _ALPHA_FACTORS)
     beta_grid = betas or tuple(
-        min(0.4, miss * f) for f in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.35, 0.2)
+        min(0.4, max(MIN_ALPHA, miss * f)) for f in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.35, 0.2)
     )
     best: Plan | None = None
     for length in _LENGTHS:

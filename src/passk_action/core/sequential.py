@@ -78,6 +78,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
+from . import values
 from .model import Attempt, Phase, Scoring, Version
 from .scoring import Labeled, is_right
 
@@ -205,6 +206,30 @@ class SprtSpec:
             raise ValueError(f"unknown truncation {self.truncation!r}")
 
 
+_CHANCES = (
+    "reliable", "unreliable", "alpha", "beta", "baseline_unreliable", "baseline_alpha",
+    "baseline_beta",
+)  # fmt: skip
+_COUNTS = ("max_decisions", "baseline_max_decisions", "max_attempts", "confirm_attempts")
+
+
+def _check_values(settings: RuleSettings) -> None:
+    """Each setting by its value rule (``core/values.py``), wherever the settings come from.
+
+    A chance from 10^-6 to 1 - 10^-6 (a vanishing ``unreliable`` put log(0)
+    in Wald's thresholds); a count of answers or attempts up to 1,000, the
+    config's maximum (a result recording 10^9 hung ``passk gate``).
+    """
+    for name in _CHANCES:
+        if values.chance(getattr(settings, name)) is None:
+            raise ValueError(f"{name} must be {values.CHANCE_TEXT}")
+    for name in _COUNTS:
+        low = 0 if name == "confirm_attempts" else 1
+        number = getattr(settings, name)
+        if type(number) is not int or not low <= number <= values.MAX_K:
+            raise ValueError(f"{name} must be a whole number from {low} to {values.MAX_K}")
+
+
 @dataclass(frozen=True, slots=True)
 class RuleSettings:
     """The rule and its settings (``gate.rule`` and friends, read from the base commit).
@@ -254,6 +279,7 @@ class RuleSettings:
     def __post_init__(self) -> None:
         if self.rule not in RULES:
             raise ValueError(f"rule must be one of {', '.join(RULES)}, got {self.rule!r}")
+        _check_values(self)
         self.candidate_test  # noqa: B018 - validates both tests
         self.baseline_test  # noqa: B018
         if self.max_attempts < max(self.max_decisions, self.baseline_max_decisions):

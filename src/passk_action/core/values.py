@@ -64,6 +64,8 @@ MAX_RELATIVE_CHANGE = 10**12
 COUNT_TEXT = "a whole number from 0 to 10^12"
 AMOUNT_TEXT = "a number from 0 to 10^12"
 SECONDS_TEXT = "a number of seconds from 0 to 10^9"
+MAX_NESTING = 100
+"""Levels of lists and mappings a value in a config or YAML dataset may nest (recursion-safe)."""
 MIN_CHANCE = 1e-6
 MIN_K = 2
 MAX_K = 1000

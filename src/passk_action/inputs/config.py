@@ -15,6 +15,7 @@ directory, so ``passk`` behaves the same from any directory.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
@@ -54,6 +55,7 @@ from ..core.runner_credentials import is_runner_credential
 from ..core.scoring import pointer_parts
 from ..core.sequential import DEFAULT_RULE, RuleSettings
 from ..errors import ConfigError, PasskError
+from ..files import read_bounded
 from .schema_errors import (
     describe_value,
     error_message,
@@ -264,7 +266,7 @@ def read_input_file(
     read ("the config file").
     """
     try:
-        return path.read_bytes()
+        return read_bounded(path)
     except FileNotFoundError as exc:
         raise error(f"{kind} not found", where=str(path), hint=not_found_hint) from exc
     except IsADirectoryError as exc:
@@ -294,11 +296,15 @@ def first_non_json(value: Any) -> tuple[tuple[str | int, ...], str] | None:
     YAML can express sets, binary, non-string keys and NaN; none of them
     survive the trip to the agent or into a digest, so loaders reject them at
     load time, naming where they are.  Iterative, so deep nesting cannot
-    exhaust the stack.
+    exhaust the stack; nesting past :data:`~.values.MAX_NESTING` levels is
+    refused here too, before any recursive code (the schema validator, the
+    digest) meets it.
     """
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, where = stack.pop()
+        if len(where) > values.MAX_NESTING:
+            return where[:3], f"is nested more than {values.MAX_NESTING} levels"
         if item is None or isinstance(item, (bool, int, str)):
             continue
         if isinstance(item, float):
@@ -725,7 +731,9 @@ def _rule(gate_doc: Mapping[str, Any], confirm: ConfirmConfig, name: str) -> Rul
     The schema checks each value alone; what holds between them (unreliable
     below reliable, attempts enough for both tests) is checked here.
     """
-    fields = dict(gate_doc.get("sequential", {}))
+    # Unknown keys were warned about and are ignored (they raised TypeError).
+    known = {f.name for f in dataclasses.fields(RuleSettings)} - {"rule", "confirm_attempts"}
+    fields = {k: v for k, v in dict(gate_doc.get("sequential", {})).items() if k in known}
     try:
         return RuleSettings(
             rule=str(gate_doc.get("rule", "sequential")),

@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from ..core.model import Attempt, Run
 from ..errors import ArtifactError
+from ..files import read_bounded
 from .atomic import write_text_atomic, writing
 from .codec import attempt_from_json, attempt_to_json, compact_json, header_to_json, row_to_json
 from .document import check_consistency, run_from_json, with_hint
@@ -147,7 +148,7 @@ class Journal:
 
 def journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
     """Each line of a journal: its number, its bytes, and whether it is the last."""
-    data = path.read_bytes()
+    data = read_bounded(path)
     lines = data.split(b"\n")
     last = len(lines) - 1
     for number, line in enumerate(lines, start=1):

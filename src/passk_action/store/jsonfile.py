@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ArtifactError
+from ..files import read_bounded
 
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONG_INTEGER = re.compile(r"[0-9]{4301,}")
@@ -29,7 +30,7 @@ def parse_json_file(path: Path, *, expected: str | None = None) -> Any:
     JSON"); by default the hints speak of passk's own files.
     """
     try:
-        data = path.read_bytes()
+        data = read_bounded(path)
     except FileNotFoundError:
         raise ArtifactError("file not found", where=str(path), hint="check the path") from None
     except OSError as exc:

@@ -26,6 +26,7 @@ from typing import IO, Any, TypeVar
 from ..core import values
 from ..core.model import Attempt, RowRecord, Run, Usage, object_text
 from ..errors import ArtifactError
+from ..files import check_size
 from .codec import (
     ATTEMPT_KEYS,
     DIGEST_PREFIX,
@@ -158,6 +159,8 @@ def stream_canonical(path: Path, read: Callable[[CanonicalLines, str], _T]) -> _
 
     The cyclic garbage collector is paused meanwhile (see :func:`gc_paused`).
     """
+    if not check_size(path):
+        return None  # a device, a FIFO, a file too large: the bounded reader says which
     with gc_paused():
         try:
             with path.open(encoding="utf-8-sig") as handle:

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..core.model import Attempt, Phase, Run
 from ..core.scoring import rescore_attempt
 from ..errors import ArtifactError
+from ..files import read_bounded
 from .artifact import read_run, write_run
 from .atomic import write_text_atomic
 from .journal import Journal, TryKey, journal_path, read_journal
@@ -110,8 +111,8 @@ class RunRecorder:
     def pending_retry_after(self) -> dict[str, str]:
         """The Retry-Afters an interrupted run of this artifact was still waiting out."""
         try:
-            doc = json.loads(self.retry_after_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            doc = json.loads(read_bounded(self.retry_after_file).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
             return {}
         if not isinstance(doc, dict):
             return {}

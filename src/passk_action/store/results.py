@@ -295,7 +295,7 @@ def _rule_from_json(doc: Mapping[str, Any], where: str) -> RuleSettings:
         return LEGACY_RULE
     try:
         return RuleSettings(**rule)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise ArtifactError(f"'policy.rule' is not a valid rule: {exc}", where=where) from None
 
 
