@@ -56,6 +56,8 @@ def laptop(checkout: Checkout, monkeypatch: pytest.MonkeyPatch) -> Checkout:
     monkeypatch.chdir(checkout.repo)
     for name in ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN"):
         monkeypatch.setenv(name, TOKEN)
+    # A copy under another name: the CLI is given no token, the scrub finds it by its value.
+    monkeypatch.setenv("MY_COPY", f"Bearer {TOKEN}")
     monkeypatch.setenv("THIEF_OUT", str(checkout.tmp / "thief.jsonl"))
     monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("GITHUB_REPOSITORY", "octo-org/refund-agent")

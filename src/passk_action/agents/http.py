@@ -64,7 +64,7 @@ from requests.adapters import HTTPAdapter
 
 from ..core.model import Attempt, Usage
 from ..core.retry_after import retry_after_s
-from ..core.runner_credentials import is_runner_credential
+from ..core.runner_credentials import MIN_SECRET_CHARS, is_runner_credential
 from ..errors import ConfigError
 from ..inputs.config import HEADER_ENV_REF, HttpAgentConfig
 from .answer import (
@@ -93,8 +93,6 @@ DEFAULT_MAX_RETRY_AFTER_S = 60.0
 _BODY_SNIPPET = 200
 _ENV_REF = HEADER_ENV_REF
 _MASK = "***"
-MIN_SECRET_CHARS = 8
-"""A ``${VAR}`` header value shorter than this cannot be masked safely, so it is refused."""
 MIN_RATE = 1.0
 """Requests per second the pacer never goes below after a 429 or 503."""
 HEADROOM = 1.1

@@ -13,7 +13,8 @@ request's agent could post a passing check on its own head commit, so:
   case-insensitive);
 - :func:`without_runner_credentials` is the one scrub: those names, and any
   variable whose value holds the token under another name
-  (``MY_COPY: ${{ github.token }}``), are removed whatever a config says;
+  (``MY_COPY: ${{ github.token }}``, or a copy of ``GITHUB_TOKEN``'s value),
+  are removed whatever a config says;
 - a config that names one in ``agent.env``, ``agent.pass_env`` or an HTTP
   header's ``${VAR}`` is refused when it loads (``inputs/config.py``), base
   or head, in the action and on a laptop alike.
@@ -46,13 +47,31 @@ def is_runner_credential(name: str) -> bool:
     return upper in RUNNER_CREDENTIALS or upper.startswith(RUNNER_PREFIXES)
 
 
-def without_runner_credentials(env: Mapping[str, str], token: str = "") -> dict[str, str]:
-    """``env`` without the runner's credentials, and without any value holding ``token``.
+TOKEN_NAMES = (
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "INPUT_GITHUB-TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+)
+"""The credentials whose values are secrets: a copy of one under another name goes too."""
 
-    No exception: no config setting can keep one (``pass_env`` cannot either).
+MIN_SECRET_CHARS = 8
+"""A shorter value is no token (and dropping every variable holding it would drop innocents)."""
+
+
+def without_runner_credentials(env: Mapping[str, str], token: str = "") -> dict[str, str]:
+    """``env`` without the runner's credentials, and without any value holding a token.
+
+    A token: ``token`` (the action's), and the value of every :data:`TOKEN_NAMES`
+    variable in ``env`` itself, so a copy under another name is caught even
+    where passk was given no token (``passk run`` in a shard job).  No
+    exception: no config setting can keep one (``pass_env`` cannot either).
     """
+    secrets = {env.get(name, "") for name in TOKEN_NAMES} | {token}
+    secrets = {secret for secret in secrets if len(secret) >= MIN_SECRET_CHARS}
     return {
         name: value
         for name, value in env.items()
-        if not is_runner_credential(name) and not (token and token in value)
+        if not is_runner_credential(name) and not any(secret in value for secret in secrets)
     }
