@@ -79,6 +79,7 @@ FROM_BASE: tuple[tuple[str, Callable[[Config], object]], ...] = (
     ("baseline.artifact", lambda c: c.baseline.artifact),
     ("baseline.agent", lambda c: c.baseline.agent),
     ("baseline.when_stale", lambda c: c.baseline.when_stale),
+    ("baseline.added_rows_limit", lambda c: c.baseline.added_rows_limit),
 )
 """Every other setting, by the key people write: the base's holds."""
 
