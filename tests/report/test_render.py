@@ -26,7 +26,7 @@ from passk_action.core.model import (
     Phase,
     Version,
 )
-from passk_action.core.operating import dataset_oc
+from passk_action.core.operating import MeasuredRow, dataset_oc, measured_rates, row_oc
 from passk_action.core.result import CompareResult, Executions
 from passk_action.core.sequential import GatedKind, RuleSettings
 from passk_action.core.uncertainty import (
@@ -44,7 +44,7 @@ from passk_action.report.comment import (
     render_comment,
 )
 from passk_action.report.compare_report import render_compare_report
-from passk_action.report.gated import gate_oc_of, gate_sentence
+from passk_action.report.gated import gate_sentence, rates_of, rates_sentence
 from passk_action.report.how_sure import STATISTICS_TITLE, noise_sentence, power_text
 from passk_action.report.html import render_html_report
 from passk_action.report.phrases import (
@@ -221,7 +221,35 @@ def test_how_sure_states_the_gates_rates_for_its_rows_and_settings() -> None:
         "versions) 0.41% of the time, and catches a gated row whose accuracy drops from 99% " \
         "to 70% 91.1% of the time" in text  # fmt: skip
     comment = render_comment(failed_scenario(), marker=MARKER, record=RECORD)
-    assert gate_sentence(gate_oc_of(failed_scenario()), RuleSettings()) in comment
+    assert rates_sentence(rates_of(failed_scenario()), RuleSettings()) in comment
+
+
+def test_how_sure_states_this_dataset_s_rates_and_names_the_rows_that_cost_them() -> None:
+    """Issue 29: the rates at the gated rows' measured accuracies, not an assumed 99%; the
+    rows that make the gate noisy or expensive named, with what each costs."""
+    mnb = GatedKind.MUST_NOT_BREAK
+    rows = [MeasuredRow("r12", mnb, 50, 60)] + [
+        MeasuredRow(f"r{i:02d}", mnb, 60, 60) for i in range(9)
+    ]
+    rule = RuleSettings()
+    rates = measured_rates(rule, k=3, rows=rows)
+    flaky = row_oc(rule, k=3, candidate=50 / 60, baseline=50 / 60)
+    assert rates.false_block == pytest.approx(flaky.block)  # the reliable rows never block
+    text = rates_sentence(rates, rule)
+    assert (
+        "it blocks a harmless pull request 1.45% of the time, and catches a gated row "
+        "whose accuracy drops 20 points below its own at least 2.17% of the time" in text
+    )
+    assert (
+        "Noisiest: `r12` (right 83.3% of 60 baseline answers: blocks a harmless pull "
+        "request 1.45% of the time)." in text
+    )
+    assert "Costliest: `r12` (right 83.3% of the time on the baseline: about 18 candidate " \
+        "and 26 baseline attempts a pull request)." in text  # fmt: skip
+    # Control: ten rows right on every answer name no row.
+    calm = measured_rates(rule, k=3, rows=[*rows[1:], MeasuredRow("r10", mnb, 60, 60)])
+    assert "Noisiest" not in rates_sentence(calm, rule)
+    assert "Costliest" not in rates_sentence(calm, rule)
 
 
 def test_a_preview_of_uncommitted_work_is_not_called_the_head() -> None:

@@ -233,7 +233,13 @@ def binomial_pmf(n: int, p: float) -> list[float]:
 
 
 def relative_oc(
-    settings: RuleSettings, *, k: int, candidate: float, baseline: float, answers: int | None = None
+    settings: RuleSettings,
+    *,
+    k: int,
+    candidate: float,
+    baseline: float,
+    answers: int | None = None,
+    recorded: tuple[int, int] | None = None,
 ) -> RelativeOC:
     """The relative rule's :class:`RelativeOC`, exactly, for a baseline with ``answers``
     recorded answers on the row (default: k + its measurement, ``settings.measure``).
@@ -242,13 +248,19 @@ def relative_oc(
     of c (:func:`~.relative.screen_spec`) ending unreliable at p_c
     (:func:`side_oc`) times the paired comparison of c blocking
     (:func:`pair_oc`); attempts likewise.  A c whose reference cannot drop
-    by ``drop`` passes untested.
+    by ``drop`` passes untested.  With ``recorded`` = (c, n) the baseline's
+    recorded answers are those: the figures for the pull requests that
+    baseline will judge (no sum over c).
     """
     _check_probability("candidate accuracy", candidate)
     _check_probability("baseline accuracy", baseline)
     n = max(k, settings.measure) if answers is None else answers
+    weights = list(enumerate(binomial_pmf(n, baseline)))
+    if recorded is not None:
+        n = recorded[1]
+        weights = [(recorded[0], 1.0)]
     block = screened = cand = base = 0.0
-    for right, weight in enumerate(binomial_pmf(n, baseline)):
+    for right, weight in weights:
         if weight < 1e-15:
             continue
         spec = screen_spec(right, n, settings)
@@ -521,6 +533,130 @@ def _rounds(bounds: Boundaries, n: int, w: int) -> int:
     step = bounds.rights_to_pass(n, w)
     after = _reachable(bounds, {w}, n, step)
     return 1 + max((_rounds(bounds, n + step, v) for v in after), default=0)
+
+
+# ------------------------------------------------------- a dataset's own rows
+
+
+FEW_ANSWERS = 20
+"""Fewer baseline answers than this measure a row's accuracy only roughly."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRow:
+    """A gated row and the baseline's answers on it (``right`` of ``answers``)."""
+
+    id: str
+    kind: GatedKind
+    right: int
+    answers: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.right / self.answers if self.answers else None
+
+
+@dataclass(frozen=True, slots=True)
+class RowRates:
+    """What the gate does on one gated row, taking its measured accuracy p as both versions'.
+
+    ``block``: a harmless pull request is blocked by this row; ``catch``: the
+    row blocks when its candidate accuracy drops by ``drop`` (the row alone:
+    blocks by other rows are not catches); attempts per pull request.
+    Unmeasured rows (no answer) take :data:`HARMLESS`.
+    """
+
+    row: MeasuredRow
+    accuracy: float
+    block: float
+    catch: float | None
+    candidate_extra: float
+    baseline_extra: float
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRates:
+    """The gate's rates for a dataset's gated rows at their measured accuracies."""
+
+    rule: str
+    k: int
+    drop: float
+    rows: tuple[RowRates, ...]
+
+    @property
+    def false_block(self) -> float:
+        """1 - prod(1 - block_i): rows independent."""
+        return 1.0 - math.prod(1.0 - r.block for r in self.rows)
+
+    @property
+    def worst_catch(self) -> float | None:
+        catches = [r.catch for r in self.rows if r.catch is not None]
+        return min(catches) if catches else None
+
+    @property
+    def candidate_extra(self) -> float:
+        return sum(r.candidate_extra for r in self.rows)
+
+    @property
+    def baseline_extra(self) -> float:
+        return sum(r.baseline_extra for r in self.rows)
+
+    def noisiest(self, count: int = 3) -> list[RowRates]:
+        """The rows that block harmless pull requests most, worst first (ties: dataset order)."""
+        ranked = sorted(self.rows, key=lambda r: -r.block)
+        return [r for r in ranked[:count] if r.block > 0]
+
+    def costliest(self, count: int = 3) -> list[RowRates]:
+        """The rows that cost the most candidate attempts, costliest first."""
+        return sorted(self.rows, key=lambda r: -r.candidate_extra)[:count]
+
+
+def measured_rates(settings: RuleSettings, *, k: int, rows: Sequence[MeasuredRow]) -> DatasetRates:
+    """:class:`DatasetRates` for ``rows``, exactly, each at its measured accuracy p = c / n.
+
+    Sequential and strict rules: :func:`row_oc` at (p, p) and (p, p - drop);
+    relative rule: :func:`relative_oc` given the recorded (c, n), the figures
+    the pull requests this baseline judges get.  ``drop`` is the rule's
+    (``gate.sequential.drop``, 0.2 by default) for every rule: the same
+    question, "is a 20-point drop from this row's own accuracy caught".
+    A point estimate: a row measured on fewer than :data:`FEW_ANSWERS`
+    answers is known only roughly, and taken as right at most
+    :data:`HARMLESS` of the time.
+    """
+    out = []
+    for row in rows:
+        p = row.accuracy if row.accuracy is not None else HARMLESS
+        if row.answers < FEW_ANSWERS:
+            # Three right answers do not show a row is never wrong: issue 20's assumption.
+            p = min(p, HARMLESS)
+        dropped = p - settings.drop
+        if settings.rule == RELATIVE and row.answers:
+            recorded = (row.right, row.answers)
+            harmless = relative_oc(settings, k=k, candidate=p, baseline=p, recorded=recorded)
+            catch = (
+                relative_oc(settings, k=k, candidate=dropped, baseline=p, recorded=recorded).block
+                if dropped > 0
+                else None
+            )
+            out.append(
+                RowRates(
+                    row,
+                    p,
+                    harmless.block,
+                    catch,
+                    harmless.candidate_extra,
+                    harmless.baseline_extra,
+                )
+            )
+            continue
+        oc = row_oc(settings, k=k, candidate=p, baseline=p, kind=row.kind)
+        catch = (
+            row_oc(settings, k=k, candidate=dropped, baseline=p, kind=row.kind).block
+            if dropped > 0
+            else None
+        )
+        out.append(RowRates(row, p, oc.block, catch, oc.candidate_extra, oc.baseline_extra))
+    return DatasetRates(settings.rule, k, settings.drop, tuple(out))
 
 
 # ---------------------------------------------------------------- loosening

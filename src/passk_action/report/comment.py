@@ -33,7 +33,7 @@ from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .could_not_run import could_not_finish_title, could_not_run_title
 from .escape import block, code, inline
-from .gated import evidence_line, gate_oc_of, gate_sentence, unconfirmed_lines
+from .gated import evidence_line, rates_of, rates_sentence, unconfirmed_lines
 from .history import marks as history_marks
 from .history import notes as history_notes
 from .history import with_mark
@@ -479,7 +479,7 @@ def _body(
     if not gate.passed:
         lines += _what_next(result, context)
     sure = [
-        gate_sentence(gate_oc_of(result), result.policy.rule),
+        rates_sentence(rates_of(result), result.policy.rule),
         "",
         noise_sentence(stats.paired),
         "",

@@ -26,7 +26,7 @@ from .charts import curve_lines, transition_lines
 from .checks import check_lines
 from .comment import CommentContext, why_it_failed
 from .escape import code, inline
-from .gated import gate_oc_of, gate_sentence, unconfirmed_lines
+from .gated import rates_of, rates_sentence, unconfirmed_lines
 from .history import marks as history_marks
 from .history import notes as history_notes
 from .history import with_mark
@@ -218,7 +218,7 @@ def render_compare_report(
     lines += check_lines(
         [("baseline", stats.baseline.checks), ("candidate", stats.candidate.checks)]
     )
-    lines += ["", gate_sentence(gate_oc_of(result), result.policy.rule)]
+    lines += ["", rates_sentence(rates_of(result), result.policy.rule)]
     lines += ["", noise_sentence(stats.paired)]
     if statistics:
         lines += statistics_lines([stats.baseline, stats.candidate], stats.power)

@@ -12,9 +12,19 @@ harmless pull request and catches a drop in a gated row's accuracy, exactly
 from __future__ import annotations
 
 from ..core.gate import evidence, judgement
-from ..core.operating import DROPPED, HARMLESS, GateOC, Plan, dataset_oc
+from ..core.operating import (
+    DROPPED,
+    FEW_ANSWERS,
+    HARMLESS,
+    DatasetRates,
+    GateOC,
+    MeasuredRow,
+    Plan,
+    dataset_oc,
+    measured_rates,
+)
 from ..core.result import CompareResult
-from ..core.sequential import SEQUENTIAL, RowVerdict, RuleSettings
+from ..core.sequential import RELATIVE, SEQUENTIAL, STRICT, Outcome, RowVerdict, RuleSettings, score
 from .phrases import capped, plural, row_label
 
 UNCONFIRMED_TITLE = "Wrong answers the rule did not confirm"
@@ -59,6 +69,104 @@ def gate_oc_of(result: CompareResult) -> GateOC | None:
     if not kinds:
         return None
     return dataset_oc(result.policy.rule, k=result.candidate.settings.k, kinds=kinds)
+
+
+NOISY = 0.001
+"""A row that alone blocks a harmless pull request more often than this is named: the
+per-row share of issue 29's targets (1% at 10 gated rows, 5% at 50)."""
+COSTLY = 15.0
+"""A row that costs more extra candidate attempts a pull request than this is named."""
+
+
+def measured_rows_of(result: CompareResult) -> list[MeasuredRow]:
+    """Each gated row with the baseline's answers on it: its recorded ones (main and
+    measurement) under the relative rule, which judges against those; every one otherwise."""
+    records = {r.id: r for r in result.rows}
+    by_row = result.baseline.attempts_by_row()
+    scoring = result.candidate.settings.scoring
+    out = []
+    for row_id, verdict in result.gate.verdicts.items():
+        side = score(by_row.get(row_id, ()), records[row_id], scoring)
+        outcomes = side.outcomes
+        if result.policy.rule.rule == RELATIVE:
+            outcomes = outcomes[: side.recorded]
+        right = sum(1 for o in outcomes if o is Outcome.RIGHT)
+        answers = sum(1 for o in outcomes if o is not Outcome.ERROR)
+        out.append(MeasuredRow(row_id, verdict.kind, right, answers))
+    return out
+
+
+def rates_of(result: CompareResult) -> DatasetRates | None:
+    """The gate's rates at this result's gated rows' measured accuracies (None: none gated)."""
+    rows = measured_rows_of(result)
+    if not rows:
+        return None
+    return measured_rates(result.policy.rule, k=result.candidate.settings.k, rows=rows)
+
+
+def rates_sentence(rates: DatasetRates | None, settings: RuleSettings) -> str:
+    """How sure the gate is for this dataset's gated rows, at their measured accuracies, and
+    the rows that make it noisy or expensive, named (issue 29)."""
+    if rates is None or not rates.rows:
+        return gate_sentence(None, settings)
+    name = settings.rule if settings.rule in (RELATIVE, SEQUENTIAL, STRICT) else "?"
+    n = len(rates.rows)
+    catch = rates.worst_catch
+    caught = (
+        f", and catches a gated row whose accuracy drops {rates.drop * 100:.0f} points below "
+        f"its own at least {_pct(catch)} of the time (that row alone)"
+        if catch is not None
+        else ""
+    )
+    text = (
+        f"**The gate** (rule {name}, k = {rates.k}, {plural(n, 'gated row')}, each taken as "
+        "accurate on both versions as the baseline's answers show): it blocks a harmless pull "
+        f"request {_pct(rates.false_block)} of the time{caught}, at about "
+        f"{rates.candidate_extra / n:.1f} extra candidate and {rates.baseline_extra / n:.1f} "
+        "baseline attempts a gated row."
+    )
+    noisy = [r for r in rates.noisiest() if r.block > NOISY]
+    if noisy:
+        text += (
+            " Noisiest: "
+            + "; ".join(
+                f"`{r.row.id}` (right {_share(r.accuracy)} of {r.row.answers} baseline answers: "
+                f"blocks a harmless pull request {_pct(r.block)} of the time)"
+                for r in noisy
+            )
+            + "."
+        )
+    costly = [r for r in rates.costliest() if r.candidate_extra > COSTLY]
+    if costly:
+        text += (
+            " Costliest: "
+            + "; ".join(
+                f"`{r.row.id}` (right {_share(r.accuracy)} of the time on the baseline: about "
+                f"{r.candidate_extra:.0f} candidate and {r.baseline_extra:.0f} baseline attempts a "
+                "pull request)"
+                for r in costly
+            )
+            + "."
+        )
+    if settings.rule == RELATIVE:
+        text += (
+            f" The baseline measures each gated row {settings.measure} times when it is recorded."
+        )
+    few = sum(1 for r in rates.rows if r.row.answers < FEW_ANSWERS)
+    if few:
+        text += (
+            f" {plural(few, 'gated row')} measured on fewer than {FEW_ANSWERS} answers, so taken "
+            f"as right at most {HARMLESS:.0%} of the time (`gate.rule: relative` measures each "
+            "gated row when the baseline is recorded)."
+        )
+    return (
+        text + " Exact figures (`passk plan`), checked by simulation through `passk compare` "
+        "(bench/gate_relative.md)."
+    )
+
+
+def _share(value: float) -> str:
+    return f"{value:.0%}" if value * 100 == int(value * 100) else f"{value:.1%}"
 
 
 def _pct(share: float) -> str:
