@@ -120,3 +120,80 @@ def test_plan_judges_the_baseline_as_the_gate_does(
         code, out, _ = plan(capsys, "--config", str(config), "--json")
         doc = json.loads(out)
         assert (code, doc["gate"] and doc["gate"]["gated_rows"]) == (0, gated or None)
+
+
+@pytest.mark.parametrize("accuracy", ["0.9"])
+def test_plan_at_an_accuracy_of_90_percent_or_less_suggests_settings(
+    capsys: pytest.CaptureFixture[str], accuracy: str
+) -> None:
+    """Issue 29: any --accuracy <= 0.9 was an internal error (the baseline's test at 0.9)."""
+    code, out, err = plan(capsys, "--gated-rows", "10", "--accuracy", accuracy, "--json")
+    assert (code, err) == (0, "")
+    suggested = json.loads(out)["suggested"]["settings"]
+    assert suggested["baseline_unreliable"] < suggested["reliable"] == float(accuracy)
+
+
+@pytest.mark.parametrize(
+    ("scoring", "expected"),
+    [
+        ("scoring: {fields: {action: {}}}\n", {"action": "deny"}),
+        ("scoring: {by: environment}\n", None),
+    ],
+)
+def test_plan_reads_the_dataset_as_the_config_scores_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, scoring: str, expected: object
+) -> None:
+    """Issue 29: a config with scoring.fields or scoring.by: environment exited 2 (its dataset
+    was read without the config's scoring)."""
+    row: dict[str, object] = {"id": "a", "input": 1, "must_not_break": True}
+    if expected is not None:
+        row["expected"] = expected
+    (tmp_path / "data.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    config = tmp_path / "passk.yml"
+    config.write_text(f"dataset: data.jsonl\n{scoring}", encoding="utf-8")
+    code, out, err = plan(capsys, "--config", str(config), "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["gate"]["gated_rows"] == 1
+
+
+def test_plan_states_the_rates_at_the_baseline_s_measured_accuracies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 29: the rates this dataset has, from the committed baseline's answers on each
+    gated row, and the rows that make the gate noisy or costly, named."""
+    from passk_action.core.model import Attempt, Phase
+    from passk_action.engine.measuring import row_records
+    from passk_action.inputs.dataset import load_dataset
+    from passk_action.store.artifact import write_run
+    from support.runs import run_of
+
+    ids = [f"r{i:02d}" for i in range(10)]
+    rows = [{"id": i, "input": n, "expected": "deny", "must_not_break": True}
+            for n, i in enumerate(ids)]  # fmt: skip
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dataset = load_dataset(tmp_path / "data.jsonl", ())
+    answers = []
+    for i in ids:
+        for n in range(1, 61):
+            wrong = i == "r07" and n % 6 == 0  # right 50 of 60 times
+            phase = Phase.MAIN if n <= 3 else Phase.MEASURE
+            answers.append(Attempt(i, n, phase, "approve" if wrong else "deny"))
+    write_run(run_of(row_records(dataset), answers, dataset_digest=dataset.digest),
+              tmp_path / "baseline.json")  # fmt: skip
+    config = tmp_path / "passk.yml"
+    config.write_text("dataset: data.jsonl\nbaseline: {artifact: baseline.json}\n")
+    code, out, _ = plan(capsys, "--config", str(config))
+    assert code == 0
+    assert "at the accuracy the committed baseline shows on each gated row (10 rows):" in out
+    assert "  a harmless pull request is blocked 1.45% of the time" in out
+    assert "  noisy: r07 is right 83.3% of 60 baseline answers: it alone blocks a harmless " \
+        "pull request 1.45% of the time" in out  # fmt: skip
+    assert "  costly: r07 is right 83.3% of the time on the baseline: gating it costs about " \
+        "18 candidate and 26 baseline attempts a pull request" in out  # fmt: skip
+    code, out, _ = plan(capsys, "--config", str(config), "--json")
+    measured = json.loads(out)["measured"]
+    assert measured["rows"][7] | {"block": 0} == measured["rows"][7] | {"block": 0}
+    assert (measured["rows"][7]["right"], measured["rows"][7]["answers"]) == (50, 60)
+    # Control: a size, not the config's rows, states no measured rates.
+    code, out, _ = plan(capsys, "--config", str(config), "--gated-rows", "10", "--json")
+    assert json.loads(out)["measured"] is None

@@ -19,12 +19,21 @@ from typing import Any
 
 from ..core import values
 from ..core.model import RowClass
-from ..core.operating import DROPPED, HARMLESS, GateOC, dataset_oc, gate_oc, suggest
+from ..core.operating import (
+    DROPPED,
+    HARMLESS,
+    GateOC,
+    MeasuredRow,
+    dataset_oc,
+    gate_oc,
+    measured_rates,
+    suggest,
+)
 from ..core.scoring import rescore_run
-from ..core.sequential import GatedKind, RuleSettings, gated_kind
+from ..core.sequential import RELATIVE, GatedKind, Outcome, RuleSettings, gated_kind, score
 from ..core.stats import summarize_run
 from ..errors import EXIT_OK, UsageError
-from ..report.gated import plan_lines
+from ..report.gated import plan_lines, rates_json, rates_lines
 from .output import warn
 
 HELP = "print the gate's false-block and catch rates for a config, and settings for targets"
@@ -69,8 +78,11 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
-def _gated_kinds(config_path: Path) -> tuple[RuleSettings, int, list[GatedKind]]:
-    """The config's rule, k, and the kind of each row it gates (as far as files tell)."""
+def _gated_kinds(
+    config_path: Path,
+) -> tuple[RuleSettings, int, list[GatedKind], list[MeasuredRow]]:
+    """The config's rule, k, the kind of each row it gates (as far as files tell), and each
+    gated row with the committed baseline's answers on it (none without a baseline)."""
     from ..engine.measuring import row_records
     from ..inputs.config import load_config
     from ..inputs.dataset import load_dataset
@@ -80,9 +92,12 @@ def _gated_kinds(config_path: Path) -> tuple[RuleSettings, int, list[GatedKind]]
     for message in loaded.warnings:
         warn(message)
     config = loaded.config
-    dataset = load_dataset(config.dataset, config.must_not_break_tags)
+    # Read as the config scores it: structured expected objects, or none at all under
+    # scoring.by: environment.
+    dataset = load_dataset(config.dataset, config.must_not_break_tags, config.scoring)
     ratchet: frozenset[str] = frozenset()
     stable: set[str] = set()
+    baseline = None
     if config.baseline.artifact.exists():
         baseline = read_run(config.baseline.artifact)
         ratchet = frozenset(baseline.ratchet)
@@ -99,8 +114,8 @@ def _gated_kinds(config_path: Path) -> tuple[RuleSettings, int, list[GatedKind]]
             f"{config.baseline.artifact}: no baseline yet, so the rows "
             "gate.block_on_any_regression gates are not counted"
         )
-    kinds = [
-        kind
+    gated = [
+        (row, kind)
         for row in dataset.rows
         if (
             kind := gated_kind(
@@ -112,7 +127,26 @@ def _gated_kinds(config_path: Path) -> tuple[RuleSettings, int, list[GatedKind]]
         )
         is not None
     ]
-    return config.gate.rule, config.k, kinds
+    measured: list[MeasuredRow] = []
+    if baseline is not None:
+        records = {r.id: r for r in row_records(dataset)}
+        digests = {r.id: r.input_digest for r in baseline.rows}
+        by_row = rescore_run(baseline, config.scoring).attempts_by_row()
+        for row, kind in gated:
+            side = score(
+                by_row.get(row.id, ()) if digests.get(row.id) == row.input_digest else (),
+                records[row.id],
+                config.scoring,
+            )
+            outcomes = (
+                side.outcomes[: side.recorded]
+                if config.gate.rule.rule == RELATIVE
+                else (side.outcomes)
+            )
+            right = sum(1 for o in outcomes if o is Outcome.RIGHT)
+            answers = sum(1 for o in outcomes if o is not Outcome.ERROR)
+            measured.append(MeasuredRow(row.id, kind, right, answers))
+    return config.gate.rule, config.k, [kind for _, kind in gated], measured
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -146,8 +180,9 @@ def handle(args: argparse.Namespace) -> int:
         )
     config_path = Path(args.config or "passk.yml")
     settings, k, kinds = RuleSettings(), 3, [GatedKind.MUST_NOT_BREAK]
+    measured: list[MeasuredRow] = []
     if args.config is not None or (args.gated_rows is None and config_path.exists()):
-        settings, k, kinds = _gated_kinds(config_path)
+        settings, k, kinds, measured = _gated_kinds(config_path)
     elif args.gated_rows is None:
         raise UsageError(
             "no passk.yml here: pass --config PATH, or --gated-rows N",
@@ -161,6 +196,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.gated_rows is not None:
         # N rows of one kind: the closed form, no list of N rows (10^9 of them held 8 GB).
         gated_rows = args.gated_rows
+        measured = []  # rows of a size, not the config's: no baseline measured them
         kind = kinds[0] if kinds else GatedKind.MUST_NOT_BREAK
         oc = gate_oc(
             settings,
@@ -181,10 +217,12 @@ def handle(args: argparse.Namespace) -> int:
         dropped=args.dropped,
         base=settings,
     )
+    rates = measured_rates(settings, k=k, rows=measured) if measured else None
     if args.json:
         doc = {
             "settings": settings.to_json(),
             "gate": oc.to_json() if oc is not None else None,
+            "measured": rates_json(rates) if rates is not None else None,
             "targets": {"false_block": args.false_block, "miss": args.miss},
             "suggested": {"settings": plan.settings.to_json(), "gate": plan.oc.to_json(),
                           "met": plan.met},
@@ -193,4 +231,8 @@ def handle(args: argparse.Namespace) -> int:
         return EXIT_OK
     for line in plan_lines(oc, settings, plan, false_block=args.false_block, miss=args.miss):
         print(line)
+    if rates is not None:
+        print()
+        for line in rates_lines(rates, settings):
+            print(line)
     return EXIT_OK

@@ -780,6 +780,10 @@ def suggest(
                     rule=SEQUENTIAL,
                     reliable=accuracy,
                     unreliable=dropped,
+                    # The baseline's test needs its "varies" accuracy below ``accuracy``.
+                    baseline_unreliable=min(
+                        base.baseline_unreliable, accuracy - (accuracy - dropped) / 3
+                    ),
                     alpha=alpha,
                     beta=beta,
                     max_decisions=length,

@@ -165,6 +165,73 @@ def rates_sentence(rates: DatasetRates | None, settings: RuleSettings) -> str:
     )
 
 
+def rates_lines(rates: DatasetRates, settings: RuleSettings) -> list[str]:
+    """What ``passk plan`` prints of the gated rows at the committed baseline's accuracies."""
+    n = len(rates.rows)
+    catch = rates.worst_catch
+    lines = [
+        f"at the accuracy the committed baseline shows on each gated row ({plural(n, 'row')}):",
+        f"  a harmless pull request is blocked {_pct(rates.false_block)} of the time",
+    ]
+    if catch is not None:
+        lines.append(
+            f"  a gated row whose accuracy drops {rates.drop * 100:.0f} points below its own is "
+            f"caught at least {_pct(catch)} of the time (that row alone)"
+        )
+    lines.append(
+        f"  extra attempts a pull request: {rates.candidate_extra:.0f} candidate, "
+        f"{rates.baseline_extra:.0f} baseline"
+        + (
+            f"; {settings.measure} attempts a gated row per recorded baseline"
+            if settings.rule == RELATIVE
+            else ""
+        )
+    )
+    for r in [r for r in rates.noisiest() if r.block > NOISY]:
+        lines.append(
+            f"  noisy: {r.row.id} is right {_share(r.accuracy)} of {r.row.answers} baseline "
+            f"answers: it alone blocks a harmless pull request {_pct(r.block)} of the time"
+        )
+    for r in [r for r in rates.costliest() if r.candidate_extra > COSTLY]:
+        lines.append(
+            f"  costly: {r.row.id} is right {_share(r.accuracy)} of the time on the baseline: "
+            f"gating it costs about {r.candidate_extra:.0f} candidate and "
+            f"{r.baseline_extra:.0f} baseline attempts a pull request"
+        )
+    few = sum(1 for r in rates.rows if r.row.answers < FEW_ANSWERS)
+    if few:
+        lines.append(
+            f"  {plural(few, 'row')} measured on fewer than {FEW_ANSWERS} answers, taken as right "
+            f"at most {HARMLESS:.0%} of the time (gate.rule: relative measures each gated row "
+            "when the baseline is recorded)"
+        )
+    return lines
+
+
+def rates_json(rates: DatasetRates) -> dict[str, object]:
+    """:func:`rates_lines` as JSON: the dataset's figures and each row's."""
+    return {
+        "false_block": rates.false_block,
+        "worst_catch": rates.worst_catch,
+        "drop": rates.drop,
+        "candidate_extra": rates.candidate_extra,
+        "baseline_extra": rates.baseline_extra,
+        "rows": [
+            {
+                "id": r.row.id,
+                "right": r.row.right,
+                "answers": r.row.answers,
+                "accuracy": r.accuracy,
+                "block": r.block,
+                "catch": r.catch,
+                "candidate_extra": r.candidate_extra,
+                "baseline_extra": r.baseline_extra,
+            }
+            for r in rates.rows
+        ],
+    }
+
+
 def _share(value: float) -> str:
     return f"{value:.0%}" if value * 100 == int(value * 100) else f"{value:.1%}"
 
@@ -186,7 +253,7 @@ def gate_sentence(oc: GateOC | None, settings: RuleSettings) -> str:
             "**The gate:** no row is gated (no must-not-break or ratchet-locked row), so only "
             "protected changes and spend limits can block."
         )
-    rule = "sequential" if settings.rule == SEQUENTIAL else "strict"
+    rule = settings.rule
     cost = (
         f", at about {oc.candidate_extra / oc.gated_rows:.1f} extra candidate attempts a gated row"
         if oc.candidate_extra > 0
@@ -204,6 +271,13 @@ def gate_sentence(oc: GateOC | None, settings: RuleSettings) -> str:
 
 def settings_text(settings: RuleSettings) -> str:
     """The rule and the settings that matter to it, on one line."""
+    if settings.rule == RELATIVE:
+        return (
+            f"relative (a drop of {settings.drop * 100:g} points from each row's own baseline "
+            f"accuracy; screen alpha {settings.screen_alpha:g}, beta {settings.screen_beta:g}; "
+            f"paired comparison alpha {settings.alpha:g}, beta {settings.pair_beta:g}; "
+            f"{settings.measure} attempts a gated row per recorded baseline)"
+        )
     if settings.rule != SEQUENTIAL:
         return (
             f"strict (any wrong answer blocks; lost rows confirmed with "
