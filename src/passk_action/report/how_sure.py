@@ -115,7 +115,9 @@ def power_paragraphs(power: Power) -> tuple[str, ...]:
     if power.mde_k_infinite is None:
         floor = "no floor (the rows do not differ in how they change)"
     text = (
-        f"{subject} 80% of the time (its 95% interval below 0) is **{pts(power.mde)}**. "
+        f"{subject} 80% of the time (its 95% interval below 0) is **{pts(power.mde)}**, "
+        "for a drop spread evenly over the rows (the same drop from a few rows breaking "
+        "entirely is flagged less often: bench/power.md). "
         f"Twice the rows: {pts(power.mde_more_rows)}; twice the attempts per row: "
         f"{pts(power.mde_more_k)}; no answer-to-answer noise at all: {floor}."
     )
