@@ -395,3 +395,24 @@ def test_strict_ignores_the_sequential_settings() -> None:
     assert strict("RRR").rule == STRICT
     with pytest.raises(ValueError, match="k must"):
         judge(side("RRR"), side("RRR"), DEFAULT, kind=MNB, k=0)
+
+
+def test_a_strict_block_says_stable_wrong_of_a_baseline_that_never_varied() -> None:
+    from passk_action.core.diff import Change, Confirmation, RowComparison
+    from passk_action.core.gate import GatePolicy, strict_failure
+    from passk_action.core.model import RowClass
+
+    wrong, flip = RowClass.STABLE_WRONG, RowClass.FLIP
+    row = RowComparison(
+        "r9", False, True, wrong, wrong, Change.UNCHANGED, Confirmation.BASELINE_VARIES,
+        wrong, wrong, None,
+    )  # fmt: skip
+    failure = strict_failure(row, GatePolicy())
+    assert failure is not None and failure.reason.endswith(
+        "(the baseline is stable-wrong too; the ratchet blocks all the same)"
+    )
+    varies = replace(row, baseline_final_class=flip)
+    said = strict_failure(varies, GatePolicy())
+    assert said is not None and said.reason.endswith(
+        "(the baseline varies too; the ratchet blocks all the same)"
+    )

@@ -132,17 +132,21 @@ class GateDecision:
         }
 
 
-def _confirmed(confirmation: Confirmation | None) -> str:
+def _confirmed(row: RowComparison) -> str:
     """What confirmation showed, after a strict failure's reason (nothing when not run).
 
     The row blocks whatever it showed: the words never suggest the re-run
     cleared it (a row right on every re-run still blocks on its wrong answer).
+    A baseline wrong on every answer is said to be, not to vary.
     """
+    confirmation = row.confirmation
     if confirmation is None:
         return ""
     if confirmation is Confirmation.NOT_REPRODUCED:
         return " (right on every re-run; under the strict rule a wrong answer blocks)"
     if confirmation is Confirmation.BASELINE_VARIES:
+        if row.baseline_final_class is RowClass.STABLE_WRONG:
+            return " (the baseline is stable-wrong too; the ratchet blocks all the same)"
         return " (the baseline varies too; the ratchet blocks all the same)"
     return f" ({confirmation.value})"
 
@@ -167,7 +171,7 @@ def strict_failure(row: RowComparison, policy: GatePolicy) -> GateFailure | None
             f"must-not-break row has fewer than k valid decisions on the {side}",
             row.id,
         )
-    confirmed = _confirmed(row.confirmation)
+    confirmed = _confirmed(row)
     if (
         row.must_not_break
         and base is RowClass.STABLE_CORRECT
