@@ -214,8 +214,10 @@ def test_an_agent_printing_a_log_line_to_stdout_stops_before_its_retries(
     code = cli_main(["run", "--config", str(config), "--out", str(tmp_path / "run.json")])
     err = capsys.readouterr().err
     assert code == 2
-    # The window of first tries (2 x concurrency 2), not 12 attempts times 3 tries.
+    # The window of first tries (2 x concurrency 2), not 12 attempts times 3 tries,
+    # recorded as the attempts they are: none retried.
     assert len((tmp_path / "asked.jsonl").read_text().splitlines()) == 4
+    assert "candidate: 4/12 attempts, 4 errors, in " in err, err
     last = err.rstrip().splitlines()[-1]
     assert last.startswith(
         "passk: error: agent: the candidate agent could not run: its first 4 attempt(s) all "

@@ -152,6 +152,11 @@ class FirstAttemptsWatch:
             self._tried.add((attempt.row_id, attempt.number))
             return self._add(attempt, retried=False)
 
+    def seen(self) -> list[Attempt]:
+        """The failed attempts (or first tries) the verdict rests on, in the order seen."""
+        with self._lock:
+            return list(self._seen)
+
     def holds(self, request: AttemptRequest) -> bool:
         """Whether ``request``'s retry waits for the verdict: its first try was counted."""
         with self._lock:
@@ -285,6 +290,14 @@ def _check_requests(requests: Sequence[AttemptRequest], concurrency: int) -> Non
         seen.add(key)
 
 
+class _StoppedAtFirstTries(Exception):
+    """Raised in an attempt's thread: the first tries show the version cannot run."""
+
+    def __init__(self, error: PasskError, attempts: list[Attempt]) -> None:
+        super().__init__(error.message)
+        self.error, self.attempts = error, attempts
+
+
 @dataclass(frozen=True)
 class _Later:
     """A request between two tries: due again ``delay_s`` from when its try ended."""
@@ -344,7 +357,8 @@ class _Tries:
             if retry_index == 0 and not notes and self.watch is not None:
                 unrunnable = self.watch.add_try(attempt)
                 if unrunnable is not None:
-                    raise unrunnable  # the scheduler's loop halts the others
+                    # The scheduler's loop records the watched attempts, then stops.
+                    raise _StoppedAtFirstTries(unrunnable, self.watch.seen())
             note = _retry_note(attempt)
             notes = (*notes, note)
             if self.on_retry is not None:
@@ -619,7 +633,13 @@ def run_attempts(
             )
             for future in done:
                 request = in_flight.pop(future)
-                result = future.result()
+                try:
+                    result = future.result()
+                except _StoppedAtFirstTries as stopped:
+                    # Recorded as they failed, without their retries: nothing is lost.
+                    for attempt in (*stopped.attempts, *held.attempts()):
+                        hand_over(attempt)
+                    raise stopped.error from None
                 if isinstance(result, _Later):
                     due_at = time.monotonic() + result.delay_s
                     heapq.heappush(later, (due_at, next(order), result))
