@@ -249,7 +249,7 @@ def _where(attempts: Sequence[Attempt], version: Version | None) -> str:
 
 SCORER_HINT = (
     "the scorer program could not judge any answer: run it by hand on one request "
-    "(one JSON object on stdin) and make it print {\"correct\": true|false} or {\"score\": n}"
+    '(one JSON object on stdin) and make it print {"correct": true|false} or {"score": n}'
 )
 
 
@@ -493,6 +493,19 @@ def _next_wake(later: list[tuple[float, int, _Later]], watch: FirstAttemptsWatch
     return min((due for due, _, item in later if not watch.holds(item.request)), default=None)
 
 
+def _result_of(
+    future: Future[Attempt | _Later | None], held: _HeldBack, hand_over: Callable[[Attempt], None]
+) -> Attempt | _Later | None:
+    """A try's outcome; when its first tries showed the version cannot run, the attempts
+    watched are handed over as they failed (no retries: nothing is lost), then the error."""
+    try:
+        return future.result()
+    except _StoppedAtFirstTries as stopped:
+        for attempt in (*stopped.attempts, *held.attempts()):
+            hand_over(attempt)
+        raise stopped.error from None
+
+
 def _finished(
     request: AttemptRequest,
     result: Attempt,
@@ -633,13 +646,7 @@ def run_attempts(
             )
             for future in done:
                 request = in_flight.pop(future)
-                try:
-                    result = future.result()
-                except _StoppedAtFirstTries as stopped:
-                    # Recorded as they failed, without their retries: nothing is lost.
-                    for attempt in (*stopped.attempts, *held.attempts()):
-                        hand_over(attempt)
-                    raise stopped.error from None
+                result = _result_of(future, held, hand_over)
                 if isinstance(result, _Later):
                     due_at = time.monotonic() + result.delay_s
                     heapq.heappush(later, (due_at, next(order), result))
