@@ -20,7 +20,7 @@ population means over rows of each row's own value:
 - paired difference (candidate - baseline): 0 ("same") or (mu' - mu) / 2 ("worse").
 
 Each replication draws n rows, computes each interval from the per-row
-values exactly as ``passk`` does (``core/uncertainty.py``, pseudo-answers
+values exactly as ``passk`` does (``core/error_bars.py``, pseudo-answers
 sized by the answers a row is worth), and counts whether it holds the
 long-run value.  "before" is the interval passk used until this benchmark
 (mean +- 1.96 Miller SE, clipped to [0, 1] for shares), reimplemented here;
@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from passk_action.core.uncertainty import difference_interval, share_interval
+from passk_action.core.error_bars import difference_interval, share_interval
 
 Z_975 = 1.959964
 ROWS = (10, 20, 65, 200, 1000)

@@ -1,6 +1,6 @@
 """Is the "smallest drop detected 80% of the time" detected 80% of the time? By simulation.
 
-The report's power paragraph (``core/uncertainty.py``: :class:`Power`) names
+The report's power paragraph (``core/power.py``: :class:`Power`) names
 the smallest drop in mean accuracy that the comparison's verdict flags
 "worse" (its paired 95% interval below 0) 80% of the time.  This bench
 checks that promise through the real code path, :func:`paired_comparison`:
@@ -41,9 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from passk_action.core.error_bars import Z_975
 from passk_action.core.model import RowClass
+from passk_action.core.paired import WORSE, paired_comparison
+from passk_action.core.power import Z_80, paired_power
 from passk_action.core.stats import RowSummary
-from passk_action.core.uncertainty import WORSE, Z_80, Z_975, paired_comparison, paired_power
 
 ROWS = (20, 50, 200)
 ACCURACY = (0.9, 0.99)

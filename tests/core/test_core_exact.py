@@ -13,6 +13,8 @@ from dataclasses import replace
 
 import pytest
 
+from passk_action.core.analysis import analyze, analyze_run
+from passk_action.core.check_stability import CheckStability, check_stability
 from passk_action.core.classify import classify_attempts
 from passk_action.core.diff import (
     Change,
@@ -24,6 +26,15 @@ from passk_action.core.diff import (
     confirmation_outcome,
     first_divergent_check,
     same_checks,
+)
+from passk_action.core.error_bars import (
+    INTERVAL_DIFFERENCE,
+    INTERVAL_SHARE,
+    ErrorBar,
+    clustered_se,
+    difference_interval,
+    mean_error_bar,
+    share_interval,
 )
 from passk_action.core.gate import (
     RECORDED_FAILURE_KIND,
@@ -47,6 +58,18 @@ from passk_action.core.model import (
     dataset_digest,
     split_error_detail,
 )
+from passk_action.core.paired import (
+    BETTER,
+    TOO_FEW_ROWS,
+    WITHIN_NOISE,
+    WORSE,
+    mcnemar_exact_p,
+    p_value_text,
+    paired_comparison,
+    verdict_of,
+)
+from passk_action.core.pass_curve import CurvePoint, PassCurve, pass_curve
+from passk_action.core.power import Power, paired_power, power_analysis
 from passk_action.core.result import CompareResult, evaluate
 from passk_action.core.scoring import ABSENT, is_correct, normalize
 from passk_action.core.sequential import STRICT, RuleSettings
@@ -60,33 +83,6 @@ from passk_action.core.stats import (
     summarize_run,
 )
 from passk_action.core.student_t import regularized_beta, student_t_cdf
-from passk_action.core.uncertainty import (
-    BETTER,
-    INTERVAL_DIFFERENCE,
-    INTERVAL_SHARE,
-    TOO_FEW_ROWS,
-    WITHIN_NOISE,
-    WORSE,
-    CheckStability,
-    CurvePoint,
-    ErrorBar,
-    PassCurve,
-    Power,
-    analyze,
-    analyze_run,
-    check_stability,
-    clustered_se,
-    difference_interval,
-    mcnemar_exact_p,
-    mean_error_bar,
-    p_value_text,
-    paired_comparison,
-    paired_power,
-    pass_curve,
-    power_analysis,
-    share_interval,
-    verdict_of,
-)
 from passk_action.errors import UsageError
 from support.runs import attempts, classify_decisions, record, run_of
 from support.scenarios import failed_scenario

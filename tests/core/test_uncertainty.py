@@ -9,35 +9,33 @@ from fractions import Fraction
 
 import pytest
 
+from passk_action.core.analysis import analyze
+from passk_action.core.check_stability import check_stability
+from passk_action.core.error_bars import (
+    accuracy_error_bar,
+    answers_per_row_worth,
+    clustered_se,
+    difference_interval,
+    mean_error_bar,
+    pass_k_error_bar,
+    share_interval,
+)
 from passk_action.core.gate import GatePolicy
 from passk_action.core.model import Phase, RowClass, Scoring, Version
-from passk_action.core.result import CompareResult, evaluate
-from passk_action.core.stats import RowSummary
-from passk_action.core.student_t import regularized_beta, student_t_cdf, t_975
-from passk_action.core.uncertainty import (
+from passk_action.core.paired import (
     BETTER,
     TOO_FEW_ROWS,
     WITHIN_NOISE,
     WORSE,
-    RowNoise,
-    accuracy_error_bar,
-    analyze,
-    answers_per_row_worth,
-    check_stability,
-    clustered_se,
-    difference_interval,
     mcnemar_exact_p,
-    mean_error_bar,
     p_value_text,
     paired_comparison,
-    paired_power,
-    pass_at_k,
-    pass_curve,
-    pass_k_error_bar,
-    power_analysis,
-    share_interval,
-    smallest_detected_drop,
 )
+from passk_action.core.pass_curve import pass_at_k, pass_curve
+from passk_action.core.power import RowNoise, paired_power, power_analysis, smallest_detected_drop
+from passk_action.core.result import CompareResult, evaluate
+from passk_action.core.stats import RowSummary
+from passk_action.core.student_t import regularized_beta, student_t_cdf, t_975
 from support.runs import attempts, record, run_of
 
 EXACT = Scoring()

@@ -6,13 +6,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from passk_action.core.error_bars import ErrorBar
 from passk_action.core.model import RowClass
-from passk_action.core.uncertainty import (
-    ErrorBar,
-    PairedComparison,
-    mcnemar_exact_p,
-    verdict_of,
-)
+from passk_action.core.paired import PairedComparison, mcnemar_exact_p, verdict_of
 from passk_action.report.charts import (
     CLASS_ORDER,
     FlipBar,

@@ -20,6 +20,8 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from passk_action.core.analysis import analyze, analyze_run
+from passk_action.core.error_bars import ErrorBar
 from passk_action.core.gate import GateDecision, GateFailure, ProtectedChange, Rule
 from passk_action.core.history import History, HistoryBuilder, summarize_version
 from passk_action.core.model import (
@@ -27,16 +29,10 @@ from passk_action.core.model import (
     Version,
 )
 from passk_action.core.operating import MeasuredRow, dataset_oc, measured_rates, row_oc
+from passk_action.core.paired import PairedComparison
+from passk_action.core.power import Power, power_analysis
 from passk_action.core.result import CompareResult, Executions
 from passk_action.core.sequential import GatedKind, RuleSettings
-from passk_action.core.uncertainty import (
-    ErrorBar,
-    PairedComparison,
-    Power,
-    analyze,
-    analyze_run,
-    power_analysis,
-)
 from passk_action.report.check_run import check_title
 from passk_action.report.comment import (
     CommentContext,
@@ -513,7 +509,7 @@ def test_the_report_states_both_versions_error_bars_computed_by_hand() -> None:
     # The block sits between the noise sentence and the row counts.
     assert report.index("**Within noise:**") < report.index(f"**{STATISTICS_TITLE}**")
     assert report.index(f"**{STATISTICS_TITLE}**") < report.index("**Rows:** 1 gained")
-    # The drop its verdict flags "worse" 80% of the time (model in core/uncertainty.Power):
+    # The drop its verdict flags "worse" 80% of the time (model in core/power.Power):
     # with 7 rows it takes half the accuracy (31.8 pts by the old formula was flagged
     # far less often than 80%; bench/power.md).
     assert (

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from passk_action.cli import main
-from passk_action.core.uncertainty import analyze
+from passk_action.core.analysis import analyze
 from passk_action.store.artifact import write_run
 from passk_action.store.results import read_result, result_to_json, write_result
 from support.paths import TESTS

@@ -24,12 +24,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from passk_action.core.check_stability import check_stability
 from passk_action.core.classify import classify
 from passk_action.core.diff import check_flips, compare_runs
 from passk_action.core.model import Attempt, Phase, RowClass, RowRecord, Scoring, group_attempts
+from passk_action.core.paired import mcnemar_exact_p
+from passk_action.core.pass_curve import pass_at_k, pass_curve
 from passk_action.core.scoring import normalize
 from passk_action.core.stats import compute_metrics, pass_hat_k, summarize_row, summarize_run
-from passk_action.core.uncertainty import check_stability, mcnemar_exact_p, pass_at_k, pass_curve
 from passk_action.errors import ArtifactError
 from passk_action.store import results
 from passk_action.store.artifact import read_run, write_run

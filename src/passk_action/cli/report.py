@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..core.analysis import Analysis, analyze
 from ..core.cost import compare_spend
 from ..core.history import History
 from ..core.result import CompareResult
-from ..core.uncertainty import Analysis, analyze
 from ..errors import EXIT_OK, UsageError
 from ..inputs.config import load_config
 from ..report.compare_report import render_compare_report

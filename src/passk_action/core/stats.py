@@ -101,7 +101,7 @@ class Metrics:
     - ``pass_k`` = mean over all rows of C(c, k) / C(n, k), n the row's
       attempts, errors included (see :func:`pass_hat_k`): "k attempts all
       right", so an errored attempt is one that was not.  A row with fewer
-      than k attempts counts 0.  The pass^j curve (``core/uncertainty.py``)
+      than k attempts counts 0.  The pass^j curve (``core/pass_curve.py``)
       is over attempts too, so its pass^k point is this number and its
       pass^1 point is :attr:`attempt_accuracy` per row.  None for an empty
       run.

@@ -1,10 +1,8 @@
 """Student's t distribution: its CDF and quantile, and the regularized incomplete beta.
 
 Pure and dependency-free (no scipy in the container), so every core module
-can use it: ``core/uncertainty.py`` for its error bars and ``core/cost.py``
-for the paired cost and latency intervals.  ``cost.py`` cannot import
-``uncertainty.py`` (uncertainty imports result, which imports cost), hence a
-module of its own.
+can use it: the error bars and the power figures, and the paired cost and
+latency intervals.
 
 Formulas from Abramowitz and Stegun, Handbook of Mathematical Functions
 (1964), 26.5 and 26.7; accurate to about 1e-12, checked against scipy and

@@ -27,9 +27,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..core.analysis import Analysis
 from ..core.diff import RowComparison
 from ..core.model import RowClass
-from ..core.uncertainty import Analysis, PassCurve
+from ..core.pass_curve import PassCurve
 
 BASELINE_COLOR = "#0072B2"
 """Okabe-Ito blue."""

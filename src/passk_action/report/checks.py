@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.uncertainty import CheckStability
+from ..core.check_stability import CheckStability
 from .escape import code
 from .phrases import VALUE_LEN, percent
 

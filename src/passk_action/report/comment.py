@@ -20,6 +20,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..core.analysis import Analysis, analyze
 from ..core.causes import Kind, causes_of, dominant_kind
 from ..core.cost import compare_spend
 from ..core.diff import RowComparison
@@ -29,7 +30,6 @@ from ..core.model import Attempt, Json, Phase, RowRecord
 from ..core.result import CompareResult
 from ..core.sequential import STRICT
 from ..core.stats import Metrics
-from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .could_not_run import could_not_finish_title, could_not_run_title
 from .escape import block, code, inline
@@ -543,7 +543,7 @@ def render_comment(
     the comment is too long, fewer blocking rows are shown in full (the rest
     by id, then only counted), the lists shrink, then the chart goes; the
     verdict, the numbers and the record always stay.  ``analysis`` defaults
-    to :func:`~.uncertainty.analyze` of ``result``.  ``details_url`` (a plain
+    to :func:`~.analysis.analyze` of ``result``.  ``details_url`` (a plain
     https URL) overrides ``context.details_url``.
     """
     _check_hidden(marker, record)

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from ..core.analysis import Analysis, analyze
 from ..core.cost import compare_spend
 from ..core.gate import GateDecision, GateFailure, Rule
 from ..core.model import RowRecord
 from ..core.result import CompareResult
 from ..core.stats import Metrics
-from ..core.uncertainty import Analysis, analyze
 from .charts import curve_lines, transition_lines
 from .checks import check_lines
 from .comment import CommentContext, why_it_failed
@@ -183,7 +183,7 @@ def render_compare_report(
     ``history`` each lost row's history on the base branch), then the facts
     and the numbers.
 
-    ``analysis`` defaults to :func:`~.uncertainty.analyze` of ``result``
+    ``analysis`` defaults to :func:`~.analysis.analyze` of ``result``
     without clusters; pass one computed with the dataset's clusters when you
     have them.  ``charts=False`` leaves out the Mermaid chart and the
     transition table, ``statistics=False`` the error-bar table and the

@@ -1,6 +1,6 @@
 """How sure the numbers are, in words: the noise sentence, error bars, intervals and power.
 
-From an :class:`~passk_action.core.uncertainty.Analysis` already computed,
+From an :class:`~passk_action.core.analysis.Analysis` already computed,
 for the Markdown report, the PR comment and the HTML page alike.  Nothing
 here comes from a user or an agent except a version's name, escaped.
 """
@@ -9,17 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.uncertainty import (
-    BETTER,
-    PAIRED,
-    WITHIN_NOISE,
-    WORSE,
-    Analysis,
-    ErrorBar,
-    PairedComparison,
-    Power,
-    VersionAnalysis,
-)
+from ..core.analysis import Analysis, VersionAnalysis
+from ..core.error_bars import ErrorBar
+from ..core.paired import BETTER, WITHIN_NOISE, WORSE, PairedComparison
+from ..core.power import PAIRED, Power
 from .escape import inline
 from .phrases import (
     VALUE_LEN,
@@ -88,7 +81,7 @@ def power_paragraphs(power: Power) -> tuple[str, ...]:
 
     Markdown, shared by the Markdown report (one paragraph, see
     :func:`power_text`) and the HTML page (one paragraph each); the model
-    in :class:`~.uncertainty.Power` (the report's own 95% interval below 0,
+    in :class:`~.power.Power` (the report's own 95% interval below 0,
     80% of the time).  Nothing in it comes from a user or an agent.
     """
     if power.mde is None:

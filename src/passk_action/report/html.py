@@ -19,15 +19,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..core.analysis import Analysis, VersionAnalysis, analyze
+from ..core.analysis import analyze_run as analyze_one_run
+from ..core.check_stability import CheckStability
 from ..core.diff import Change, RowComparison
+from ..core.error_bars import ErrorBar
 from ..core.gate import GateFailure, Rule
 from ..core.history import History
 from ..core.model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
+from ..core.power import Power
 from ..core.result import CompareResult
 from ..core.scoring import decision_text, expected_text, is_right
 from ..core.stats import RowSummary, summarize_run
-from ..core.uncertainty import Analysis, CheckStability, ErrorBar, Power, VersionAnalysis, analyze
-from ..core.uncertainty import analyze_run as analyze_one_run
 from .charts import (
     BASELINE_COLOR,
     CANDIDATE_COLOR,

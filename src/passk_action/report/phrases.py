@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..core.causes import Kind, causes_of
 from ..core.diff import Change, Confirmation, DivergentCheck, RowComparison
+from ..core.error_bars import ErrorBar
 from ..core.gate import GateFailure, Rule
 from ..core.model import AgentInfo, Attempt, Phase, Run, Scoring
+from ..core.paired import p_value_text
 from ..core.result import Executions
 from ..core.scoring import (
     Labeled,
@@ -28,7 +30,6 @@ from ..core.scoring import (
     is_right,
 )
 from ..core.stats import Metrics
-from ..core.uncertainty import ErrorBar, p_value_text
 from .escape import code, inline
 
 ID_LEN = 80
@@ -95,7 +96,7 @@ def percent_to(value: float, decimals: int) -> str:
 def distinct_ends(low: float, high: float, show: Callable[[float, int], str]) -> tuple[str, str]:
     """Both ends of an interval with one decimal, more while they would print alike.
 
-    The intervals are never of zero width (``core/uncertainty``), and neither
+    The intervals are never of zero width (``core/error_bars``), and neither
     is their text: 99.996%-100% over 100,000 rows shows as "99.996% – 100.000%",
     not "100.0% – 100.0%".  Stops at 6 decimals (a width below 1e-8 pts).
     """

@@ -10,17 +10,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.analysis import VersionAnalysis, analyze_run
+from ..core.check_stability import check_stability
 from ..core.cost import summarize_spend
 from ..core.model import Attempt, Json, Phase, RowClass, Run, expected_json
+from ..core.pass_curve import pass_curve
+from ..core.power import Power, power_analysis
 from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
-from ..core.uncertainty import (
-    Power,
-    VersionAnalysis,
-    analyze_run,
-    check_stability,
-    pass_curve,
-    power_analysis,
-)
 from .charts import CLASS_RANK
 from .checks import check_lines
 from .escape import block, code, inline
@@ -196,7 +192,7 @@ def _imported_lines(run: Run, summaries: Sequence[RowSummary]) -> list[str]:
     """What an imported run's harness user looks for: pass^1 … pass^k, and what was left out.
 
     pass^j is the mean over rows of C(c, j)/C(n, j), as in the tau-bench
-    paper's table (see :func:`~passk_action.core.uncertainty.pass_curve`).
+    paper's table (see :func:`~passk_action.core.pass_curve.pass_curve`).
     """
     info = run.imported
     if info is None:
@@ -224,7 +220,7 @@ def _imported_lines(run: Run, summaries: Sequence[RowSummary]) -> list[str]:
 def run_analysis_json(version: VersionAnalysis, power: Power, k: int) -> dict[str, Json]:
     """One run's error bars, pass^j curve, check stability and power, as data.
 
-    The keys of one side of :meth:`~.uncertainty.Analysis.to_json` plus ``k``
+    The keys of one side of :meth:`~.analysis.Analysis.to_json` plus ``k``
     and ``power`` (with a single version there is no paired MDE: it is null).
     """
     return {"k": k, **version.to_json(), "power": power.to_json()}
