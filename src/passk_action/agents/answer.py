@@ -126,6 +126,9 @@ def loads_answer(text: str) -> Any:
         raise BadOutput("the answer is nested too deeply to store") from exc
     except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string"
         raise BadOutput(f"the answer cannot be stored: {' '.join(str(exc).split())[:120]}") from exc
+    if values.nested_deeper(obj, values.MAX_NESTING):
+        # Masking, scoring and storing walk the answer: the bound is met here, once.
+        raise BadOutput(f"the answer is nested more than {values.MAX_NESTING} levels")
     if ("NaN" in text or "Infinity" in text) and (found := _constant_outside_usage(obj)):
         raise BadOutput(f"{found} is not valid JSON")
     return obj

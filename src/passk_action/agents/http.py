@@ -428,7 +428,7 @@ class HttpAgent:
                 try:
                     request_key = None if key == GLOBAL_KEY else _key_from_text(key)
                     wait = (datetime.fromisoformat(when) - now_wall).total_seconds()
-                except (ValueError, TypeError):
+                except (ValueError, TypeError, OverflowError):
                     continue  # not ours to trust: a damaged entry is dropped
                 if wait <= 0:
                     continue
@@ -561,6 +561,12 @@ class HttpAgent:
             detail = _one_line(mask(f"{type(exc).__name__}: {exc}"), 300)
             failed = f"request failed: {detail}"
             return _Sent(self._error(request, CONNECTION_ERROR, failed, started))
+        except (ValueError, UnicodeError) as exc:
+            # A redirect whose Location urllib3 cannot parse (a bad IPv6 host, a label
+            # over 63 bytes, bytes that are not UTF-8): the endpoint's answer, not passk's bug.
+            detail = _one_line(mask(f"{type(exc).__name__}: {exc}"), 300)
+            bad = f"the endpoint's answer cannot be followed: {detail}"
+            return _Sent(self._error(request, HTTP_STATUS, bad, started))
         if not 200 <= response.status_code < 300:
             return self._refused(
                 request, response, mask(content.decode("utf-8", "replace")), started

@@ -30,7 +30,8 @@ def retry_after_s(value: str | None, now_epoch_s: float) -> float | None:
         return None
     text = value.strip()
     if _DELAY_SECONDS.fullmatch(text):
-        return float(int(text))
+        # Past 10^12 s (31,000 years) every cap applies: no float overflow, no 4,301-digit int.
+        return float(int(text)) if len(text) <= 12 else float(10**12)
     parsed = email.utils.parsedate_tz(text)
     if parsed is None:
         return None

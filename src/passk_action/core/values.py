@@ -65,7 +65,7 @@ COUNT_TEXT = "a whole number from 0 to 10^12"
 AMOUNT_TEXT = "a number from 0 to 10^12"
 SECONDS_TEXT = "a number of seconds from 0 to 10^9"
 MAX_NESTING = 100
-"""Levels of lists and mappings a value in a config or YAML dataset may nest (recursion-safe)."""
+"""Levels of lists and mappings a config, a YAML dataset or an answer may nest (recursion-safe)."""
 MIN_CHANCE = 1e-6
 MIN_K = 2
 MAX_K = 1000
@@ -136,6 +136,19 @@ def chance(value: object) -> float | None:
 def attempts_per_row(value: object) -> int | None:
     """k: a whole number from :data:`MIN_K` to :data:`MAX_K`."""
     return value if type(value) is int and MIN_K <= value <= MAX_K else None
+
+
+def nested_deeper(value: object, limit: int) -> bool:
+    """Whether lists and mappings in ``value`` nest more than ``limit`` levels (iteratively)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def within_tolerance(

@@ -347,6 +347,15 @@ def expected_from_json(doc: Mapping[str, Any], where: str) -> tuple[str | None, 
         raise ArtifactError(
             "'expected_checks' must be an object of check names and values", where=where
         )
+    for name, value in checks.items():
+        try:
+            canonical_json(value)  # written back as read, and digested: JSON, no NaN
+        except (ValueError, TypeError, RecursionError):
+            raise ArtifactError(
+                f"'expected_checks.{name}' must be a JSON value passk can store (no NaN or "
+                "Infinity)",
+                where=where,
+            ) from None
     return expected, tuple(checks.items())
 
 
