@@ -43,11 +43,9 @@ FROM_HEAD = ("path", "dataset", "agent", "concurrency", "must_not_break_tags")
 
 
 def _http_timeout(agent: AgentConfig | None) -> float:
-    return (
-        agent.http.timeout_s
-        if agent is not None and agent.http is not None
-        else (DEFAULT_HTTP_TIMEOUT_S)
-    )
+    if agent is None or agent.http is None:
+        return DEFAULT_HTTP_TIMEOUT_S
+    return agent.http.timeout_s
 
 
 BOUNDED: tuple[tuple[str, Callable[[AgentConfig | None], float]], ...] = (
