@@ -11,6 +11,11 @@ Run it::
 
 then ``export OPENAI_BASE_URL=<that URL> OPENAI_API_KEY=passk-demo-key``.
 
+It also grades, as an LLM judge would: a system message that says "grade the
+answer" gets a ``{"correct": …, "reason": …}`` verdict on the user message's
+``Answer:`` against its ``Expected decision:`` (:func:`grade`; a hedging answer
+is a coin toss on every call, the judge noise passk measures).
+
 What it serves (loopback only):
 
 - ``POST /v1/chat/completions``: a ``chat.completion`` object (``id``,
@@ -228,6 +233,31 @@ def review(policy: Policy, facts: Facts, draw: Callable[[str], float]) -> dict[s
     return {"checks": checks, "decision": decision, "reason": reason}
 
 
+_EXPECTED = re.compile(r"^\s*expected decision:\s*(\w+)", re.IGNORECASE | re.MULTILINE)
+_ANSWER = re.compile(r"^\s*answer:\s*(.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
+
+
+def grade(user: str, draw: Callable[[str], float]) -> dict[str, Any]:
+    """A judge's verdict on a free-text answer (a system message that says "grade the
+    answer"): ``Expected decision: X`` and ``Answer: ...`` in the user message.
+
+    An answer that names the expected decision and no other is right, one that names
+    another and not the expected one wrong, every time. One that names both (it hedges)
+    is a coin toss on each call: the judge's own noise, which passk measures.
+    """
+    expected, answer = _EXPECTED.search(user), _ANSWER.search(user)
+    if expected is None or answer is None:
+        return {"correct": False, "reason": "no expected decision or answer to grade"}
+    want = expected.group(1).lower()
+    named = {label for label in LABELS if re.search(rf"\b{label}", answer.group(1).lower())}
+    if named == {want}:
+        return {"correct": True, "reason": f"the answer decides {want}"}
+    if want not in named:
+        return {"correct": False, "reason": f"the answer does not decide {want}"}
+    right = draw("grade") < 0.5
+    return {"correct": right, "reason": "the answer hedges between " + " and ".join(sorted(named))}
+
+
 def estimate_tokens(text: str) -> int:
     """About four characters a token, like OpenAI's rule of thumb for English."""
     return max(1, math.ceil(len(text) / 4))
@@ -252,7 +282,9 @@ def complete(body: Mapping[str, Any], *, seed: int, digest: str, n: int,
     def draw(what: str) -> float:
         return uniform(seed, digest, n, what)
 
-    if facts is None:
+    if "grade the answer" in system.lower():
+        content = json.dumps(grade(user, draw))
+    elif facts is None:
         content = ('{"error": "missing order details"}' if json_mode else
                    "I'd be glad to help. Could you share the price, the delivery date, "
                    "the return window and the receipt for this order?")
