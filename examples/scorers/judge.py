@@ -44,7 +44,7 @@ def ask(body: dict[str, object]) -> dict[str, object]:
             with urllib.request.urlopen(request, timeout=60) as response:
                 return json.load(response)
         except urllib.error.HTTPError as exc:
-            if exc.code != 429 and exc.code < 500 or attempt == 5:
+            if (exc.code != 429 and exc.code < 500) or attempt == 5:
                 raise
             time.sleep(min(float(exc.headers.get("Retry-After") or 1), 10))
     raise RuntimeError("unreachable")
@@ -52,7 +52,8 @@ def ask(body: dict[str, object]) -> dict[str, object]:
 
 def main() -> int:
     request = json.load(sys.stdin)
-    answer = request["answer"] if isinstance(request["answer"], str) else json.dumps(request["answer"])
+    answer = request["answer"]
+    answer = answer if isinstance(answer, str) else json.dumps(answer)
     completion = ask(
         {
             "model": os.environ.get("PASSK_JUDGE_MODEL", "gpt-4o-mini"),
@@ -67,7 +68,8 @@ def main() -> int:
         }
     )
     verdict = json.loads(completion["choices"][0]["message"]["content"])
-    print(json.dumps({"correct": bool(verdict["correct"]), "reason": str(verdict.get("reason", ""))}))
+    said = {"correct": bool(verdict["correct"]), "reason": str(verdict.get("reason", ""))}
+    print(json.dumps(said))
     return 0
 
 

@@ -21,7 +21,8 @@ LABELS = ("approve", "deny", "escalate")
 
 def main() -> int:
     request = json.load(sys.stdin)
-    answer = request["answer"] if isinstance(request["answer"], str) else json.dumps(request["answer"])
+    answer = request["answer"]
+    answer = answer if isinstance(answer, str) else json.dumps(answer)
     found = re.search(r"\b(" + "|".join(LABELS) + r")", answer.lower())
     decided = found.group(1) if found else None
     right = decided == request["expected"]
