@@ -150,3 +150,66 @@ def test_a_replayed_verdict_equals_the_engines() -> None:
     for verdict in result.gate.verdicts.values():
         assert verdict.decision is not Decision.MORE and verdict.requests == ()
     assert replace(result.gate, verdicts={}) != result.gate
+
+
+def test_a_relative_rule_result_is_audited_from_its_recorded_attempts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 29: a result the relative rule decided (schema 5: the baseline's measurement
+    attempts, the paired comparison's pairs) is judged again from its attempts alone, with the
+    rule it records; the same file read as the sequential rule decides otherwise."""
+    import random
+
+    from passk_action.agents.protocol import AttemptRequest
+    from passk_action.agents.runner import FunctionAgent
+    from passk_action.agents.scheduler import RetryPolicy
+    from passk_action.core.model import AgentInfo, Dataset, Row, Version, dataset_digest
+    from passk_action.engine.agents import ReadyAgents
+    from passk_action.engine.compare import compare
+    from passk_action.engine.measuring import measure_run, rows_to_measure
+    from passk_action.engine.request import CandidateSource, CompareInputs
+    from passk_action.engine.session import Session
+    from passk_action.inputs.config import parse_config
+
+    rows = tuple(
+        Row(id=f"r{i}", input={"i": i}, expected="yes", must_not_break=True) for i in range(3)
+    )
+    dataset = Dataset(rows=rows, source="data.jsonl", digest=dataset_digest(rows))
+    config = parse_config(
+        "dataset: data.jsonl\nagent: {command: [c]}\nbaseline: {agent: {command: [b]}}\n"
+        "retry: {attempts: 0}\ngate: {rule: relative}\n",
+        tmp_path / "passk.yml",
+    ).config
+
+    def agent(accuracy: float, seed: str) -> FunctionAgent:
+        def answer(request: AttemptRequest) -> dict[str, str]:
+            right = random.Random(f"{seed}|{request.row.id}|{request.number}").random()
+            return {"decision": "yes" if right < accuracy else "no"}
+
+        return FunctionAgent(answer, seed)
+
+    session = Session(concurrency=4, retry=RetryPolicy(attempts=0), now=lambda: "now")
+    baseline, _ = measure_run(
+        dataset, rows, config.settings, agent(0.85, "b"), AgentInfo(Version.BASELINE, "b"),
+        tmp_path / "baseline.json", session, measured=rows_to_measure(config.gate.rule, rows, ()),
+    )  # fmt: skip
+    inputs = CompareInputs(
+        config=config,
+        dataset=dataset,
+        baseline=baseline,
+        candidate=CandidateSource(out=tmp_path / "candidate.json"),
+    )
+    agents = ReadyAgents({Version.BASELINE: agent(0.85, "b2"), Version.CANDIDATE: agent(0.85, "c")})
+    result = compare(inputs, agents, session)
+    path = tmp_path / "result.json"
+    write_result(result, path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["schema_version"] == 5 and doc["policy"]["rule"]["rule"] == "relative"
+    audited = read_result(path)
+    assert audited.consistent
+    assert audited.result.gate == result.gate
+    assert main(["gate", str(path)]) == (0 if result.gate.passed else 1)
+    # Control: the same attempts under the sequential rule (rows right 85% of the time
+    # against an assumed 99%) decide otherwise: the file's own rule is the one audited.
+    doc["policy"]["rule"]["rule"] = "sequential"
+    assert not result_from_json(doc, "r.json").consistent
