@@ -393,7 +393,8 @@ class GateOC:
     - ``candidate_extra`` / ``baseline_extra``: expected attempts beyond the
       k main ones, summed over the gated rows of a harmless PR;
     - ``max_rounds``: the most confirmation rounds one row can take
-      (sequential rule; 1 for strict).
+      (sequential rule; 1 for strict; 0: not bounded here, the relative
+      rule's paired comparison asks rounds until it ends).
     """
 
     rule: str
@@ -453,6 +454,8 @@ def gate_oc(
         max_rounds=(
             max_rounds(settings.candidate_test, k) + max_rounds(settings.baseline_test, k)
             if settings.rule == SEQUENTIAL
+            else 0
+            if settings.rule == RELATIVE
             else 1
         ),
     )

@@ -304,8 +304,8 @@ def _oc_lines(oc: GateOC) -> list[str]:
         f"  a gated row whose accuracy drops to {oc.dropped:.0%} is caught {_pct(oc.catch)} of "
         f"the time (that row alone blocks {_pct(1 - oc.row_miss)})",
         f"  extra attempts a gated row: {oc.candidate_extra / oc.gated_rows:.2f} candidate, "
-        f"{oc.baseline_extra / oc.gated_rows:.2f} baseline; at most {oc.max_rounds} "
-        f"confirmation round(s)",
+        f"{oc.baseline_extra / oc.gated_rows:.2f} baseline"
+        + (f"; at most {oc.max_rounds} confirmation round(s)" if oc.max_rounds else ""),
     ]
 
 
