@@ -13,6 +13,7 @@ import pytest
 
 from passk_action.core import notes as kinds
 from passk_action.core.notes import (
+    AddedRowsNotMeasured,
     BaselineAgeUnknown,
     BaselineBehind,
     BaselineReused,
@@ -55,6 +56,12 @@ CASES: list[tuple[Note, str]] = [
         ToppedUp(ELEVEN, 33),
         "the baseline was run on 11 new or changed row(s) first (33 executions): "
         "r0, r1, r2, r3, r4, r5, r6, r7, r8, r9 and 1 more",
+    ),
+    (
+        AddedRowsNotMeasured(("r7", "r8"), 5),
+        "2 row(s) this pull request adds were not measured on the baseline: the gating job "
+        "runs the base agent on at most 5 added row(s) (baseline.added_rows_limit in the base "
+        "config), so they are left out of this comparison: r7, r8",
     ),
     (BaselineReused(), "the baseline artifact matches the dataset: no baseline run was needed"),
     (RatchetExits(("r9",)), "1 row(s) left the ratchet because they left the dataset: r9"),
