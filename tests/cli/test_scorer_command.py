@@ -237,3 +237,60 @@ def test_a_pull_request_that_edits_the_scorer_is_judged_by_the_bases(
     # The gate of the result needs neither the agent nor the scorer.
     (repo.root / "scorer.py").unlink()
     assert main(["gate", str(repo.root / "result.json")]) == 1
+
+
+STATE_AGENT = """\
+import json, os, sys
+request = json.load(sys.stdin)
+target = request["input"]["target"]
+off = 1 if request["id"] == "t3" else 0  # t3 leaves the ledger wrong
+with open(os.path.join(os.environ["PASSK_STATE_DIR"], "ledger.json"), "w") as handle:
+    json.dump({"balance": target + off}, handle)
+answer = {"decision": "done"}
+if os.environ.get("CLAIM"):
+    answer["correct"] = True  # what the agent says of itself
+print(json.dumps(answer))
+"""
+STATE_SCORER = """\
+import json, os, sys
+request = json.load(sys.stdin)
+ledger = json.load(open(os.path.join(request["state"], "ledger.json")))
+locked = not any(
+    os.stat(path).st_mode & 0o222
+    for path in (request["state"], os.path.join(request["state"], "ledger.json"))
+)
+right = ledger["balance"] == request["input"]["target"]
+print(json.dumps({"correct": right, "reason": f"balance {ledger['balance']}, locked {locked}"}))
+"""
+
+
+@pytest.mark.parametrize("claims", [False, True], ids=["control", "agent-says-correct"])
+def test_an_environment_task_is_scored_from_the_state_it_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, claims: bool
+) -> None:
+    (tmp_path / "agent.py").write_text(STATE_AGENT, encoding="utf-8")
+    (tmp_path / "scorer.py").write_text(STATE_SCORER, encoding="utf-8")
+    rows = [{"id": f"t{i}", "input": {"target": 10 * i}} for i in (1, 2, 3)]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    doc = {
+        "dataset": "data.jsonl",
+        "k": 2,
+        "agent": {"command": [sys.executable, "agent.py"], "timeout_s": 30},
+        "scoring": {"by": "environment", "command": [sys.executable, "scorer.py"]},
+    }
+    (tmp_path / "passk.yml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    if claims:
+        monkeypatch.setenv("CLAIM", "1")
+    out = tmp_path / "run.json"
+
+    assert main(["run", "--config", str(tmp_path / "passk.yml"), "--out", str(out)]) == 0
+
+    assert _decisions(out) == {
+        "t1": ["success", "success"],
+        "t2": ["success", "success"],
+        "t3": ["failure", "failure"],
+    }
+    run = read_run(out)
+    # The scorer read the state read-only; the folders are gone afterwards.
+    assert all((a.verdicts[0].reason or "").endswith("locked True") for a in run.attempts)
+    assert all(a.correct is None for a in run.attempts)

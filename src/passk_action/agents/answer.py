@@ -338,12 +338,15 @@ def _is_object(line: str) -> bool:
 
 def request_message(request: AttemptRequest) -> dict[str, Json]:
     """The protocol's request object (``docs/protocol.md``): the same keys on every transport."""
-    return {
+    message: dict[str, Json] = {
         "id": request.row.id,
         "input": request.row.input,
         "attempt": request.number,
         "version": request.version.value,
     }
+    if request.state_dir is not None:
+        message["state_dir"] = request.state_dir
+    return message
 
 
 def json_line(message: Mapping[str, Json]) -> bytes:

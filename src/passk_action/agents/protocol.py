@@ -38,6 +38,9 @@ class AttemptRequest:
     phase: Phase
     version: Version
     scoring: Scoring = field(default_factory=Scoring)
+    state_dir: str | None = None
+    """A folder of this attempt's own where a task its environment scores leaves its state
+    for the scorer program (``scorer.py``); None: no scorer looks at state."""
 
 
 RetryAfters = Mapping[str, str]

@@ -173,6 +173,8 @@ def agent_env(
     env["PASSK_VERSION"] = request.version.value
     env["PASSK_ROW_ID"] = request.row.id
     env["PASSK_ATTEMPT"] = str(request.number)
+    if request.state_dir is not None:
+        env["PASSK_STATE_DIR"] = request.state_dir
     return env
 
 

@@ -24,12 +24,17 @@ attempt is then a ``scorer-error`` attempt, never a decision.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
+import shutil
 import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -94,6 +99,7 @@ def scorer_payload(
         "checks": dict(attempt.checks),
         "judgement": judgement,
         "judge_repeats": repeats,
+        "state": request.state_dir,
     }
     return json_line(message)
 
@@ -210,6 +216,64 @@ class ScorerProgram(ProcessAgent):
         return Verdict(error=code, detail=storable_text(self._mask(detail)), duration_s=duration)
 
 
+class StateFolders:
+    """Each attempt's own folder for the state it leaves (``by: environment`` with a scorer).
+
+    One parent per agent, passk's, mode 711: a process may enter a folder whose name it
+    knows but list none, and each attempt's folder has a random name, the agent user's
+    while the attempt runs (``PASSK_STATE_DIR``, or ``state_dir`` in the request).  So an
+    attempt cannot find another's state.  When the attempt ends, :func:`lock_state` gives
+    it back to passk, read-only, before the scorer reads it; it is removed after.
+    """
+
+    def __init__(self, user: AgentUser | None) -> None:
+        self._user = user
+        self._parent: Path | None = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def attempt(self) -> Iterator[Path]:
+        with self._lock:
+            if self._parent is None:
+                self._parent = Path(tempfile.mkdtemp(prefix="passk-state-"))
+                self._parent.chmod(0o711)
+            parent = self._parent
+        folder = Path(tempfile.mkdtemp(dir=parent))
+        try:
+            if self._user is not None:
+                os.chown(folder, self._user.uid, self._user.gid)
+            folder.chmod(0o700)
+            yield folder
+        finally:
+            _make_removable(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        if self._parent is not None:
+            shutil.rmtree(self._parent, ignore_errors=True)
+
+
+def lock_state(folder: Path) -> None:
+    """What the attempt left, passk's and read-only (readable by the scorer's user): nothing
+    still running as the agent user may change it while the scorer reads."""
+    for path in (folder, *folder.rglob("*")):
+        with contextlib.suppress(OSError):
+            if os.geteuid() == 0:
+                os.lchown(path, 0, 0)
+            if path.is_symlink():
+                continue
+            mode = path.stat().st_mode & 0o7777 & ~0o6000  # no set-id bit survives
+            readable = 0o555 if path.is_dir() else 0o444
+            path.chmod((mode | readable) & ~0o222)
+
+
+def _make_removable(folder: Path) -> None:
+    for path in (folder, *folder.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            with contextlib.suppress(OSError):
+                path.chmod(0o700)
+
+
 class ScoredAgent(AgentBase):
     """An agent whose every answered attempt the scorer program judges, ``judge_repeats``
     times; what the agent says of its own answer is never a verdict."""
@@ -218,9 +282,19 @@ class ScoredAgent(AgentBase):
         self.agent = agent
         self.scorer = scorer
         self.description = agent.description
+        spec = getattr(agent, "spec", None)
+        self.states = StateFolders(getattr(spec, "user", None))
 
     def run(self, request: AttemptRequest) -> Attempt:
+        if not request.scoring.by_environment:
+            return self._judged(request)
+        with self.states.attempt() as folder:
+            return self._judged(replace(request, state_dir=str(folder)))
+
+    def _judged(self, request: AttemptRequest) -> Attempt:
         attempt = self.agent.run(request)
+        if request.state_dir is not None:
+            lock_state(Path(request.state_dir))  # the scorer reads what the attempt left
         if attempt.error != UNSCORED:
             return attempt  # the agent crashed, hung or broke the protocol: nothing to judge
         repeats = max(1, self.scorer.scorer.judge_repeats)
@@ -240,6 +314,7 @@ class ScoredAgent(AgentBase):
 
     def close(self) -> None:
         self.agent.close()
+        self.states.close()
 
     def carry_retry_after(self, pending: RetryAfters, save: Callable[[RetryAfters], None]) -> None:
         self.agent.carry_retry_after(pending, save)
