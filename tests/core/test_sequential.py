@@ -31,6 +31,7 @@ from passk_action.core.sequential import (
     log_likelihood_ratio,
     read,
     score,
+    unable,
 )
 from support.runs import record
 
@@ -290,6 +291,16 @@ def test_the_verdict_is_recomputed_from_the_recorded_attempts() -> None:
         assert audit.to_json() == v.to_json()
 
 
+def test_errors_in_a_row_show_the_agent_unable_unless_they_are_an_outage() -> None:
+    crash = SideAttempts((R, E, E, E, E, E), 1)
+    assert unable(crash, 5) and not unable(crash, 6)
+    outage = SideAttempts((R, E, E, E, E, E), 1, outages=(False,) + (True,) * 5)
+    assert not unable(outage, 5)
+    # One crash among the outages is not five crashes in a row either.
+    mixed = SideAttempts((R, E, E, E, E, E), 1, outages=(False, True, False, False, False, False))
+    assert not unable(mixed, 5) and unable(mixed, 4)
+
+
 def test_judge_row_scores_recorded_attempts_in_order() -> None:
     scoring = Scoring(("strip", "casefold"))
 
@@ -301,7 +312,8 @@ def test_judge_row_scores_recorded_attempts_in_order() -> None:
         attempt(4, Phase.CONFIRM, "approve"),
     ]
     scored = score(reversed(cand), record("r"), scoring)
-    assert scored == SideAttempts((R, R, R, W, E), 3)
+    # A timeout is an outage: recorded as such, so it never shows the agent unable.
+    assert scored == SideAttempts((R, R, R, W, E), 3, outages=(False,) * 4 + (True,))
     base = [attempt(n, Phase.MAIN, "deny") for n in (1, 2, 3)]
     v = judge_row(record("r"), base, cand, DEFAULT, kind=MNB, k=3, scoring=scoring)
     assert v.decision is Decision.MORE and v.candidate.wrong == 1

@@ -185,7 +185,7 @@ def _left(side: SideAttempts, settings: RuleSettings, paired: bool = False) -> i
 
     The screen's budget is ``max_attempts``; the paired comparison adds
     ``pair_max_pairs`` (a baseline's recorded attempts do not count)."""
-    if unable(side.outcomes, settings.unable_after):
+    if unable(side, settings.unable_after):
         return 0
     budget = settings.max_attempts + (settings.pair_max_pairs if paired else 0)
     return max(0, budget - (len(side.outcomes) - side.recorded + side.main))
@@ -193,7 +193,7 @@ def _left(side: SideAttempts, settings: RuleSettings, paired: bool = False) -> i
 
 def _cannot(side: SideAttempts, settings: RuleSettings) -> Finding:
     """Why a side's asking ended without an ending: the agent unable, or attempts spent."""
-    return Finding.UNABLE if unable(side.outcomes, settings.unable_after) else Finding.UNDECIDED
+    return Finding.UNABLE if unable(side, settings.unable_after) else Finding.UNDECIDED
 
 
 def judge_relative(
@@ -262,7 +262,7 @@ def judge_relative(
         need = target - have
         if need <= 0:
             continue
-        if unable(side.outcomes, settings.unable_after):
+        if unable(side, settings.unable_after):
             stuck = Finding.UNABLE
             continue
         if not more_possible:

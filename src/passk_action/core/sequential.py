@@ -79,6 +79,7 @@ from enum import Enum
 from functools import lru_cache
 
 from . import values
+from .causes import Kind, attempt_cause
 from .model import Attempt, Phase, Scoring, Version
 from .scoring import Labeled, is_right
 
@@ -509,8 +510,14 @@ class SideAttempts:
     main: int
     measured: int = 0
     """Baseline only: the measurement attempts ``passk baseline`` recorded after the main ones."""
+    outages: tuple[bool, ...] = ()
+    """Per outcome, whether it errored as an outage does (429, 5xx, a timeout:
+    ``core/causes.py``); empty when none did.  An outage says the service was away,
+    not that the agent cannot answer the row (:func:`unable`)."""
 
     def __post_init__(self) -> None:
+        if self.outages and len(self.outages) != len(self.outcomes):
+            raise ValueError("outages must be empty or name every outcome")
         if not 0 <= self.main <= len(self.outcomes):
             raise ValueError("main must be between 0 and the number of outcomes")
         if not 0 <= self.main + self.measured <= len(self.outcomes):
@@ -543,19 +550,39 @@ def score(attempts: Iterable[Attempt], row: Labeled, scoring: Scoring) -> SideAt
         else Outcome.WRONG
         for a in ordered
     )
+    outages = tuple(_outage(a) for a in ordered)
     return SideAttempts(
         outcomes,
         sum(1 for a in ordered if a.phase is Phase.MAIN),
         sum(1 for a in ordered if a.phase is Phase.MEASURE),
+        outages if any(outages) else (),
     )
+
+
+def _outage(attempt: Attempt) -> bool:
+    found = attempt_cause(attempt)
+    return found is not None and found.kind is Kind.TRANSIENT
 
 
 _PHASE_ORDER = {Phase.MAIN: 0, Phase.MEASURE: 1, Phase.CONFIRM: 2}
 
 
-def unable(outcomes: Sequence[Outcome], after: int) -> bool:
-    """Whether the last ``after`` outcomes all errored: the agent is shown unable to answer."""
-    return len(outcomes) >= after and all(o is Outcome.ERROR for o in outcomes[-after:])
+def unable(side: SideAttempts, after: int) -> bool:
+    """Whether the last ``after`` outcomes all errored, none as an outage: the agent is
+    shown unable to answer.
+
+    An outage (a 429, a 5xx, a timeout) shows the service was away, not that the
+    agent cannot answer: a row's asking then goes on (after the engine's wait)
+    within its attempt budget, which bounds it either way.  Read from the recorded
+    attempts alone, so a replay ends where the run did.
+    """
+    n = len(side.outcomes)
+    if n < after:
+        return False
+    return all(
+        side.outcomes[i] is Outcome.ERROR and not (side.outages and side.outages[i])
+        for i in range(n - after, n)
+    )
 
 
 def read(side: SideAttempts, bounds: Boundaries, tested: bool = True) -> SideEvidence:
@@ -592,12 +619,12 @@ def _request(
     side: SideEvidence,
     bounds: Boundaries,
     settings: RuleSettings,
-    outcomes: Sequence[Outcome],
+    attempts: SideAttempts,
 ) -> Request | None:
     """The attempts that could end an undecided test, within the side's attempt budget,
     unless the agent is shown unable to answer (its last ``unable_after`` attempts errored)."""
     left = settings.max_attempts - side.attempts
-    if left <= 0 or unable(outcomes, settings.unable_after):
+    if left <= 0 or unable(attempts, settings.unable_after):
         return None
     return Request(version, min(left, bounds.rights_to_pass(side.read, side.wrong_read)))
 
@@ -632,7 +659,10 @@ def judge(
         # The measurement attempts serve the relative rule alone: the others read what
         # they always read (main attempts, then this comparison's confirmations).
         kept = baseline.outcomes[: baseline.main] + baseline.outcomes[baseline.recorded :]
-        baseline = SideAttempts(kept, baseline.main)
+        outages = baseline.outages
+        if outages:
+            outages = outages[: baseline.main] + outages[baseline.recorded :]
+        baseline = SideAttempts(kept, baseline.main, outages=outages)
     if settings.rule == STRICT:
         return judge_strict(
             candidate,
@@ -652,13 +682,13 @@ def judge(
     if cand.ending is Ending.UNDECIDED:
         base = read(baseline, bounds, tested=False)
         wanted = (
-            _request(Version.CANDIDATE, cand, bounds, settings, candidate.outcomes)
+            _request(Version.CANDIDATE, cand, bounds, settings, candidate)
             if more_possible
             else None
         )
         decision = Decision.MORE if wanted else Decision.BLOCK
         requests = (wanted,) if wanted else ()
-        shown_unable = unable(candidate.outcomes, settings.unable_after)
+        shown_unable = unable(candidate, settings.unable_after)
         finding = Finding.UNABLE if shown_unable else Finding.UNDECIDED
         return RowVerdict(kind, SEQUENTIAL, decision, finding, cand, base, requests)
     base_bounds = boundaries(settings.baseline_test)
@@ -666,7 +696,7 @@ def judge(
     if base.ending is Ending.UNRELIABLE:
         return RowVerdict(kind, SEQUENTIAL, Decision.PASS, Finding.BASELINE_VARIES, cand, base)
     if base.ending is Ending.UNDECIDED and more_possible:
-        wanted = _request(Version.BASELINE, base, base_bounds, settings, baseline.outcomes)
+        wanted = _request(Version.BASELINE, base, base_bounds, settings, baseline)
         if wanted:
             return RowVerdict(
                 kind, SEQUENTIAL, Decision.MORE, Finding.REGRESSION, cand, base, (wanted,)
