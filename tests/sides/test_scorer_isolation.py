@@ -15,6 +15,7 @@ import json
 import os
 import pwd
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ import pytest
 import yaml
 
 from passk_action.agents.identity import AGENT_USER_ENV, BASELINE_USER_ENV
+from passk_action.store.artifact import read_run
 from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
@@ -144,3 +146,85 @@ def test_control_without_agent_users_the_rewrite_reaches_the_scorer(shared: Path
 
     tried = {path: what for found in got["attack"] for path, what in found.items()}
     assert "rewritten" in {what for path, what in tried.items() if "/passk-scorer-" in path}
+
+
+# An environment task: the agent leaves its state in its own folder, and goes looking
+# for the other attempts' folders to spoil them.
+SPOIL = """
+state = os.environ["PASSK_STATE_DIR"]
+with open(os.path.join(state, "ledger.txt"), "w") as handle:
+    handle.write("ok")
+found = {}
+parent = os.path.dirname(state)
+try:
+    others = [os.path.join(parent, name) for name in os.listdir(parent)]
+    found["list"] = "listed"
+except OSError as exc:
+    others = []
+    found["list"] = type(exc).__name__
+for other in others:
+    if other != state:
+        try:
+            with open(os.path.join(other, "ledger.txt"), "w") as handle:
+                handle.write("spoiled")
+            found[other] = "spoiled"
+        except OSError as exc:
+            found[other] = type(exc).__name__
+with open(os.environ["ATTACK_LOG"], "a") as handle:
+    handle.write(json.dumps(found) + "\\n")
+"""
+STATE_SCORER = """\
+import json, os, sys
+request = json.load(sys.stdin)
+text = open(os.path.join(request["state"], "ledger.txt")).read()
+print(json.dumps({"correct": text == "ok", "reason": text}))
+"""
+
+
+def _environment_run(shared: Path, users: dict[str, str]) -> tuple[list[dict[str, str]], Any]:
+    python = agent_user_python()
+    repo = make_repo(shared, {"command": [python, "agent.py"]})
+    config = yaml.safe_load((repo / "passk.yml").read_text(encoding="utf-8"))
+    config["scoring"] = {"by": "environment", "command": [python, "scorer.py"]}
+    (repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    (repo / "scorer.py").write_text(STATE_SCORER, encoding="utf-8")
+    tasks = [{"id": f"r{i}", "input": {"n": i}} for i in range(6)]
+    (repo / "data.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    write_agent(repo, extra=SPOIL)
+    for path in [repo, *repo.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o755 if path.is_dir() else 0o644)
+    log = shared / "attack.jsonl"
+    log.touch(mode=0o666)
+    log.chmod(0o666)
+    env = {**os.environ, **users, "ATTACK_LOG": str(log), "PASSK_SHARED_ENV": "ATTACK_LOG"}
+    out = shared / "run.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "passk_action", "run"),
+            *("--config", str(repo / "passk.yml"), "--out", str(out), "--quiet"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in log.read_text().splitlines()], read_run(out)
+
+
+def test_an_attempt_cannot_find_or_spoil_another_attempts_state(
+    shared: Path, users: dict[str, str]
+) -> None:
+    found, run = _environment_run(shared, users)
+
+    assert len(found) == 12
+    assert all(f == {"list": "PermissionError"} for f in found)
+    assert {a.decision for a in run.attempts} == {"success"}
+    assert {v.reason for a in run.attempts for v in a.verdicts} == {"ok"}
+
+
+def test_control_as_passks_own_user_the_state_folders_can_be_listed(shared: Path) -> None:
+    """The boundary is the agent user: run as passk (root here), an attempt lists them."""
+    found, _ = _environment_run(shared, {})
+
+    assert {f["list"] for f in found} == {"listed"}
