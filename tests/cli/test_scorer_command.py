@@ -208,6 +208,10 @@ def test_a_recorded_run_is_judged_again_without_the_scorer(repo: Repo) -> None:
     assert code == 0
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["metrics"]["mean_accuracy"] == pytest.approx(4 / 6)
+    # A scorer asked once per answer cannot disagree with itself: no judge line.
+    markdown = repo.root / "report.md"
+    assert main(["report", str(artifact), "--out", str(markdown)]) == 0
+    assert "**Judge:**" not in markdown.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("edit_scorer", [False, True], ids=["control", "pr-edits-scorer"])

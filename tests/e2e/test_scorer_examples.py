@@ -86,6 +86,16 @@ def test_the_llm_judge_is_asked_three_times_and_its_noise_is_measured(
     assert noise.split >= 1
     clear = [a for a in run.attempts if a.row_id != "q-005"]
     assert all(len({v.correct for v in a.verdicts}) == 1 for a in clear)
+    # passk report says it, per row, apart from the flip rate.
+    report = example / "report.md"
+    assert main(["report", str(example / "run.json"), "--out", str(report)]) == 0
+    said = next(
+        line
+        for line in report.read_text(encoding="utf-8").splitlines()
+        if line.startswith("**Judge:**")
+    )
+    assert f"differently on {noise.split} of 18 answers" in said
+    assert f"per row: q-005 {noise.split} of 3" in said
 
 
 def _git(folder: Path, *args: str) -> None:

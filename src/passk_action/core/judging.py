@@ -112,12 +112,33 @@ def noise_sentence(baseline: JudgeNoise, candidate: JudgeNoise) -> str | None:
     if not judged:
         return None
     split = baseline.split + candidate.split
-    rows = sorted({row for row, _, _ in (*baseline.rows, *candidate.rows)})
+    per_row: dict[str, list[int]] = {}
+    for row, n, s in (*baseline.rows, *candidate.rows):
+        counts = per_row.setdefault(row, [0, 0])
+        counts[0] += s
+        counts[1] += n
+    rows = sorted(per_row)
     named = f" (rows: {', '.join(rows[:10])}{', …' if len(rows) > 10 else ''})" if rows else ""
+    each = "; ".join(f"{row} {per_row[row][0]} of {per_row[row][1]}" for row in rows[:10])
     return (
         f"the judge judged the same answer differently on {split} of {judged} answers "
         f"(candidate {candidate.split} of {candidate.judged}, baseline {baseline.split} of "
         f"{baseline.judged}){named}: that is the judge's noise, not the agent's (the flip "
         "rate counts answers the agent gave differently)"
+        + (f"; per row, of the answers judged there: {each}" if each else "")
         + ("; raise scoring.judge_repeats, or fix the rubric" if split else "")
+    )
+
+
+def run_noise_sentence(noise: JudgeNoise) -> str | None:
+    """:func:`noise_sentence` for one run (``passk report``): None when no answer was judged
+    twice."""
+    if not noise.judged:
+        return None
+    rows = "; ".join(f"{row} {s} of {n}" for row, n, s in noise.rows[:10])
+    return (
+        f"the judge judged the same answer differently on {noise.split} of {noise.judged} "
+        "answers: that is the judge's noise, not the agent's (the flip rate counts answers "
+        "the agent gave differently)"
+        + (f"; per row: {rows}; raise scoring.judge_repeats, or fix the rubric" if rows else "")
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..core.analysis import VersionAnalysis, analyze_run
 from ..core.check_stability import check_stability
 from ..core.cost import summarize_spend
+from ..core.judging import judge_noise, run_noise_sentence
 from ..core.model import Attempt, Json, Phase, RowClass, Run, expected_json
 from ..core.pass_curve import pass_curve
 from ..core.power import Power, power_analysis
@@ -140,6 +141,9 @@ def render_run_report(run: Run, *, rows_limit: int = 50, reader: str | None = No
     by_cause = run_errors_line(run)
     if by_cause is not None:
         lines += ["", by_cause]
+    judged = run_noise_sentence(judge_noise(run.attempts, run.settings.scoring))
+    if judged is not None:
+        lines += ["", f"**Judge:** {inline(judged, 2000)}"]
     lines += run_spend_lines(summarize_spend(run))
     if any(r.expected_checks for r in run.rows):
         checks = check_stability(
