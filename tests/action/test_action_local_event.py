@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.action.event import pull_request_from
 from passk_action.cli import main as cli_main
+from passk_action.github.event import pull_request_from
 from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git

@@ -25,7 +25,6 @@ from passk_action.action.comment_record import (
     encode_record,
     find_record,
 )
-from passk_action.action.event import pull_request_from
 from passk_action.action.inputs import read_inputs
 from passk_action.action.workflow import (
     SUMMARY_LIMIT_BYTES,
@@ -147,29 +146,6 @@ def test_working_directory_must_exist_inside_the_workspace(tmp_path: Path) -> No
         read_inputs({"INPUT_WORKING-DIRECTORY": "nope"}, tmp_path)
     with pytest.raises(UsageError, match="outside the workspace"):
         read_inputs({"INPUT_WORKING-DIRECTORY": ".."}, tmp_path)
-
-
-def _payload(**head_repo: Any) -> dict[str, Any]:
-    return {
-        "number": 3,
-        "pull_request": {
-            "number": 3,
-            "labels": [{"name": "passk-allow-baseline-change"}, {"oops": 1}],
-            "base": {"sha": "a" * 40, "ref": "main", "repo": {"full_name": "o/r"}},
-            "head": {"sha": "b" * 40, "ref": "f", "repo": head_repo or None},
-        },
-    }
-
-
-def test_pull_request_fields_and_forks() -> None:
-    same = pull_request_from(_payload(full_name="o/r", fork=True), "event.json")
-    assert (same.number, same.labels, same.fork) == (3, ("passk-allow-baseline-change",), False)
-    assert pull_request_from(_payload(full_name="mallory/r"), "e").fork
-    assert pull_request_from(_payload(), "e").fork  # the fork was deleted
-    bad = _payload(full_name="o/r")
-    bad["pull_request"]["head"]["sha"] = "HEAD"
-    with pytest.raises(UsageError, match=r"head\.sha"):
-        pull_request_from(bad, "e")
 
 
 # --- the gate record ------------------------------------------------------------------------

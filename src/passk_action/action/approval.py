@@ -39,9 +39,9 @@ from typing import Any
 
 from ..errors import GitHubError
 from ..github.client import GitHubClient
+from ..github.event import PullRequest, Trigger
 from ..sides.gitrepo import short_sha
 from .comment_record import GateRecord, RecordedApproval
-from .event import PullRequest, Trigger
 
 WRITE_PERMISSIONS = frozenset({"write", "admin"})
 """GitHub's legacy ``permission`` values that count; ``maintain`` is reported as ``write``."""

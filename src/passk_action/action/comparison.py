@@ -24,6 +24,7 @@ from ..engine.asking import Replay
 from ..engine.compare import compare
 from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
+from ..github.event import PullRequest
 from ..inputs.config import AgentConfig
 from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, Shell, prepare
@@ -31,7 +32,6 @@ from ..sides.trusted import BaseCommit, Trusted
 from ..store.artifact import read_run
 from ..store.compare_journal import discard_compare_journal
 from ..store.measured import MeasuredRun
-from .event import PullRequest
 from .inputs import ActionInputs
 from .rerun import RecordLookup, rerun_of
 from .runtime import Runtime, setup_agent

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import AgentCouldNotRun, ArtifactError, GitHubError, UsageError
 from ..github.client import GitHubClient
+from ..github.event import PullRequest, Trigger, read_event
 from ..github.publish import complete_stale_checks, start_check
 from ..report.history import summary_line
 from ..sides.gitrepo import GitRepo, short_sha
@@ -27,7 +28,6 @@ from ..sides.trusted import (
 from ..store.measured import MeasuredRun
 from .approval import LabelDecision, decide_label
 from .comparison import run_comparison
-from .event import PullRequest, Trigger, pull_request_from, read_payload, trigger_from
 from .inputs import ActionInputs
 from .publish import GatedFiles, publish_could_not_finish, publish_could_not_run, publish_gate
 from .rerun import RecordLookup, look_up_record, read_comments, recorded
@@ -36,12 +36,6 @@ from .workflow import Workflow
 
 NO_TRIGGER = Trigger()
 """A run no event payload describes: nothing binds the allow label to a head."""
-
-PWN_REQUEST = (
-    "passk refuses to run on `pull_request_target`: that event runs with a write token and "
-    "secrets, and passk executes the pull request's agent, so a fork could take over the "
-    "repository (a 'pwn request', FACTS.md E3)"
-)
 
 
 def github_client(inputs: ActionInputs, runtime: Runtime) -> GitHubClient | None:
@@ -64,38 +58,22 @@ def github_client(inputs: ActionInputs, runtime: Runtime) -> GitHubClient | None
         return None
 
 
-def require_event(inputs: ActionInputs, allowed: tuple[str, ...], what: str, hint: str) -> None:
-    """Refuse ``pull_request_target`` (a pwn request), and any event but ``allowed``."""
-    if inputs.event_name == "pull_request_target":
-        raise UsageError(
-            PWN_REQUEST,
-            where="GITHUB_EVENT_NAME=pull_request_target",
-            hint="trigger the workflow with `on: pull_request` instead",
-        )
-    if inputs.event_name not in allowed:
-        raise UsageError(
-            f"nothing to {what} on a {inputs.event_name or 'unknown'!r} event",
-            where="input `mode`",
-            hint=hint,
-        )
-
-
 def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     """Gate the pull request in the event payload; 0 passed, 1 failed."""
     workflow = runtime.workflow
-    require_event(
-        inputs,
+    event = read_event(
+        inputs.event_name,
+        inputs.event_path,
         ("pull_request",),
         "gate",
         "use `mode: gate` on `pull_request`, and `mode: baseline` on pushes to the default branch",
     )
-    payload = read_payload(inputs.event_path)
-    pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
+    pr = event.pull_request()
     repo = GitRepo.discover(inputs.working_directory)
     client = github_client(inputs, runtime)
     confirm_current_base(client, pr, workflow)
     check = start_check_run(client, inputs, pr.head_sha, workflow)
-    return gate_and_publish(inputs, runtime, repo, pr, client, check, trigger=trigger_from(payload))
+    return gate_and_publish(inputs, runtime, repo, pr, client, check, trigger=event.trigger())
 
 
 def confirm_current_base(client: GitHubClient | None, pr: PullRequest, workflow: Workflow) -> None:

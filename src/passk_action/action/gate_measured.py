@@ -28,23 +28,10 @@ from __future__ import annotations
 
 from ..errors import ArtifactError, GitHubError, UsageError
 from ..github.client import GitHubClient
+from ..github.event import PullRequest, WorkflowRun, pull_request_from, read_event
 from ..sides.gitrepo import GitRepo, short_sha
 from ..store.measured import MeasuredRun, read_measured
-from .event import (
-    PullRequest,
-    WorkflowRun,
-    pull_request_from,
-    read_payload,
-    trigger_from,
-    workflow_run_from,
-)
-from .gate import (
-    confirm_current_base,
-    gate_and_publish,
-    github_client,
-    require_event,
-    start_check_run,
-)
+from .gate import confirm_current_base, gate_and_publish, github_client, start_check_run
 from .inputs import ActionInputs
 from .publish import publish_could_not_finish
 from .runtime import Runtime
@@ -55,8 +42,9 @@ REMEASURE = "re-run the measuring workflow for the pull request's current head"
 def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     """Gate the measured run of the pull request; 0 passed, 1 failed."""
     workflow = runtime.workflow
-    require_event(
-        inputs,
+    event = read_event(
+        inputs.event_name,
+        inputs.event_path,
         ("pull_request", "workflow_run"),
         "gate",
         "use `mode: gate-measured` in a job after the measuring job (`on: pull_request`), or "
@@ -69,20 +57,18 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             hint="download the measuring job's artifact and name its file, e.g. "
             "`candidate-run: passk-measured/measured.json`",
         )
-    where = inputs.event_path or "GITHUB_EVENT_PATH"
-    payload = read_payload(inputs.event_path)
     pr: PullRequest | None = None
     triggered: WorkflowRun | None = None
-    if inputs.event_name == "pull_request":
-        pr = pull_request_from(payload, where)
+    if event.name == "pull_request":
+        pr = event.pull_request()
         head_sha = pr.head_sha
     else:
-        triggered = workflow_run_from(payload, where)
+        triggered = event.workflow_run()
         if triggered.event != "pull_request":
             raise UsageError(
                 f"the measuring run ran on {triggered.event or 'an unknown event'!r}, "
                 "not on a pull request: nothing to gate",
-                where=where,
+                where=event.where,
                 hint="add `if: github.event.workflow_run.event == 'pull_request'` to the job",
             )
         head_sha = triggered.head_sha
@@ -138,7 +124,7 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         measured=measured,
         unusable=unusable,
         head=head,
-        trigger=trigger_from(payload),
+        trigger=event.trigger(),
     )
 
 

@@ -15,6 +15,7 @@ from ..engine.measuring_job import measure_candidate
 from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_OK, AgentCouldNotRun
+from ..github.event import read_event
 from ..report.could_not_run import render_could_not_run
 from ..report.run_report import render_run_report
 from ..sides.gitrepo import GitRepo
@@ -23,8 +24,7 @@ from ..sides.trusted import BaseCommit
 from ..store.compare_journal import discard_compare_journal
 from ..store.measured import MeasuredRun, write_measured
 from .comparison import CANDIDATE_PATH, action_shell
-from .event import pull_request_from, read_payload
-from .gate import require_event, trusted_inputs
+from .gate import trusted_inputs
 from .inputs import ActionInputs
 from .runtime import Runtime
 
@@ -38,14 +38,13 @@ SAYS = (
 def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     """Measure the pull request's candidate and write the measured file; 0 when written."""
     workflow = runtime.workflow
-    require_event(
-        inputs,
+    pr = read_event(
+        inputs.event_name,
+        inputs.event_path,
         ("pull_request",),
         "measure",
         "use `mode: measure` in a workflow that runs `on: pull_request`",
-    )
-    payload = read_payload(inputs.event_path)
-    pr = pull_request_from(payload, inputs.event_path or "GITHUB_EVENT_PATH")
+    ).pull_request()
     repo = GitRepo.discover(inputs.working_directory)
     workflow.line(SAYS)
     with workflow.group("passk: trusted inputs from the base commit"):

@@ -28,6 +28,7 @@ from ..errors import (
     crash_line,
 )
 from ..github.client import GitHubClient
+from ..github.event import PullRequest
 from ..github.publish import Annotation, publish_check, upsert_sticky_comment
 from ..report.check_run import check_title, not_blocking_words, row_annotations, with_base
 from ..report.comment import (
@@ -50,7 +51,6 @@ from .comment_record import (
     record_for,
     split_record,
 )
-from .event import PullRequest
 from .inputs import ActionInputs
 from .rerun import RecordLookup
 from .runtime import LEGACY_MARKER, fraction, step_key

@@ -16,10 +16,10 @@ from ..engine.asking import Replay
 from ..engine.request import Rerun
 from ..errors import GitError, GitHubError
 from ..github.client import GitHubClient
+from ..github.event import PullRequest
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.trusted import Trusted
 from .comment_record import GateRecord, find_record
-from .event import PullRequest
 from .inputs import ActionInputs
 from .runtime import step_key
 

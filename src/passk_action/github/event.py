@@ -1,16 +1,30 @@
-"""The webhook payload the run was triggered by (``GITHUB_EVENT_PATH``, FACTS.md D3)."""
+"""The webhook payload the run was triggered by (``GITHUB_EVENT_PATH``, FACTS.md D3).
+
+Every mode that reads an event starts the same way, :func:`read_event`: refuse
+``pull_request_target`` and any event the mode cannot gate, then read the
+payload (when first asked) into the pull request, the measuring run and the
+trigger.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 
 _SHA = re.compile(r"[0-9a-f]{40}")
+
+PWN_REQUEST = (
+    "passk refuses to run on `pull_request_target`: that event runs with a write token and "
+    "secrets, and passk executes the pull request's agent, so a fork could take over the "
+    "repository (a 'pwn request', FACTS.md E3)"
+)
+EVENT_PATH = "GITHUB_EVENT_PATH"
 
 
 @dataclass(frozen=True)
@@ -171,3 +185,60 @@ def workflow_run_from(payload: dict[str, Any], where: str) -> WorkflowRun:
         head_repository=repository if isinstance(repository, str) else None,
         pull_requests=numbers,
     )
+
+
+def require_event(event_name: str, allowed: tuple[str, ...], what: str, hint: str) -> None:
+    """Refuse ``pull_request_target`` (a pwn request), and any event but ``allowed``."""
+    if event_name == "pull_request_target":
+        raise UsageError(
+            PWN_REQUEST,
+            where="GITHUB_EVENT_NAME=pull_request_target",
+            hint="trigger the workflow with `on: pull_request` instead",
+        )
+    if event_name not in allowed:
+        raise UsageError(
+            f"nothing to {what} on a {event_name or 'unknown'!r} event",
+            where="input `mode`",
+            hint=hint,
+        )
+
+
+@dataclass(frozen=True)
+class Event:
+    """The event this run was triggered by, its payload read when first asked for.
+
+    Reading late keeps each mode's own checks (an input it needs) ahead of
+    the payload's, in the order a user fixes them.
+    """
+
+    name: str
+    path: str | None
+
+    @property
+    def where(self) -> str:
+        """Where an error in the payload is: its file, or the variable that names it."""
+        return self.path or EVENT_PATH
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        return read_payload(self.path)
+
+    def pull_request(self) -> PullRequest:
+        return pull_request_from(self.payload, self.where)
+
+    def workflow_run(self) -> WorkflowRun:
+        return workflow_run_from(self.payload, self.where)
+
+    def trigger(self) -> Trigger:
+        return trigger_from(self.payload)
+
+
+def read_event(
+    name: str, path: str | None, allowed: tuple[str, ...], what: str, hint: str
+) -> Event:
+    """The one prologue of the modes that read an event: refuse the wrong one, then read it.
+
+    ``allowed`` are the events the mode can ``what``; ``hint`` says which to use.
+    """
+    require_event(name, allowed, what, hint)
+    return Event(name, path)
