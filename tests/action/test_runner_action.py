@@ -376,7 +376,10 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
     assert fake.violations == []
     assert KEY not in log and KEY not in body
     check_comment(body, project)  # blocking rows, the three numbers, what next: the golden
-    assert check["output"]["title"] == "5 must-not-break rows broke: q-034, q-035, q-036 +2 more"
+    assert re.fullmatch(  # the verdict names its base (issue 28, route 4)
+        r"5 must-not-break rows broke: q-034, q-035, q-036 \+2 more · vs main at [0-9a-f]{12}",
+        check["output"]["title"],
+    ), check["output"]["title"]
 
 
 def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
