@@ -7,7 +7,8 @@ goes through :func:`read_bounded`, which refuses a file past
 :data:`MAX_FILE_BYTES` with :class:`FileTooLarge`, an ``OSError`` whose
 ``strerror`` the readers already put in their one-line message beside the
 file's name.  A regular file is measured before it is read; anything else
-(a device, a FIFO, ``/proc``) is read in chunks and stopped at the bound.
+(a device, a FIFO, ``/proc``) is read in chunks and stopped at
+:data:`MAX_STREAM_BYTES`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from typing import BinaryIO
 
 MAX_FILE_BYTES = 1 << 30
 """1 GiB: a run of a million attempts is a few hundred MB; a file past this is not an input."""
+MAX_STREAM_BYTES = 64 << 20
+"""64 MiB from anything but a regular file (a pipe, a device): it is read before it is
+measured, so an endless one costs this much memory and time before it is refused."""
 _CHUNK = 1 << 20
 
 
@@ -49,6 +53,7 @@ def read_bounded(path: Path | str, limit: int | None = None) -> bytes:
             if len(data) > limit:
                 raise FileTooLarge(limit)
             return data
+        limit = min(limit, MAX_STREAM_BYTES)
         data = _read_on(handle, limit)
         if len(data) > limit:
             raise FileTooLarge(limit)

@@ -87,9 +87,6 @@ PLAN = [
          "error", "--dropped must be a number from 10^-6"),
     Case("plan-k-1", dict, ["plan", "--gated-rows", "3", "--k", "1"],
          "error", "--k must be a whole number from 2 to 1000, as in the config"),
-    Case("plan-k-2", dict, ["plan", "--gated-rows", "3", "--k", "2"], "ok"),
-    Case("plan-smallest-miss-a-million-rows", dict,
-         ["plan", "--gated-rows", "1000000", "--miss", "1e-06", "--json"], "ok"),
 ]  # fmt: skip
 
 
@@ -175,3 +172,69 @@ def test_a_file_that_never_ends_is_refused_by_name(
 
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 1 << 20)
     run_case(case, tmp_path, capsys, monkeypatch)
+
+
+TAU = REPO / "tests" / "data" / "importers" / "tau_bench_retail.json"
+
+
+def _tau_entries() -> list[Any]:
+    doc: list[Any] = json.loads(TAU.read_text("utf-8"))
+    return doc
+
+
+def _first_task() -> int:
+    return next(e["task_id"] for e in _tau_entries() if isinstance(e, dict) and "task_id" in e)
+
+
+def test_import_dataset_out_writes_only_ids_its_loader_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """One rule for a row id (``values.row_id_problem``): import skips what the loader refuses."""
+    entries = _tau_entries()
+    first = _first_task()
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("task_id") == first:
+            entry["task_id"] = "a\nb::error::x"
+    files: Files = {
+        "tau.json": json.dumps(entries),
+        "passk.yml": yaml.safe_dump(
+            {"dataset": "rows.jsonl", "k": 3, "scoring": {"by": "environment"}}
+        ),
+    }
+    argv = [
+        "import",
+        "--from",
+        "tau-bench",
+        "tau.json",
+        "--out",
+        "o.json",
+        "--dataset-out",
+        "rows.jsonl",
+    ]
+    err = run_case(Case("import", lambda: files, argv, "ok"), tmp_path, capsys, monkeypatch)
+    assert "task_id contains the control character U+000A, which a row id may not" in err
+    compare = ["compare", "--quiet", "--baseline", "o.json", "--candidate", "o.json"]
+    run_case(Case("compare", dict, compare, "ok"), tmp_path, capsys, monkeypatch)
+
+
+def test_tau_bench_task_1_and_task_one_as_text_stay_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    entries = _tau_entries()
+    first = _first_task()
+    twin = dict(next(e for e in entries if isinstance(e, dict) and e.get("task_id") == first))
+    twin["task_id"], twin["trial"] = str(first), 99
+    files: Files = {"tau.json": json.dumps([*entries, twin])}
+    argv = ["import", "--from", "tau-bench", "tau.json", "--out", "o.json"]
+    err = run_case(Case("import", lambda: files, argv, "ok"), tmp_path, capsys, monkeypatch)
+    assert f'task_id "{first}" names the same row as task_id {first}' in err
+    run = json.loads((tmp_path / "o.json").read_text("utf-8"))
+    assert max(a["n"] for a in run["attempts"] if a["row"] == str(first)) < 99
+
+
+def test_control_tau_bench_integer_ids_import_as_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    argv = ["import", "--from", "tau-bench", str(TAU), "--out", "o.json"]
+    err = run_case(Case("import", dict, argv, "ok"), tmp_path, capsys, monkeypatch)
+    assert "same row" not in err and "control character" not in err

@@ -738,6 +738,71 @@ def run_http(case: tuple[Any, list[tuple[int, str]], int, str, str | None], tmp:
         agent.close()
 
 
+# ------------------------------------------- issue 31's surfaces: extractors, add, outputs
+
+REGEXES = [
+    r"DECISION: (\w+)",
+    r"DECISION: ((\w+\s?)+):",
+    r"(a|aa)+(b)",
+    r"(?i)^answer:\s*(.*)$",
+    r"(.)\s*$",
+]
+POINTERS = ["", "/decision", "/a/0", "/~1", "/result/decision"]
+
+
+def run_extractor(case: tuple[str, str, Any], tmp: Path) -> Outcome:
+    """An answer read by a config's extractor: a decision or a bad-output, never a runaway."""
+    from passk_action.core.model import Extractor, Scoring
+    from passk_action.core.scoring import scored_attempt
+
+    kind, rule, answer = case
+    extract = Extractor(regex=rule) if kind == "regex" else Extractor(json_pointer=rule)
+    attempt = Attempt("r1", 1, Phase.MAIN, Version.CANDIDATE, None, 0.1)
+
+    def read() -> None:
+        scored = scored_attempt(attempt, answer, Scoring(extract=extract))
+        (scored.detail or "").encode("utf-8")  # the reason is stored with the attempt
+        (scored.decision or "").encode("utf-8")
+
+    return guarded(read)
+
+
+ADD_CONFIG = {"dataset": "data.jsonl", "k": 2, "agent": {"command": ["true"]}}
+
+
+def run_add(case: tuple[Any, str, bool], tmp: Path) -> Outcome:
+    """``passk add`` with an input and ``--expected`` as a user types them (any text)."""
+    given, expected, structured = case
+    text = json_text(given, [])
+    if text is None:
+        return Outcome("ok")
+    config = dict(ADD_CONFIG)
+    if structured:
+        config["scoring"] = {"fields": {"action": "exact", "amount": {"tolerance": 0.5}}}
+    (tmp / "passk.yml").write_text(yaml.safe_dump(config), "utf-8")
+    (tmp / "data.jsonl").write_text(DATA, "utf-8")
+    (tmp / "in.json").write_text(text, "utf-8", errors="surrogatepass")
+    return run_cli(["add", "in.json", "--expected", expected, "--new-label", "--dry-run"], tmp)
+
+
+OUTPUT_NAMES = ["in.json", "./in.json", "out.json", "rows.jsonl", "link.json", "hard.json"]
+
+
+def run_outputs(case: tuple[str, str, str], tmp: Path) -> Outcome:
+    """``passk import`` with outputs that may name its input or each other: nothing is lost."""
+    out, dataset_out, report_json = case
+    original = (ROOT / "tests/data/importers/tau_bench_retail.json").read_bytes()
+    (tmp / "in.json").write_bytes(original)
+    (tmp / "link.json").symlink_to("in.json")
+    os.link(tmp / "in.json", tmp / "hard.json")
+    argv = ["import", "--from", "tau-bench", "in.json", "--out", out]
+    argv += ["--dataset-out", dataset_out, "--report-json", report_json]
+    found = run_cli(argv, tmp)
+    if (tmp / "in.json").read_bytes() != original:
+        return Outcome("crash", "lost data: an output overwrote the input")
+    return found
+
+
 def surfaces() -> list[Surface]:
     """Every surface, its generator seeded from the repository's own files."""
     edits = TEXT_EDITS
@@ -789,6 +854,8 @@ def surfaces() -> list[Surface]:
                         None,
                         "0",
                         "1",
+                        "\u00b2",
+                        "9" * 400,
                         "1e400",
                         "-5",
                         "99999999999999999999",
@@ -799,5 +866,49 @@ def surfaces() -> list[Surface]:
                 ),
             ),
             run_http,
+        ),
+        Surface(
+            "extractor",
+            st.one_of(
+                st.tuples(
+                    st.just("regex"),
+                    st.sampled_from(REGEXES),
+                    st.one_of(
+                        st.text(max_size=40),
+                        st.builds(
+                            lambda n: "DECISION: " + "approve " * n + "!", st.integers(0, 60)
+                        ),
+                        edge_scalars,
+                    ),
+                ),
+                st.tuples(st.just("pointer"), st.sampled_from(POINTERS), edge_values),
+            ),
+            run_extractor,
+        ),
+        Surface(
+            "add",
+            st.tuples(
+                edge_values,
+                st.one_of(
+                    st.sampled_from(
+                        [
+                            "deny",
+                            LONE,
+                            "d\udcff",
+                            '{"action": "deny", "amount": 1e400}',
+                            '{"action": NaN}',
+                            '{"action": "deny", "amount": 1}',
+                        ]
+                    ),
+                    st.text(max_size=8),
+                ),
+                st.booleans(),
+            ),
+            run_add,
+        ),
+        Surface(
+            "outputs",
+            st.tuples(*[st.sampled_from(OUTPUT_NAMES)] * 3),
+            run_outputs,
         ),
     ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ from ..inputs.new_row import (
 )
 from ..report.added_row import AddedRow, added_lines
 from ..store.artifact import write_text_atomic
+from ..store.jsonfile import unstorable_path
 from ..store.results import AuditedResult, read_run_or_result
 from .common import add_config_argument, warn
 
@@ -106,7 +108,28 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
+def _check_text_options(args: argparse.Namespace) -> None:
+    """Options are text the dataset stores as UTF-8: bytes that are not UTF-8 are refused.
+
+    Python hands a command-line argument that is not UTF-8 over as lone
+    surrogates (``d\\udcff``); stored, they raised UnicodeEncodeError.
+    """
+    named = [("--expected", args.expected), ("--id", args.id), ("--cluster", args.cluster),
+             ("--row", args.row), *(("--tag", tag) for tag in args.tags or ())]  # fmt: skip
+    for name, value in named:
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UsageError(
+                    f"{name} is not valid UTF-8 text",
+                    where=name,
+                    hint="type the value in UTF-8 (check the terminal's encoding)",
+                ) from None
+
+
 def handle(args: argparse.Namespace) -> int:
+    _check_text_options(args)
     loaded = load_config(Path(args.config))
     for message in loaded.warnings:
         warn(message)
@@ -238,7 +261,7 @@ def _read_json(name: str) -> Json:
     if not text.strip():
         raise UsageError("is empty", where=where, hint="write the input the agent got, as JSON")
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        value: Json = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except RecursionError as exc:
         raise UsageError("is nested too deeply", where=where) from exc
     except ValueError as exc:
@@ -248,6 +271,22 @@ def _read_json(name: str) -> Json:
             where=f"{where}:{line}" if line else where,
             hint='the file is the input itself, e.g. {"days": 40} or "a text request"',
         ) from exc
+    at = unstorable_path(value)
+    if at is not None:
+        raise UsageError(
+            "holds a lone surrogate (an escape like \\ud800 without its pair), which UTF-8 "
+            "cannot store",
+            where=f"{where}: {at}" if at else where,
+            hint="write the text as valid Unicode",
+        )
+    return value
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return number
 
 
 def _no_constant(name: str) -> Any:

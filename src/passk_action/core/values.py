@@ -50,6 +50,7 @@ Integers are compared before any conversion to float, so an integer of
 from __future__ import annotations
 
 import math
+import unicodedata
 
 MAX_TOKENS = 10**12
 MAX_PRICE = 10**5
@@ -149,6 +150,22 @@ def nested_deeper(value: object, limit: int) -> bool:
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def row_id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a row id, or None: an id is non-empty text without controls.
+
+    Ids are shown in logs, annotations, file names and the comment, where a
+    NUL or a newline cuts or forges lines (``"a\nb::error::x"``).  The
+    dataset loader and every importer apply this one rule, so a dataset
+    ``passk import --dataset-out`` writes is one its loader reads.
+    """
+    if not value.strip():
+        return "is empty"
+    control = next((c for c in value if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        return f"contains the control character U+{ord(control):04X}"
+    return None
 
 
 def within_tolerance(

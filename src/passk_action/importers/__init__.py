@@ -701,8 +701,8 @@ def task_id(value: Any) -> str | None:
         return None
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, str) and value.strip():
-        return value
+    if isinstance(value, str) and values.row_id_problem(value) is None:
+        return value  # the dataset loader's rule: what --dataset-out writes, it reads
     return None
 
 

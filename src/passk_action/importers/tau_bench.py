@@ -46,8 +46,10 @@ airline, ...) per artifact, as their ids overlap.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ..core import values
 from ..core.model import Usage
 from ..errors import ArtifactError
 from . import (
@@ -149,6 +151,7 @@ def _parse_entries(
     trials: list[Trial] = []
     skipped: list[Skipped] = []
     ids: dict[int, str] = {}
+    kinds: dict[str, type] = {}
     for position, entry in enumerate(entries):
         if names is not None:
             here = names[position]
@@ -158,6 +161,8 @@ def _parse_entries(
         trial = (
             fast if fast is not None else entry_trial(entry, file_index, position, here, tau2=tau2)
         )
+        if not isinstance(trial, Skipped):
+            trial = _one_kind_per_id(trial, entry, kinds, here)
         if isinstance(trial, Skipped):
             skipped.append(trial)
         else:
@@ -170,6 +175,29 @@ def _parse_entries(
     )
 
 
+def _one_kind_per_id(
+    trial: Trial, entry: Any, kinds: dict[str, type], here: str
+) -> Trial | Skipped:
+    """``trial``, or Skipped when its ``task_id`` is 1 where another entry's is "1" (or back).
+
+    A row id is text: task 1 and task "1" would become one row and mix their
+    trials.  The first kind met names the row; entries of the other kind are
+    left out, saying why.
+    """
+    raw = entry.get("task_id") if isinstance(entry, dict) else None
+    kind = type(raw)
+    first = kinds.setdefault(trial.task, kind)
+    if first is kind:
+        return trial
+    shown = {int: trial.task, str: json.dumps(trial.task)}
+    return Skipped(
+        here,
+        f"task_id {shown.get(kind, trial.task)} names the same row as task_id "
+        f"{shown.get(first, trial.task)} of an earlier entry (row ids are text); "
+        "give the two tasks different ids",
+    )
+
+
 def entry_trial(
     entry: Any, file_index: int, position: int, here: str, *, tau2: bool
 ) -> Trial | Skipped:
@@ -178,6 +206,10 @@ def entry_trial(
         return Skipped(here, "not a JSON object")
     task = task_id(entry.get("task_id"))
     if task is None:
+        raw = entry.get("task_id")
+        problem = values.row_id_problem(raw) if isinstance(raw, str) else None
+        if problem is not None:
+            return Skipped(here, f"task_id {problem}, which a row id may not")
         return Skipped(here, "no 'task_id' (a string or an integer is needed)")
     trial_number = integer(entry.get("trial"))
     order = (file_index, trial_number if trial_number is not None else -1, position)

@@ -45,7 +45,6 @@ import csv
 import difflib
 import io
 import json
-import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -574,13 +573,12 @@ def _row_id(record: dict[str, Any], where: str) -> str:
         raise DatasetError("the row has no 'id'", where=where, hint="give every row a unique id")
     row_id = record["id"]
     if isinstance(row_id, str) and row_id.strip():
-        control = next((c for c in row_id if unicodedata.category(c) == "Cc"), None)
-        if control is not None:
+        problem = values.row_id_problem(row_id)
+        if problem is not None:
             # A NUL or a newline in an id would end up in annotations, logs,
             # file names and the comment, where it cuts or forges lines.
             raise DatasetError(
-                f"'id' contains the control character U+{ord(control):04X}"
-                f" ({json.dumps(row_id)[:60]})",
+                f"'id' {problem} ({json.dumps(row_id)[:60]})",
                 where=where,
                 hint="ids are shown in logs and comments; use letters, digits and punctuation",
             )
