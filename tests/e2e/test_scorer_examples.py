@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from passk_action.cli import main
 from passk_action.core.judging import judge_noise
@@ -109,6 +110,11 @@ def test_the_judges_noise_is_named_and_a_unanimous_wrong_verdict_still_blocks(
     _git(example, "config", "user.name", "Dev")
     _git(example, "config", "user.email", "dev@example.com")
     config = str(example / "judge.yml")
+    # Few confirmations, each asking the judge three times: a short test.
+    settings = yaml.safe_load((example / "judge.yml").read_text(encoding="utf-8"))
+    settings["confirm"] = {"attempts": 2, "must_not_break_attempts": 3}
+    settings["gate"] = {"rule": "strict"}
+    (example / "judge.yml").write_text(yaml.safe_dump(settings), encoding="utf-8")
     assert main(["baseline", "--config", config, "--concurrency", "1", "--quiet"]) == 0
     _git(example, "add", "-A")
     _git(example, "commit", "-q", "-m", "judge baseline")
