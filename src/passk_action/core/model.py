@@ -424,7 +424,8 @@ class Attempt:
     @property
     def timed(self) -> bool:
         """Whether ``duration_s`` measured the attempt (see :data:`DURATION_UNKNOWN`)."""
-        return not any(w.startswith(DURATION_UNKNOWN) for w in self.warnings)
+        warnings = self.warnings
+        return not warnings or not any(w.startswith(DURATION_UNKNOWN) for w in warnings)
 
     @property
     def valid(self) -> bool:

@@ -113,6 +113,8 @@ def harness_usage(
     nothing usable was logged.  Each value logged but left out is named in
     ``left_out`` (:data:`LEFT_OUT_VALUES`), for the import's report.
     """
+    if input_tokens is None and output_tokens is None and cost_usd is None and model is None:
+        return None  # nothing logged (most trials of most harnesses): nothing to check
     name = model.strip() if isinstance(model, str) and model.strip() else None
     usage = Usage(
         values.count(input_tokens), values.count(output_tokens), values.amount(cost_usd), name
@@ -149,6 +151,8 @@ def seconds(value: object, per_second: float = 1.0, left_out: list[str] | None =
     not a number, negative, or beyond 10^9 seconds; then, when it was
     logged, ``duration`` is added to ``left_out``.
     """
+    if value is None:
+        return 0.0  # not logged: nothing to check, nothing left out
     number = values.finite(value)
     duration = None if number is None else values.seconds(number / per_second)
     if duration is None:

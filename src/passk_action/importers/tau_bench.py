@@ -262,19 +262,23 @@ def fast_trial(
     name = ids.get(task)
     if name is None:
         name = ids[task] = str(task)
+    # What _usage and seconds() do, with their calls skipped when nothing was logged
+    # (the usual record): a value logged still goes through its rule.
     dropped: list[str] = []
+    duration = entry.get("duration")
+    cost = info.get("total_cost") if type(info) is dict else None
     return Trial(
         name,
         name,
         (file_index, trial, position),
-        PASS if is_success(reward) else FAIL,
+        PASS if abs(reward - 1.0) <= SUCCESS_TOLERANCE else FAIL,  # is_success
         None,
         None,
-        seconds(entry.get("duration"), left_out=dropped),
+        0.0 if duration is None else seconds(duration, left_out=dropped),
         here,
         (name, trial),
-        usage=_usage(entry, tau2=False, left_out=dropped),
-        left_out=tuple(dropped),
+        usage=None if cost is None else _usage(entry, tau2=False, left_out=dropped),
+        left_out=tuple(dropped) if dropped else (),
     )
 
 

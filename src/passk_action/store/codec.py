@@ -464,8 +464,9 @@ _PHASE_TEXT = {phase: json.dumps(phase.value) for phase in Phase}
 def attempt_line(attempt: Attempt, strings: dict[str, str]) -> str:
     """``compact_json(attempt_to_json(attempt))``, built by hand when the attempt is plain.
 
-    Plain: no checks, retries, detail, usage, warnings, answer or outcome, a label (not
-    an object's text) and a finite duration.  ``strings``
+    Plain: no checks, retries, detail, usage, warnings, answer or score, a label (not
+    an object's text) and a finite duration; ``correct`` may be set (every imported
+    trial carries the harness's grade).  ``strings``
     caches the JSON text of row ids and decisions, which repeat k times and
     more.  Anything else takes the general way; a test holds both to the
     same text.
@@ -478,7 +479,6 @@ def attempt_line(attempt: Attempt, strings: dict[str, str]) -> str:
         or attempt.usage is not None
         or attempt.warnings
         or attempt.answer is not None
-        or attempt.correct is not None
         or attempt.score is not None
         or attempt.verdicts
         or not math.isfinite(duration)
@@ -495,6 +495,8 @@ def attempt_line(attempt: Attempt, strings: dict[str, str]) -> str:
             if encoded is None:
                 encoded = strings[value] = json.dumps(value, ensure_ascii=False)
             text += f',"{name}":{encoded}'
+    if attempt.correct is not None:
+        text += ',"correct":true' if attempt.correct else ',"correct":false'
     return f'{text},"duration_s":{round(duration, DURATION_DIGITS)!r}}}'
 
 

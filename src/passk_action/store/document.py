@@ -339,6 +339,7 @@ def check_consistency(
         ids.add(row.id)
     seen: set[tuple[str, int]] = set()
     main: dict[str, int] = {}
+    main_phase = Phase.MAIN  # an enum member looked up once, not per attempt
     for attempt in attempts:
         if attempt.row_id not in ids:
             raise ArtifactError(f"attempt for unknown row {attempt.row_id!r}", where=where)
@@ -349,6 +350,6 @@ def check_consistency(
                 where=where,
             )
         seen.add(key)
-        if attempt.phase is Phase.MAIN:
+        if attempt.phase is main_phase:
             main[attempt.row_id] = main.get(attempt.row_id, 0) + 1
     return max(main.values(), default=0)
