@@ -84,11 +84,10 @@ def _within(value: object, high: int) -> float | None:
     The comparison comes first, on the value as given: exact for an integer
     of any size, and false for NaN.
     """
-    kind = type(value)
-    if kind is not float and kind is not int:  # the common cases first: cheap
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-    return float(value) if 0 <= value <= high else None
+    # A float first (the common case, one cheap test), then any other number.
+    if type(value) is float or (not isinstance(value, bool) and isinstance(value, (int, float))):
+        return float(value) if 0 <= value <= high else None
+    return None
 
 
 def count(value: object) -> int | None:
