@@ -7,11 +7,16 @@ few trials that raised (``info.error``).  Then, in fresh processes and in
 turns, ``--repeat`` times each:
 
 - the floor: ``python3 -c "import json; json.load(open(FILE))"``;
-- ``passk import --from tau-bench FILE --out run.json`` (``python -m passk_action``).
+- ``passk import --from tau-bench FILE --out run.json`` (``python -m passk_action``);
+- ``passk report run.json`` (markdown, to /dev/null) of the run just written.
+
+``--vs DIR`` times a second tree's sources too (e.g. an older commit's, from
+``git archive COMMIT src | tar -x -C DIR``), in the same turns, each tree
+reporting the run it wrote itself.
 
 Prints the medians and their ratios, of wall time and of CPU time (user +
-system, which a machine shared with other jobs disturbs less); target:
-<= 2.0.  ``--traj N`` sets the
+system, which a machine shared with other jobs disturbs less); targets:
+import <= 2.5, report <= 2.0.  ``--traj N`` sets the
 messages per trajectory: real trajectories are long, which makes the floor
 larger and the ratio smaller, so the default (2 short messages) is the hard
 case.
@@ -19,6 +24,7 @@ case.
 Usage (the figures in bench/README.md):
 
     python bench/import_speed.py --records 500000 --repeat 3
+    python bench/import_speed.py --records 500000 --repeat 3 --vs /tmp/old/src  # A/B
     python -X importtime -m passk_action --version 2> importtime.txt   # start-up
 """
 
@@ -92,37 +98,49 @@ def main() -> int:
         help="the passk sources to time (default: this checkout's), e.g. an older "
         "commit's from `git archive COMMIT src | tar -x -C DIR`",
     )
+    parser.add_argument("--vs", type=Path, default=None, help="a second tree's src, A/B")
     args = parser.parse_args()
 
-    env = dict(os.environ)
-    src = args.src.resolve()
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+    trees = {"this tree": args.src.resolve()}
+    if args.vs is not None:
+        trees["--vs tree"] = args.vs.resolve()
+    envs = {}
+    for name, src in trees.items():
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+        envs[name] = env
+    timed: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="passk-import-bench-") as scratch:
         data = Path(scratch) / "results.json"
         write_tau_bench(data, args.records, args.trials, args.traj, args.seed)
         size = data.stat().st_size
-        out = Path(scratch) / "run.json"
         floor_cmd = [sys.executable, "-c", f"import json; json.load(open({str(data)!r}))"]
-        import_cmd = [
-            sys.executable, "-m", "passk_action", "import", "--from", "tau-bench",
-            str(data), "--out", str(out),
-        ]  # fmt: skip
-        floors, imports = [], []
-        for _ in range(args.repeat):  # in turns, so load changes hit both alike
-            floors.append(cost(floor_cmd, env))
-            imports.append(cost(import_cmd, env))
-    floor_wall, floor_cpu = (statistics.median(x) for x in zip(*floors, strict=True))
-    wall, cpu = (statistics.median(x) for x in zip(*imports, strict=True))
+        for _ in range(args.repeat):  # in turns, so load changes hit all alike
+            timed.setdefault("json.load (floor)", []).append(cost(floor_cmd, envs["this tree"]))
+            for index, (name, env) in enumerate(envs.items()):
+                out = Path(scratch) / f"run{index}.json"
+                import_cmd = [
+                    sys.executable, "-m", "passk_action", "import", "--from", "tau-bench",
+                    str(data), "--out", str(out),
+                ]  # fmt: skip
+                report_cmd = [sys.executable, "-m", "passk_action", "report", str(out)]
+                timed.setdefault(f"import, {name}", []).append(cost(import_cmd, env))
+                timed.setdefault(f"report, {name}", []).append(cost(report_cmd, env))
+    medians = {
+        name: tuple(statistics.median(x) for x in zip(*runs, strict=True))
+        for name, runs in timed.items()
+    }
+    floor_wall, floor_cpu = medians["json.load (floor)"]
     print(
         f"{args.records:,} records ({args.records // args.trials:,} tasks x {args.trials} "
         f"trials), {size / 2**20:.0f} MiB, medians of {args.repeat} runs"
     )
-    print("                   wall s  ratio   CPU s  ratio")
-    print(f"json.load (floor)  {floor_wall:6.2f}   1.00  {floor_cpu:6.2f}   1.00")
-    print(
-        f"passk import       {wall:6.2f}  {wall / floor_wall:5.2f}  {cpu:6.2f}  "
-        f"{cpu / floor_cpu:5.2f}   (target <= 2.00)"
-    )
+    print(f"{'':24} wall s  ratio   CPU s  ratio")
+    for name, (wall, cpu) in medians.items():
+        print(
+            f"{name:24} {wall:6.2f}  {wall / floor_wall:5.2f}  {cpu:6.2f}  {cpu / floor_cpu:5.2f}"
+        )
+    print("targets: import <= 2.5, report <= 2.0 (ratios to the floor)")
     return 0
 
 
