@@ -238,3 +238,12 @@ def test_control_tau_bench_integer_ids_import_as_before(
     argv = ["import", "--from", "tau-bench", str(TAU), "--out", "o.json"]
     err = run_case(Case("import", dict, argv, "ok"), tmp_path, capsys, monkeypatch)
     assert "same row" not in err and "control character" not in err
+
+
+def test_the_settings_search_stays_within_the_rule_for_a_chance() -> None:
+    """``plan --miss 1e-06`` searched a beta of 2e-7, which the rule refuses (ValueError)."""
+    from passk_action.core import values
+    from passk_action.core.operating import suggest
+
+    plan = suggest(k=3, gated_rows=1, miss=1e-6, alphas=(0.001,))
+    assert values.chance(plan.settings.beta) is not None

@@ -1,7 +1,8 @@
 """No input crashes passk: every surface fuzzed on a small fixed budget (issue 25).
 
 Each surface of ``support/fuzzing.py`` (config, dataset, run and result artifacts,
-the three importers, agent answers, worker answer lines, HTTP answers) gets
+the three importers, agent answers, worker answer lines, HTTP answers, and
+issue 31's: extractors, ``passk add`` and outputs that name an input) gets
 :data:`BUDGET` generated inputs, derandomized so every run of the suite
 tries the same ones, seeded from the repository's examples and goldens.
 Each must end ``ok`` or in one clean error line (exit 2): never an internal
