@@ -247,3 +247,16 @@ def test_the_settings_search_stays_within_the_rule_for_a_chance() -> None:
 
     plan = suggest(k=3, gated_rows=1, miss=1e-6, alphas=(0.001,))
     assert values.chance(plan.settings.beta) is not None
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "1e400"])
+def test_a_non_finite_expected_check_in_a_run_is_refused_where_it_is_read(
+    constant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """A run with NaN in ``expected_checks`` read fine, then failed when written (merge, measured)."""
+    doc = json.loads(GOLDEN_RUN.read_text("utf-8"))
+    doc["rows"][0]["expected_checks"] = {"tools": "__X__"}
+    text = json.dumps(doc).replace('"__X__"', constant)
+    case = Case("report", lambda: {"run.json": text}, ["report", "run.json"], "error",
+                "expected_checks.tools' must be a JSON value passk can store")  # fmt: skip
+    run_case(case, tmp_path, capsys, monkeypatch)
