@@ -253,7 +253,7 @@ def test_the_settings_search_stays_within_the_rule_for_a_chance() -> None:
 def test_a_non_finite_expected_check_in_a_run_is_refused_where_it_is_read(
     constant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
 ) -> None:
-    """A run with NaN in ``expected_checks`` read fine, then failed when written (merge, measured)."""
+    """NaN in ``expected_checks`` was read, then failed when written (merge, measured)."""
     doc = json.loads(GOLDEN_RUN.read_text("utf-8"))
     doc["rows"][0]["expected_checks"] = {"tools": "__X__"}
     text = json.dumps(doc).replace('"__X__"', constant)
