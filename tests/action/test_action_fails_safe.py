@@ -12,8 +12,8 @@ import pytest
 
 import passk_action.action.comparison as comparison_phase
 import passk_action.action.publish as publishing
-from passk_action.action.comment_record import decode_record
 from passk_action.errors import REPORT_BUGS_AT
+from passk_action.github.sticky_comment import decode_record
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import (  # the shared fixtures, used by name
     RIGHT,

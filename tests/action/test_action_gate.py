@@ -20,10 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from passk_action.action.comment_record import decode_record, encode_record
-from passk_action.action.publish import without_record
 from passk_action.cli import main as cli_main
-from passk_action.github.publish import MARKER
+from passk_action.github.sticky_comment import MARKER, decode_record, encode_record, without_record
 from passk_action.store.results import read_result
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import (
@@ -559,7 +557,7 @@ def forged_passing_record(checkout: Checkout, head: str) -> str:
     assert first.code == 1 and genuine.candidate_attempts is not None
     from dataclasses import replace
 
-    from passk_action.action.comment_record import attempts_digest
+    from passk_action.github.sticky_comment import attempts_digest
 
     right = tuple(
         replace(a, decision="approve" if a.row_id in ("r1", "r3") else "deny")
@@ -623,7 +621,7 @@ def test_a_human_authored_record_is_ignored(checkout: Checkout, tmp_path: Path) 
     # Forge a record for the same commit whose candidate was right every time.
     from dataclasses import replace
 
-    from passk_action.action.comment_record import attempts_digest
+    from passk_action.github.sticky_comment import attempts_digest
 
     right = tuple(
         replace(a, decision="approve" if a.row_id in ("r1", "r3") else "deny")
@@ -1366,7 +1364,7 @@ def test_an_old_record_without_a_step_serves_only_the_default_step(
 def test_a_record_too_large_for_one_comment_is_kept_in_part_comments(
     checkout: Checkout, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from passk_action.action import comment_record as record_module
+    from passk_action.github import sticky_comment as record_module
 
     # The same split as for thousands of rows, at this test's scale.
     monkeypatch.setattr(record_module, "ATTEMPTS_LIMIT", 600)

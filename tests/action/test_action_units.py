@@ -16,15 +16,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from passk_action.action.comment_record import (
-    RECORD_PREFIX,
-    GateRecord,
-    RecordError,
-    attempts_digest,
-    decode_record,
-    encode_record,
-    find_record,
-)
 from passk_action.action.inputs import read_inputs
 from passk_action.action.workflow import (
     SUMMARY_LIMIT_BYTES,
@@ -38,7 +29,16 @@ from passk_action.action.workflow import (
 )
 from passk_action.core.model import Attempt, EvalSettings, Phase
 from passk_action.errors import GitError, UsageError
-from passk_action.github.publish import MARKER
+from passk_action.github.sticky_comment import (
+    MARKER,
+    RECORD_PREFIX,
+    GateRecord,
+    RecordError,
+    attempts_digest,
+    decode_record,
+    encode_record,
+    find_record,
+)
 from passk_action.inputs.config import parse_config
 from passk_action.inputs.dataset import parse_dataset
 from passk_action.sides import protect
@@ -788,9 +788,8 @@ def test_the_base_export_is_the_commits_files_read_only_and_without_hooks(tmp_pa
 
 
 def test_a_record_of_2000_rows_by_k_5_is_kept_across_part_comments() -> None:
-    from passk_action.action.comment_record import ATTEMPTS_LIMIT, split_record
-    from passk_action.action.publish import post_record_parts
     from passk_action.github.client import GitHubClient
+    from passk_action.github.sticky_comment import ATTEMPTS_LIMIT, post_record_parts, split_record
     from support.fakegithub import FakeGitHub
 
     token = "ghs_partsTestToken0123456789abcdef"

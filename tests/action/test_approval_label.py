@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from passk_action.action.comment_record import decode_record
+from passk_action.github.sticky_comment import decode_record
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import (
     RIGHT,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from passk_action.action.approval import latest_label_event
-from passk_action.action.comment_record import GateRecord
 from passk_action.action.rerun import RecordLookup, rerun_of
 from passk_action.github.event import PullRequest, Trigger, trigger_from
+from passk_action.github.sticky_comment import GateRecord
 from support.fakegithub import SPECS_DIR
 
 

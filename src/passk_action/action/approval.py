@@ -40,8 +40,8 @@ from typing import Any
 from ..errors import GitHubError
 from ..github.client import GitHubClient
 from ..github.event import PullRequest, Trigger
+from ..github.sticky_comment import GateRecord, RecordedApproval
 from ..sides.gitrepo import short_sha
-from .comment_record import GateRecord, RecordedApproval
 
 WRITE_PERMISSIONS = frozenset({"write", "admin"})
 """GitHub's legacy ``permission`` values that count; ``maintain`` is reported as ``write``."""

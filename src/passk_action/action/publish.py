@@ -29,7 +29,17 @@ from ..errors import (
 )
 from ..github.client import GitHubClient
 from ..github.event import PullRequest
-from ..github.publish import Annotation, publish_check, upsert_sticky_comment
+from ..github.publish import Annotation, publish_check
+from ..github.sticky_comment import (
+    RecordedApproval,
+    comment_mode,
+    kept_record,
+    post_record_parts,
+    record_for,
+    split_record,
+    upsert_sticky_comment,
+    without_record,
+)
 from ..report.check_run import check_title, not_blocking_words, row_annotations, with_base
 from ..report.comment import (
     CommentContext,
@@ -43,14 +53,6 @@ from ..report.could_not_run import could_not_finish_title, could_not_run_title, 
 from ..report.escape import inline
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
-from .comment_record import (
-    RECORD_PREFIX,
-    RecordedApproval,
-    login_of,
-    our_comments,
-    record_for,
-    split_record,
-)
 from .inputs import ActionInputs
 from .rerun import RecordLookup
 from .runtime import LEGACY_MARKER, fraction, step_key
@@ -67,12 +69,6 @@ FORK_CHECK_NOTICE = (
 )
 
 
-def without_record(body: str) -> str:
-    """The comment body minus the hidden record (check summaries need no machine data)."""
-    start = body.find(RECORD_PREFIX)
-    return body if start < 0 else body[:start].rstrip() + "\n"
-
-
 def annotate(workflow: Workflow, result: CompareResult) -> None:
     """``::error`` per blocking row (at most 10), ``::warning`` per non-blocking regression."""
     failures = [(f.id or f"[{f.rule.value}]", f.reason) for f in result.gate.failures]
@@ -83,36 +79,6 @@ def annotate(workflow: Workflow, result: CompareResult) -> None:
             workflow.warn(f"{row.id}: confirmed regression: {not_blocking_words(row)}")
     for warning in result.gate.warnings:
         workflow.warn(warning)
-
-
-PART_NOTE = (
-    "<sub>passk keeps part {i} of {n} of its record of this pull request's verdicts here, "
-    "so that re-running the job replays them; please leave this comment alone.</sub>"
-)
-
-
-def post_record_parts(
-    client: GitHubClient, pr_number: int, parts: Sequence[str], marker: str, author: str
-) -> None:
-    """Make passk's part comments for this step hold ``parts``: edit, add, delete the rest."""
-    comments = client.list_issue_comments(pr_number)
-    existing = sorted(
-        (
-            c
-            for c in comments
-            if str(c.get("body") or "").startswith(marker) and login_of(c) == author
-        ),
-        key=lambda c: int(c.get("id") or 0),
-    )
-    for i, part in enumerate(parts):
-        body = f"{marker}\n{PART_NOTE.format(i=i + 1, n=len(parts))}\n{part}"
-        if i < len(existing):
-            if existing[i].get("body") != body:
-                client.update_issue_comment(int(existing[i]["id"]), body)
-        else:
-            client.create_issue_comment(pr_number, body)
-    for stale in existing[len(parts) :]:
-        client.delete_issue_comment(int(stale["id"]))
 
 
 @dataclass(frozen=True)
@@ -410,26 +376,6 @@ def publish_gate(
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
 
 
-def comment_mode(
-    mode: str,
-    passed: bool,
-    comments: Sequence[Mapping[str, Any]],
-    author: str,
-    marker: str = LEGACY_MARKER,
-) -> str:
-    """The comment mode this run uses: ``changes`` becomes ``update`` or ``off``.
-
-    ``changes`` comments when the gate fails, and otherwise only edits passk's
-    earlier comment (a failure it now marks resolved, or a pass it refreshes);
-    a pull request that never failed gets no comment at all.
-    """
-    if mode != "changes":
-        return mode
-    if not passed or our_comments(comments, marker, author):
-        return "update"
-    return "off"
-
-
 def _number(value: float | None) -> str:
     """A plain decimal number for a workflow expression; empty when unknown."""
     return "" if value is None else plain_decimal(value)
@@ -507,17 +453,6 @@ def publish_could_not_run(
                 workflow.warn(f"no check run or commit status posted: {check.error}")
     workflow.set_outputs({"passed": "false", "result": "", "reused": "false"})
     return error.exit_code
-
-
-def kept_record(comments: Sequence[Mapping[str, Any]], marker: str, author: str) -> str | None:
-    """The record in passk's own comment for this step, as it stands, to carry over."""
-    ours = our_comments(comments, marker, author)
-    if not ours:
-        return None
-    body = str(ours[-1].get("body") or "")
-    start = body.find(RECORD_PREFIX)
-    end = body.find("-->", start)
-    return body[start : end + 3] if start >= 0 and end >= 0 else None
 
 
 def publish_could_not_finish(

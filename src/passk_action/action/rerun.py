@@ -1,6 +1,6 @@
 """Phase 2 of gate mode: what an earlier run of the same content recorded.
 
-The sticky comment carries a record of the verdicts (``comment_record.py``); when it
+The sticky comment carries a record of the verdicts (``github/sticky_comment``); when it
 matches this content, dataset and settings, its attempts are replayed
 instead of asking the agent again, and a recorded failure stands.
 """
@@ -17,9 +17,9 @@ from ..engine.request import Rerun
 from ..errors import GitError, GitHubError
 from ..github.client import GitHubClient
 from ..github.event import PullRequest
+from ..github.sticky_comment import GateRecord, find_record
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.trusted import Trusted
-from .comment_record import GateRecord, find_record
 from .inputs import ActionInputs
 from .runtime import step_key
 

@@ -15,7 +15,7 @@ from typing import TextIO
 from ..agents.setup import run_setup
 from ..core.model import Version
 from ..engine.session import Session, make_session, now_iso
-from ..github.publish import MARKER
+from ..github.sticky_comment import MARKER
 from ..inputs.config import AgentConfig, Config
 from ..progress import make_progress
 from .inputs import ActionInputs

@@ -16,7 +16,7 @@ from ..engine.compare import compare
 from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_GATE_FAILED, EXIT_OK, ArtifactError, GitError, UsageError
-from ..github.publish import MARKER
+from ..github.sticky_comment import MARKER
 from ..inputs.config import Config
 from ..report.comment import CommentContext, render_comment
 from ..report.compare_report import render_compare_report

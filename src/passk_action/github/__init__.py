@@ -1,14 +1,12 @@
-"""The GitHub edge: a small REST client and the publishing helpers built on it."""
+"""The GitHub edge, the only part that knows GitHub: the REST client, the event, the
+sticky comment and the check run."""
 
 from passk_action.github.client import GitHubClient
-from passk_action.github.publish import (
+from passk_action.github.publish import Annotation, CheckOutcome, publish_check, start_check
+from passk_action.github.sticky_comment import (
     MARKER,
-    Annotation,
-    CheckOutcome,
     CommentOutcome,
     find_sticky_comment,
-    publish_check,
-    start_check,
     upsert_sticky_comment,
 )
 

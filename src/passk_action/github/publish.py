@@ -1,4 +1,5 @@
-"""Publishing a report on a pull request: the sticky comment, the check, and size limits.
+"""Publishing a report on a pull request: the check run (the sticky comment is in
+``sticky_comment``).
 
 These helpers never crash the action on a refused write: a pull request from
 a fork gets a read-only token (FACTS.md E1/E2), and losing the PR comment must
@@ -11,28 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from passk_action.errors import ConfigError, GitHubError
+from passk_action.errors import GitHubError
 from passk_action.github.client import ANNOTATIONS_PER_REQUEST, Conclusion
-from passk_action.report.truncate import COMMENT_LIMIT, fit_comment
 
 if TYPE_CHECKING:
     from passk_action.github.client import GitHubClient
-
-MARKER = "<!-- passk:sticky-comment -->"
-COMMENT_MODES = ("update", "new", "off")
-
-
-@dataclass(frozen=True)
-class CommentOutcome:
-    """What happened to the sticky comment."""
-
-    action: Literal["created", "updated", "skipped", "failed"]
-    comment_id: int | None = None
-    url: str | None = None
-    error: str | None = None
-    status: int | None = None
-    author: str | None = None
-    """The login GitHub says wrote the comment."""
 
 
 @dataclass(frozen=True)
@@ -44,88 +28,6 @@ class CheckOutcome:
     url: str | None = None
     error: str | None = None
     fallback_reason: str | None = None
-
-
-# -- sticky comment ---------------------------------------------------------------
-
-
-def _marked(
-    comments: list[dict[str, Any]], marker: str, author: str | None
-) -> list[dict[str, Any]]:
-    found = [
-        c
-        for c in comments
-        if marker in str(c.get("body") or "")
-        and (author is None or (c.get("user") or {}).get("login") == author)
-    ]
-    # Comment ids grow with time on GitHub; the id breaks ties between equal timestamps.
-    return sorted(found, key=lambda c: (str(c.get("created_at", "")), int(c.get("id", 0))))
-
-
-def find_sticky_comment(
-    client: GitHubClient, issue_number: int, marker: str = MARKER, *, author: str | None = None
-) -> dict[str, Any] | None:
-    """The newest comment carrying ``marker`` (optionally written by ``author``), or None.
-
-    Pass ``author`` (e.g. ``github-actions[bot]``) when the comment's content is
-    trusted later: anyone can paste the marker into a comment of their own.
-    """
-    marked = _marked(client.list_issue_comments(issue_number), marker, author)
-    return marked[-1] if marked else None
-
-
-def upsert_sticky_comment(
-    client: GitHubClient,
-    issue_number: int,
-    body: str,
-    mode: str,
-    marker: str = MARKER,
-    *,
-    author: str | None = None,
-    limit: int = COMMENT_LIMIT,
-) -> CommentOutcome:
-    """Post ``body`` as passk's one comment on the pull request.
-
-    ``update``: edit the newest marked comment (searching every page), or create
-    one; older marked duplicates are left alone.  ``new``: delete every marked
-    comment, then create one.  ``off``: do nothing.  A refused call (e.g. 403 on
-    a fork's read-only token) is reported as ``failed``, not raised.
-    """
-    if mode not in COMMENT_MODES:
-        raise ConfigError(
-            f"unknown comment mode {mode!r}",
-            where="comment-mode",
-            hint="use one of: " + ", ".join(COMMENT_MODES),
-        )
-    if mode == "off":
-        return CommentOutcome("skipped")
-    if marker not in body:
-        body = f"{marker}\n{body}"
-    body = fit_comment(body, limit)
-    try:
-        marked = _marked(client.list_issue_comments(issue_number), marker, author)
-        if mode == "update" and marked:
-            comment = client.update_issue_comment(int(marked[-1]["id"]), body)
-            return _outcome("updated", comment)
-        if mode == "new":
-            for old in marked:
-                client.delete_issue_comment(int(old["id"]))
-        return _outcome("created", client.create_issue_comment(issue_number, body))
-    except GitHubError as exc:
-        return CommentOutcome("failed", error=str(exc), status=exc.status)
-
-
-def _outcome(action: Literal["created", "updated"], comment: dict[str, Any]) -> CommentOutcome:
-    comment_id = comment.get("id")
-    url = comment.get("html_url")
-    user = comment.get("user")
-    login = user.get("login") if isinstance(user, dict) else None
-    return CommentOutcome(
-        action,
-        comment_id=comment_id if isinstance(comment_id, int) else None,
-        url=url if isinstance(url, str) else None,
-        author=login if isinstance(login, str) else None,
-    )
 
 
 # -- check ----------------------------------------------------------------------------

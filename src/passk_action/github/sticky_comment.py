@@ -1,4 +1,15 @@
-"""The gate record hidden at the end of the sticky comment: no shopping by re-running.
+"""passk's sticky comment on a pull request: find it, post it, and the record it hides.
+
+Find: passk's own comments for a step (``our_comments``, the newest one's
+record, ``find_record``).  Post: ``upsert_sticky_comment`` edits passk's
+one comment or creates it, in the mode the input ``comment`` asks for
+(``comment_mode``), and ``post_record_parts`` keeps the record's overflow in
+part comments.  These never crash the action on a refused write: a pull
+request from a fork gets a read-only token (FACTS.md E1/E2), and losing the
+comment must not lose the gate result; they return what happened.
+
+The record is the gate record hidden at the end of the sticky comment: no
+shopping by re-running.
 
 ``<!-- passk:record v1 <base64 of gzip of compact JSON> -->`` says which
 head commit (and its tree) and base commit were gated, on which dataset and
@@ -29,12 +40,16 @@ import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.model import Attempt, EvalSettings, Run, canonical_json, sha256_hex
 from ..core.result import CompareResult
-from ..errors import ArtifactError
+from ..errors import ArtifactError, ConfigError, GitHubError
+from ..report.truncate import COMMENT_LIMIT, fit_comment
 from ..store.artifact import attempt_from_json, attempt_to_json
+
+if TYPE_CHECKING:
+    from .client import GitHubClient
 
 RECORD_VERSION = 1
 RECORD_PREFIX = "<!-- passk:record v1 "
@@ -422,3 +437,168 @@ def find_record(
             f"{exc.message}"
         )
         return record, warnings
+
+
+# -- the comment: find, post, and the parts of a record too large for it ------------------
+
+MARKER = "<!-- passk:sticky-comment -->"
+COMMENT_MODES = ("update", "new", "off")
+
+
+@dataclass(frozen=True)
+class CommentOutcome:
+    """What happened to the sticky comment."""
+
+    action: Literal["created", "updated", "skipped", "failed"]
+    comment_id: int | None = None
+    url: str | None = None
+    error: str | None = None
+    status: int | None = None
+    author: str | None = None
+    """The login GitHub says wrote the comment."""
+
+
+def _marked(
+    comments: list[dict[str, Any]], marker: str, author: str | None
+) -> list[dict[str, Any]]:
+    found = [
+        c
+        for c in comments
+        if marker in str(c.get("body") or "")
+        and (author is None or (c.get("user") or {}).get("login") == author)
+    ]
+    # Comment ids grow with time on GitHub; the id breaks ties between equal timestamps.
+    return sorted(found, key=lambda c: (str(c.get("created_at", "")), int(c.get("id", 0))))
+
+
+def find_sticky_comment(
+    client: GitHubClient, issue_number: int, marker: str = MARKER, *, author: str | None = None
+) -> dict[str, Any] | None:
+    """The newest comment carrying ``marker`` (optionally written by ``author``), or None.
+
+    Pass ``author`` (e.g. ``github-actions[bot]``) when the comment's content is
+    trusted later: anyone can paste the marker into a comment of their own.
+    """
+    marked = _marked(client.list_issue_comments(issue_number), marker, author)
+    return marked[-1] if marked else None
+
+
+def upsert_sticky_comment(
+    client: GitHubClient,
+    issue_number: int,
+    body: str,
+    mode: str,
+    marker: str = MARKER,
+    *,
+    author: str | None = None,
+    limit: int = COMMENT_LIMIT,
+) -> CommentOutcome:
+    """Post ``body`` as passk's one comment on the pull request.
+
+    ``update``: edit the newest marked comment (searching every page), or create
+    one; older marked duplicates are left alone.  ``new``: delete every marked
+    comment, then create one.  ``off``: do nothing.  A refused call (e.g. 403 on
+    a fork's read-only token) is reported as ``failed``, not raised.
+    """
+    if mode not in COMMENT_MODES:
+        raise ConfigError(
+            f"unknown comment mode {mode!r}",
+            where="comment-mode",
+            hint="use one of: " + ", ".join(COMMENT_MODES),
+        )
+    if mode == "off":
+        return CommentOutcome("skipped")
+    if marker not in body:
+        body = f"{marker}\n{body}"
+    body = fit_comment(body, limit)
+    try:
+        marked = _marked(client.list_issue_comments(issue_number), marker, author)
+        if mode == "update" and marked:
+            comment = client.update_issue_comment(int(marked[-1]["id"]), body)
+            return _outcome("updated", comment)
+        if mode == "new":
+            for old in marked:
+                client.delete_issue_comment(int(old["id"]))
+        return _outcome("created", client.create_issue_comment(issue_number, body))
+    except GitHubError as exc:
+        return CommentOutcome("failed", error=str(exc), status=exc.status)
+
+
+def _outcome(action: Literal["created", "updated"], comment: dict[str, Any]) -> CommentOutcome:
+    comment_id = comment.get("id")
+    url = comment.get("html_url")
+    user = comment.get("user")
+    login = user.get("login") if isinstance(user, dict) else None
+    return CommentOutcome(
+        action,
+        comment_id=comment_id if isinstance(comment_id, int) else None,
+        url=url if isinstance(url, str) else None,
+        author=login if isinstance(login, str) else None,
+    )
+
+
+def comment_mode(
+    mode: str,
+    passed: bool,
+    comments: Sequence[Mapping[str, Any]],
+    author: str,
+    marker: str = MARKER,
+) -> str:
+    """The comment mode this run uses: ``changes`` becomes ``update`` or ``off``.
+
+    ``changes`` comments when the gate fails, and otherwise only edits passk's
+    earlier comment (a failure it now marks resolved, or a pass it refreshes);
+    a pull request that never failed gets no comment at all.
+    """
+    if mode != "changes":
+        return mode
+    if not passed or our_comments(comments, marker, author):
+        return "update"
+    return "off"
+
+
+def without_record(body: str) -> str:
+    """The comment body minus the hidden record (check summaries need no machine data)."""
+    start = body.find(RECORD_PREFIX)
+    return body if start < 0 else body[:start].rstrip() + "\n"
+
+
+def kept_record(comments: Sequence[Mapping[str, Any]], marker: str, author: str) -> str | None:
+    """The record in passk's own comment for this step, as it stands, to carry over."""
+    ours = our_comments(comments, marker, author)
+    if not ours:
+        return None
+    body = str(ours[-1].get("body") or "")
+    start = body.find(RECORD_PREFIX)
+    end = body.find("-->", start)
+    return body[start : end + 3] if start >= 0 and end >= 0 else None
+
+
+PART_NOTE = (
+    "<sub>passk keeps part {i} of {n} of its record of this pull request's verdicts here, "
+    "so that re-running the job replays them; please leave this comment alone.</sub>"
+)
+
+
+def post_record_parts(
+    client: GitHubClient, pr_number: int, parts: Sequence[str], marker: str, author: str
+) -> None:
+    """Make passk's part comments for this step hold ``parts``: edit, add, delete the rest."""
+    comments = client.list_issue_comments(pr_number)
+    existing = sorted(
+        (
+            c
+            for c in comments
+            if str(c.get("body") or "").startswith(marker) and login_of(c) == author
+        ),
+        key=lambda c: int(c.get("id") or 0),
+    )
+    for i, part in enumerate(parts):
+        body = f"{marker}\n{PART_NOTE.format(i=i + 1, n=len(parts))}\n{part}"
+        if i < len(existing):
+            if existing[i].get("body") != body:
+                client.update_issue_comment(int(existing[i]["id"]), body)
+        else:
+            client.create_issue_comment(pr_number, body)
+    for stale in existing[len(parts) :]:
+        client.delete_issue_comment(int(stale["id"]))
