@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import AgentCouldNotRun, ArtifactError, GitHubError, UsageError
+from ..github.check_run import complete_stale_checks, start_check
 from ..github.client import GitHubClient
 from ..github.event import PullRequest, Trigger, read_event
-from ..github.publish import complete_stale_checks, start_check
 from ..report.history import summary_line
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.history import base_history

@@ -27,9 +27,9 @@ from ..errors import (
     PasskError,
     crash_line,
 )
+from ..github.check_run import Annotation, publish_check
 from ..github.client import GitHubClient
 from ..github.event import PullRequest
-from ..github.publish import Annotation, publish_check
 from ..github.sticky_comment import (
     RecordedApproval,
     comment_mode,
@@ -308,6 +308,9 @@ def publish_gate(
         annotate(workflow, result)
     workflow.write_summary(report)
 
+    context = comment_context(inputs, pr, where, history)
+    if prior.record is not None and not prior.record.passed and result.gate.passed:
+        context = replace(context, resolved_from=prior.record.head_sha)
     encoded, parts = split_record(
         record_for(
             result,
@@ -319,9 +322,6 @@ def publish_gate(
             approval=where.approval if where else None,
         )
     )
-    context = comment_context(inputs, pr, where, history)
-    if prior.record is not None and not prior.record.passed and result.gate.passed:
-        context = replace(context, resolved_from=prior.record.head_sha)
     mode = comment_mode(
         inputs.comment,
         result.gate.passed,
