@@ -88,10 +88,13 @@ def _results(doc: Any, where: str) -> list[Any]:
     return results
 
 
-def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Parsed:
-    """Map a promptfoo output document to trials (see the module docstring)."""
-    results = _results(doc, where)
-    skipped: list[Skipped] = []
+def _indexed_results(
+    results: list[Any], where: str, skipped: list[Skipped]
+) -> tuple[list[tuple[int, dict[str, Any], int]], list[int]]:
+    """(position, result, testIdx) of each result with integer indexes, and the prompts seen.
+
+    A result that is no object or lacks its indexes goes to ``skipped``.
+    """
     usable: list[tuple[int, dict[str, Any], int]] = []
     prompts: dict[int, None] = {}
     for position, result in enumerate(results):
@@ -105,7 +108,14 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
             continue
         prompts.setdefault(prompt_idx, None)
         usable.append((position, result, test_idx))
-    chosen = _choose_prompt(sorted(prompts), options.prompt_idx, where)
+    return usable, sorted(prompts)
+
+
+def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Parsed:
+    """Map a promptfoo output document to trials (see the module docstring)."""
+    skipped: list[Skipped] = []
+    usable, prompts = _indexed_results(_results(doc, where), where, skipped)
+    chosen = _choose_prompt(prompts, options.prompt_idx, where)
     notes: list[str] = []
     others = sum(1 for _, r, _ in usable if r.get("promptIdx") != chosen)
     if others:
