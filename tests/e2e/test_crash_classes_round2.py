@@ -260,3 +260,18 @@ def test_a_non_finite_expected_check_in_a_run_is_refused_where_it_is_read(
     case = Case("report", lambda: {"run.json": text}, ["report", "run.json"], "error",
                 "expected_checks.tools' must be a JSON value passk can store")  # fmt: skip
     run_case(case, tmp_path, capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("answer", [b'{"decision": 1e400}', b'{"decision": "deny", "x": [1e400]}'])
+def test_an_answer_number_beyond_a_float_is_a_bad_output(answer: bytes) -> None:
+    """1e400 became inf, which then failed when the attempt was written (found by fuzz_cli)."""
+    from passk_action.agents.answer import BadOutput, parse_output
+
+    with pytest.raises(BadOutput, match="1e400 is not valid JSON"):
+        parse_output(answer)
+
+
+def test_control_a_usage_beyond_a_float_costs_only_the_usage() -> None:
+    from passk_action.agents.answer import parse_output
+
+    assert parse_output(b'{"decision": "deny", "usage": {"cost_usd": 1e400}}').decision == "deny"

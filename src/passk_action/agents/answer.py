@@ -14,6 +14,7 @@ outcome into the attempt recorded.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,12 @@ def _constant(name: str) -> _Constant:
     number = _Constant(name)
     number.name = name
     return number
+
+
+def _float(text: str) -> float:
+    """A JSON number; one beyond a float (``1e400``) is held like NaN: refused outside usage."""
+    number = float(text)
+    return number if math.isfinite(number) else _constant(text[:24])
 
 
 def compact_json(value: Json) -> str:
@@ -119,7 +126,12 @@ def loads_answer(text: str) -> Any:
     the transport's words for it.
     """
     try:
-        obj = json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_constant)
+        obj = json.loads(
+            text,
+            object_pairs_hook=_reject_duplicate_keys,
+            parse_constant=_constant,
+            parse_float=_float,
+        )
     except json.JSONDecodeError:
         raise
     except RecursionError as exc:
@@ -129,7 +141,9 @@ def loads_answer(text: str) -> Any:
     if values.nested_deeper(obj, values.MAX_NESTING):
         # Masking, scoring and storing walk the answer: the bound is met here, once.
         raise BadOutput(f"the answer is nested more than {values.MAX_NESTING} levels")
-    if ("NaN" in text or "Infinity" in text) and (found := _constant_outside_usage(obj)):
+    if ("NaN" in text or "Infinity" in text or "e" in text.lower()) and (
+        found := _constant_outside_usage(obj)
+    ):
         raise BadOutput(f"{found} is not valid JSON")
     return obj
 
