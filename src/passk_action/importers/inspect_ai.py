@@ -83,8 +83,8 @@ _FAIL_TEXT = frozenset({"I"})
 _NO_ANSWER = "N"
 
 
-def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Parsed:
-    """Map an Inspect ``EvalLog`` JSON document to trials."""
+def _samples(doc: Any, where: str) -> list[Any]:
+    """The log's samples; an error naming the fix when it is no eval log or has none."""
     if not isinstance(doc, dict) or "eval" not in doc:
         raise ArtifactError(
             "not an Inspect eval log",
@@ -101,12 +101,23 @@ def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Pars
         )
     if not isinstance(samples, list):
         raise ArtifactError("'samples' must be a list", where=where)
+    return samples
+
+
+def _task_name(spec: Any) -> str:
+    """The eval's task name (the trials' group); empty when the log names none."""
+    task_name = spec.get("task") if isinstance(spec, dict) else None
+    return task_name if isinstance(task_name, str) else ""
+
+
+def parse(doc: Any, where: str, file_index: int, options: ImportOptions) -> Parsed:
+    """Map an Inspect ``EvalLog`` JSON document to trials."""
+    samples = _samples(doc, where)
     unfinished = _unfinished(doc, where, options)
     scorer, notes = _choose_scorer(samples, options.scorer, where)
     notes = (*unfinished, *notes)
     spec = doc.get("eval")
-    task_name = spec.get("task") if isinstance(spec, dict) else None
-    group = task_name if isinstance(task_name, str) else ""
+    group = _task_name(spec)
     trials: list[Trial] = []
     skipped: list[Skipped] = []
     for position, sample in enumerate(samples):
