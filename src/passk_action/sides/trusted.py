@@ -165,9 +165,7 @@ def read_both_sides(
     head = (
         head_objects
         if head_objects is not None
-        else head_tree(
-            repo, tuple(dict.fromkeys((*protected, head_artifact_rel, *scorer_paths)))
-        )
+        else head_tree(repo, tuple(dict.fromkeys((*protected, head_artifact_rel, *scorer_paths))))
     )
     head_artifact = repo.entry(head, head_artifact_rel)
     head_baseline = (
