@@ -82,8 +82,11 @@ def run_action(
     pr = payload["pull_request"]
     payload["number"] = pr["number"] = 7
     pr["head"]["sha"], pr["base"]["sha"] = head, base
-    # GitHub's current word on the pull request agrees with the event (its base above all).
-    fake.pull = FakePull(number=7, head_sha=head, base_sha=base, base_ref=pr["base"]["ref"])
+    # GitHub's current word on the pull request agrees with the event the run reads (its
+    # base above all): this one, or the one the caller hands in.
+    given = (extra_env or {}).get("GITHUB_EVENT_PATH")
+    read = json.loads(Path(given).read_text(encoding="utf-8"))["pull_request"] if given else pr
+    fake.pull = FakePull(number=7, head_sha=head, base_sha=base, base_ref=read["base"]["ref"])
     event = tmp / "event.json"
     event.write_text(json.dumps(payload), encoding="utf-8")
     output, summary = tmp / "output.txt", tmp / "summary.md"
