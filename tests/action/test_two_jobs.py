@@ -19,6 +19,7 @@ import io
 import json
 import shlex
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ import yaml
 
 from passk_action.action import main as action_main
 from passk_action.action.workflow import visible
+from passk_action.cli import main as cli_main
 from passk_action.github.client import GitHubClient
 from passk_action.github.sticky_comment import decode_record
 from passk_action.store.results import read_result
@@ -769,3 +771,81 @@ def test_under_workflow_run_the_label_binds_to_the_measuring_run_its_adder_trigg
         assert f"the label '{ALLOW}' does not count" in gating.log
         assert github.check_runs[-1]["conclusion"] == "failure"
     assert github.violations == []
+
+
+# --- a scorer program from the base commit (issue 33) -------------------------------------
+
+SCORER = """\
+import json, sys
+request = json.load(sys.stdin)
+right = request["expected"] in str(request["answer"])
+print(json.dumps({"correct": right, "reason": "the base's scorer"}))
+"""
+
+
+def judged_by_a_scorer(pull: PullRequest) -> None:
+    """The base commit: ``scoring.by: command`` with its scorer program, the baseline
+    recorded under it; the pull request's branch starts there."""
+    git(pull.repo, "checkout", "-q", "main")
+    (pull.repo / "scorer.py").write_text(SCORER, encoding="utf-8")
+    config = yaml.safe_load((pull.repo / "passk.yml").read_text(encoding="utf-8"))
+    command = [sys.executable, "scorer.py"]
+    config["scoring"] = {"by": "command", "command": command, "timeout_s": 20}
+    (pull.repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
+    assert cli_main(["baseline", "--config", str(pull.repo / "passk.yml"), "--quiet"]) == 0
+    pull.base = commit(pull.repo, "passk: a scorer program judges the answers")
+    git(pull.repo, "checkout", "-q", "-B", "feature")
+
+
+def forge_verdicts(doc: dict[str, Any]) -> None:
+    """Every recorded answer judged right, as the pull request's own job could write it."""
+    for attempt in doc["run"]["attempts"]:
+        if "verdicts" in attempt:
+            attempt["decision"] = "success"
+            attempt["verdicts"] = [{"correct": True, "reason": "forged"}]
+
+
+def gated_rows(pull: PullRequest) -> tuple[list[tuple[str, str]], list[Any]]:
+    """The last job's failures and its candidate verdict per row, from its result."""
+    result = json.loads((pull.repo / ".passk/result.json").read_text(encoding="utf-8"))
+    failures = [(f["id"], f["rule"]) for f in result["gate"]["failures"]]
+    return failures, [(r["id"], r["verdict"]["candidate"]) for r in result["rows"]]
+
+
+def test_forged_verdicts_in_the_measured_file_are_judged_again_by_the_bases_scorer(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    """Under ``by: command`` the gating job ignores the measured file's verdicts: the base
+    commit's scorer judges every candidate answer again, as in the one-job mode."""
+    judged_by_a_scorer(pull)
+    pull.push(flip_r1())
+    _, artifact = pull.measure()
+    pull.marker.unlink()
+    github = fake()
+    # The attack: every verdict in the file says right.
+    forged = pull.gate(github, edit(artifact, forge_verdicts))
+    assert forged.code == 1, forged.log
+    assert not pull.marker.exists() and candidate_asked(forged) == []
+    assert "passk: answers are judged by " in forged.log
+    # The base's scorer judged the recorded answers; no candidate agent ran here.
+    assert "agent execution(s) now (candidate 8, " in forged.log
+    failures, rows = gated_rows(pull)
+    assert failures == [("r1", "must-not-break")]
+    assert "forged" not in (pull.repo / ".passk/result.json").read_text(encoding="utf-8")
+    # Control: the untouched file (a fresh record, so nothing is replayed) gives the same
+    # verdicts ...
+    honest = pull.gate(fake(), artifact)
+    assert honest.code == 1, honest.log
+    assert gated_rows(pull) == (failures, rows)
+    # ... as the one-job mode, whose candidate the scorer judges as its agent answers.
+    one_job = pull.run(
+        {
+            "GITHUB_EVENT_NAME": "pull_request",
+            "GITHUB_EVENT_PATH": str(pull.pull_request_event("event-one-job.json")),
+            "INPUT_GITHUB-TOKEN": TOKEN,
+            "INPUT_COMMENT": "update",
+        },
+        fake(),
+    )
+    assert one_job.code == 1, one_job.log
+    assert gated_rows(pull) == (failures, rows)

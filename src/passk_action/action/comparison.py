@@ -21,6 +21,7 @@ from ..agents.recorded import RecordedAnswers
 from ..core.model import Version
 from ..core.result import CompareResult
 from ..engine.asking import Replay
+from ..engine.candidate import judged_again
 from ..engine.compare import compare
 from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
@@ -67,7 +68,10 @@ def run_comparison(
     candidate_agent = None
     if measured is not None:
         candidate_agent = RecordedAnswers(
-            measured.run.attempts, measured.run.agent.description, measured.run.settings.scoring
+            measured.run.attempts,
+            measured.run.agent.description,
+            measured.run.settings.scoring,
+            judge_again=judged_again(config.scoring),
         )
         if rerun.replay.candidate:
             workflow.warn(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..core.model import Attempt, Phase, Scoring
-from ..core.scoring import rescore_attempt
+from ..core.scoring import rescore_attempt, unjudged
 from ..errors import AgentCouldNotRun
 from .protocol import AgentBase, AttemptRequest
 
@@ -30,17 +30,28 @@ class RecordedAnswers(AgentBase):
 
     ``scoring`` names the rules the attempts were recorded under: each one is
     read again under the request's (the gate's) rules from its recorded answer.
+    ``judge_again``: each is handed over as its answer alone, its recorded
+    verdicts dropped, for the base's scorer program to judge
+    (:class:`agents.scorer.ScoredAgent`), as the agent's own process is.
     """
 
     def __init__(
-        self, attempts: Iterable[Attempt], description: str, scoring: Scoring | None = None
+        self,
+        attempts: Iterable[Attempt],
+        description: str,
+        scoring: Scoring | None = None,
+        *,
+        judge_again: bool = False,
     ) -> None:
         self._recorded = {(a.row_id, a.number, a.phase): a for a in attempts}
         self.description = description
         self._scoring = scoring
+        self._judge_again = judge_again
 
     def run(self, request: AttemptRequest) -> Attempt:
         found = self._recorded.get((request.row.id, request.number, request.phase))
+        if found is not None and self._judge_again:
+            return unjudged(found)
         if found is not None and self._scoring is not None:
             return rescore_attempt(found, self._scoring, request.scoring)
         if found is not None:

@@ -389,6 +389,28 @@ def rescore_attempt(attempt: Attempt, recorded: Scoring, scoring: Scoring) -> At
     return scored_attempt(attempt, answer_of(attempt, recorded), scoring)
 
 
+def unjudged(attempt: Attempt) -> Attempt:
+    """``attempt`` back to its answer alone, for a scorer program to judge again.
+
+    Its verdicts, its decision and a scorer's error are dropped (an ``unscored``
+    attempt, as the agent's process returns it); what the agent's own process
+    did (a crash, a timeout, a broken answer) stays as it is.  The two-job
+    mode's gating job reads the measuring job's file this way: verdicts made
+    there are the pull request's word, the base's scorer judges again.
+    """
+    if attempt.error not in (None, UNSCORED, SCORER_ERROR):
+        return attempt
+    return replace(
+        attempt,
+        decision=None,
+        error=UNSCORED,
+        detail="the scorer program did not judge it",
+        verdicts=(),
+        correct=None,
+        score=None,
+    )
+
+
 def rescore_run(run: Run, scoring: Scoring) -> Run:
     """``run`` scored under ``scoring``: every answer read again from what was recorded.
 

@@ -23,6 +23,7 @@ __all__ = [
     "build_agent",
     "close_agent",
     "closing",
+    "scored",
     "scorer_spec",
 ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..core.model import AgentInfo, Phase, Run, Version
+from ..core.model import AgentInfo, Phase, Run, Scoring, Version
 from ..core.notes import MeasuredByPullRequest, Note, RecordedCandidate, Rescored
 from ..errors import ArtifactError, ConfigError
 from ..report.notes import ids
@@ -29,7 +29,12 @@ def candidate_side(inputs: CompareInputs, asker: Asker) -> CandidateSide:
         run = measured_main_attempts(source.recorded, inputs)
         made = len(run.attempts)
         confirm = len(source.recorded.attempts) - made
-        return CandidateSide(run, made, (MeasuredByPullRequest(made, confirm),))
+        notes: tuple[Note, ...] = (MeasuredByPullRequest(made, confirm),)
+        if judged_again(config.scoring):
+            # The file's verdicts are the pull request's word: every answer is asked of
+            # the recorded answers, which the base's scorer judges (sides/prepare).
+            return CandidateSide(_measured_now(inputs, asker), made, notes)
+        return CandidateSide(run, made, notes)
     if source.measured_by_pull_request:
         # Replayed from passk's record of an earlier gate of this content.
         return CandidateSide(_measured_now(inputs, asker), notes=(MeasuredByPullRequest(0, 0),))
@@ -53,6 +58,14 @@ def candidate_side(inputs: CompareInputs, asker: Asker) -> CandidateSide:
         made = sum(1 for a in run.attempts if a.phase is Phase.MAIN)
         return CandidateSide(run, made, (RecordedCandidate(made), *rescored))
     return CandidateSide(_measured_now(inputs, asker))
+
+
+def judged_again(scoring: Scoring) -> bool:
+    """Whether the two-job mode's gating job judges the measured answers again: under a
+    scorer program that reads the answer alone (``by: command``).  Under ``by:
+    environment`` the state an attempt left stayed in the measuring job, so its verdicts
+    are the measuring job's."""
+    return scoring.by_scorer and not scoring.by_environment
 
 
 def _measured_now(inputs: CompareInputs, asker: Asker) -> Run:

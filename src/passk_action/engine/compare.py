@@ -174,14 +174,15 @@ def _executions(
     """
     made = asker.count
 
+    # The two-job mode's candidate attempts were made by the pull request's job (its
+    # recorded answers may be asked again, for the base's scorer to judge: no execution).
+    by_pull_request = inputs.candidate.measured_by_pull_request
     return Executions(
-        candidate=candidate.recorded_main + made(Version.CANDIDATE, Phase.MAIN),
+        candidate=candidate.recorded_main
+        + (0 if by_pull_request else made(Version.CANDIDATE, Phase.MAIN)),
         baseline_topup=made(Version.BASELINE, Phase.MAIN),
         confirm_baseline=made(Version.BASELINE, Phase.CONFIRM),
-        # The two-job mode's candidate confirmations were made by the pull request's job.
-        confirm_candidate=0
-        if inputs.candidate.measured_by_pull_request
-        else made(Version.CANDIDATE, Phase.CONFIRM),
+        confirm_candidate=0 if by_pull_request else made(Version.CANDIDATE, Phase.CONFIRM),
         naive=2 * len(inputs.dataset.rows) * inputs.config.settings.k + confirmed.made,
         candidate_recorded=candidate.recorded_main,
         confirm_rounds=confirmed.rounds,

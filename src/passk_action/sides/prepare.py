@@ -38,7 +38,7 @@ from ..agents.identity import (
 from ..agents.places import OWN_FOLDERS, SHARED_ENV, TEMPORARY
 from ..agents.runner import Agent
 from ..core.model import Dataset, Run, Version
-from ..engine.agents import ScorerSpec, build_agent, close_agent, scorer_spec
+from ..engine.agents import ScorerSpec, build_agent, close_agent, scored, scorer_spec
 from ..engine.request import AgainstBase, CandidateSource, CompareInputs, Rerun, StalePlan
 from ..inputs.config import AgentConfig, Config
 from .credentials import credentials_hidden, env_without_token, warn_persisted_token
@@ -259,6 +259,11 @@ def prepare(
         scorer = None
         if trusted.config.scoring.by_scorer:
             scorer = _base_scorer(compared, stack, env, shell)
+        if candidate_agent is not None and scorer is not None:
+            # The gating job's recorded answers are judged as an agent's are: by the base's
+            # scorer, as its own user (what the answers hand over is up to them).
+            candidate_agent = scored(candidate_agent, scorer, env_without_token(env, token))
+            stack.callback(close_agent, candidate_agent)
         inputs = CompareInputs(
             trusted.config,
             trusted.dataset,
