@@ -417,7 +417,8 @@ def case_result(rng: random.Random) -> Case | None:
         return None
     doc = mutate(json.loads(RESULT_SEED[0]), rng, times=4)
     if rng.random() < 0.15:
-        settings = doc.get("policy", {}).get("rule_settings") if isinstance(doc, dict) else None
+        policy = doc.get("policy") if isinstance(doc, dict) else None
+        settings = policy.get("rule") if isinstance(policy, dict) else None
         if isinstance(settings, dict):
             settings[rng.choice(list(settings))] = rng.choice([10**9, 10**400, 1e-300, 0, -1])
     text = dumps(doc)
@@ -729,7 +730,14 @@ def main_(argv: list[str] | None = None) -> int:
                 tried += 1
                 try:
                     case = SURFACES[surface](rng)
-                except (RecursionError, TypeError, ValueError, KeyError, IndexError):
+                except (
+                    RecursionError,
+                    TypeError,
+                    ValueError,
+                    KeyError,
+                    IndexError,
+                    AttributeError,
+                ):
                     continue  # a mutation the generator itself cannot build on
                 if case is None:
                     continue
