@@ -85,6 +85,9 @@ PLAN = [
     Case("plan-dropped-1e-300", dict,
          ["plan", "--gated-rows", "3", "--accuracy", "0.99", "--dropped", "1e-300"],
          "error", "--dropped must be a number from 10^-6"),
+    Case("plan-accuracy-two-in-a-million", dict,
+         ["plan", "--gated-rows", "10", "--accuracy", "0.000002", "--dropped", "0.000001"],
+         "ok"),
     Case("plan-k-1", dict, ["plan", "--gated-rows", "3", "--k", "1"],
          "error", "--k must be a whole number from 2 to 1000, as in the config"),
 ]  # fmt: skip
