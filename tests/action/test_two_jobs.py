@@ -40,6 +40,7 @@ from support.pull_request_repo import (
     CONFIG,
     REPO,
     RIGHT,
+    ROWS,
     TOKEN,
     commit,
     edit_rows,
@@ -47,6 +48,7 @@ from support.pull_request_repo import (
     git,
     make_template,
     parse_outputs,
+    write_rows,
     write_script,
 )
 from support.runner_commands import ATTACKS, HARMLESS, obeyed
@@ -783,14 +785,28 @@ print(json.dumps({"correct": right, "reason": "the base's scorer"}))
 """
 
 
-def judged_by_a_scorer(pull: PullRequest) -> None:
-    """The base commit: ``scoring.by: command`` with its scorer program, the baseline
-    recorded under it; the pull request's branch starts there."""
+STATE_SCORER = """\
+import json, os, sys
+request = json.load(sys.stdin)
+right = {"r1": "approve", "r2": "deny", "r3": "approve", "r4": "deny"}[request["row_id"]]
+state = request["state"]
+print(json.dumps({"correct": right in str(request["answer"]) and os.path.isdir(state)}))
+"""
+
+
+def judged_by_a_scorer(pull: PullRequest, by: str = "command") -> None:
+    """The base commit: ``scoring.by: <by>`` with its scorer program, the baseline
+    recorded under it; the pull request's branch starts there.  ``environment``: the
+    rows carry no expected value; the scorer knows each task's and reads its state."""
     git(pull.repo, "checkout", "-q", "main")
-    (pull.repo / "scorer.py").write_text(SCORER, encoding="utf-8")
+    if by == "environment":
+        (pull.repo / "scorer.py").write_text(STATE_SCORER, encoding="utf-8")
+        write_rows(pull.repo, [{k: v for k, v in r.items() if k != "expected"} for r in ROWS])
+    else:
+        (pull.repo / "scorer.py").write_text(SCORER, encoding="utf-8")
     config = yaml.safe_load((pull.repo / "passk.yml").read_text(encoding="utf-8"))
     command = [sys.executable, "scorer.py"]
-    config["scoring"] = {"by": "command", "command": command, "timeout_s": 20}
+    config["scoring"] = {"by": by, "command": command, "timeout_s": 20}
     (pull.repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
     assert cli_main(["baseline", "--config", str(pull.repo / "passk.yml"), "--quiet"]) == 0
     pull.base = commit(pull.repo, "passk: a scorer program judges the answers")
@@ -849,3 +865,75 @@ def test_forged_verdicts_in_the_measured_file_are_judged_again_by_the_bases_scor
     )
     assert one_job.code == 1, one_job.log
     assert gated_rows(pull) == (failures, rows)
+
+
+def one_job(pull: PullRequest, fake: Callable[..., FakeGitHub]) -> Job:
+    """The same pull request gated in one job (``mode: gate``)."""
+    return pull.run(
+        {
+            "GITHUB_EVENT_NAME": "pull_request",
+            "GITHUB_EVENT_PATH": str(pull.pull_request_event("event-one-job.json")),
+            "INPUT_GITHUB-TOKEN": TOKEN,
+            "INPUT_COMMENT": "update",
+        },
+        fake(),
+    )
+
+
+def measured_by_hand(pull: PullRequest) -> Path:
+    """A measured file as the pull request's own job can write it (that job runs its
+    code, and a same-repository pull request can edit its workflow): the candidate run
+    at the head, wrapped as ``mode: measure`` wraps it."""
+    run = pull.tmp / "by-hand" / "run.json"
+    run.parent.mkdir()
+    config = str(pull.repo / "passk.yml")
+    assert cli_main(["run", "--config", config, "--out", str(run), "--quiet"]) == 0
+    header = {"number": PR, "head_sha": pull.head, "base_sha": pull.base}
+    doc = {"schema_version": 1, "kind": "passk-measured", "pull_request": header}
+    doc["run"] = json.loads(run.read_text(encoding="utf-8"))
+    measured = run.parent / "measured.json"
+    measured.write_text(json.dumps(doc), encoding="utf-8")
+    return measured
+
+
+def error_lines(job: Job) -> list[str]:
+    return [line for line in job.log.splitlines() if line.startswith("::error")]
+
+
+def test_a_state_scorer_is_not_gated_on_verdicts_the_measuring_job_wrote(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    """Under ``by: environment`` with a ``command`` the base's scorer judges the state each
+    attempt left, and that state stays in the measuring job: the gating job cannot judge
+    again, so it refuses (exit 2, the check fails closed) rather than take the file's word."""
+    judged_by_a_scorer(pull, by="environment")
+    pull.push(flip_r1())
+    # The attack: the file says every answer right (r1 is wrong on every attempt).
+    forged = edit(measured_by_hand(pull), forge_verdicts)
+    pull.marker.unlink(missing_ok=True)
+    github = fake()
+    gating = pull.gate(github, forged)
+    assert gating.code == 2, gating.log
+    [error] = error_lines(gating)
+    assert "passk.yml: scoring.by: the two-job mode cannot check the verdicts" in error, error
+    assert "gate in one job (`mode: gate`" in error, error
+    assert gating.asked == [] and not pull.marker.exists()
+    [check] = github.check_runs
+    assert (check["status"], check["conclusion"]) == ("completed", "failure")
+    # The measuring job says it too, before any of the pull request's code runs.
+    measuring = pull.run(
+        {
+            "GITHUB_EVENT_NAME": "pull_request",
+            "GITHUB_EVENT_PATH": str(pull.pull_request_event()),
+            "INPUT_MODE": "measure",
+        }
+    )
+    assert measuring.code == 2, measuring.log
+    assert error_lines(measuring) == [error]
+    assert measuring.asked == [] and not pull.marker.exists()
+    # Control: the same pull request in one job, where the base's scorer judges each
+    # attempt's state as the agent leaves it: r1 blocks.
+    gated = one_job(pull, fake)
+    assert gated.code == 1, gated.log
+    assert gated_rows(pull)[0] == [("r1", "must-not-break")]
+    assert github.violations == []

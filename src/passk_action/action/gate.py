@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..engine.candidate import refuse_unverifiable_verdicts
 from ..errors import AgentCouldNotRun, ArtifactError, GitHubError, UsageError
 from ..github.check_run import complete_stale_checks, start_check
 from ..github.client import GitHubClient
@@ -148,6 +149,10 @@ def gate_and_publish(
                 head_objects=None if head == HEAD_COMMIT else head,
                 approve=lambda name: decide_label(client, pr, name, trigger, earlier),
             )
+            if measured is not None or unusable is not None:
+                # The two-job mode: refused before any agent runs when the gating job
+                # could not check the measured verdicts.
+                refuse_unverifiable_verdicts(trusted.config.scoring, trusted.config.path)
             # Before any agent runs: the marks come from the base's git objects alone.
             history = base_history(
                 repo,

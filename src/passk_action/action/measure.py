@@ -11,6 +11,7 @@ The gating job (``mode: gate-measured``) decides.
 
 from __future__ import annotations
 
+from ..engine.candidate import refuse_unverifiable_verdicts
 from ..engine.measuring_job import measure_candidate
 from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
@@ -49,6 +50,8 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     workflow.line(SAYS)
     with workflow.group("passk: trusted inputs from the base commit"):
         trusted, _ = trusted_inputs(repo, inputs, pr, workflow)
+    # Said here, before the pull request's code runs, as the gating job would say it.
+    refuse_unverifiable_verdicts(trusted.config.scoring, trusted.config.path)
 
     candidate = CandidateSource(out=inputs.workspace / CANDIDATE_PATH, commit=pr.head_sha)
     try:

@@ -4,6 +4,7 @@ measured now (k attempts per row, journaled, resumable)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ..core.model import AgentInfo, Phase, Run, Scoring, Version
 from ..core.notes import MeasuredByPullRequest, Note, RecordedCandidate, Rescored
@@ -66,6 +67,34 @@ def judged_again(scoring: Scoring) -> bool:
     environment`` the state an attempt left stayed in the measuring job, so its verdicts
     are the measuring job's."""
     return scoring.by_scorer and not scoring.by_environment
+
+
+TWO_JOBS_WITH_STATE_SCORER = (
+    "the two-job mode cannot check the verdicts of `scoring.by: environment` with a "
+    "`command`: the scorer judges the state each attempt leaves, and that state stays in "
+    "the measuring job, which runs the pull request's code, so a measured file could call "
+    "every gated row right"
+)
+
+
+def refuse_unverifiable_verdicts(scoring: Scoring, config_path: Path) -> None:
+    """Refuse the two-job mode (exit 2, before any agent runs) under a scorer that judges
+    the state an attempt left (``by: environment`` with a ``command``).
+
+    The measured file carries answers, not states: the gating job can judge the answers
+    again (``by: command``, :func:`judged_again`) but not a state it never sees, so the
+    verdicts would be the pull request's word where the one-job mode's are the base's
+    scorer's.  Without a ``command`` the verdict is the agent's own report in either mode
+    (the README's table says so), and the two-job mode goes on.
+    """
+    if scoring.by_environment and scoring.by_scorer:
+        raise ConfigError(
+            TWO_JOBS_WITH_STATE_SCORER,
+            where=f"{config_path}: scoring.by",
+            hint="gate in one job (`mode: gate`, where the base's scorer reads each state "
+            "as its own user), or use `scoring.by: command` if the answer alone shows "
+            "whether it is right",
+        )
 
 
 def _measured_now(inputs: CompareInputs, asker: Asker) -> Run:
