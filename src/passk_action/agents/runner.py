@@ -229,18 +229,33 @@ class ProcessAgent(AgentBase):
             return error_attempt(
                 request, SPAWN_FAILED, spawn_failure(self.spec, exc), self._clock() - started
             )
+        captured, cancelled = self._see_through(proc, stdin_payload(request), started)
+        duration = self._clock() - started
+        if cancelled:
+            raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
+        return self._judge(request, proc.returncode, captured, duration)
+
+    def _see_through(
+        self, proc: subprocess.Popen[bytes], payload: bytes, started: float
+    ) -> tuple[_Captured, bool]:
+        """Feed ``payload``, wait out the deadline, then reap: what it said, and if cancelled.
+
+        Whatever happens, the process and every descendant die and are
+        waited for, its pipes close and the reaper lets go of it, so no
+        process, pipe or reaper entry outlives one attempt or one verdict.
+        """
         with self._lock:
             self._live.add(proc)
         try:
-            captured = self._communicate(proc, stdin_payload(request), started)
+            captured = self._communicate(proc, payload, started)
             if captured.outcome is None:
                 try:
                     proc.wait(timeout=max(0.0, started + self.spec.timeout_s - self._clock()))
                 except subprocess.TimeoutExpired:
                     captured.outcome = TIMEOUT
         finally:
-            # Always: leftover descendants of a finished agent die too, even
-            # those that left its session (see reaper.py).
+            # Always: leftover descendants of a finished process die too, even
+            # those that left its session.
             REAPER.kill_tree(proc.pid)
             proc.wait()
             close_pipes(proc)
@@ -249,10 +264,7 @@ class ProcessAgent(AgentBase):
                 self._live.discard(proc)
                 cancelled = proc.pid in self._cancelled
                 self._cancelled.discard(proc.pid)
-        duration = self._clock() - started
-        if cancelled:
-            raise AttemptCancelled(f"attempt {request.number} of row {request.row.id!r}")
-        return self._judge(request, proc.returncode, captured, duration)
+        return captured, cancelled
 
     def _communicate(
         self, proc: subprocess.Popen[bytes], payload: bytes, started: float

@@ -30,7 +30,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -54,12 +53,10 @@ from .protocol import (
     AttemptRequest,
     RetryAfters,
 )
-from .reaper import REAPER
 from .runner import (
     Agent,
     ProcessAgent,
     ProcessAgentSpec,
-    close_pipes,
     exit_description,
     scrubbed_env,
     spawn_failure,
@@ -174,24 +171,7 @@ class ScorerProgram(ProcessAgent):
         except OSError as exc:
             detail = spawn_failure(self.spec, exc, "scorer")
             return Verdict(error=SPAWN_FAILED, detail=detail, duration_s=self._clock() - started)
-        with self._lock:
-            self._live.add(proc)
-        try:
-            captured = self._communicate(proc, payload, started)
-            if captured.outcome is None:
-                try:
-                    proc.wait(timeout=max(0.0, started + self.spec.timeout_s - self._clock()))
-                except subprocess.TimeoutExpired:
-                    captured.outcome = TIMEOUT
-        finally:
-            REAPER.kill_tree(proc.pid)
-            proc.wait()
-            close_pipes(proc)
-            REAPER.release(proc.pid)
-            with self._lock:
-                self._live.discard(proc)
-                cancelled = proc.pid in self._cancelled
-                self._cancelled.discard(proc.pid)
+        captured, cancelled = self._see_through(proc, payload, started)
         duration = round(self._clock() - started, 4)
         if cancelled:
             raise AttemptCancelled("scorer")
