@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     from passk_action.agents.protocol import AttemptRequest
     from passk_action.agents.scheduler import run_attempts
     from passk_action.core.model import Phase, Row, Version
-    from passk_action.inputs.config import HttpAgentConfig
+    from passk_action.inputs.agent_config import HttpAgentConfig
 
     endpoint = Endpoint(args.pushback, args.share, args.limit, args.latency)
     url, server = serve(endpoint)

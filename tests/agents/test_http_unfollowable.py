@@ -22,7 +22,7 @@ from passk_action.agents.runner import AttemptRequest
 from passk_action.core.model import Phase, Row, Version
 from passk_action.core.retry_after import retry_after_s
 from passk_action.core.scoring import BAD_OUTPUT
-from passk_action.inputs.config import HttpAgentConfig
+from passk_action.inputs.agent_config import HttpAgentConfig
 
 REPLIES: dict[str, tuple[int, list[tuple[str, str]]]] = {
     "/ipv6": (302, [("Location", "http://[zz]/x")]),

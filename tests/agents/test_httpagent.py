@@ -38,7 +38,8 @@ from passk_action.cli import main as cli_main
 from passk_action.core.model import Attempt, Json, Phase, Row, Version
 from passk_action.engine.agents import build_agent
 from passk_action.errors import ConfigError
-from passk_action.inputs.config import HttpAgentConfig, parse_config
+from passk_action.inputs.agent_config import HttpAgentConfig
+from passk_action.inputs.config import parse_config
 from passk_action.store.artifact import attempt_to_json
 
 # Reply = (status, headers, body, delay_s)

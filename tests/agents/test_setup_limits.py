@@ -22,7 +22,8 @@ import pytest
 from passk_action.agents.setup import LINE_CHARS, RELAY_LINES, TAIL_LINES, run_setup
 from passk_action.core.model import Version
 from passk_action.errors import AgentCouldNotRun
-from passk_action.inputs.config import DEFAULT_SETUP_TIMEOUT_S, parse_config
+from passk_action.inputs.agent_config import DEFAULT_SETUP_TIMEOUT_S
+from passk_action.inputs.config import parse_config
 from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action
 from support.fakegithub import FakeGitHub
 from support.paths import TESTS

@@ -26,7 +26,7 @@ from passk_action.agents.runner import FunctionAgent, ProcessAgent, ProcessAgent
 from passk_action.agents.worker import WorkerAgent
 from passk_action.cli import main
 from passk_action.core.model import Attempt, Phase, Row, Version
-from passk_action.inputs.config import HttpAgentConfig
+from passk_action.inputs.agent_config import HttpAgentConfig
 from passk_action.store.artifact import attempt_to_json, journal_path, read_run
 
 DEEP = 5000

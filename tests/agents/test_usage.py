@@ -20,7 +20,8 @@ from passk_action.agents.runner import FunctionAgent, ProcessAgent, ProcessAgent
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.cost import Price, Pricing, priced_attempt, priced_usage
 from passk_action.core.model import Attempt, Phase, Row, Usage, Version
-from passk_action.inputs.config import HttpAgentConfig, parse_config
+from passk_action.inputs.agent_config import HttpAgentConfig
+from passk_action.inputs.config import parse_config
 from passk_action.serve import serve
 from support.paths import REPO
 

@@ -11,14 +11,8 @@ from jsonschema import Draft202012Validator
 
 from passk_action.core.model import EvalSettings, Scoring
 from passk_action.errors import ConfigError
-from passk_action.inputs.config import (
-    AgentConfig,
-    HttpAgentConfig,
-    config_schema,
-    load_config,
-    parse_config,
-    parse_config_bytes,
-)
+from passk_action.inputs.agent_config import AgentConfig, HttpAgentConfig
+from passk_action.inputs.config import config_schema, load_config, parse_config, parse_config_bytes
 from passk_action.inputs.schema_errors import json_path
 from support.paths import TESTS
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from passk_action.errors import GitError
-from passk_action.inputs.config import AgentConfig
+from passk_action.inputs.agent_config import AgentConfig
 from passk_action.sides.exports import HeadExport, head_export
 from passk_action.sides.gitrepo import GitRepo
 from support.agent_project import (  # noqa: F401

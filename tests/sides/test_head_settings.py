@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from passk_action.inputs.agent_config import DEFAULT_SETUP_TIMEOUT_S
 from passk_action.inputs.config import (
-    DEFAULT_SETUP_TIMEOUT_S,
     BaselineConfig,
     Config,
     ConfirmConfig,

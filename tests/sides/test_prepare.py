@@ -16,7 +16,8 @@ import pytest
 
 from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Run, Version
 from passk_action.engine.request import CandidateSource
-from passk_action.inputs.config import AgentConfig, Config, parse_config
+from passk_action.inputs.agent_config import AgentConfig
+from passk_action.inputs.config import Config, parse_config
 from passk_action.sides import prepare as prepare_module
 from passk_action.sides.exports import BaseExport
 from passk_action.sides.prepare import LazyAgents, Local, Shell, prepare

@@ -48,7 +48,7 @@ from passk_action.core.gate import GatePolicy
 from passk_action.core.model import Attempt, Phase, Row, Run, Version
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.errors import PasskError
-from passk_action.inputs.config import HttpAgentConfig
+from passk_action.inputs.agent_config import HttpAgentConfig
 from passk_action.store.artifact import attempt_from_json, attempt_to_json, run_from_json
 from passk_action.store.results import dump_result
 

@@ -26,7 +26,7 @@ from ..engine.compare import compare
 from ..engine.request import CandidateSource
 from ..engine.session import stop_on_signals
 from ..github.event import PullRequest
-from ..inputs.config import AgentConfig
+from ..inputs.agent_config import AgentConfig
 from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, Shell, prepare
 from ..sides.trusted import BaseCommit, Trusted

@@ -16,7 +16,8 @@ from ..agents.setup import run_setup
 from ..core.model import Version
 from ..engine.session import Session, make_session, now_iso
 from ..github.sticky_comment import MARKER
-from ..inputs.config import AgentConfig, Config
+from ..inputs.agent_config import AgentConfig
+from ..inputs.config import Config
 from ..progress import make_progress
 from .inputs import ActionInputs
 from .workflow import Workflow

@@ -66,7 +66,7 @@ from ..core.model import Attempt, Usage
 from ..core.retry_after import retry_after_s
 from ..core.runner_credentials import MIN_SECRET_CHARS, is_runner_credential
 from ..errors import ConfigError
-from ..inputs.config import HEADER_ENV_REF, HttpAgentConfig
+from ..inputs.agent_config import HEADER_ENV_REF, HttpAgentConfig
 from .answer import (
     DEFAULT_OUTPUT_CAP,
     BadOutput,

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from ..core.model import Version
 from ..core.runner_credentials import without_runner_credentials
 from ..errors import AgentCouldNotRun, Interrupted
-from ..inputs.config import AgentConfig
+from ..inputs.agent_config import AgentConfig
 from .identity import agent_user, identity_env, spawn_as_agent
 from .reaper import REAPER
 from .runner import close_pipes, exit_description

@@ -18,7 +18,8 @@ from ..engine.agents import ScorerSpec, build_agent, scorer_spec
 from ..engine.measuring import NOTHING_MEASURED, Measured, record_agent
 from ..engine.session import Session, make_session, now_iso, stop_on_signals
 from ..errors import ArtifactError
-from ..inputs.config import AgentConfig, Config, load_config
+from ..inputs.agent_config import AgentConfig
+from ..inputs.config import Config, load_config
 from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 from ..report.escape import for_terminal

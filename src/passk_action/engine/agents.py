@@ -14,7 +14,8 @@ from ..agents.scorer import ScorerSpec, scored, scorer_spec
 from ..agents.worker import WorkerAgent
 from ..core.model import Version
 from ..errors import ConfigError
-from ..inputs.config import DEFAULT_CONCURRENCY, AgentConfig
+from ..inputs.agent_config import AgentConfig
+from ..inputs.config import DEFAULT_CONCURRENCY
 
 __all__ = [
     "AgentSource",

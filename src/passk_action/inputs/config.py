@@ -19,16 +19,11 @@ import dataclasses
 import difflib
 import functools
 import json
-import math
-import re
-import shlex
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -37,25 +32,11 @@ from jsonschema.exceptions import ValidationError
 from ..core import values
 from ..core.cost import Price, Pricing
 from ..core.gate import GatePolicy
-from ..core.model import (
-    BY_COMMAND,
-    BY_ENVIRONMENT,
-    BY_EXPECTED,
-    DEFAULT_SCORER_TIMEOUT_S,
-    DEFAULT_THRESHOLD,
-    EXACT,
-    SET,
-    EvalSettings,
-    Extractor,
-    FieldRule,
-    Scoring,
-)
-from ..core.regex import Unsupported, compile_pattern
-from ..core.runner_credentials import is_runner_credential
-from ..core.scoring import pointer_parts
+from ..core.model import EvalSettings, Scoring
 from ..core.sequential import DEFAULT_RULE, RuleSettings
-from ..errors import ConfigError, PasskError
-from ..files import read_bounded
+from ..errors import ConfigError
+from .agent_config import AgentConfig, build_agent, refuse_runner_credentials
+from .reading import StrictYamlLoader, decode_text, first_non_json, read_input_file, yaml_load_error
 from .schema_errors import (
     describe_value,
     error_message,
@@ -65,320 +46,19 @@ from .schema_errors import (
     most_relevant,
     unknown_keys,
 )
+from .scoring_config import read_scoring
+from .settings_values import ruled, seconds
 
 DEFAULT_K = 3
 DEFAULT_CONCURRENCY = 4
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_HTTP_TIMEOUT_S = 30.0
-DEFAULT_SETUP_TIMEOUT_S = 600.0
-"""Seconds one ``agent.setup`` command may take: a ``pip install`` of an SDK fits in 10 minutes."""
 DEFAULT_ARTIFACT = ".passk/baseline.json"
 DEFAULT_ADDED_ROWS_LIMIT = 5
 """Rows a pull request adds that the two-job gating job measures on the base agent."""
 DEFAULT_ALLOW_LABEL = "passk-allow-baseline-change"
 DEFAULT_REMEASURE_LABEL = "passk:remeasure"
-HEADER_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-"""A ``${VAR}`` in an HTTP agent's header value: expanded from the environment per request."""
-
-
-# --------------------------------------------------------------------------- YAML
-
-
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
-
-
-class StrictYamlLoader(_BaseLoader):  # type: ignore[valid-type,misc]
-    """A YAML safe loader fit for JSON-shaped documents (configs and datasets).
-
-    - Dates stay strings: JSON has no dates, and ``id: 2024-01-31`` or an
-      input field holding a date should reach the agent as written, not as a
-      Python ``date`` that cannot be serialized.
-    - A key repeated in one mapping is an error: YAML would silently keep the
-      last one, which hides e.g. a second ``must_not_break:`` that undoes the
-      first.
-    """
-
-    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-        for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-    }
-
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: set[tuple[str, str]] = set()
-            for key_node, _ in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    continue
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = (key_node.tag, key_node.value)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        f"found duplicate key {key_node.value!r}",
-                        key_node.start_mark,
-                    )
-                seen.add(key)
-        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-        return result
-
-    def get_single_node(self) -> yaml.Node | None:
-        node: yaml.Node | None = super().get_single_node()
-        if node is not None:
-            check_aliases(node)
-        return node
-
-
-ALIAS_GROWTH = 10
-"""How many times the nodes written aliases may expand a document to (plus ALIAS_SLACK)."""
-ALIAS_SLACK = 100_000
-
-
-def check_aliases(root: yaml.Node) -> None:
-    """Refuse an alias that refers to a node holding it, or aliases that expand too far.
-
-    YAML's aliases share one value: ``&a [x, x]`` used ten times in ``&b``,
-    ``&b`` ten times in ``&c``, and so on, is a few lines that expand to a
-    billion values when passk walks, validates or serializes the document
-    (an alias bomb), and ``&a [*a]`` holds itself and never ends.  The
-    document as passk will walk it may hold at most ``ALIAS_GROWTH`` times
-    the nodes written plus ``ALIAS_SLACK``; anchors for shared defaults stay
-    well inside that.  Iterative: a deep document must not exhaust the stack.
-    """
-    expanded: dict[int, int] = {}
-    open_nodes: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        key = id(node)
-        children = _children(node)
-        if done:
-            open_nodes.discard(key)
-            expanded[key] = 1 + sum(expanded[id(child)] for child in children)
-            continue
-        if key in expanded:
-            continue
-        if key in open_nodes:
-            raise yaml.composer.ComposerError(
-                None, None, "an alias refers to the node that holds it", node.start_mark
-            )
-        open_nodes.add(key)
-        stack.append((node, True))
-        for child in children:
-            if id(child) in open_nodes:
-                raise yaml.composer.ComposerError(
-                    None, None, "an alias refers to the node that holds it", child.start_mark
-                )
-            if id(child) not in expanded:
-                stack.append((child, False))
-    written = len(expanded)
-    if expanded[id(root)] > ALIAS_GROWTH * written + ALIAS_SLACK:
-        raise yaml.composer.ComposerError(
-            None,
-            None,
-            f"its aliases expand {written:,} values to {expanded[id(root)]:,} "
-            f"(at most {ALIAS_GROWTH} times the values written plus {ALIAS_SLACK:,})",
-            root.start_mark,
-        )
-
-
-def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    if isinstance(node, yaml.MappingNode):
-        return [part for pair in node.value for part in pair]
-    return []
-
-
-StrictYamlLoader.add_constructor(_TIMESTAMP, yaml.SafeLoader.construct_yaml_str)
-
-
-def yaml_error_line(exc: yaml.YAMLError, text: str) -> int | None:
-    """The 1-based line a YAML error points at, if it says."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    if mark is not None:
-        return int(mark.line) + 1
-    position = getattr(exc, "position", None)  # ReaderError: bad characters
-    if isinstance(position, int):
-        return text.count("\n", 0, position) + 1
-    return None
-
-
-def yaml_problem(exc: yaml.YAMLError) -> str:
-    """The YAML error's own words, on one line, without its excerpt of the file."""
-    problem = getattr(exc, "problem", None)
-    context = getattr(exc, "context", None)
-    if problem:
-        text = f"{context}: {problem}" if context and "duplicate" not in problem else problem
-    else:
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return " ".join(text.split())
-
-
-def yaml_hint(exc: yaml.YAMLError) -> str:
-    if "duplicate key" in str(getattr(exc, "problem", "")):
-        return "a key may appear only once in a mapping; remove or rename one of them"
-    if "alias" in str(getattr(exc, "problem", "")):
-        return "write the values out instead of nesting aliases (anchors `&`, aliases `*`)"
-    return "fix the YAML syntax at that line"
-
-
-# The loaders of the config and of a dataset read, decode and parse YAML the
-# same way; these helpers give both the same messages, each in its own error class.
-
-
-def yaml_load_error(
-    exc: Exception, text: str, source: str, error: type[PasskError], *, default_line: int | None
-) -> PasskError:
-    """Translate an exception from loading YAML ``text`` (a YAMLError, or too-deep nesting).
-
-    ``where`` is ``source:line`` when the line is known, else ``source:default_line``
-    (just ``source`` when ``default_line`` is None).  Raise it ``from exc``.
-    """
-    if isinstance(exc, yaml.YAMLError):
-        line = yaml_error_line(exc, text) or default_line
-        return error(
-            f"invalid YAML: {yaml_problem(exc)}",
-            where=f"{source}:{line}" if line else source,
-            hint=yaml_hint(exc),
-        )
-    return error(
-        f"cannot read this YAML: {type(exc).__name__}",
-        where=f"{source}:{default_line}" if default_line else source,
-        hint="simplify the document: very deep nesting or out-of-range values",
-    )
-
-
-def read_input_file(
-    path: Path,
-    error: type[PasskError],
-    *,
-    kind: str,
-    not_found_hint: str,
-    directory_hint: str,
-    unreadable: str,
-) -> bytes:
-    """The bytes of a user's input file, or ``error`` saying why it cannot be read.
-
-    ``kind`` names the file ("config file"), ``unreadable`` what could not be
-    read ("the config file").
-    """
-    try:
-        return read_bounded(path)
-    except FileNotFoundError as exc:
-        raise error(f"{kind} not found", where=str(path), hint=not_found_hint) from exc
-    except IsADirectoryError as exc:
-        raise error(f"is a directory, not a {kind}", where=str(path), hint=directory_hint) from exc
-    except OSError as exc:
-        raise error(
-            f"cannot read {unreadable}: {exc.strerror or exc}",
-            where=str(path),
-            hint="check the path and its permissions",
-        ) from exc
-
-
-def decode_text(data: bytes, source: str, error: type[PasskError]) -> str:
-    """Decode a user's file as UTF-8 (a BOM from Excel or Notepad is fine); name the bad line."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise error(
-            "is not valid UTF-8 text", where=f"{source}:{line}", hint="save the file as UTF-8"
-        ) from exc
-
-
-def first_non_json(value: Any) -> tuple[tuple[str | int, ...], str] | None:
-    """The path to, and a description of, the first non-JSON thing in ``value``.
-
-    YAML can express sets, binary, non-string keys and NaN; none of them
-    survive the trip to the agent or into a digest, so loaders reject them at
-    load time, naming where they are.  Iterative, so deep nesting cannot
-    exhaust the stack; nesting past :data:`~.values.MAX_NESTING` levels is
-    refused here too, before any recursive code (the schema validator, the
-    digest) meets it.
-    """
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
-    while stack:
-        item, where = stack.pop()
-        if len(where) > values.MAX_NESTING:
-            return where[:3], f"is nested more than {values.MAX_NESTING} levels"
-        if item is None or isinstance(item, (bool, int, str)):
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return where, f"is {item!r}, which JSON cannot hold"
-            continue
-        if isinstance(item, list):
-            stack.extend((v, (*where, i)) for i, v in reversed(list(enumerate(item))))
-            continue
-        if isinstance(item, dict):
-            for key in item:
-                if not isinstance(key, str):
-                    return where, f"has the key {describe_value(key)}; keys must be strings"
-            stack.extend((v, (*where, k)) for k, v in reversed(list(item.items())))
-            continue
-        return where, f"is {describe_value(item)}, which JSON cannot hold"
-    return None
 
 
 # ---------------------------------------------------------------------- dataclasses
-
-
-@dataclass(frozen=True)
-class HttpAgentConfig:
-    """An agent reached over HTTP instead of a local command."""
-
-    url: str
-    method: str = "POST"
-    # Header values are credentials more often than not: keep them out of reprs.
-    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-    timeout_s: float = DEFAULT_HTTP_TIMEOUT_S
-
-    def describe(self) -> str:
-        """``POST https://host/path``: credentials and query values are left out.
-
-        Descriptions end up in PR comments and artifacts; URLs often carry
-        tokens in their userinfo or query string, headers almost always do.
-        """
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        query = "…" if parts.query else ""
-        return f"{self.method} {urlunsplit((parts.scheme, host, parts.path, query, ''))}"
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    """How to run one version of the agent: exactly one of ``command`` and ``http``."""
-
-    command: tuple[str, ...] | None
-    http: HttpAgentConfig | None
-    cwd: Path
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    pass_env: tuple[str, ...] = ()
-    protocol: str = "process"
-    setup: tuple[str, ...] = ()
-    """Shell commands run once per run, before any attempt (``agents/setup.py``)."""
-    setup_timeout_s: float = DEFAULT_SETUP_TIMEOUT_S
-    """Seconds each setup command may take before it is stopped (exit 2 naming it)."""
-    where: str = field(default="agent", compare=False)
-    """The config key this agent came from (``agent`` or ``baseline.agent``), for messages."""
-    fingerprint: tuple[Path, ...] = ()
-    """What the agent runs (folders or files): a baseline is stale when their git trees change."""
-
-    def describe(self) -> str:
-        """A human description: the shell-quoted command, or method and URL.
-
-        Never includes environment or header values, which may be secrets.
-        """
-        if self.http is not None:
-            return self.http.describe()
-        return shlex.join(self.command or ())
 
 
 @dataclass(frozen=True)
@@ -552,42 +232,8 @@ def parse_config(text: str, path: Path) -> LoadedConfig:
             document.get("agent") if key == "agent" else document.get("baseline", {}).get("agent")
         )
         if agent_doc is not None:
-            warnings.extend(_refuse_runner_credentials(agent_doc, f"{name}: {key}"))
+            warnings.extend(refuse_runner_credentials(agent_doc, f"{name}: {key}"))
     return LoadedConfig(config=_build(document, path), warnings=tuple(warnings))
-
-
-def _refuse_runner_credentials(doc: Mapping[str, Any], where: str) -> list[str]:
-    """Refuse an agent block that names a runner credential; warn that ``pass_env`` does nothing.
-
-    ``env``, ``pass_env`` and an HTTP header's ``${VAR}`` are where a config
-    could hand an agent (and its setup) the job's token or the Actions
-    runtime's (``core/runner_credentials.py``): a config that names one is
-    refused, the base's and the pull request's alike.  Any other name in
-    ``pass_env`` reaches the agent anyway: passk removes only the runner's
-    credentials, which nothing can pass.
-    """
-    named = [(f"env.{key}", key) for key in doc.get("env", {})]
-    named += [(f"pass_env[{i}]", key) for i, key in enumerate(doc.get("pass_env", ()))]
-    named += [
-        (f"http.headers.{header}", ref)
-        for header, value in doc.get("http", {}).get("headers", {}).items()
-        for ref in HEADER_ENV_REF.findall(value)
-    ]
-    for key, variable in named:
-        if is_runner_credential(variable):
-            raise ConfigError(
-                f"{variable} is a credential of the runner (the job's token or the Actions "
-                "runtime's); no config can pass it to an agent or its setup",
-                where=f"{where}.{key}",
-                hint="remove it; give the agent a key of its own under another name "
-                "(e.g. a repository secret in the passk step's env:)",
-            )
-    if doc.get("pass_env"):
-        return [
-            f"{where}.pass_env: has no effect, ignored: passk removes only the runner's "
-            "credentials, which no config can pass; every other variable reaches the agent"
-        ]
-    return []
 
 
 def _load_yaml(text: str, name: str) -> Any:
@@ -662,14 +308,14 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
     """Build the dataclasses from a schema-valid document, filling in defaults."""
     name = str(path)
     base = path.parent
-    agent = _build_agent(doc["agent"], base, name, "agent") if "agent" in doc else None
+    agent = build_agent(doc["agent"], base, name, "agent") if "agent" in doc else None
     baseline_doc = doc.get("baseline", {})
     baseline_agent = baseline_doc.get("agent")
     retry_doc = doc.get("retry", {})
     retry = RetryConfig(
         attempts=int(retry_doc.get("attempts", 2)),
-        backoff_s=_seconds(retry_doc, "backoff_s", 1.0, f"{name}: retry"),
-        max_backoff_s=_seconds(retry_doc, "max_backoff_s", 30.0, f"{name}: retry"),
+        backoff_s=seconds(retry_doc, "backoff_s", 1.0, f"{name}: retry"),
+        max_backoff_s=seconds(retry_doc, "max_backoff_s", 30.0, f"{name}: retry"),
     )
     if retry.max_backoff_s < retry.backoff_s:
         raise ConfigError(
@@ -688,12 +334,12 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
         dataset=base / doc["dataset"],
         k=int(doc.get("k", DEFAULT_K)),
         concurrency=int(doc.get("concurrency", DEFAULT_CONCURRENCY)),
-        scoring=_scoring(doc.get("scoring", {}), f"{name}: scoring"),
+        scoring=read_scoring(doc.get("scoring", {}), f"{name}: scoring"),
         agent=agent,
         baseline=BaselineConfig(
             artifact=base / baseline_doc.get("artifact", DEFAULT_ARTIFACT),
             agent=(
-                _build_agent(baseline_agent, base, name, "baseline.agent")
+                build_agent(baseline_agent, base, name, "baseline.agent")
                 if baseline_agent is not None
                 else None
             ),
@@ -713,16 +359,6 @@ def _build(doc: dict[str, Any], path: Path) -> Config:
         retry=retry,
         pricing=_pricing(doc.get("pricing", {}), f"{name}: pricing"),
     )
-
-
-def _ruled(
-    value: Any, rule: Callable[[object], float | None], text: str, where: str, hint: str
-) -> float:
-    """``value`` by one of ``core/values.py``'s rules (the schema checked type and sign)."""
-    number = rule(value)
-    if number is None:
-        raise ConfigError(f"must be {text}, not {describe_value(value)}", where=where, hint=hint)
-    return number
 
 
 def _rule(gate_doc: Mapping[str, Any], confirm: ConfirmConfig, name: str) -> RuleSettings:
@@ -749,176 +385,10 @@ def _rule(gate_doc: Mapping[str, Any], confirm: ConfirmConfig, name: str) -> Rul
         ) from exc
 
 
-def _scoring(doc: Mapping[str, Any], where: str) -> Scoring:
-    """The schema-valid ``scoring`` section, every rule checked: a regex that compiles with one
-    group, a JSON pointer, tolerances by ``core/values.py``, and keys that fit together."""
-    by = str(doc.get("by", "expected"))
-    fields = tuple(
-        _field_rule(name, rule, f"{where}.fields.{name}")
-        for name, rule in doc.get("fields", {}).items()
-    )
-    extract = _extractor(doc["extract"], f"{where}.extract") if "extract" in doc else None
-    if by in (BY_ENVIRONMENT, BY_COMMAND) and (fields or extract is not None):
-        raise ConfigError(
-            f"{'fields' if fields else 'extract'} does not apply when scoring.by is {by}",
-            where=f"{where}.{'fields' if fields else 'extract'}",
-            hint="the environment scores each task from the outcome the agent reports; "
-            "remove the key, or score decisions with by: expected",
-        )
-    threshold = DEFAULT_THRESHOLD
-    if "threshold" in doc:
-        if by not in (BY_ENVIRONMENT, BY_COMMAND):
-            raise ConfigError(
-                "applies only when scoring.by is environment",
-                where=f"{where}.threshold",
-                hint="add `by: environment` (the agent reports a score per task) or remove it",
-            )
-        threshold = _ruled(
-            doc["threshold"],
-            values.finite,
-            "a finite number",
-            f"{where}.threshold",
-            "a reported score at or above it is a success, e.g. 1.0",
-        )
-    command = _scorer_command(doc, by, where)
-    return Scoring(
-        normalize=tuple(doc.get("normalize", ())),
-        fields=fields,
-        extract=extract,
-        checks=str(doc.get("checks", "reported")),
-        by=by,
-        threshold=threshold,
-        command=command,
-        judge_repeats=int(doc.get("judge_repeats", 1)),
-        timeout_s=_seconds(doc, "timeout_s", DEFAULT_SCORER_TIMEOUT_S, where),
-    )
-
-
-def _scorer_command(doc: Mapping[str, Any], by: str, where: str) -> tuple[str, ...]:
-    """The scorer program's command: needed by ``by: command``, allowed with ``by:
-    environment``; ``judge_repeats`` and ``timeout_s`` only beside it."""
-    raw = doc.get("command")
-    if raw is None:
-        if by == BY_COMMAND:
-            raise ConfigError(
-                "by: command needs the scorer program",
-                where=f"{where}.command",
-                hint='name it, e.g. command: ["python3", "scorer.py"] (run in the config folder)',
-            )
-        for key in ("judge_repeats", "timeout_s"):
-            if key in doc:
-                raise ConfigError(
-                    "applies only to a scorer program",
-                    where=f"{where}.{key}",
-                    hint="add scoring.command (with by: command or environment), or remove it",
-                )
-        return ()
-    if by == BY_EXPECTED:
-        raise ConfigError(
-            "a scorer program needs by: command (or by: environment)",
-            where=f"{where}.command",
-            hint="add `by: command` so the program judges each answer, or remove command",
-        )
-    if isinstance(raw, str):
-        try:
-            command = tuple(shlex.split(raw))
-        except ValueError as exc:
-            raise ConfigError(
-                f"cannot split the command like a shell would: {exc}",
-                where=f"{where}.command",
-                hint='close the quote, or write it as a list: ["python3", "scorer.py"]',
-            ) from exc
-        if not command:
-            raise ConfigError(
-                "the command is blank",
-                where=f"{where}.command",
-                hint='write the program to run, e.g. ["python3", "scorer.py"]',
-            )
-        return command
-    return tuple(raw)
-
-
-def _field_rule(name: str, doc: Any, where: str) -> FieldRule:
-    """One field's rule; the shorthand ``amount: set`` is ``{compare: set}``."""
-    if isinstance(doc, str):
-        return FieldRule(name, compare=doc)
-    compare = str(doc.get("compare", EXACT))
-    tolerance = doc.get("tolerance")
-    relative = doc.get("relative_tolerance")
-    if compare == SET and (tolerance is not None or relative is not None):
-        raise ConfigError(
-            "a tolerance applies to single numbers, not to a list compared as a set",
-            where=f"{where}.{'tolerance' if tolerance is not None else 'relative_tolerance'}",
-            hint="use compare: exact or any_of with a tolerance",
-        )
-    normalize = doc.get("normalize")
-    return FieldRule(
-        name,
-        compare=compare,
-        normalize=None if normalize is None else tuple(normalize),
-        tolerance=None
-        if tolerance is None
-        else _ruled(
-            tolerance,
-            values.tolerance,
-            values.TOLERANCE_TEXT,
-            f"{where}.tolerance",
-            "how far from the expected number an answer may be, e.g. 0.01",
-        ),
-        relative_tolerance=None
-        if relative is None
-        else _ruled(
-            relative,
-            values.relative_tolerance,
-            values.RELATIVE_TOLERANCE_TEXT,
-            f"{where}.relative_tolerance",
-            "a share of the expected number, e.g. 0.02 for 2%",
-        ),
-    )
-
-
-def _extractor(doc: Mapping[str, Any], where: str) -> Extractor:
-    if "json_pointer" in doc:
-        pointer = str(doc["json_pointer"])
-        if pointer_parts(pointer) is None:
-            raise ConfigError(
-                f"{pointer!r} is not a JSON pointer",
-                where=f"{where}.json_pointer",
-                hint='start it with "/" (e.g. /decision/action; ~1 stands for "/", ~0 for "~"),'
-                ' or "" for the whole answer',
-            )
-        return Extractor(json_pointer=pointer)
-    pattern = str(doc["regex"])
-    try:
-        groups = compile_pattern(pattern).groups
-    except re.error as exc:
-        at = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise ConfigError(
-            f"{pattern!r} does not compile: {exc.msg}{at}",
-            where=f"{where}.regex",
-            hint="write a Python regular expression; in YAML, single quotes keep backslashes",
-        ) from exc
-    except (Unsupported, RecursionError, OverflowError) as exc:
-        reason = str(exc) if isinstance(exc, Unsupported) else "it is nested too deeply"
-        raise ConfigError(
-            f"{pattern!r} cannot be matched safely: {reason}",
-            where=f"{where}.regex",
-            hint="passk matches without backtracking so no answer can hang it: write the "
-            "pattern without backreferences or lookaround, or extract with a json_pointer",
-        ) from exc
-    if groups != 1:
-        raise ConfigError(
-            f"{pattern!r} has {groups} groups; it needs exactly one, around the decision",
-            where=f"{where}.regex",
-            hint="e.g. 'DECISION: (\\w+)'; make other groups non-capturing with (?:...)",
-        )
-    return Extractor(regex=pattern)
-
-
 def _limit(doc: Mapping[str, Any], key: str, name: str) -> float | None:
     if doc.get(key) is None:
         return None
-    return _ruled(
+    return ruled(
         doc[key],
         values.relative_limit,
         values.RELATIVE_TEXT,
@@ -929,7 +399,7 @@ def _limit(doc: Mapping[str, Any], key: str, name: str) -> float | None:
 
 def _price(doc: Mapping[str, Any], where: str) -> Price:
     prices = [
-        _ruled(
+        ruled(
             doc[key],
             values.price,
             values.PRICE_TEXT,
@@ -951,80 +421,3 @@ def _pricing(doc: Mapping[str, Any], where: str) -> Pricing:
     return Pricing(
         default=default, models=models, prefer_tokens=doc.get("prefer", "reported") == "tokens"
     )
-
-
-def _build_agent(doc: dict[str, Any], base: Path, name: str, key: str) -> AgentConfig:
-    command: tuple[str, ...] | None = None
-    raw = doc.get("command")
-    if isinstance(raw, str):
-        try:
-            command = tuple(shlex.split(raw))
-        except ValueError as exc:
-            raise ConfigError(
-                f"cannot split the command like a shell would: {exc}",
-                where=f"{name}: {key}.command",
-                hint='close the quote, or write the command as a list: ["python3", "agent.py"]',
-            ) from exc
-        if not command:
-            raise ConfigError(
-                "the command is blank",
-                where=f"{name}: {key}.command",
-                hint='write the command to run, e.g. ["python3", "agent.py"]',
-            )
-    elif raw is not None:
-        command = tuple(raw)
-    http: HttpAgentConfig | None = None
-    http_doc = doc.get("http")
-    if http_doc is not None:
-        http = HttpAgentConfig(
-            url=_http_url(http_doc["url"], f"{name}: {key}.http.url"),
-            method=http_doc.get("method", "POST"),
-            headers=tuple(http_doc.get("headers", {}).items()),
-            timeout_s=_seconds(
-                http_doc, "timeout_s", DEFAULT_HTTP_TIMEOUT_S, f"{name}: {key}.http"
-            ),
-        )
-    return AgentConfig(
-        command=command,
-        http=http,
-        cwd=base / doc["cwd"] if "cwd" in doc else base,
-        timeout_s=_seconds(doc, "timeout_s", DEFAULT_TIMEOUT_S, f"{name}: {key}"),
-        env=MappingProxyType(dict(doc.get("env", {}))),
-        pass_env=tuple(doc.get("pass_env", ())),
-        protocol=str(doc.get("protocol", "process")),
-        setup=tuple(doc.get("setup", ())),
-        setup_timeout_s=_seconds(doc, "setup_timeout_s", DEFAULT_SETUP_TIMEOUT_S, f"{name}: {key}"),
-        where=f"{name}: {key}",
-        fingerprint=tuple(base / p for p in doc.get("fingerprint", ())),
-    )
-
-
-def _seconds(doc: Mapping[str, Any], key: str, default: float, where: str) -> float:
-    """A duration by the duration rule; the schema checked the type and the sign."""
-    return _ruled(
-        doc.get(key, default),
-        values.seconds,
-        values.SECONDS_TEXT,
-        f"{where}.{key}",
-        "use a duration in seconds such as 60",
-    )
-
-
-def _http_url(url: str, where: str) -> str:
-    """``url`` when the URL parser can take it: the schema's pattern lets some through.
-
-    ``http://h:99999/``, ``http://h:abc/`` and ``http://[zz]/`` match the
-    pattern, and urllib refuses them only when their port or host is read.
-    """
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # raises for a port that is not a number from 0 to 65535
-    except ValueError as exc:
-        raise ConfigError(
-            f"is not a URL passk can use ({exc})",
-            where=where,
-            hint="write it as http://host:port/path, with a port from 1 to 65535",
-        ) from exc
-    if not parts.hostname:
-        raise ConfigError("names no host", where=where, hint="write it as http://host:port/path")
-    return url

@@ -65,7 +65,7 @@ from ..core.model import (
     object_text,
 )
 from ..errors import DatasetError
-from .config import (
+from .reading import (
     StrictYamlLoader,
     decode_text,
     first_non_json,

@@ -32,8 +32,8 @@ import yaml
 
 from ..core.model import Json, Scoring
 from ..errors import DatasetError
-from .config import StrictYamlLoader
 from .dataset import FIELDS, TAG_SEPARATOR, parse_dataset
+from .reading import StrictYamlLoader
 
 BOM = "\ufeff"
 _CANNOT = "cannot append to this file keeping its layout"

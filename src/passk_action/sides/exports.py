@@ -89,7 +89,8 @@ from pathlib import Path, PurePosixPath
 
 from ..agents.identity import agent_user, baseline_env
 from ..errors import GitError, MalformedTree
-from ..inputs.config import AgentConfig, Config
+from ..inputs.agent_config import AgentConfig
+from ..inputs.config import Config
 from .gitrepo import GitRepo, short_sha
 from .ownership import hand_over, writable
 

@@ -30,13 +30,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..inputs.config import (
+from ..inputs.agent_config import (
     DEFAULT_HTTP_TIMEOUT_S,
     DEFAULT_SETUP_TIMEOUT_S,
     DEFAULT_TIMEOUT_S,
     AgentConfig,
-    Config,
 )
+from ..inputs.config import Config
 
 FROM_HEAD = ("path", "dataset", "agent", "concurrency", "must_not_break_tags")
 """The :class:`Config` fields the pull request's config gives (``path`` names the same file)."""

@@ -40,7 +40,8 @@ from ..agents.runner import Agent
 from ..core.model import Dataset, Run, Version
 from ..engine.agents import ScorerSpec, build_agent, close_agent, scored, scorer_spec
 from ..engine.request import AgainstBase, CandidateSource, CompareInputs, Rerun, StalePlan
-from ..inputs.config import AgentConfig, Config
+from ..inputs.agent_config import AgentConfig
+from ..inputs.config import Config
 from .credentials import credentials_hidden, env_without_token, warn_persisted_token
 from .exports import BaseExport, HeadExport, base_export, baseline_agent_config, head_export
 from .freshness import assess, plan_for
