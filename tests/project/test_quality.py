@@ -198,30 +198,98 @@ def test_only_evaluate_decides_the_gate() -> None:
     assert callers == ["passk_action.core.result"]
 
 
-FUNCTION_LINES = 140
+FUNCTION_LINES = 100
+PARAMETERS = 8
 MODULE_LINES = 900
 SIZED_PARTS = tuple(
     sorted(
         path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()
     )
 )
+# Known exceptions, each named with why; the branch that owns it removes it.
+# action/ and github/ are being rebuilt around one home for GitHub, report/notes
+# around notes as data: their long pieces go with that work.
+LONG_FUNCTIONS = {
+    "passk_action.action.comparison.run_comparison": "action/ is rebuilt as a thin switch",
+    "passk_action.action.gate.gate_and_publish": "action/ is rebuilt as a thin switch",
+    "passk_action.report.notes.sentence": "notes become data, worded in one place",
+    "passk_action.agents.scheduler.run_attempts": "being cut down (big-pieces)",
+    "passk_action.importers._assemble": "being cut down (big-pieces)",
+    "passk_action.report.charts.svg_curve": "being cut down (big-pieces)",
+    "passk_action.sides.trusted.read_both_sides": "being cut down (big-pieces)",
+    "passk_action.report.compare_report.render_compare_report": "being cut down (big-pieces)",
+    "passk_action.report.run_report.render_run_report": "being cut down (big-pieces)",
+    "passk_action.sides.prepare.prepare": "being cut down (big-pieces)",
+}
+MANY_PARAMETERS = {
+    "passk_action.action.gate.gate_and_publish": "action/ is rebuilt as a thin switch",
+    "passk_action.action.publish.publish": "action/ is rebuilt as a thin switch",
+    "passk_action.action.publish.publish_gate": "action/ is rebuilt as a thin switch",
+    "passk_action.action.publish.publish_could_not_finish": "action/ is rebuilt as a thin switch",
+    "passk_action.github.check_run.publish_check": "github/ gets one home for GitHub",
+    "passk_action.github.client.GitHubClient.__init__": "github/ gets one home for GitHub",
+    "passk_action.agents.scheduler.run_attempts": "being cut down (big-pieces)",
+    "passk_action.sides.prepare.prepare": "being cut down (big-pieces)",
+    "passk_action.engine.measuring.measure": "being cut down (big-pieces)",
+    "passk_action.agents.http.HttpAgent.__init__": "being cut down (big-pieces)",
+    "passk_action.core.operating.suggest": "being cut down (big-pieces)",
+    "passk_action.report.comment.render_agent_failure_comment": "being cut down (big-pieces)",
+    "passk_action.core.verdicts.gated_verdicts": "being cut down (big-pieces)",
+    "passk_action.cli.common.record_agent_run": "being cut down (big-pieces)",
+    "passk_action.sides.prepare.LazyAgents.__init__": "being cut down (big-pieces)",
+    "passk_action.engine.measuring.measure_run": "being cut down (big-pieces)",
+    "passk_action.engine.measuring.record_agent": "being cut down (big-pieces)",
+    "passk_action.core.sequential.judge_row": "being cut down (big-pieces)",
+}
 
 
-def _functions() -> list[tuple[int, str]]:
-    """Every function of the package, with its length in lines (decorators included)."""
+def _functions() -> list[tuple[int, int, str]]:
+    """Every function of the package: its length in lines (decorators included), its
+    parameters (``self`` and ``cls`` aside) and its dotted name (a method's with its class)."""
     found = []
     for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                length = (node.end_lineno or node.lineno) - first + 1
-                found.append((length, f"{_module_name(path)}.{node.name}"))
+        found += _functions_in(ast.parse(path.read_text(encoding="utf-8")), _module_name(path))
     return sorted(found, reverse=True)
 
 
-def test_no_function_is_over_140_lines() -> None:
+def _functions_in(tree: ast.AST, prefix: str) -> list[tuple[int, int, str]]:
+    found = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            length = (node.end_lineno or node.lineno) - first + 1
+            args = node.args
+            named = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            count = len(named) + (args.vararg is not None) + (args.kwarg is not None)
+            count -= bool(named) and named[0] in ("self", "cls")
+            found.append((length, count, f"{prefix}.{node.name}"))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found += _functions_in(node, f"{prefix}.{node.name}")
+    return found
+
+
+def test_no_function_is_over_100_lines() -> None:
     """A function a reader cannot hold in view is several (`engine.compare` was 205)."""
-    assert [f for f in _functions() if f[0] > FUNCTION_LINES] == []
+    long = {name for length, _, name in _functions() if length > FUNCTION_LINES}
+    assert long - set(LONG_FUNCTIONS) == set()
+
+
+def test_no_function_takes_more_than_8_parameters() -> None:
+    """State that travels together is one small frozen object, not nine arguments."""
+    many = {name for _, count, name in _functions() if count > PARAMETERS}
+    assert many - set(MANY_PARAMETERS) == set()
+
+
+def test_the_function_scan_counts_lines_and_parameters_as_a_reader_would() -> None:
+    source = (
+        "class A:\n"
+        "    @staticmethod\n"
+        "    def f(self, a, b=1, *c, d, **e):\n"
+        "        def g(x, /, y):\n"
+        "            pass\n"
+    )
+    found = sorted(_functions_in(ast.parse(source), "m"))
+    assert found == [(2, 2, "m.A.f.g"), (4, 5, "m.A.f")]
 
 
 @pytest.mark.parametrize("part", SIZED_PARTS)
