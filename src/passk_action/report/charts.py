@@ -244,89 +244,18 @@ def svg_curve(
         raise ValueError("x_ticks needs one name per point")
     ticks = [str(j) for j in range(1, n + 1)] if x_ticks is None else list(x_ticks)
     at = "j = " if x_ticks is None else ""
-    width = 640.0
-    left, right, bottom = 56.0, 16.0, 48.0
-    # Legend entries flow left to right and wrap, so long labels never clip.
-    legend: list[tuple[float, float, Series]] = []
-    x, y = left, 18.0
-    for s in series:
-        item_w = 30 + 6.8 * len(s.label) + 20
-        if x > left and x + item_w > width - right:
-            x, y = left, y + 18
-        legend.append((x, y, s))
-        x += item_w
-    top = y + 22
-    height = top + 232 + bottom
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def x_at(j: int) -> float:
-        return left + plot_w / 2 if n == 1 else left + plot_w * (j - 1) / (n - 1)
-
-    def y_at(share: float) -> float:
-        return top + plot_h * (1 - min(max(share, 0.0), 1.0))
-
+    legend, legend_bottom = _curve_legend_places(series)
+    frame = _CurveFrame(n=n, top=legend_bottom + 22)
     short = at.replace(" ", "")
     desc = "; ".join(
         f"{s.label}: "
         + ", ".join(f"{short}{ticks[j - 1]} {_pct_or_na(v)}" for j, v in enumerate(s.values, 1))
         for s in series
     )
-    out = _svg_open(chart_id, width, height, title, desc)
-    out.append(f'<rect x="0" y="0" width="{_num(width)}" height="{_num(height)}" fill="#ffffff"/>')
-    for tick in (0, 25, 50, 75, 100):
-        y = y_at(tick / 100)
-        out.append(
-            f'<line x1="{_num(left)}" y1="{_num(y)}" x2="{_num(width - right)}" y2="{_num(y)}" '
-            f'stroke="#e5e7eb"/>'
-        )
-        out.append(
-            f'<text x="{_num(left - 6)}" y="{_num(y + 4)}" text-anchor="end" '
-            f'fill="#374151">{tick}%</text>'
-        )
-    step = max(1, -(-n // 12))  # at most ~12 labels on the x axis
-    for j in range(1, n + 1):
-        if (j - 1) % step and j != n:
-            continue
-        out.append(
-            f'<text x="{_num(x_at(j))}" y="{_num(top + plot_h + 16)}" text-anchor="middle" '
-            f'fill="#374151">{xml_text(ticks[j - 1])}</text>'
-        )
-    out.append(
-        f'<text x="{_num(left + plot_w / 2)}" y="{_num(height - 10)}" text-anchor="middle" '
-        f'fill="#111827">{xml_text(x_label)}</text>'
-    )
-    out.append(
-        f'<text transform="translate(14 {_num(top + plot_h / 2)}) rotate(-90)" '
-        f'text-anchor="middle" fill="#111827">{xml_text(y_label)}</text>'
-    )
+    out = _svg_open(chart_id, frame.width, frame.height, title, desc)
+    out += _curve_axes(frame, ticks, x_label, y_label)
     for index, s in enumerate(series):
-        color = xml_text(s.color)
-        dash = ' stroke-dasharray="6 4"' if s.dashed else ""
-        cls = f"series series-{index}"
-        out.append(f'<g class="{cls}" data-label="{xml_text(s.label)}">')
-        for run in _runs(s.values):
-            points = " ".join(f"{_num(x_at(j))},{_num(y_at(s.values[j - 1]))}" for j in run)
-            if len(run) > 1:
-                out.append(
-                    f'<polyline points="{points}" fill="none" stroke="{color}" '
-                    f'stroke-width="2.5"{dash}/>'
-                )
-        for j, v in enumerate(s.values, 1):
-            if math.isnan(v):
-                continue
-            tip = f"{s.label}, {at}{ticks[j - 1]}: {_pct(v)}%"
-            if s.intervals is not None:
-                low, high = s.intervals[j - 1]
-                tip += f" (95% CI {_pct(low)}%–{_pct(high)}%)"
-                out.append(
-                    f'<line x1="{_num(x_at(j))}" y1="{_num(y_at(low))}" x2="{_num(x_at(j))}" '
-                    f'y2="{_num(y_at(high))}" stroke="{color}" stroke-width="1.5"/>'
-                )
-            out.append(
-                f'<circle cx="{_num(x_at(j))}" cy="{_num(y_at(v))}" r="4" fill="{color}">'
-                f"<title>{xml_text(tip)}</title></circle>"
-            )
-        out.append("</g>")
+        out += _curve_line(frame, index, s, [f"{at}{tick}" for tick in ticks])
     for lx, ly, s in legend:
         dash = ' stroke-dasharray="6 4"' if s.dashed else ""
         out.append(
@@ -339,6 +268,123 @@ def svg_curve(
         )
     out.append("</svg>")
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class _CurveFrame:
+    """Where a curve's plot sits: ``n`` points across, shares 0..1 up, below the legend."""
+
+    n: int
+    top: float
+    width: float = 640.0
+    left: float = 56.0
+    right: float = 16.0
+    bottom: float = 48.0
+
+    @property
+    def height(self) -> float:
+        return self.top + 232 + self.bottom
+
+    @property
+    def plot_w(self) -> float:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_h(self) -> float:
+        return self.height - self.top - self.bottom
+
+    def x_at(self, j: int) -> float:
+        if self.n == 1:
+            return self.left + self.plot_w / 2
+        return self.left + self.plot_w * (j - 1) / (self.n - 1)
+
+    def y_at(self, share: float) -> float:
+        return self.top + self.plot_h * (1 - min(max(share, 0.0), 1.0))
+
+
+def _curve_legend_places(
+    series: Sequence[Series],
+) -> tuple[list[tuple[float, float, Series]], float]:
+    """Each legend entry's place, and the last row's y: entries flow left to right and
+    wrap, so long labels never clip."""
+    frame = _CurveFrame(n=1, top=0.0)
+    legend: list[tuple[float, float, Series]] = []
+    x, y = frame.left, 18.0
+    for s in series:
+        item_w = 30 + 6.8 * len(s.label) + 20
+        if x > frame.left and x + item_w > frame.width - frame.right:
+            x, y = frame.left, y + 18
+        legend.append((x, y, s))
+        x += item_w
+    return legend, y
+
+
+def _curve_axes(frame: _CurveFrame, ticks: Sequence[str], x_label: str, y_label: str) -> list[str]:
+    """The background, the grid at every 25 %, the x axis's labels and both axis titles."""
+    left, width, right, top = frame.left, frame.width, frame.right, frame.top
+    plot_w, plot_h, height = frame.plot_w, frame.plot_h, frame.height
+    out = [f'<rect x="0" y="0" width="{_num(width)}" height="{_num(height)}" fill="#ffffff"/>']
+    for tick in (0, 25, 50, 75, 100):
+        y = frame.y_at(tick / 100)
+        out.append(
+            f'<line x1="{_num(left)}" y1="{_num(y)}" x2="{_num(width - right)}" y2="{_num(y)}" '
+            f'stroke="#e5e7eb"/>'
+        )
+        out.append(
+            f'<text x="{_num(left - 6)}" y="{_num(y + 4)}" text-anchor="end" '
+            f'fill="#374151">{tick}%</text>'
+        )
+    n = frame.n
+    step = max(1, -(-n // 12))  # at most ~12 labels on the x axis
+    for j in range(1, n + 1):
+        if (j - 1) % step and j != n:
+            continue
+        out.append(
+            f'<text x="{_num(frame.x_at(j))}" y="{_num(top + plot_h + 16)}" text-anchor="middle" '
+            f'fill="#374151">{xml_text(ticks[j - 1])}</text>'
+        )
+    out.append(
+        f'<text x="{_num(left + plot_w / 2)}" y="{_num(height - 10)}" text-anchor="middle" '
+        f'fill="#111827">{xml_text(x_label)}</text>'
+    )
+    out.append(
+        f'<text transform="translate(14 {_num(top + plot_h / 2)}) rotate(-90)" '
+        f'text-anchor="middle" fill="#111827">{xml_text(y_label)}</text>'
+    )
+    return out
+
+
+def _curve_line(frame: _CurveFrame, index: int, s: Series, names: Sequence[str]) -> list[str]:
+    """One series: its line broken at gaps, a point with its tooltip (``names`` the
+    points') and its interval at every value."""
+    x_at, y_at = frame.x_at, frame.y_at
+    color = xml_text(s.color)
+    dash = ' stroke-dasharray="6 4"' if s.dashed else ""
+    out = [f'<g class="series series-{index}" data-label="{xml_text(s.label)}">']
+    for run in _runs(s.values):
+        points = " ".join(f"{_num(x_at(j))},{_num(y_at(s.values[j - 1]))}" for j in run)
+        if len(run) > 1:
+            out.append(
+                f'<polyline points="{points}" fill="none" stroke="{color}" '
+                f'stroke-width="2.5"{dash}/>'
+            )
+    for j, v in enumerate(s.values, 1):
+        if math.isnan(v):
+            continue
+        tip = f"{s.label}, {names[j - 1]}: {_pct(v)}%"
+        if s.intervals is not None:
+            low, high = s.intervals[j - 1]
+            tip += f" (95% CI {_pct(low)}%–{_pct(high)}%)"
+            out.append(
+                f'<line x1="{_num(x_at(j))}" y1="{_num(y_at(low))}" x2="{_num(x_at(j))}" '
+                f'y2="{_num(y_at(high))}" stroke="{color}" stroke-width="1.5"/>'
+            )
+        out.append(
+            f'<circle cx="{_num(x_at(j))}" cy="{_num(y_at(v))}" r="4" fill="{color}">'
+            f"<title>{xml_text(tip)}</title></circle>"
+        )
+    out.append("</g>")
+    return out
 
 
 def _cell_color(baseline: RowClass, candidate: RowClass) -> str:
