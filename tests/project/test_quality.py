@@ -216,8 +216,6 @@ LONG_FUNCTIONS = {
     "passk_action.agents.scheduler.run_attempts": "being cut down (big-pieces)",
     "passk_action.importers._assemble": "being cut down (big-pieces)",
     "passk_action.sides.trusted.read_both_sides": "being cut down (big-pieces)",
-    "passk_action.report.compare_report.render_compare_report": "being cut down (big-pieces)",
-    "passk_action.report.run_report.render_run_report": "being cut down (big-pieces)",
     "passk_action.sides.prepare.prepare": "being cut down (big-pieces)",
 }
 MANY_PARAMETERS = {

@@ -14,11 +14,12 @@ The PR comment (:mod:`.comment`) shows the same sections, shorter.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..core.analysis import Analysis, analyze
 from ..core.cost import compare_spend
 from ..core.gate import GateDecision, GateFailure, Rule
+from ..core.history import History
 from ..core.model import RowRecord
 from ..core.result import CompareResult
 from ..core.stats import Metrics
@@ -240,6 +241,21 @@ def render_compare_report(
         *_gate_items(gate, list_limit),
         *unconfirmed_lines(result, list_limit),
     ]
+    lines += _row_sections(result, s, marks, history, list_limit)
+    executions = executions_text(result.executions, result.reused)
+    lines += ["", "## Executions", "", executions[:1].upper() + executions[1:]]
+    return "\n".join(lines) + "\n"
+
+
+def _row_sections(
+    result: CompareResult,
+    s: Sections,
+    marks: Mapping[str, str],
+    history: History | None,
+    list_limit: int,
+) -> list[str]:
+    """The rows by what happened to them, each list under its heading (none when empty)."""
+    lines: list[str] = []
 
     def section(title: str, items: list[str], intro: str | None = None) -> None:
         if not items:
@@ -270,6 +286,4 @@ def render_compare_report(
         "Notes",
         [inline(n, REASON_LEN) for n in (*sentences(result.notes), *history_notes(history))],
     )
-    executions = executions_text(result.executions, result.reused)
-    lines += ["", "## Executions", "", executions[:1].upper() + executions[1:]]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -7,14 +7,14 @@ attempts count in the three numbers; confirmation attempts are counted apart.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.analysis import VersionAnalysis, analyze_run
 from ..core.check_stability import check_stability
 from ..core.cost import summarize_spend
 from ..core.judging import judge_noise, run_noise_sentence
-from ..core.model import Attempt, Json, Phase, RowClass, Run, expected_json
+from ..core.model import Attempt, Json, Phase, RowClass, RowRecord, Run, expected_json
 from ..core.pass_curve import pass_curve
 from ..core.power import Power, power_analysis
 from ..core.stats import Metrics, RowSummary, compute_metrics, summarize_run
@@ -153,6 +153,14 @@ def render_run_report(run: Run, *, rows_limit: int = 50, reader: str | None = No
 
     lines += _imported_lines(run, view.summaries)
 
+    lines += _unstable_rows(view, records, rows_limit)
+    lines += _error_details(view)
+    return "\n".join(lines) + "\n"
+
+
+def _unstable_rows(view: _RunView, records: Mapping[str, RowRecord], rows_limit: int) -> list[str]:
+    """The rows that are not stable-correct, must-not-break ones first, worst class first."""
+    lines: list[str] = []
     shaky = sorted(
         (s for s in view.summaries if s.row_class is not RowClass.STABLE_CORRECT),
         key=lambda s: (not records[s.id].must_not_break, CLASS_RANK[s.row_class]),
@@ -175,7 +183,12 @@ def render_run_report(run: Run, *, rows_limit: int = 50, reader: str | None = No
             )
         if len(shaky) > rows_limit:
             lines += ["", f"… and {len(shaky) - max(rows_limit, 0)} more"]
+    return lines
 
+
+def _error_details(view: _RunView) -> list[str]:
+    """The first recorded error of each reason, in full."""
+    lines: list[str] = []
     if view.first_error:
         lines += ["", "## Error details", ""]
         lines.append("The first recorded error of each reason:")
@@ -189,7 +202,7 @@ def render_run_report(run: Run, *, rows_limit: int = 50, reader: str | None = No
                 "",
                 block(attempt.detail or "(no detail recorded)", DETAIL_LEN),
             ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _imported_lines(run: Run, summaries: Sequence[RowSummary]) -> list[str]:
