@@ -56,3 +56,19 @@ def test_a_regular_file_is_still_replaced_whole(tmp_path: Path) -> None:
     assert out.read_text() == "new\n"
     assert os.stat(out).st_ino != before
     assert stat.S_ISREG(os.lstat(out).st_mode)
+
+
+def test_a_descriptors_name_is_written_through_even_when_it_points_at_a_file(
+    tmp_path: Path,
+) -> None:
+    """``--out /dev/stdout > log``: a link into ``/proc`` names a descriptor, whatever it
+    points at; renaming over it would replace ``/dev``'s link with a file, as root."""
+    log = tmp_path / "log"
+    log.write_text("before\n")
+    with open(log, "a") as handle:
+        link = tmp_path / "stdout"
+        link.symlink_to(f"/proc/self/fd/{handle.fileno()}")
+        write_text_atomic(link, "x\n")
+    assert link.is_symlink()
+    assert log.read_text() == "before\nx\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log", "stdout"]

@@ -44,6 +44,7 @@ from ..sides.credentials import credentials_hidden, env_without_token
 from ..sides.exports import head_export
 from ..sides.gitrepo import GitRepo, token_auth_env
 from ..sides.provenance import commit_provenance
+from ..store.side_files import beside
 from .inputs import ActionInputs
 from .runtime import Runtime, fraction, setup_agent
 from .workflow import Workflow
@@ -97,7 +98,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         agent = build_agent(
             agent_config, env, concurrency=config.concurrency, warn=workflow.warn, scorer=scorer
         )
-        staging = out.with_name(out.name + ".recording.json")
+        staging = beside(out, ".recording.json")
         with workflow.group("passk: recording the baseline"):
             session = runtime.session(config, stop)
             try:

@@ -9,6 +9,7 @@ from ..core.model import Version
 from ..engine.measuring import install_baseline, previous_baseline, rows_to_measure
 from ..errors import EXIT_OK, ConfigError
 from ..sides.provenance import working_tree_provenance
+from ..store.side_files import beside
 from .common import add_config_argument, add_run_arguments, load_inputs, record_agent_run, warn
 from .paths import project_files, refuse_clobbering, run_outputs
 
@@ -43,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.config)
     config, dataset = inputs.config, inputs.dataset
     out = config.baseline.artifact
-    staging = out.with_name(out.name + ".recording.json")
+    staging = beside(out, ".recording.json")
     refuse_clobbering(
         project_files(config.path, config.dataset),
         {"baseline.artifact": out, **run_outputs("its recording", staging)},

@@ -25,6 +25,7 @@ from ..progress import make_progress
 from ..report.escape import for_terminal
 from ..sides.credentials import warn_persisted_token
 from ..store.artifact import write_text_atomic
+from ..store.side_files import refuse_resume
 from .output import warn as warn  # re-exported: subcommands import it from here
 
 
@@ -133,6 +134,8 @@ def record_agent_run(
     the session's concurrency and closed when the run ends, so persistent
     workers and HTTP connections do not outlive it.
     """
+    if args.resume:
+        refuse_resume(out)  # before any setup or agent runs
     with stop_on_signals() as stop:
         session = session_for(inputs.config, args, stop)
         config = inputs.config

@@ -31,6 +31,7 @@ from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, work
 from ..store.artifact import read_run
 from ..store.compare_journal import discard_compare_journal
 from ..store.results import write_result
+from ..store.side_files import refuse_resume
 from .common import (
     add_config_argument,
     add_label_argument,
@@ -143,6 +144,8 @@ def handle(args: argparse.Namespace) -> int:
     )
     report_to = _report_path(args, config)
     _refuse_clobbering(args, config, candidate_out, report_to)
+    if args.resume:
+        refuse_resume(candidate_out)
     provenance = working_tree_provenance(config.path.parent, config)
     candidate = CandidateSource(
         out=candidate_out,

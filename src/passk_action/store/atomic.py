@@ -2,13 +2,15 @@
 
 Every file passk writes goes through :func:`write_text_atomic`; a failure
 (missing folder, full disk, read-only) is one ArtifactError with the fix.
-A target that is not a regular file (``/dev/null``, ``/dev/stdout``, a FIFO)
-is written in place: renaming over it would replace a device with a file,
-as root for everyone (issue 28, route 9).
+A target that is not a regular file (``/dev/null``, a FIFO), or a file
+descriptor's name (``/dev/stdout``, even when it points at a file), is
+written in place: renaming over it would replace a device or ``/dev``'s link
+with a file, as root for everyone (issue 28, route 9).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -47,24 +49,36 @@ def write_text_atomic(path: Path, text: str) -> None:
         _write_text_atomic(path, text)
 
 
-def _is_special(path: Path) -> bool:
-    """Whether ``path`` (followed through links) is a device, FIFO or socket."""
+def written_in_place(path: Path) -> bool:
+    """Whether ``path`` is written as it is, never replaced: a device, FIFO or socket
+    (followed through links), or a file descriptor's name (``/dev/stdout``,
+    ``/dev/fd/1``, ``/proc/self/fd/1``: a link into ``/proc``), whatever it points at.
+
+    Such a path has no folder of its own to keep files beside it (``side_files``).
+    """
     try:
+        absolute = os.path.abspath(path)
+        if os.path.realpath(os.path.dirname(absolute)).startswith("/proc/"):
+            return True
+        with contextlib.suppress(OSError):
+            if os.readlink(absolute).startswith("/proc/"):
+                return True
         mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return False
+    except (OSError, ValueError):
+        return False  # nothing there yet (or no such name): a file is created
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _write_in_place(path: Path, text: str) -> None:
-    """Write to a device or FIFO as it is: no temporary file, no rename, never created."""
-    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)
+    """Write to a device, FIFO or descriptor as it is: no temporary file, no rename, never
+    created; appended (a shell's ``> log`` through ``/dev/stdout`` keeps what came before)."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_APPEND)
     with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(text)
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
-    if _is_special(path):
+    if written_in_place(path):
         _write_in_place(path, text)
         return
     path.parent.mkdir(parents=True, exist_ok=True)

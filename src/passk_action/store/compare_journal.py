@@ -31,6 +31,7 @@ from ..core.model import Attempt, Version
 from ..errors import ArtifactError
 from .codec import attempt_from_json, attempt_to_json, compact_json
 from .journal import Journal, TryKey, journal_lines
+from .side_files import beside, refuse_resume
 
 COMPARE_JOURNAL_KIND = "passk-compare-journal"
 COMPARE_JOURNAL_VERSION = 1
@@ -41,8 +42,8 @@ Identity = Mapping[str, Any]
 
 
 def compare_journal_path(out: Path) -> Path:
-    """Beside the candidate's artifact ``out``."""
-    return out.with_name(out.name + ".compare.journal.jsonl")
+    """Beside the candidate's artifact ``out`` (or where ``side_files`` says)."""
+    return beside(out, ".compare.journal.jsonl")
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ class CompareJournal:
         Without ``resume`` a journal that holds attempts is refused: starting
         anew would silently drop them.
         """
+        if resume:
+            refuse_resume(out)
         path = compare_journal_path(out)
         if not path.exists():
             return cls(path, identity)

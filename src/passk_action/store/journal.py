@@ -27,10 +27,12 @@ from .atomic import write_text_atomic, writing
 from .codec import attempt_from_json, attempt_to_json, compact_json, header_to_json, row_to_json
 from .document import check_consistency, run_from_json, with_hint
 from .jsonfile import SURROGATE_ESCAPE, unstorable_path
+from .side_files import beside
 
 
 def journal_path(artifact: Path) -> Path:
-    return artifact.with_name(artifact.name + ".journal.jsonl")
+    """Beside ``artifact`` (or, for a device or FIFO, where ``side_files`` says)."""
+    return beside(artifact, ".journal.jsonl")
 
 
 TryKey = tuple[str, int]

@@ -22,11 +22,12 @@ from ..files import read_bounded
 from .artifact import read_run, write_run
 from .atomic import write_text_atomic
 from .journal import Journal, TryKey, journal_path, read_journal
+from .side_files import beside, refuse_resume
 
 
 def retry_after_path(out: Path) -> Path:
     """Beside the journal: Retry-Afters still pending when the run stopped (HTTP agents)."""
-    return out.with_name(out.name + ".retry-after.json")
+    return beside(out, ".retry-after.json")
 
 
 class RunRecorder:
@@ -64,6 +65,8 @@ class RunRecorder:
         warn: Callable[[str], None] = lambda message: None,
     ) -> RunRecorder:
         """Start recording ``header``'s run; with ``resume`` keep what was recorded before."""
+        if resume:
+            refuse_resume(out)
         journal_file = journal_path(out)
         kept: tuple[Attempt, ...] = ()
         tries: Mapping[TryKey, tuple[str, ...]] = {}
