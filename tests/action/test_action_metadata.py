@@ -111,6 +111,7 @@ def test_action_outputs() -> None:
         assert spec.get("description", "").strip(), f"output {name} needs a description"
 
 
+# parallel-safe(agent-users): reads the Dockerfile, which names the agent user; runs no agent.
 def test_dockerfile_follows_the_runner_contract() -> None:
     # D2: no USER (the action must run as root) and no WORKDIR (the runner sets it).
     instructions = [

@@ -172,6 +172,7 @@ def run_step(shared: Path, fake: FakeGitHub, *, exec_line: bool) -> tuple[int, l
     return done.returncode, seen, done.stdout + done.stderr
 
 
+@pytest.mark.shares("agent-users")
 @needs_root
 def test_the_step_execs_passk_so_no_ancestor_of_the_agent_shows_the_token(
     shared: Path, fake: FakeGitHub
@@ -187,6 +188,7 @@ def test_the_step_execs_passk_so_no_ancestor_of_the_agent_shows_the_token(
     assert fake.violations == []
 
 
+@pytest.mark.shares("agent-users")
 @needs_root
 def test_control_the_old_line_leaves_a_bash_holding_the_token(
     shared: Path, fake: FakeGitHub

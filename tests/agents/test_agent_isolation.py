@@ -31,7 +31,7 @@ from passk_action.errors import UsageError
 from support.pythons import agent_user_python, copy_sources
 
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
-pytestmark = pytest.mark.any_python
+pytestmark = [pytest.mark.any_python, pytest.mark.shares("agent-users")]
 
 # The agent reports what it could reach of its parent, and who it runs as.
 PROBE = r"""

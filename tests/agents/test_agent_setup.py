@@ -429,6 +429,7 @@ def _no_retry():  # type: ignore[no-untyped-def]
     return RetryPolicy(attempts=0)
 
 
+@pytest.mark.shares("agent-users")
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can run setup as another user")
 def test_setup_runs_as_the_agent_user_with_its_private_home(tmp_path: Path) -> None:
     tmp_path.chmod(0o755)

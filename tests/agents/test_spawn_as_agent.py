@@ -75,6 +75,7 @@ def probe(tmp_path: Path, as_agent_user: bool) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.shares("agent-users")
 @needs_root
 def test_the_agent_user_gets_its_ids_no_groups_its_own_session_and_no_way_back(
     tmp_path: Path,
@@ -89,6 +90,7 @@ def test_the_agent_user_gets_its_ids_no_groups_its_own_session_and_no_way_back(
     assert found["secret"] == "refused"
 
 
+@pytest.mark.shares("agent-users")
 @needs_root
 def test_control_without_an_agent_user_the_same_probe_is_root(tmp_path: Path) -> None:
     found = probe(tmp_path, as_agent_user=False)

@@ -72,7 +72,12 @@ def docker_usable() -> bool:
     return answer.returncode == 0
 
 
-pytestmark = pytest.mark.skipif(not docker_usable(), reason=SKIP_REASON)
+# parallel-safe(agent-users): the image's users run in containers, not beside the host's
+# agents (a PID namespace and a filesystem of their own; only tmp_path is mounted).
+pytestmark = [
+    pytest.mark.skipif(not docker_usable(), reason=SKIP_REASON),
+    pytest.mark.shares("docker"),  # one image build, one container at a time
+]
 
 
 @pytest.fixture(scope="module")

@@ -97,6 +97,7 @@ def setup_homes(shared: Path) -> list[str]:
     return [line.split()[1] for line in (shared / "setup.log").read_text().splitlines()]
 
 
+@pytest.mark.shares("agent-users")
 def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     shared: Path, fake: FakeGitHub, agent_user_env: dict[str, str]
 ) -> None:
@@ -129,6 +130,7 @@ def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     assert fake.violations == []
 
 
+@pytest.mark.shares("agent-users")
 def test_a_rerun_replays_without_any_agent_call_or_setup(
     shared: Path, fake: FakeGitHub, agent_user_env: dict[str, str]
 ) -> None:
@@ -146,6 +148,7 @@ def test_a_rerun_replays_without_any_agent_call_or_setup(
     assert "passk: 0 agent execution(s) now" in again["log"]
 
 
+@pytest.mark.shares("agent-users")
 def test_the_candidate_cannot_change_what_the_baselines_setup_made(
     shared: Path, fake: FakeGitHub, agent_user_env: dict[str, str]
 ) -> None:
@@ -176,6 +179,7 @@ def test_the_candidate_cannot_change_what_the_baselines_setup_made(
     assert CONFIRMED in body and "baseline varies" not in body
 
 
+@pytest.mark.shares("agent-users")
 def test_compare_base_runs_refs_setup_in_its_checkout(
     shared: Path,
     agent_user_env: dict[str, str],
@@ -240,6 +244,7 @@ def test_lock_strips_write_and_set_id_bits_and_never_follows_a_symlink(tmp_path:
     assert stat.S_IMODE(outside.stat().st_mode) == 0o644
 
 
+@pytest.mark.shares("agent-users")
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can give files to another user")
 def test_hand_over_gives_the_tree_to_the_agent_user_and_lock_takes_it_back(
     tmp_path: Path,

@@ -50,6 +50,7 @@ pytestmark = [
         reason="agents run as another user only when passk is root (the container action)",
     ),
     pytest.mark.any_python,  # .ci/run runs these again in a fresh venv (tests/support/pythons.py)
+    pytest.mark.shares("agent-users"),  # one after another (tests/support/shared_resources.py)
 ]
 
 UNTRACKED = "left-by-an-earlier-step.txt"

@@ -129,6 +129,7 @@ def credential_lines(log: str) -> list[str]:
     return [line for line in log.splitlines() if "git config holds a token" in line]
 
 
+@pytest.mark.shares("agent-users")
 @pytest.mark.parametrize("layout", ["v4", "v6"])
 def test_the_candidate_cannot_read_the_persisted_token_as_the_agent_user(
     shared: Path,  # noqa: F811
@@ -202,6 +203,7 @@ def either_user(request: pytest.FixtureRequest) -> dict[str, str]:
     return {"PASSK_AGENT_USER": "nobody"}
 
 
+@pytest.mark.shares("agent-users")
 def test_without_persisted_credentials_nothing_is_said_or_changed(
     shared: Path,  # noqa: F811
     fake: FakeGitHub,
@@ -245,6 +247,7 @@ def test_stored_credentials_names_each_file_and_ignores_harmless_config(tmp_path
     ]
 
 
+@pytest.mark.shares("agent-users")
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a process as another user")
 def test_hidden_even_from_an_owner_and_restored_when_the_run_fails(
     shared: Path,  # noqa: F811
@@ -325,6 +328,7 @@ def test_every_checkout_in_the_docs_snippets_persists_no_token(doc: str) -> None
         assert "persist-credentials: false" in step, step
 
 
+@pytest.mark.shares("agent-users")
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can run agents as another user")
 def test_a_token_that_cannot_be_hidden_stops_before_any_agent_runs(
     shared: Path,  # noqa: F811

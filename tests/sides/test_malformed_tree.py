@@ -224,6 +224,7 @@ def crafted_head(
     return repo, base, crafted
 
 
+@pytest.mark.shares("agent-users")
 @root_with_an_agent_user
 def test_a_pull_request_whose_tree_plants_a_link_is_refused_before_any_agent_runs(
     shared: Path,  # noqa: F811
@@ -240,6 +241,7 @@ def test_a_pull_request_whose_tree_plants_a_link_is_refused_before_any_agent_run
     assert [row for row, _, version in got["asked"] if version == "candidate"] == []
 
 
+@pytest.mark.shares("agent-users")
 @root_with_an_agent_user
 def test_control_the_same_pull_request_with_a_folder_gates_as_usual(
     shared: Path,  # noqa: F811

@@ -38,6 +38,7 @@ pytestmark = [
         not sys.platform.startswith("linux") or os.geteuid() != 0,
         reason="agents run as other users only when passk is root (the container action)",
     ),
+    pytest.mark.shares("agent-users"),  # one after another (tests/support/shared_resources.py)
 ]
 
 SCORER = """\
@@ -46,11 +47,13 @@ request = json.load(sys.stdin)
 print(json.dumps({"correct": request["answer"] == request["expected"]}))
 """
 LENIENT = 'import json, sys\nsys.stdin.read()\nprint(json.dumps({"correct": True}))\n'
-# The pull request's agent: before answering, it rewrites every scorer it can find.
+# The pull request's agent: before answering, it rewrites every scorer it can find in
+# the temporary folder passk makes its exports in (where the agent's HOME is, too).
 REWRITE = f"""
 import glob
 tried = {{}}
-for path in sorted(glob.glob("/tmp/passk-*/tree/scorer.py")):
+exports = os.path.join(os.path.dirname(os.environ["HOME"]), "passk-*", "tree", "scorer.py")
+for path in sorted(glob.glob(exports)):
     try:
         with open(path, "w") as handle:
             handle.write({LENIENT!r})

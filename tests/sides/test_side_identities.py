@@ -56,6 +56,7 @@ pytestmark = [
         not sys.platform.startswith("linux") or os.geteuid() != 0,
         reason="agents run as other users only when passk is root (the container action)",
     ),
+    pytest.mark.shares("agent-users"),  # one after another (tests/support/shared_resources.py)
 ]
 
 
