@@ -759,7 +759,7 @@ def test_under_workflow_run_the_label_binds_to_the_measuring_run_its_adder_trigg
     _, artifact = pull.measure()
     github = fake()
     github.roles["maya"] = "maintain"
-    github.label_event(PR, ALLOW, "maya")
+    added = github.label_event(PR, ALLOW, "maya")["created_at"]
     login = "maya" if actor == "control-the-labeler" else "codertocat"
     gating = pull.gate(github, artifact, actor=login)
     if actor == "control-the-labeler":
@@ -767,11 +767,74 @@ def test_under_workflow_run_the_label_binds_to_the_measuring_run_its_adder_trigg
         assert "approves head" in gating.log and "added by @maya (maintain access)" in gating.log
         assert decode_record(github.comment_bodies(PR)[0]).approval is not None
     else:
-        # Not approved: the gate reads the base's labels, and the run measured under the
-        # head's is refused as recorded on another dataset; the check fails either way.
-        assert gating.code in (1, 2), gating.log
-        assert f"the label '{ALLOW}' does not count" in gating.log
+        # Not approved: the gate reads the base's labels, and the run measured with the
+        # head's is refused, saying the label is why: who added it, what started this
+        # run instead, for which head and base, and what is needed.
+        assert gating.code == 2, gating.log
+        why = (
+            f"the label '{ALLOW}' does not count for {pull.head[:7]} against 'main': @maya "
+            f"added it at {added}, but @codertocat started the measuring run gated here; it "
+            "approves only the head it was added at, so a person with write access removes "
+            "the label and adds it again"
+        )
+        [error] = error_lines(gating)
+        assert error.startswith(f"::error title=passk::{why} (the measured run "), error
+        assert "another dataset" not in error
+        # The comment's reason, and the check's summary, say the same.
+        shown = why.replace("@", "@\u2060")
+        assert f"**Reason:** {shown}" in github.comment_bodies(PR)[0]
+        assert shown in github.check_runs[-1]["output"]["summary"]
         assert github.check_runs[-1]["conclusion"] == "failure"
+    assert github.violations == []
+
+
+@pytest.mark.parametrize("trigger", ["attack-a-pull-request-event", "control-the-labeled-event"])
+def test_on_pull_request_the_gating_job_says_which_event_the_label_did_not_start(
+    pull: PullRequest, fake: Callable[..., FakeGitHub], trigger: str
+) -> None:
+    """Both jobs on ``pull_request``: the gating job runs on the pull request's ``opened``
+    event, not the one that added the label, and passk has no record of an approval.
+    The error says who added it, which event started this run, for which head and base,
+    and what is needed.  Control: the gating job of the ``labeled`` event that maintainer
+    sent approves the head and passes."""
+    pull.labels = (ALLOW,)
+    edit_rows(lambda rows: rows[0].update(expected="deny"))(pull.repo)
+    pull.push({**RIGHT, "r1": ["deny"]})
+    _, artifact = pull.measure()
+    github = fake()
+    github.roles["maya"] = "maintain"
+    github.label_event(PR, ALLOW, "maya")
+    if trigger == "control-the-labeled-event":
+        event = json.loads(pull.pull_request_event().read_text(encoding="utf-8"))
+        event.update(action="labeled", label={"name": ALLOW}, sender={"login": "maya"})
+        labeled = pull.tmp / "event-labeled.json"
+        labeled.write_text(json.dumps(event), encoding="utf-8")
+        gating = pull.run(
+            {
+                "GITHUB_EVENT_NAME": "pull_request",
+                "GITHUB_EVENT_PATH": str(labeled),
+                "INPUT_MODE": "gate-measured",
+                "INPUT_CANDIDATE-RUN": str(artifact),
+                "INPUT_GITHUB-TOKEN": TOKEN,
+                "INPUT_COMMENT": "update",
+            },
+            github,
+        )
+        assert gating.code == 0, gating.log
+        assert "added by @maya (maintain access)" in gating.log
+    else:
+        gating = pull.gate(github, artifact, event="pull_request")
+        assert gating.code == 2, gating.log
+        why = (
+            f"the label '{ALLOW}' does not count for {pull.head[:7]} against 'main': @maya "
+            "added it, but the `opened` event started this run, not the label; it approves "
+            "only the head it was added at, so a person with write access removes the label "
+            "and adds it again"
+        )
+        [error] = error_lines(gating)
+        assert error.startswith(f"::error title=passk::{why} (the measured run "), error
+        shown = why.replace("@", "@\u2060").replace("`", "\\`")  # inert Markdown
+        assert f"**Reason:** {shown}" in github.comment_bodies(PR)[0]
     assert github.violations == []
 
 

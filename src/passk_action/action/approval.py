@@ -170,8 +170,37 @@ def decide_label(
         )
     if _bound_head(label, actor, event, trigger):
         return LabelDecision(mine)
-    return LabelDecision(
-        None,
-        f"the label {label!r} does not count for {short_sha(pr.head_sha)}: @{actor} added it, "
-        "but not on this run's head (it approves the head it was added at); " + AGAIN,
+    return LabelDecision(None, unbound(label, actor, event, trigger, pr))
+
+
+def unbound(
+    label: str, actor: str, event: Mapping[str, Any], trigger: Trigger, pr: PullRequest
+) -> str:
+    """Why a label @``actor`` added does not count for this run: what started the run
+    instead, so nothing ties the label to ``pr``'s head and base (the reason comes first:
+    the comment shows a reason's first 300 characters)."""
+    added = event.get("created_at") if isinstance(event.get("created_at"), str) else None
+    at = f" at {added}" if added else ""
+    if trigger.run_actor is not None and trigger.run_actor != actor:
+        why = (
+            f"@{actor} added it{at}, but @{trigger.run_actor} started the measuring run gated here"
+        )
+    elif trigger.run_actor is not None and added and trigger.run_created_at:
+        why = (
+            f"@{actor} added it at {added}, after the measuring run gated here started "
+            f"({trigger.run_created_at})"
+        )
+    elif trigger.run_actor is not None:
+        why = f"@{actor} added it; GitHub shows no time when the measuring run gated here started"
+    elif trigger.action == "labeled" and trigger.label != label:
+        why = f"@{actor} added it, but this run was started by adding {trigger.label!r}"
+    elif trigger.action == "labeled":
+        why = f"@{actor} added it, but @{trigger.sender} started this run by adding it"
+    else:
+        event_name = f"the `{trigger.action}` event" if trigger.action else "another event"
+        why = f"@{actor} added it, but {event_name} started this run, not the label"
+    against = f" against {pr.base_ref!r}" if pr.base_ref else ""
+    return (
+        f"the label {label!r} does not count for {short_sha(pr.head_sha)}{against}: {why}; "
+        f"it approves only the head it was added at, so {AGAIN}"
     )

@@ -148,6 +148,7 @@ def gate_and_publish(
                 workflow,
                 head_objects=None if head == HEAD_COMMIT else head,
                 approve=lambda name: decide_label(client, pr, name, trigger, earlier),
+                measured_digest=measured.run.dataset_digest if measured is not None else None,
             )
             if measured is not None or unusable is not None:
                 # The two-job mode: refused before any agent runs when the gating job
@@ -257,13 +258,16 @@ def trusted_inputs(
     *,
     head_objects: str | None = None,
     approve: Callable[[str], LabelDecision] | None = None,
+    measured_digest: str | None = None,
 ) -> tuple[Trusted, LabelDecision]:
     """The gate's inputs for the pull request, with its protected changes logged.
 
     ``approve`` judges the allow label when the pull request carries it and has
     protected changes; a label it does not approve is read as absent.  Without
     it (the measuring job, which holds no token) the label is taken as the
-    event says: the gating job checks it.
+    event says: the gating job checks it.  ``measured_digest``: the dataset the
+    measuring job measured; when it is the one the label would allow and the
+    label does not count, the error says why the label does not count.
     """
 
     def trust(labels: tuple[str, ...]) -> Trusted:
@@ -278,11 +282,14 @@ def trusted_inputs(
 
     trusted = trust(pr.labels)
     decision = LabelDecision(None)
+    measured_as_allowed = False
     if approve is not None and trusted.allowed:
         label = trusted.sides.base.config.gate.allow_label
         decision = approve(label)
         if decision.approval is None:
+            allowed = trusted.dataset.digest
             trusted = trust(tuple(name for name in pr.labels if name != label))
+            measured_as_allowed = measured_digest == allowed != trusted.dataset.digest
     workflow.line(
         f"passk: PR #{pr.number} base {pr.base_ref or '?'} at {short_sha(pr.base_sha)} head "
         f"{short_sha(pr.head_sha)}{' (from a fork)' if pr.fork else ''}"
@@ -297,4 +304,12 @@ def trusted_inputs(
         )
     for line in protected_change_lines(trusted):
         workflow.line(line)
+    if measured_as_allowed:
+        # Else "recorded on another dataset": true, but it hides that the label is why.
+        raise ArtifactError(
+            decision.refusal or "the allow label does not count",
+            hint="the measured run (input `candidate-run`) was recorded with the changes the "
+            "label allows, as its job reads the label from its event; the measuring run that "
+            "adding the label starts is gated with it",
+        )
     return trusted, decision
