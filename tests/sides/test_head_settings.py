@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from passk_action.core.model import Scoring
 from passk_action.inputs.agent_config import DEFAULT_SETUP_TIMEOUT_S
 from passk_action.inputs.config import (
     BaselineConfig,
@@ -16,7 +17,14 @@ from passk_action.inputs.config import (
     RetryConfig,
     parse_config,
 )
-from passk_action.sides.head_settings import BOUNDED, FROM_BASE, FROM_HEAD, settle
+from passk_action.sides.head_settings import (
+    APPROVABLE_RULES,
+    BOUNDED,
+    FROM_BASE,
+    FROM_HEAD,
+    SCORER,
+    settle,
+)
 
 PATH = Path("/repo/passk.yml")
 BASE = """\
@@ -43,8 +51,13 @@ def test_every_setting_is_either_the_heads_own_runs_or_the_bases() -> None:
         ("confirm", ConfirmConfig),
         ("retry", RetryConfig),
         ("baseline", BaselineConfig),
+        ("scoring", Scoring),
     ):
         assert {f"{section}.{f.name}" for f in dataclasses.fields(kind)} <= keys
+    # A scoring setting added later must say whether the allow label approves the head's
+    # (a rule passk reads) or it is the scorer's, the base's whatever a label says.
+    assert {f.name for f in dataclasses.fields(Scoring)} == {*APPROVABLE_RULES, *SCORER}
+    assert not set(APPROVABLE_RULES) & set(SCORER)
 
 
 def test_the_heads_agent_runs_and_every_other_setting_is_the_bases() -> None:
@@ -83,6 +96,53 @@ def test_allowed_by_label_the_heads_scoring_and_spend_limits_stand() -> None:
     assert allowed.config.gate.max_cost_increase == 0.5
     assert allowed.config.scoring.normalize == ("casefold",)
     assert allowed.warnings == ()
+
+
+SCORED = BASE + (
+    "scoring: {by: command, command: [python3, scorer.py], judge_repeats: 3, timeout_s: 20}\n"
+)
+SAYS_RIGHT = "command: [sh, -c, 'echo {\"correct\": true}']"
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        (("command: [python3, scorer.py]", SAYS_RIGHT), "scoring.command"),
+        (("judge_repeats: 3", "judge_repeats: 1"), "scoring.judge_repeats"),
+        (("timeout_s: 20}", "timeout_s: 2}"), "scoring.timeout_s"),
+        (("by: command", "by: environment"), "scoring.by"),
+        (None, None),
+    ],
+    ids=["attack-command", "attack-judge-repeats", "attack-timeout", "attack-by", "control"],
+)
+def test_approved_or_not_the_scorer_is_the_bases(
+    edit: tuple[str, str] | None, key: str | None
+) -> None:
+    """Attack: a pull request with the allow label (it approved a relabeled row, say) also
+    changes the scorer: a shell line that calls every answer right, fewer judgements, a
+    shorter limit, or another judge.  The scorer stays the base's, and so do the head's
+    scoring rules written for its scorer; one warning names the keys.  Control: the same
+    approved head with the base's scorer gets its own rules (``normalize``)."""
+    head_text = SCORED.replace("{by: command", "{normalize: [casefold], by: command")
+    head = config(head_text.replace(*edit) if edit is not None else head_text)
+    base = config(SCORED)
+    for allowed in (True, False):
+        settled = settle(base, head, allowed=allowed)
+        got = settled.config.scoring
+        assert (got.by, got.command, got.judge_repeats, got.timeout_s) == (
+            "command",
+            ("python3", "scorer.py"),
+            3,
+            20,
+        )
+        if key is None and allowed:
+            assert got.normalize == ("casefold",) and settled.warnings == ()
+            continue
+        assert got == base.scoring
+        [warning] = settled.warnings
+        assert "the pull request's config changes scoring.normalize" in warning
+        if key is not None:
+            assert f"{key}: not used" in warning or f"{key}," in warning, warning
 
 
 @pytest.mark.parametrize(

@@ -20,9 +20,11 @@ is read only for what shapes its own candidate run (:data:`FROM_HEAD`):
 Any other difference (``k``, ``confirm``, ``scoring``, ``gate``, ``retry``,
 ``pricing``, ``baseline``) is not used: the base's value holds, and one
 warning names the keys.  One that weakens the gate is a protected change as
-well (``protect.py``); with the allow label, the head's ``scoring`` and spend
-limits stand (a maintainer approved them), every other setting stays the
-base's.  Pure: configs in, a config and the warnings out.
+well (``protect.py``); with the allow label, the head's ``scoring`` rules
+(:data:`APPROVABLE_RULES`) and spend limits stand (a maintainer approved
+them), every other setting stays the base's, and so does the scorer
+(:data:`SCORER`: ``scoring.by``, ``command``, ``judge_repeats``,
+``timeout_s``), approved or not.  Pure: configs in, a config and the warnings out.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ..core.model import Scoring
 from ..inputs.agent_config import (
     DEFAULT_HTTP_TIMEOUT_S,
     DEFAULT_SETUP_TIMEOUT_S,
@@ -61,7 +64,15 @@ default).  The base's value is its ``agent``'s, else its ``baseline.agent``'s, e
 
 FROM_BASE: tuple[tuple[str, Callable[[Config], object]], ...] = (
     ("k", lambda c: c.k),
-    ("scoring", lambda c: c.scoring),
+    ("scoring.normalize", lambda c: c.scoring.normalize),
+    ("scoring.fields", lambda c: c.scoring.fields),
+    ("scoring.extract", lambda c: c.scoring.extract),
+    ("scoring.checks", lambda c: c.scoring.checks),
+    ("scoring.threshold", lambda c: c.scoring.threshold),
+    ("scoring.by", lambda c: c.scoring.by),
+    ("scoring.command", lambda c: c.scoring.command),
+    ("scoring.judge_repeats", lambda c: c.scoring.judge_repeats),
+    ("scoring.timeout_s", lambda c: c.scoring.timeout_s),
     ("confirm.attempts", lambda c: c.confirm.attempts),
     ("confirm.must_not_break_attempts", lambda c: c.confirm.must_not_break_attempts),
     ("gate.block_on_any_regression", lambda c: c.gate.block_on_any_regression),
@@ -80,6 +91,14 @@ FROM_BASE: tuple[tuple[str, Callable[[Config], object]], ...] = (
     ("baseline.added_rows_limit", lambda c: c.baseline.added_rows_limit),
 )
 """Every other setting, by the key people write: the base's holds."""
+
+APPROVABLE_RULES = ("normalize", "fields", "extract", "checks", "threshold")
+"""The ``scoring`` rules the allow label approves from the head: declarative, read by
+passk's own code, and listed field by field as protected changes."""
+SCORER = ("by", "command", "judge_repeats", "timeout_s")
+"""Who judges an answer (passk's rules, the agent's own report, a scorer program) and how
+the program is run: always the base's, even approved.  The head's ``command`` would run
+in the base commit's export, or be a shell line saying every answer is right."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +131,7 @@ def settle(base: Config, head: Config, *, allowed: bool = False) -> Settled:
             max_cost_increase=head.gate.max_cost_increase,
             max_latency_p95_increase=head.gate.max_latency_p95_increase,
         )
-        scoring = head.scoring
+        scoring = _approved_scoring(base.scoring, head.scoring)
     tags = tuple(dict.fromkeys((*base.must_not_break_tags, *head.must_not_break_tags)))
     config = replace(
         base,
@@ -132,6 +151,14 @@ def settle(base: Config, head: Config, *, allowed: bool = False) -> Settled:
             "one that weakens the gate is a protected change too)"
         )
     return Settled(config, tuple(f"{head.path}: {w}" for w in warnings))
+
+
+def _approved_scoring(base: Scoring, head: Scoring) -> Scoring:
+    """The head's scoring rules the label approved, on the base's scorer; with another
+    scorer (:data:`SCORER`) the head's rules were written for it, so none is taken."""
+    if any(getattr(base, name) != getattr(head, name) for name in SCORER):
+        return base
+    return replace(base, **{name: getattr(head, name) for name in APPROVABLE_RULES})
 
 
 def _bounded_agent(agent: AgentConfig, bounds: AgentConfig | None) -> tuple[AgentConfig, list[str]]:
