@@ -1000,3 +1000,29 @@ def test_a_state_scorer_is_not_gated_on_verdicts_the_measuring_job_wrote(
     assert gated.code == 1, gated.log
     assert gated_rows(pull)[0] == [("r1", "must-not-break")]
     assert github.violations == []
+
+
+def test_control_an_environment_that_reports_its_own_outcome_gates_in_two_jobs(
+    pull: PullRequest, fake: Callable[..., FakeGitHub]
+) -> None:
+    """Without a ``command`` the verdict is the agent's own report in either mode (the
+    README's table): the two-job mode takes it as the measuring job recorded it, gates,
+    and the comment says whose word the answers are.  Refusing it would only move the
+    pull request's code into the job that holds the token."""
+    git(pull.repo, "checkout", "-q", "main")
+    write_rows(pull.repo, [{k: v for k, v in r.items() if k != "expected"} for r in ROWS])
+    write_script(pull.repo, {row: [{"correct": True}] for row in RIGHT})
+    config = yaml.safe_load((pull.repo / "passk.yml").read_text(encoding="utf-8"))
+    config["scoring"] = {"by": "environment"}
+    (pull.repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
+    assert cli_main(["baseline", "--config", str(pull.repo / "passk.yml"), "--quiet"]) == 0
+    pull.base = commit(pull.repo, "passk: the environment scores each task")
+    git(pull.repo, "checkout", "-q", "-B", "feature")
+    pull.push({**{row: [{"correct": True}] for row in RIGHT}, "r1": [{"correct": False}]})
+    _, artifact = pull.measure()
+    github = fake()
+    gating = pull.gate(github, artifact)
+    assert gating.code == 1, gating.log
+    assert gated_rows(pull)[0] == [("r1", "must-not-break")]
+    assert "recorded by the pull request's own job" in github.comment_bodies(PR)[0]
+    assert github.violations == []
