@@ -20,6 +20,7 @@ from passk_action.errors import ConfigError, GitHubError
 from passk_action.github import (
     MARKER,
     Annotation,
+    Check,
     GitHubClient,
     find_sticky_comment,
     publish_check,
@@ -380,11 +381,9 @@ def test_fork_token_comment_fails_without_raising(clock: FakeClock) -> None:
 def test_publish_check_creates_a_check_run(fake: FakeGitHub, client: GitHubClient) -> None:
     outcome = publish_check(
         client,
-        name="passk",
-        head_sha=SHA,
-        passed=True,
-        title="Gate passed",
-        summary="all rows stable",
+        Check(
+            name="passk", head_sha=SHA, passed=True, title="Gate passed", summary="all rows stable"
+        ),
     )
     assert outcome.used == "check_run" and outcome.id == fake.check_runs[0]["id"]
     assert fake.check_runs[0]["conclusion"] == "success"
@@ -395,11 +394,13 @@ def test_publish_check_falls_back_to_status_on_403(fake: FakeGitHub, client: Git
     fake.fail_not_accessible("checks/create")
     outcome = publish_check(
         client,
-        name="passk",
-        head_sha=SHA,
-        passed=False,
-        title="Gate failed: 2 must-not-break rows lost " + "x" * 200,
-        summary="…",
+        Check(
+            name="passk",
+            head_sha=SHA,
+            passed=False,
+            title="Gate failed: 2 must-not-break rows lost " + "x" * 200,
+            summary="…",
+        ),
     )
     assert outcome.used == "commit_status"
     assert outcome.fallback_reason is not None and "checks: write" in outcome.fallback_reason
@@ -413,11 +414,7 @@ def test_publish_check_fails_softly_when_nothing_is_allowed(clock: FakeClock) ->
     with FakeGitHub(token=TOKEN, repository=REPO, read_only=True) as fake:
         outcome = publish_check(
             make_client(fake, clock),
-            name="passk",
-            head_sha=SHA,
-            passed=True,
-            title="t",
-            summary="s",
+            Check(name="passk", head_sha=SHA, passed=True, title="t", summary="s"),
         )
         assert outcome.used == "failed"
         assert outcome.error is not None and "statuses: write" in outcome.error
@@ -428,7 +425,9 @@ def test_publish_check_does_not_fall_back_on_server_errors(
 ) -> None:
     client = make_client(fake, clock, max_attempts=1)
     fake.fail_next("checks/create", 500)
-    outcome = publish_check(client, name="passk", head_sha=SHA, passed=True, title="t", summary="s")
+    outcome = publish_check(
+        client, Check(name="passk", head_sha=SHA, passed=True, title="t", summary="s")
+    )
     assert outcome.used == "failed" and fake.statuses == {}
 
 
@@ -555,12 +554,14 @@ def test_a_started_check_run_is_completed_with_annotations_in_batches_of_50(
     ]
     outcome = publish_check(
         client,
-        name="passk",
-        head_sha=SHA,
-        passed=False,
-        title="120 must-not-break rows broke",
-        summary="s",
-        annotations=notes,
+        Check(
+            name="passk",
+            head_sha=SHA,
+            passed=False,
+            title="120 must-not-break rows broke",
+            summary="s",
+            annotations=notes,
+        ),
         check_run_id=started.id,
     )
     assert outcome.used == "check_run" and outcome.id == started.id
@@ -581,11 +582,9 @@ def test_a_started_check_run_is_completed_with_annotations_in_batches_of_50(
 def test_a_check_run_that_vanished_is_created_anew(fake: FakeGitHub, client: GitHubClient) -> None:
     outcome = publish_check(
         client,
-        name="passk",
-        head_sha=SHA,
-        passed=True,
-        title="passed: 0 gained, 0 lost",
-        summary="s",
+        Check(
+            name="passk", head_sha=SHA, passed=True, title="passed: 0 gained, 0 lost", summary="s"
+        ),
         check_run_id=987654,
     )
     assert outcome.used == "check_run"

@@ -32,7 +32,7 @@ from .comparison import run_comparison
 from .inputs import ActionInputs
 from .publish import GatedFiles, publish_could_not_finish, publish_could_not_run, publish_gate
 from .rerun import RecordLookup, look_up_record, read_comments, recorded
-from .runtime import Runtime
+from .runtime import GateJob, Runtime
 from .workflow import Workflow
 
 NO_TRIGGER = Trigger()
@@ -74,7 +74,8 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     client = github_client(inputs, runtime)
     confirm_current_base(client, pr, workflow)
     check = start_check_run(client, inputs, pr.head_sha, workflow)
-    return gate_and_publish(inputs, runtime, repo, pr, client, check, trigger=event.trigger())
+    job = GateJob(inputs, runtime, client, check)
+    return gate_and_publish(job, repo, pr, trigger=event.trigger())
 
 
 def confirm_current_base(client: GitHubClient | None, pr: PullRequest, workflow: Workflow) -> None:
@@ -107,12 +108,9 @@ def confirm_current_base(client: GitHubClient | None, pr: PullRequest, workflow:
 
 
 def gate_and_publish(
-    inputs: ActionInputs,
-    runtime: Runtime,
+    job: GateJob,
     repo: GitRepo,
     pr: PullRequest,
-    client: GitHubClient | None,
-    check: int | None,
     *,
     measured: MeasuredRun | None = None,
     unusable: ArtifactError | None = None,
@@ -130,7 +128,7 @@ def gate_and_publish(
     is what GitHub says started this run: it binds the allow label to a head
     (``approval.py``).
     """
-    workflow = runtime.workflow
+    inputs, runtime, client, workflow = job.inputs, job.runtime, job.client, job.workflow
     comments: list[dict[str, Any]] | None = None
     unreadable = False
     try:
@@ -180,7 +178,7 @@ def gate_and_publish(
                 replay_only=unusable is not None,
             )
         except AgentCouldNotRun as exc:
-            return publish_could_not_run(exc, inputs, workflow, client, pr, check_run_id=check)
+            return publish_could_not_run(exc, job, pr)
         where = GatedFiles(
             dataset=trusted.dataset,
             dataset_path=repo.relative(trusted.config.dataset),
@@ -190,32 +188,13 @@ def gate_and_publish(
             label_refusal=label.refusal,
         )
         return publish_gate(
-            result,
-            inputs,
-            workflow,
-            client,
-            pr,
-            prior,
-            trusted.baseline_run,
-            where=where,
-            check_run_id=check,
-            history=history,
+            result, job, pr, prior, trusted.baseline_run, where=where, history=history
         )
     except (Exception, KeyboardInterrupt) as exc:
         # Any error, a bug in passk included: the check completes as a failure naming
         # it and the comment says the gate did not decide; the one boundary
         # (errors.run_guarded) then prints the line and picks the exit code.
-        if client is not None:
-            publish_could_not_finish(
-                exc,
-                inputs,
-                workflow,
-                client,
-                pr,
-                check_run_id=check,
-                comments=comments,
-                leave_comment=unreadable,
-            )
+        publish_could_not_finish(exc, job, pr, comments=comments, leave_comment=unreadable)
         raise
 
 

@@ -36,7 +36,7 @@ from ..store.measured import MeasuredRun, read_measured
 from .gate import confirm_current_base, gate_and_publish, github_client, start_check_run
 from .inputs import ActionInputs
 from .publish import publish_could_not_finish
-from .runtime import Runtime
+from .runtime import GateJob, Runtime
 
 REMEASURE = "re-run the measuring workflow for the pull request's current head"
 
@@ -78,7 +78,7 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     client = github_client(inputs, runtime)
     if pr is not None:
         confirm_current_base(client, pr, workflow)
-    check = start_check_run(client, inputs, head_sha, workflow)
+    job = GateJob(inputs, runtime, client, start_check_run(client, inputs, head_sha, workflow))
     measured: MeasuredRun | None = None
     unusable: ArtifactError | None = None
     try:
@@ -104,25 +104,12 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             f"{short_sha(pr.base_sha)}, and none of its code runs here"
         )
     except (Exception, KeyboardInterrupt) as exc:
-        if client is not None:
-            publish_could_not_finish(
-                exc,
-                inputs,
-                workflow,
-                client,
-                pr,
-                head_sha=head_sha,
-                check_run_id=check,
-                comments=None,
-            )
+        publish_could_not_finish(exc, job, pr, head_sha=head_sha, comments=None)
         raise
     return gate_and_publish(
-        inputs,
-        runtime,
+        job,
         repo,
         pr,
-        client,
-        check,
         measured=measured,
         unusable=unusable,
         head=head,

@@ -27,17 +27,15 @@ from ..errors import (
     PasskError,
     crash_line,
 )
-from ..github.check_run import Annotation, publish_check
-from ..github.client import GitHubClient
+from ..github.check_run import Annotation, Check
 from ..github.event import PullRequest
+from ..github.publish import Comment, Publication, Published, publish
 from ..github.sticky_comment import (
     RecordedApproval,
     comment_mode,
     kept_record,
-    post_record_parts,
     record_for,
     split_record,
-    upsert_sticky_comment,
     without_record,
 )
 from ..report.check_run import check_title, not_blocking_words, row_annotations, with_base
@@ -55,18 +53,10 @@ from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .inputs import ActionInputs
 from .rerun import RecordLookup
-from .runtime import LEGACY_MARKER, fraction, step_key
+from .runtime import GateJob, fraction, step_key
 from .workflow import Workflow
 
-FORK_COMMENT_NOTICE = (
-    "read-only token (pull request from a fork): no comment posted; "
-    "the report is in the job summary"
-)
 REMEASURED_TITLE = "re-measured on request · "
-FORK_CHECK_NOTICE = (
-    "read-only token (pull request from a fork): no check run or commit status posted; "
-    "this job's own status carries the gate"
-)
 
 
 def annotate(workflow: Workflow, result: CompareResult) -> None:
@@ -79,106 +69,6 @@ def annotate(workflow: Workflow, result: CompareResult) -> None:
             workflow.warn(f"{row.id}: confirmed regression: {not_blocking_words(row)}")
     for warning in result.gate.warnings:
         workflow.warn(warning)
-
-
-@dataclass(frozen=True)
-class Published:
-    comment: str
-    check: str
-    comment_url: str | None = None
-    check_url: str | None = None
-
-
-def publish(
-    workflow: Workflow,
-    client: Any,
-    result: CompareResult,
-    *,
-    pr_number: int,
-    head_sha: str,
-    fork: bool,
-    comment_mode: str,
-    check_name: str,
-    record: str,
-    author: str,
-    details_url: str | None,
-    context: CommentContext | None = None,
-    annotations: Sequence[Annotation] = (),
-    check_run_id: int | None = None,
-    marker: str = LEGACY_MARKER,
-    remeasured: bool = False,
-    parts: tuple[str, ...] = (),
-    parts_marker: str | None = None,
-) -> Published:
-    """Post the sticky comment and the check; report refusals as warnings, never raise.
-
-    ``marker`` is the step's (``StepKey.marker``): each passk step edits only its own comment.
-    """
-    body = render_comment(
-        result, marker=marker, record=record, details_url=details_url, context=context
-    )
-    comment_state = "skipped"
-    if parts_marker is not None and comment_mode != "off":
-        # The parts go first: the sticky comment's record names them.
-        try:
-            post_record_parts(client, pr_number, parts, parts_marker, author)
-        except GitHubError as exc:
-            workflow.warn(
-                f"the record's attempts could not be posted ({exc.one_line()}): a re-run "
-                "keeps a recorded failure but measures a pass again"
-            )
-    outcome = upsert_sticky_comment(
-        client, pr_number, body, comment_mode, marker=marker, author=author
-    )
-    if outcome.action == "failed":
-        comment_state = "failed"
-        if fork and outcome.status == 403:
-            workflow.warn(FORK_COMMENT_NOTICE)
-        else:
-            workflow.warn(f"no comment posted: {outcome.error}")
-    elif outcome.action != "skipped":
-        comment_state = outcome.action
-        workflow.line(f"passk: comment {outcome.action}: {outcome.url or outcome.comment_id}")
-        if outcome.author is not None and outcome.author != author:
-            comment_state = "untrusted"  # posted, but a re-run will not trust it
-            workflow.warn(
-                f"the comment was posted as {outcome.author}, but passk trusts only records "
-                f"by {author}: set the input `comment-author: {outcome.author}`"
-            )
-    check = publish_check(
-        client,
-        name=check_name,
-        head_sha=head_sha,
-        passed=result.gate.passed,
-        title=with_base(
-            (REMEASURED_TITLE if remeasured else "") + check_title(result),
-            context.base_ref if context else None,
-            context.base_sha if context else None,
-        ),
-        summary=without_record(body),
-        annotations=annotations,
-        check_run_id=check_run_id,
-    )
-    if check.used == "failed":
-        if fork:
-            workflow.warn(FORK_CHECK_NOTICE)
-        else:
-            workflow.warn(f"no check run or commit status posted: {check.error}")
-    elif check.used == "commit_status":
-        workflow.line(
-            "passk: creating a check run was refused, so the result is a commit status "
-            f"named {check_name!r} (grant `checks: write` for a check run)"
-        )
-    else:
-        workflow.line(f"passk: check run {check_name!r} completed: {check.url or check.id}")
-        if check.error:
-            workflow.warn(check.error)
-    return Published(
-        comment=comment_state,
-        check=check.used,
-        comment_url=outcome.url,
-        check_url=check.url if check.used == "check_run" else None,
-    )
 
 
 @dataclass(frozen=True)
@@ -276,15 +166,12 @@ UNPINNED = (
 
 def publish_gate(
     result: CompareResult,
-    inputs: ActionInputs,
-    workflow: Workflow,
-    client: GitHubClient | None,
+    job: GateJob,
     pr: PullRequest,
     prior: RecordLookup,
     committed_baseline: Run,
     *,
     where: GatedFiles | None = None,
-    check_run_id: int | None = None,
     history: History | None = None,
 ) -> int:
     """Write, summarise and post the result; the exit code is the gate's, whatever GitHub says.
@@ -293,7 +180,8 @@ def publish_gate(
     "what next" (without it the comment leaves them out); ``history`` marks lost rows
     with their history on the base branch.
     """
-
+    inputs, workflow = job.inputs, job.workflow
+    key = step_key(inputs)
     result_file = inputs.workspace / RESULT_PATH
     write_result(result, result_file)
     # The job summary starts with the comment's "Why it failed", inputs and history included.
@@ -311,47 +199,55 @@ def publish_gate(
     context = comment_context(inputs, pr, where, history)
     if prior.record is not None and not prior.record.passed and result.gate.passed:
         context = replace(context, resolved_from=prior.record.head_sha)
-    encoded, parts = split_record(
+    record, parts = split_record(
         record_for(
             result,
             head_sha=pr.head_sha,
             head_tree=prior.head_tree,
             base_sha=pr.base_sha,
             committed_baseline=committed_baseline,
-            step=step_key(inputs).id,
+            step=key.id,
             approval=where.approval if where else None,
         )
     )
     mode = comment_mode(
-        inputs.comment,
-        result.gate.passed,
-        prior.comments,
-        inputs.comment_author,
-        step_key(inputs).marker,
+        inputs.comment, result.gate.passed, prior.comments, inputs.comment_author, key.marker
     )
     published: Published | None = None
-    if client is not None:
+    if job.client is not None:
         with workflow.group("passk: publishing"):
-            published = publish(
-                workflow,
-                client,
+            body = render_comment(
                 result,
-                pr_number=pr.number,
-                head_sha=pr.head_sha,
-                fork=pr.fork,
-                comment_mode=mode,
-                check_name=inputs.check_name,
-                record=encoded,
-                author=inputs.comment_author,
+                marker=key.marker,
+                record=record,
                 details_url=inputs.details_url(),
                 context=context,
-                annotations=dataset_annotations(result, where),
-                check_run_id=check_run_id,
-                marker=step_key(inputs).marker,
-                remeasured=prior.remeasured is not None,
-                parts=parts,
-                parts_marker=step_key(inputs).parts_marker,
             )
+            remeasured = REMEASURED_TITLE if prior.remeasured is not None else ""
+            publication = Publication(
+                comment=Comment(
+                    pr.number,
+                    body,
+                    mode,
+                    key.marker,
+                    inputs.comment_author,
+                    record_parts=parts,
+                    parts_marker=key.parts_marker,
+                ),
+                check=Check(
+                    name=inputs.check_name,
+                    head_sha=pr.head_sha,
+                    passed=result.gate.passed,
+                    title=with_base(
+                        remeasured + check_title(result), context.base_ref, context.base_sha
+                    ),
+                    summary=without_record(body),
+                    annotations=dataset_annotations(result, where),
+                ),
+                fork=pr.fork,
+                check_run_id=job.check_run_id,
+            )
+            published = publish(job.client, publication, warn=workflow.warn, line=workflow.line)
     # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)
     if mode != "off" and (published is None or published.comment in ("failed", "untrusted")):
@@ -398,21 +294,14 @@ def gate_outputs(result: CompareResult, result_path: str) -> dict[str, str]:
     }
 
 
-def publish_could_not_run(
-    error: AgentCouldNotRun,
-    inputs: ActionInputs,
-    workflow: Workflow,
-    client: GitHubClient | None,
-    pr: PullRequest,
-    *,
-    check_run_id: int | None = None,
-) -> int:
+def publish_could_not_run(error: AgentCouldNotRun, job: GateJob, pr: PullRequest) -> int:
     """A version of the agent could not run: say why everywhere a person looks; exit 2.
 
     The log gets the error annotation and the end of the agent's stderr, the job
     summary and the comment the same story, and the check fails with the cause in
     its title.  No record is written: nothing was measured, so a re-run runs again.
     """
+    inputs, workflow = job.inputs, job.workflow
     workflow.error(error.one_line(), title=f"passk: the {error.version} agent could not run")
     for line in error.stderr_tail.strip().splitlines()[-20:]:
         workflow.line(f"  | {line}")
@@ -430,39 +319,30 @@ def publish_could_not_run(
     workflow.write_summary(render_could_not_run(error))
     # A failure: `changes` comments too (it only stays quiet on a pass).
     mode = comment_mode(inputs.comment, False, [], inputs.comment_author, marker)
-    if client is not None:
-        with workflow.group("passk: publishing"):
-            outcome = upsert_sticky_comment(
-                client, pr.number, body, mode, marker=marker, author=inputs.comment_author
-            )
-            if outcome.action == "failed":
-                workflow.warn(f"no comment posted: {outcome.error}")
-            elif outcome.action != "skipped":
-                where = outcome.url or outcome.comment_id
-                workflow.line(f"passk: comment {outcome.action}: {where}")
-            check = publish_check(
-                client,
+    if job.client is not None:
+        publication = Publication(
+            comment=Comment(pr.number, body, mode, marker, inputs.comment_author),
+            check=Check(
                 name=inputs.check_name,
                 head_sha=pr.head_sha,
                 passed=False,
                 title=could_not_run_title(error.version, error.reason, error.stderr_tail),
                 summary=without_record(body).replace(marker, "", 1).lstrip("\n"),
-                check_run_id=check_run_id,
-            )
-            if check.used == "failed":
-                workflow.warn(f"no check run or commit status posted: {check.error}")
+            ),
+            fork=pr.fork,
+            check_run_id=job.check_run_id,
+        )
+        with workflow.group("passk: publishing"):
+            publish(job.client, publication, warn=workflow.warn, line=workflow.line)
     workflow.set_outputs({"passed": "false", "result": "", "reused": "false"})
     return error.exit_code
 
 
 def publish_could_not_finish(
     exc: BaseException,
-    inputs: ActionInputs,
-    workflow: Workflow,
-    client: GitHubClient,
+    job: GateJob,
     pr: PullRequest | None,
     *,
-    check_run_id: int | None,
     comments: Sequence[Mapping[str, Any]] | None,
     leave_comment: bool = False,
     head_sha: str | None = None,
@@ -475,9 +355,13 @@ def publish_could_not_finish(
     pull request's comments as passk read them (None: read them now); when
     they cannot be read (or ``leave_comment``: reading them is what failed),
     the comment is left alone, since posting could overwrite a record nobody
-    read.  The comment keeps the record an earlier
-    run left in it, so an error never wipes the verdicts a re-run replays.
+    read.  The comment keeps the record an earlier run left in it, so an error
+    never wipes the verdicts a re-run replays.  ``head_sha`` names the commit
+    when no pull request is known yet.
     """
+    client, inputs, workflow = job.client, job.inputs, job.workflow
+    if client is None:
+        return
     reason = workflow.scrub(crash_line(exc))
     marker = step_key(inputs).marker
     commit = pr.head_sha if pr is not None else head_sha
@@ -490,6 +374,7 @@ def publish_could_not_finish(
                 comments = client.list_issue_comments(pr.number)
             except GitHubError as error:
                 workflow.warn(f"no comment posted: {error.one_line()}")
+        comment: Comment | None = None
         if comments is not None and mode != "off" and pr is not None:
             body = render_could_not_finish_comment(
                 reason,
@@ -498,25 +383,24 @@ def publish_could_not_finish(
                 context=comment_context(inputs, pr, None),
                 report_at=None if isinstance(exc, PasskError) else REPORT_BUGS_AT,
             )
-            outcome = upsert_sticky_comment(
-                client, pr.number, body, mode, marker=marker, author=inputs.comment_author
+            comment = Comment(pr.number, body, mode, marker, inputs.comment_author)
+        check = None
+        if commit is not None:
+            check = Check(
+                name=inputs.check_name,
+                head_sha=commit,
+                passed=False,
+                title=could_not_finish_title(reason),
+                summary=f"### ❌ passk could not finish\n\n{inline(reason, 2000)}\n\n"
+                "Nothing was decided, so the gate fails: fix the cause above (the job log has "
+                "the details) and re-run this job.",
             )
-            if outcome.action == "failed":
-                workflow.warn(f"no comment posted: {outcome.error}")
-        if commit is None:
-            return
-        check = publish_check(
-            client,
-            name=inputs.check_name,
-            head_sha=commit,
-            passed=False,
-            title=could_not_finish_title(reason),
-            summary=f"### ❌ passk could not finish\n\n{inline(reason, 2000)}\n\n"
-            "Nothing was decided, so the gate fails: fix the cause above (the job log has "
-            "the details) and re-run this job.",
-            check_run_id=check_run_id,
+        publication = Publication(
+            comment=comment,
+            check=check,
+            fork=pr.fork if pr is not None else False,
+            check_run_id=job.check_run_id,
         )
-        if check.used == "failed":
-            workflow.warn(f"the check run could not be completed: {check.error}")
+        publish(client, publication, warn=workflow.warn, line=workflow.line)
     except Exception as error:  # reporting the error must never hide it
         workflow.warn(f"the check run may be left in progress: {workflow.scrub(crash_line(error))}")

@@ -15,6 +15,7 @@ from typing import TextIO
 from ..agents.setup import run_setup
 from ..core.model import Version
 from ..engine.session import Session, make_session, now_iso
+from ..github.client import GitHubClient
 from ..github.sticky_comment import MARKER
 from ..inputs.agent_config import AgentConfig
 from ..inputs.config import Config
@@ -47,6 +48,23 @@ class Runtime:
             warn=self.workflow.warn,
             stop=stop,
         )
+
+
+@dataclass(frozen=True)
+class GateJob:
+    """A gating job as every phase is handed it: its inputs, its collaborators, and where
+    it posts (none of that changes while it runs)."""
+
+    inputs: ActionInputs
+    runtime: Runtime
+    client: GitHubClient | None
+    """None: nothing can be posted (no token, or one GitHub will not take)."""
+    check_run_id: int | None = None
+    """The check run started ``in_progress`` for this job; None when it could not be."""
+
+    @property
+    def workflow(self) -> Workflow:
+        return self.runtime.workflow
 
 
 LEGACY_MARKER = MARKER

@@ -124,17 +124,20 @@ def complete_stale_checks(client: GitHubClient, *, name: str, head_sha: str) -> 
     return completed
 
 
+@dataclass(frozen=True)
+class Check:
+    """The check that carries the gate on a commit: its name, commit, conclusion and words."""
+
+    name: str
+    head_sha: str
+    passed: bool
+    title: str
+    summary: str
+    annotations: Sequence[Annotation] = ()
+
+
 def publish_check(
-    client: GitHubClient,
-    *,
-    name: str,
-    head_sha: str,
-    passed: bool,
-    title: str,
-    summary: str,
-    text: str | None = None,
-    annotations: Sequence[Annotation] = (),
-    check_run_id: int | None = None,
+    client: GitHubClient, check: Check, *, check_run_id: int | None = None
 ) -> CheckOutcome:
     """Complete the check run ``check_run_id`` (or create a completed one); on 403 a status.
 
@@ -144,8 +147,8 @@ def publish_check(
     token or a restricted ``GITHUB_TOKEN`` is refused, but may still set
     statuses, which branch protection can require just the same.
     """
-    conclusion: Conclusion = "success" if passed else "failure"
-    notes = [a.to_json() for a in annotations]
+    conclusion: Conclusion = "success" if check.passed else "failure"
+    notes = [a.to_json() for a in check.annotations]
     batches = [
         notes[i : i + ANNOTATIONS_PER_REQUEST]
         for i in range(0, len(notes), ANNOTATIONS_PER_REQUEST)
@@ -158,9 +161,8 @@ def publish_check(
                 run = client.update_check_run(
                     check_run_id,
                     conclusion=conclusion,
-                    title=title,
-                    summary=summary,
-                    text=text,
+                    title=check.title,
+                    summary=check.summary,
                     annotations=batches[0],
                 )
             except GitHubError as exc:
@@ -169,19 +171,22 @@ def publish_check(
                 run = None  # the run we started is gone or ours no more: make a new one
         if run is None:
             run = client.create_check_run(
-                name=name,
-                head_sha=head_sha,
+                name=check.name,
+                head_sha=check.head_sha,
                 conclusion=conclusion,
-                title=title,
-                summary=summary,
-                text=text,
+                title=check.title,
+                summary=check.summary,
                 annotations=batches[0],
             )
         run_id = _int(run.get("id"))
         if run_id is not None:
             for batch in batches[1:]:
                 client.update_check_run(
-                    run_id, conclusion=None, title=title, summary=summary, annotations=batch
+                    run_id,
+                    conclusion=None,
+                    title=check.title,
+                    summary=check.summary,
+                    annotations=batch,
                 )
     except GitHubError as exc:
         if run is not None:  # the conclusion is posted; only some annotations are missing
@@ -198,10 +203,10 @@ def publish_check(
         return CheckOutcome("check_run", id=_int(run.get("id")), url=_str(run.get("html_url")))
     try:
         status = client.create_commit_status(
-            sha=head_sha,
-            state="success" if passed else "failure",
-            context=name,
-            description=title,
+            sha=check.head_sha,
+            state="success" if check.passed else "failure",
+            context=check.name,
+            description=check.title,
         )
     except GitHubError as exc:
         return CheckOutcome(
