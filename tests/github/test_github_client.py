@@ -27,6 +27,7 @@ from passk_action.github import (
     start_check,
     upsert_sticky_comment,
 )
+from passk_action.github.client import Retries
 from passk_action.report.truncate import fit_comment
 from support.fakegithub import NOT_ACCESSIBLE, FakeFile, FakeGitHub, FakePull
 
@@ -61,14 +62,14 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def make_client(fake: FakeGitHub, clock: FakeClock, **kwargs: Any) -> GitHubClient:
+def make_client(fake: FakeGitHub, clock: FakeClock, **retries: Any) -> GitHubClient:
     return GitHubClient(
         api_url=fake.url,
         token=TOKEN,
         repository=REPO,
         sleep=clock.sleep,
         clock=clock.time,
-        **kwargs,
+        retries=Retries(**retries),
     )
 
 
@@ -268,7 +269,7 @@ def test_connection_errors_are_retried_then_reported(clock: FakeClock) -> None:
         repository=REPO,
         sleep=clock.sleep,
         clock=clock.time,
-        timeout_s=2.0,
+        retries=Retries(timeout_s=2.0),
     )
     with pytest.raises(GitHubError, match="gave up after 5 attempts: connection failed") as info:
         client.get_pull(2)

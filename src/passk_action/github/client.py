@@ -1,10 +1,10 @@
-"""A thin client for the 10 GitHub REST operations passk uses.
+"""A thin client for the few GitHub REST operations passk uses.
 
 It is an edge: it receives its collaborators (HTTP session, sleep, clock) so
 tests drive it against a local fake GitHub without sleeping.  Retries follow
 GitHub's documented rules (FACTS.md B1): 5xx, 429 and rate-limit 403s are
 retried, honouring ``retry-after``, then ``x-ratelimit-reset``, then an
-exponential backoff; the total wait never exceeds ``max_retry_wait_s`` — the
+exponential backoff; the total wait never exceeds ``Retries.max_retry_wait_s``: the
 client gives up early and says so instead of sleeping past the bound.  Every
 failure becomes a one-line :class:`GitHubError` naming the request; the token
 never appears in any message.
@@ -70,6 +70,24 @@ class _Retry:
     backoff_base_s: float
 
 
+@dataclass(frozen=True)
+class Retries:
+    """How often and how long the client retries, and how long one request may take."""
+
+    max_retry_wait_s: float = 120.0
+    """The most the client sleeps in all for one call; it gives up rather than wait past it."""
+    max_attempts: int = 5
+    timeout_s: float = 30.0
+    rate_limit_backoff_s: float = 60.0
+    """The first backoff when a rate limit names no wait (doubled each time after)."""
+    server_error_backoff_s: float = 1.0
+    """The first backoff after a 5xx or a failed connection (doubled each time after)."""
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+
+
 class GitHubClient:
     """GitHub's REST API for one repository (``owner/name``)."""
 
@@ -82,11 +100,7 @@ class GitHubClient:
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
-        max_retry_wait_s: float = 120.0,
-        max_attempts: int = 5,
-        timeout_s: float = 30.0,
-        rate_limit_backoff_s: float = 60.0,
-        server_error_backoff_s: float = 1.0,
+        retries: Retries = Retries(),
     ) -> None:
         if not token.strip():
             raise GitHubError(
@@ -100,19 +114,13 @@ class GitHubClient:
                 where="GITHUB_REPOSITORY",
                 hint="use the owner/name form, e.g. octo-org/refund-agent",
             )
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
         self.api_url = api_url.rstrip("/")
         self.repository = repository
         self._token = token
         self._session = session if session is not None else requests.Session()
         self._sleep = sleep
         self._clock = clock
-        self._max_retry_wait_s = max_retry_wait_s
-        self._max_attempts = max_attempts
-        self._timeout_s = timeout_s
-        self._rate_limit_backoff_s = rate_limit_backoff_s
-        self._server_error_backoff_s = server_error_backoff_s
+        self._retries = retries
         self._headers = {
             "Authorization": f"Bearer {token}",
             "Accept": "application/vnd.github+json",
@@ -326,16 +334,17 @@ class GitHubClient:
         self, method: str, url: str, kind: str, *, json: dict[str, Any] | None = None
     ) -> requests.Response:
         where = self._where(method, url)
+        budget = self._retries
         waited = 0.0
         backoff_steps = 0
-        for attempt in range(1, self._max_attempts + 1):
+        for attempt in range(1, budget.max_attempts + 1):
             try:
                 response = self._session.request(
-                    method, url, headers=self._headers, json=json, timeout=self._timeout_s
+                    method, url, headers=self._headers, json=json, timeout=budget.timeout_s
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
                 retry = _Retry(
-                    f"connection failed ({type(exc).__name__})", None, self._server_error_backoff_s
+                    f"connection failed ({type(exc).__name__})", None, budget.server_error_backoff_s
                 )
                 last_status: int | None = None
                 cause: BaseException | None = exc
@@ -352,7 +361,7 @@ class GitHubClient:
                 if retry_or_none is None:
                     raise self._error(where, kind, response)
                 retry, last_status, cause = retry_or_none, response.status_code, None
-            if attempt == self._max_attempts:
+            if attempt == budget.max_attempts:
                 raise GitHubError(
                     f"gave up after {attempt} attempts: {retry.reason}",
                     where=where,
@@ -364,10 +373,10 @@ class GitHubClient:
             else:
                 wait = retry.backoff_base_s * 2**backoff_steps
                 backoff_steps += 1
-            if waited + wait > self._max_retry_wait_s:
+            if waited + wait > budget.max_retry_wait_s:
                 raise GitHubError(
                     f"{retry.reason}; retrying would need {wait:.0f} s more wait, past the "
-                    f"{self._max_retry_wait_s:.0f} s retry budget (already waited {waited:.0f} s)",
+                    f"{budget.max_retry_wait_s:.0f} s retry budget (already waited {waited:.0f} s)",
                     where=where,
                     hint="re-run the job later; GitHub asks clients not to retry early",
                     status=last_status,
@@ -384,13 +393,13 @@ class GitHubClient:
         exhausted = headers.get("x-ratelimit-remaining") == "0"
         secondary = bool(_SECONDARY_LIMIT.search(message))
         if status >= 500:
-            reason, base = f"HTTP {status} from GitHub", self._server_error_backoff_s
+            reason, base = f"HTTP {status} from GitHub", self._retries.server_error_backoff_s
         elif status == 429 or (
             status == 403 and (secondary or exhausted or retry_after is not None)
         ):
             label = "secondary" if secondary else "primary" if exhausted else "a"
             reason = f"HTTP {status}: {label} rate limit exceeded"
-            base = self._rate_limit_backoff_s
+            base = self._retries.rate_limit_backoff_s
         else:
             return None
         if retry_after is not None:
