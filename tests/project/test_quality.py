@@ -207,11 +207,8 @@ SIZED_PARTS = tuple(
     )
 )
 # Known exceptions, each named with why; the branch that owns it removes it.
-# action/ and github/ are being rebuilt around one home for GitHub, report/notes
-# around notes as data: their long pieces go with that work.
+# report/notes is being rebuilt around notes as data: its long pieces go with that work.
 LONG_FUNCTIONS = {
-    "passk_action.action.comparison.run_comparison": "action/ is rebuilt as a thin switch",
-    "passk_action.action.gate.gate_and_publish": "action/ is rebuilt as a thin switch",
     "passk_action.report.notes.sentence": "notes become data, worded in one place",
     "passk_action.agents.scheduler.run_attempts": "being cut down (big-pieces)",
     "passk_action.importers._assemble": "being cut down (big-pieces)",
@@ -219,12 +216,6 @@ LONG_FUNCTIONS = {
     "passk_action.sides.prepare.prepare": "being cut down (big-pieces)",
 }
 MANY_PARAMETERS = {
-    "passk_action.action.gate.gate_and_publish": "action/ is rebuilt as a thin switch",
-    "passk_action.action.publish.publish": "action/ is rebuilt as a thin switch",
-    "passk_action.action.publish.publish_gate": "action/ is rebuilt as a thin switch",
-    "passk_action.action.publish.publish_could_not_finish": "action/ is rebuilt as a thin switch",
-    "passk_action.github.check_run.publish_check": "github/ gets one home for GitHub",
-    "passk_action.github.client.GitHubClient.__init__": "github/ gets one home for GitHub",
     "passk_action.agents.scheduler.run_attempts": "being cut down (big-pieces)",
     "passk_action.sides.prepare.prepare": "being cut down (big-pieces)",
     "passk_action.engine.measuring.measure": "being cut down (big-pieces)",

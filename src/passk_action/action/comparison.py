@@ -18,15 +18,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..agents.recorded import RecordedAnswers
-from ..core.model import Version
+from ..core.model import Run, Version
 from ..core.result import CompareResult
 from ..engine.asking import Replay
 from ..engine.candidate import judged_again
 from ..engine.compare import compare
-from ..engine.request import CandidateSource
+from ..engine.request import CandidateSource, Rerun
 from ..engine.session import stop_on_signals
 from ..github.event import PullRequest
 from ..inputs.agent_config import AgentConfig
+from ..inputs.config import Config
 from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, Shell, prepare
 from ..sides.trusted import BaseCommit, Trusted
@@ -63,40 +64,9 @@ def run_comparison(
     """
     workflow = runtime.workflow
     config = trusted.config
-    rerun = rerun_of(prior, pr)
-    recorded_candidate = None
-    candidate_agent = None
-    if measured is not None:
-        candidate_agent = RecordedAnswers(
-            measured.run.attempts,
-            measured.run.agent.description,
-            measured.run.settings.scoring,
-            judge_again=judged_again(config.scoring),
-        )
-        if rerun.replay.candidate:
-            workflow.warn(
-                "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
-                "are reused, so re-running the measuring job cannot change the result"
-            )
-        else:
-            recorded_candidate = measured.run
-    elif replay_only:
-        candidate_agent = RecordedAnswers(
-            (), config.agent.describe() if config.agent is not None else "the recorded candidate"
-        )
-    elif inputs.candidate_run is not None:
-        if config.agent is None:
-            # Nothing can run: the recorded run is the candidate, and gating it
-            # again gives the same verdicts (no agent is asked anything).
-            rerun = replace(rerun, replay=Replay(), recorded_for=None)
-            recorded_candidate = read_run(inputs.candidate_run)
-        elif rerun.replay.candidate:
-            workflow.warn(
-                "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
-                "are reused, so a re-run cannot change the result"
-            )
-        else:
-            recorded_candidate = read_run(inputs.candidate_run)
+    rerun, recorded_candidate, candidate_agent = candidate_answers(
+        inputs, config, rerun_of(prior, pr), workflow, measured=measured, replay_only=replay_only
+    )
 
     candidate = CandidateSource(
         out=inputs.workspace / CANDIDATE_PATH,
@@ -144,6 +114,57 @@ def run_comparison(
         + ("; verdicts reused from the record of this commit" if result.reused else "")
     )
     return result
+
+
+def candidate_answers(
+    inputs: ActionInputs,
+    config: Config,
+    rerun: Rerun,
+    workflow: Workflow,
+    *,
+    measured: MeasuredRun | None,
+    replay_only: bool,
+) -> tuple[Rerun, Run | None, RecordedAnswers | None]:
+    """Where the candidate's answers come from, when not from its agent run now: the
+    measured run, the record alone, or a recorded run (input ``candidate-run``).
+
+    Returns the rerun (a recorded run with no agent replays nothing), the recorded
+    candidate run, and the agent that answers from recorded attempts.
+    """
+    recorded_candidate = None
+    candidate_agent = None
+    if measured is not None:
+        candidate_agent = RecordedAnswers(
+            measured.run.attempts,
+            measured.run.agent.description,
+            measured.run.settings.scoring,
+            judge_again=judged_again(config.scoring),
+        )
+        if rerun.replay.candidate:
+            workflow.warn(
+                "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
+                "are reused, so re-running the measuring job cannot change the result"
+            )
+        else:
+            recorded_candidate = measured.run
+    elif replay_only:
+        candidate_agent = RecordedAnswers(
+            (), config.agent.describe() if config.agent is not None else "the recorded candidate"
+        )
+    elif inputs.candidate_run is not None:
+        if config.agent is None:
+            # Nothing can run: the recorded run is the candidate, and gating it
+            # again gives the same verdicts (no agent is asked anything).
+            rerun = replace(rerun, replay=Replay(), recorded_for=None)
+            recorded_candidate = read_run(inputs.candidate_run)
+        elif rerun.replay.candidate:
+            workflow.warn(
+                "input `candidate-run` is ignored: the verdicts passk recorded for this commit "
+                "are reused, so a re-run cannot change the result"
+            )
+        else:
+            recorded_candidate = read_run(inputs.candidate_run)
+    return rerun, recorded_candidate, candidate_agent
 
 
 def added_rows(trusted: Trusted) -> tuple[str, ...]:

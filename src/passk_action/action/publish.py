@@ -248,20 +248,9 @@ def publish_gate(
                 check_run_id=job.check_run_id,
             )
             published = publish(job.client, publication, warn=workflow.warn, line=workflow.line)
-    # The record lives in the comment: without one, nothing pins a re-run.
     # (`comment: off` was already warned about before anything ran.)
-    if mode != "off" and (published is None or published.comment in ("failed", "untrusted")):
-        if published is None:
-            why = "nothing could be posted to the pull request"
-        elif published.comment == "untrusted":
-            why = f"the comment holding passk's record is not by {inputs.comment_author}"
-        elif pr.fork:
-            why = "a fork's read-only token cannot post the comment that holds passk's record"
-        else:
-            why = "the comment that holds passk's record could not be posted"
-        unpinned = UNPINNED.format(why=why)
-        workflow.warn(unpinned)
-        workflow.write_summary(f"\n> ⚠️ {unpinned[0].upper()}{unpinned[1:]}.\n")
+    if mode != "off":
+        warn_unpinned(workflow, inputs.comment_author, pr.fork, published)
     if inputs.comment == "changes" and mode == "off":
         workflow.line("passk: gate passed and no earlier comment to update: no comment (changes)")
     outputs = gate_outputs(result, RESULT_PATH)
@@ -270,6 +259,24 @@ def publish_gate(
     outputs["check-url"] = (published.check_url if published else None) or ""
     workflow.set_outputs(outputs)
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
+
+
+def warn_unpinned(workflow: Workflow, author: str, fork: bool, published: Published | None) -> None:
+    """Say so when the comment holding the record did not reach the pull request: without
+    it, nothing pins a re-run."""
+    if published is None:
+        why = "nothing could be posted to the pull request"
+    elif published.comment == "untrusted":
+        why = f"the comment holding passk's record is not by {author}"
+    elif published.comment != "failed":
+        return
+    elif fork:
+        why = "a fork's read-only token cannot post the comment that holds passk's record"
+    else:
+        why = "the comment that holds passk's record could not be posted"
+    unpinned = UNPINNED.format(why=why)
+    workflow.warn(unpinned)
+    workflow.write_summary(f"\n> ⚠️ {unpinned[0].upper()}{unpinned[1:]}.\n")
 
 
 def _number(value: float | None) -> str:
