@@ -10,13 +10,13 @@ agent sees it.  GitHub is the local fake.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,8 @@ pytestmark = pytest.mark.any_python
 CONTAINER_ACTION = REPO / "action.yml"
 TOKEN = "ghs_runnerActionToken0123456789abcd"
 REPOSITORY = "octo-org/refund-agent"
+INSTALL = "install"
+"""The id of the composite's first step: passk installed from the action's own files."""
 
 
 def test_both_actions_validate_and_declare_the_same_inputs_and_outputs() -> None:
@@ -92,10 +94,13 @@ def run_composite(
     tmp: Path,
     *,
     action: dict[str, Any] | None = None,
+    installed: Installed | None = None,
 ) -> tuple[list[int], dict[str, str], str]:
     """Run the composite action's steps in order; (exit codes, its outputs, the log).
 
     ``action``: the file's content as edited by a test (its steps cut or changed).
+    ``installed``: the install step as already run for this job's Python (see
+    :func:`install_step`): its exit code, outputs and log stand for the step's.
     """
     action = action if action is not None else load(path)
     given = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
@@ -111,6 +116,15 @@ def run_composite(
     codes: list[int] = []
     log = ""
     for index, step in enumerate(action["runs"]["steps"]):
+        if installed is not None and step.get("id") == INSTALL:
+            codes.append(installed.code)
+            log += installed.log
+            context.update(
+                {f"steps.{INSTALL}.outputs.{k}": v for k, v in installed.outputs.items()}
+            )
+            if installed.code != 0:
+                break
+            continue
         output = tmp / f"step-{index}-output.txt"
         output.touch()
         env = dict(base_env)
@@ -147,7 +161,7 @@ def fake() -> Iterator[FakeGitHub]:
 
 
 def test_the_runner_variant_runs_the_agent_with_what_the_job_installed(
-    tmp_path: Path, fake: FakeGitHub
+    tmp_path: Path, fake: FakeGitHub, installed_with_requirements: Installed
 ) -> None:
     # What `pip install` in an earlier step of the job provides: a module on the
     # job's Python path. The container would not have it; the runner variant does.
@@ -178,7 +192,7 @@ def test_the_runner_variant_runs_the_agent_with_what_the_job_installed(
     event.write_text(json.dumps(payload), encoding="utf-8")
     summary = tmp_path / "summary.md"
     env = {
-        "PATH": f"{job_python(tmp_path, with_requirements=True)}:{os.environ['PATH']}",
+        "PATH": f"{installed_with_requirements.python}:{os.environ['PATH']}",
         "HOME": str(tmp_path),
         # The job's environment: the module "installed" by an earlier step.
         "PYTHONPATH": str(site),
@@ -194,7 +208,13 @@ def test_the_runner_variant_runs_the_agent_with_what_the_job_installed(
         "PIP_NO_INDEX": "1",
         "PIP_NO_BUILD_ISOLATION": "0",
     }
-    codes, outputs, log = run_composite(RUNNER_ACTION, {"config": "passk.yml"}, env, tmp_path)
+    codes, outputs, log = run_composite(
+        RUNNER_ACTION,
+        {"config": "passk.yml"},
+        env,
+        tmp_path,
+        installed=installed_with_requirements,
+    )
     assert codes == [0, 0], log
     assert outputs["passed"] == "true"
     assert outputs["lost"] == "1" and outputs["result"] == ".passk/result.json"
@@ -294,8 +314,100 @@ def job_env(
     }
 
 
+# --- the install step, run once per job Python -----------------------------------------
+#
+# The install step (a venv with pip, then passk built and installed from the action's
+# files) costs about 7 CPU seconds. It depends on nothing a test changes but the job's
+# Python, so it runs once per kind of job Python, as the runner runs it: in a job whose
+# checkout plants a venv.py and a pip/ that must never be imported. The tests that run
+# the whole composite then run its passk step with that install's outputs.
+
+
+PLANTED = "open({marker!r}, 'a').write('imported from the checkout\\n')\nraise SystemExit(3)\n"
+
+
+def plant(checkout: Path, marker: Path) -> None:
+    """A pull request's checkout that plants what ``-m venv`` and ``-m pip`` would import."""
+    (checkout / "pip").mkdir(parents=True)
+    (checkout / "venv.py").write_text(PLANTED.format(marker=str(marker)), encoding="utf-8")
+    (checkout / "pip" / "__init__.py").write_text(PLANTED.format(marker=str(marker)), "utf-8")
+    (checkout / "pip" / "__main__.py").write_text(PLANTED.format(marker=str(marker)), "utf-8")
+
+
+@dataclass(frozen=True)
+class Installed:
+    """The install step as the runner ran it for one job Python."""
+
+    python: Path
+    """The job's Python (its bin directory), first on PATH for every step."""
+    code: int
+    outputs: dict[str, str]
+    log: str
+    index_requests: list[str]
+    """What pip asked the package index during the install (None offered: nothing)."""
+    planted_ran: bool
+    """Whether the code the checkout planted ran."""
+
+
+def install_step(tmp: Path, *, with_requirements: bool) -> Installed:
+    """The composite's install step alone, in a job with a hostile checkout.
+
+    pip's index is a counting one with no packages, so an install that downloads
+    anything (passk's dependencies, its build backend) fails and is seen.
+    """
+    python = job_python(tmp, with_requirements=with_requirements)
+    checkout, marker = tmp / "checkout", tmp / "planted-code-ran"
+    plant(checkout, marker)
+    index = PackageIndex()
+    try:
+        env = {
+            "PATH": f"{python}:{os.environ['PATH']}",
+            "HOME": str(tmp),
+            "GITHUB_WORKSPACE": str(checkout),
+            "PIP_CONFIG_FILE": os.devnull,
+            "PIP_INDEX_URL": index.url,
+            "PIP_RETRIES": "0",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            # Installing passk from the action's files needs its build backend;
+            # isolation would fetch it, here the job's own is used.
+            "PIP_NO_BUILD_ISOLATION": "0",
+        }
+        install_only = load(RUNNER_ACTION)
+        install_only["runs"]["steps"] = install_only["runs"]["steps"][:1]
+        assert install_only["runs"]["steps"][0]["id"] == INSTALL
+        codes, _, log = run_composite(RUNNER_ACTION, {}, env, tmp, action=install_only)
+        (output,) = tmp.glob("step-0-output.txt")
+        requests = [str(r) for r in index.requests]
+    finally:
+        index.close()
+    return Installed(
+        python=python,
+        code=codes[0],
+        outputs=parse_outputs(output),
+        log=log,
+        index_requests=requests,
+        planted_ran=marker.exists(),
+    )
+
+
+@pytest.fixture(scope="module")
+def installed_with_requirements(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The install step for a job that ran `pip install -r requirements.txt` (openai)."""
+    return install_step(tmp_path_factory.mktemp("job-with-requirements"), with_requirements=True)
+
+
+@pytest.fixture(scope="module")
+def installed_bare(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The install step for a job whose Python never installed the SDK."""
+    return install_step(tmp_path_factory.mktemp("bare-job"), with_requirements=False)
+
+
 def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
-    tmp_path: Path, event_fake: FakeGitHub, fake_llm: Any, index: PackageIndex
+    tmp_path: Path,
+    event_fake: FakeGitHub,
+    fake_llm: Any,
+    index: PackageIndex,
+    installed_with_requirements: Installed,
 ) -> None:
     fake = event_fake
     (tmp_path / "repo").mkdir()
@@ -307,7 +419,7 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
         tmp_path,
         event,
         fake,
-        job_python(tmp_path, with_requirements=True),
+        installed_with_requirements.python,
         # The job's pip, as a company with a private index sets it: the agent's
         # setup sees it too. No config file (this machine's pip.conf names local
         # wheel folders), so the counting index is the only place pip could ask.
@@ -329,7 +441,11 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
         "PASSK_EXAMPLE_MAX_RETRIES": "12",
     }
     codes, outputs, log = run_composite(
-        RUNNER_ACTION, {"config": "passk.yml"}, {**env, **step_env}, tmp_path
+        RUNNER_ACTION,
+        {"config": "passk.yml"},
+        {**env, **step_env},
+        tmp_path,
+        installed=installed_with_requirements,
     )
 
     assert codes == [0, 1], log  # passk installed; the gate failed
@@ -345,6 +461,7 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
     assert log.count("Requirement already satisfied: openai") == 2, log
     assert "passk-action" not in log
     assert index.requests == []  # all met: pip asked the index nothing
+    assert installed_with_requirements.index_requests == []  # nor for passk's own install
 
     result = json.loads((repo / outputs["result"]).read_text(encoding="utf-8"))
     failures = [(f["id"], f["rule"]) for f in result["gate"]["failures"]]
@@ -383,7 +500,7 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
 
 
 def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
-    tmp_path: Path, event_fake: FakeGitHub, fake_llm: Any
+    tmp_path: Path, event_fake: FakeGitHub, fake_llm: Any, installed_bare: Installed
 ) -> None:
     fake = event_fake
     # The issue's first run: the job's Python never got `pip install -r
@@ -396,13 +513,15 @@ def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
         tmp_path,
         event,
         fake,
-        job_python(tmp_path, with_requirements=False),
+        installed_bare.python,
         PIP_NO_INDEX="1",
         PIP_NO_BUILD_ISOLATION="0",  # passk's own install, offline
         OPENAI_API_KEY=KEY,
         OPENAI_BASE_URL=fake_llm.url,
     )
-    codes, outputs, log = run_composite(RUNNER_ACTION, {"config": "passk.yml"}, env, tmp_path)
+    codes, outputs, log = run_composite(
+        RUNNER_ACTION, {"config": "passk.yml"}, env, tmp_path, installed=installed_bare
+    )
 
     assert codes == [0, 2], log
     assert outputs["passed"] == "false"
@@ -429,35 +548,33 @@ def test_the_sdk_example_without_its_sdk_stops_at_once_and_says_why_everywhere(
 # --- the install step runs outside the checkout ---------------------------------------
 
 
-PLANTED = "open({marker!r}, 'a').write('imported from the checkout\\n')\nraise SystemExit(3)\n"
-
-
-def test_the_install_step_never_imports_modules_the_checkout_plants(tmp_path: Path) -> None:
+@pytest.mark.parametrize("job", ["installed_bare", "installed_with_requirements"])
+def test_the_install_step_never_imports_modules_the_checkout_plants(
+    tmp_path: Path, job: str, request: pytest.FixtureRequest
+) -> None:
     """``python3 -m venv`` and ``-m pip`` put the working directory first on sys.path: run
     in a pull request's checkout, they would import its ``venv.py`` and ``pip/``.  The
-    two-job mode's gating job checks the pull request out and must run none of it."""
-    checkout = tmp_path / "checkout"
-    (checkout / "pip").mkdir(parents=True)
-    marker = tmp_path / "planted-code-ran"
-    (checkout / "venv.py").write_text(PLANTED.format(marker=str(marker)), encoding="utf-8")
-    (checkout / "pip" / "__init__.py").write_text(PLANTED.format(marker=str(marker)), "utf-8")
-    (checkout / "pip" / "__main__.py").write_text(PLANTED.format(marker=str(marker)), "utf-8")
+    two-job mode's gating job checks the pull request out and must run none of it.
+
+    The install step every test here shares ran in such a checkout (:func:`install_step`).
+    """
+    installed: Installed = request.getfixturevalue(job)
+    assert installed.code == 0, installed.log
+    assert not installed.planted_ran
+    assert installed.outputs["bin"].endswith("/passk-venv/bin/passk")
+    # Control: the same step run in the checkout imports what the checkout planted.
+    checkout, marker = tmp_path / "checkout", tmp_path / "planted-code-ran"
+    plant(checkout, marker)
     env = {
-        "PATH": f"{job_python(tmp_path, with_requirements=False)}:{os.environ['PATH']}",
+        "PATH": f"{installed.python}:{os.environ['PATH']}",
         "HOME": str(tmp_path),
         "GITHUB_WORKSPACE": str(checkout),
         "PIP_NO_INDEX": "1",
         "PIP_NO_BUILD_ISOLATION": "0",
     }
-    install_only = load(RUNNER_ACTION)
-    install_only["runs"]["steps"] = install_only["runs"]["steps"][:1]
-    codes, _, log = run_composite(RUNNER_ACTION, {}, env, tmp_path, action=install_only)
-    assert codes == [0], log
-    assert not marker.exists()
-    # Control: the same step run in the checkout imports what the checkout planted.
-    in_checkout = copy.deepcopy(install_only)
+    in_checkout = load(RUNNER_ACTION)
+    in_checkout["runs"]["steps"] = in_checkout["runs"]["steps"][:1]
     del in_checkout["runs"]["steps"][0]["working-directory"]
-    (tmp_path / "again").mkdir()
-    codes, _, log = run_composite(RUNNER_ACTION, {}, env, tmp_path / "again", action=in_checkout)
-    assert codes != [0]
+    codes, _, log = run_composite(RUNNER_ACTION, {}, env, tmp_path, action=in_checkout)
+    assert codes != [0], log
     assert marker.read_text(encoding="utf-8").startswith("imported from the checkout")
