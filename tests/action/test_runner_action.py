@@ -10,6 +10,7 @@ agent sees it.  GitHub is the local fake.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from support.llm_project import (
     fake_llm_server,
     make_project,
 )
+from support.once import once
 from support.package_index import PackageIndex
 from support.pull_request_repo import commit, git
 from support.pythons import venv_like_this_python
@@ -318,9 +320,10 @@ def job_env(
 #
 # The install step (a venv with pip, then passk built and installed from the action's
 # files) costs about 7 CPU seconds. It depends on nothing a test changes but the job's
-# Python, so it runs once per kind of job Python, as the runner runs it: in a job whose
-# checkout plants a venv.py and a pip/ that must never be imported. The tests that run
-# the whole composite then run its passk step with that install's outputs.
+# Python, so it runs once per kind of job Python and test run (support/once.py), as the
+# runner runs it: in a job whose checkout plants a venv.py and a pip/ that must never be
+# imported. The tests that run the whole composite then run its passk step with that
+# install's outputs.
 
 
 PLANTED = "open({marker!r}, 'a').write('imported from the checkout\\n')\nraise SystemExit(3)\n"
@@ -390,16 +393,28 @@ def install_step(tmp: Path, *, with_requirements: bool) -> Installed:
     )
 
 
-@pytest.fixture(scope="module")
+def installed_once(factory: pytest.TempPathFactory, *, with_requirements: bool) -> Installed:
+    """:func:`install_step` once per test run (across pytest-xdist's workers too)."""
+    name = "runner-install-" + ("with-requirements" if with_requirements else "bare")
+
+    def build(folder: Path) -> dict[str, Any]:
+        done = install_step(folder, with_requirements=with_requirements)
+        return {**dataclasses.asdict(done), "python": str(done.python)}
+
+    _, built = once(factory, name, build)
+    return Installed(**{**built, "python": Path(built["python"])})
+
+
+@pytest.fixture
 def installed_with_requirements(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     """The install step for a job that ran `pip install -r requirements.txt` (openai)."""
-    return install_step(tmp_path_factory.mktemp("job-with-requirements"), with_requirements=True)
+    return installed_once(tmp_path_factory, with_requirements=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def installed_bare(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     """The install step for a job whose Python never installed the SDK."""
-    return install_step(tmp_path_factory.mktemp("bare-job"), with_requirements=False)
+    return installed_once(tmp_path_factory, with_requirements=False)
 
 
 def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
