@@ -10,6 +10,8 @@ import pytest
 from passk_action.core.model import Version
 from passk_action.core.operating import binomial_pmf, pair_oc, relative_oc, side_oc
 from passk_action.core.relative import (
+    FIRST_DESIGN,
+    first_design,
     judge_relative,
     pair_spec,
     read_pairs,
@@ -29,6 +31,8 @@ from passk_action.core.sequential import (
 )
 
 RULE = RuleSettings(rule=RELATIVE)
+FIRST = dict(rule=RELATIVE, screen_alpha=0.15, screen_beta=0.03, anchor_z=1.5)
+"""The first design's defaults that the second changed (beside ``FIRST_DESIGN``'s)."""
 K = 3
 MNB = GatedKind.MUST_NOT_BREAK
 CODES = {"R": Outcome.RIGHT, "W": Outcome.WRONG, "E": Outcome.ERROR}
@@ -71,10 +75,10 @@ def test_the_screen_tests_against_the_baseline_s_own_accuracy() -> None:
     spec = screen_spec(57, 60, settings)
     assert spec is not None
     upper = wilson(57, 60, settings.anchor_z, upper=True)
-    assert spec.reliable == pytest.approx(min(settings.reliable, upper), abs=1e-6)
+    assert spec.reliable == pytest.approx(min(settings.screen_cap, upper), abs=1e-6)
     assert spec.unreliable == pytest.approx(spec.reliable - settings.drop, abs=1e-6)
-    # A baseline right on every recorded answer is tested as a row right 99% of the time.
-    assert screen_spec(60, 60, settings).reliable == settings.reliable  # type: ignore[union-attr]
+    # A baseline right on every recorded answer is tested as a row right 98% of the time.
+    assert screen_spec(60, 60, settings).reliable == settings.screen_cap  # type: ignore[union-attr]
     # A baseline almost never right cannot drop by 20 points: no test.
     assert screen_spec(0, 60, settings) is None
 
@@ -92,6 +96,7 @@ def test_pairs_read_in_order_and_agreeing_pairs_tell_nothing() -> None:
 
 RELIABLE_BASE = "R" * 60
 FLAKY_BASE = ("RRRRW" * 12)[:60]  # 0.8 on its recorded answers
+SCREENED_BASE = "W" + "R" * 55 + "WWWR"  # 0.933: screened, not straight to the pairs
 
 
 def test_a_candidate_as_right_as_its_baseline_passes_on_the_screen() -> None:
@@ -122,6 +127,39 @@ def test_a_candidate_that_matches_a_flaky_baseline_side_by_side_passes() -> None
     base = baseline(FLAKY_BASE, fresh_b)
     v = judge("RWW" + fresh_c, base)
     assert (v.decision, v.finding) == (Decision.PASS, Finding.MATCHES_BASELINE)  # type: ignore[attr-defined]
+
+
+def test_a_row_right_at_most_85_percent_skips_the_screen_and_pairs_every_answer() -> None:
+    """Second design: 48 of 60 goes straight to the pairs, main answers paired too."""
+    v = judge("RRR", baseline(FLAKY_BASE))
+    assert v.decision is Decision.MORE  # type: ignore[attr-defined]
+    assert v.candidate.ending is Ending.NOT_TESTED  # type: ignore[attr-defined]
+    asked = {r.version: r.attempts for r in v.requests}  # type: ignore[attr-defined]
+    assert asked[Version.BASELINE] - asked[Version.CANDIDATE] == K
+    # The candidate's main answers meet the baseline's first fresh ones: 3 losses.
+    v = judge("WWW", baseline(FLAKY_BASE, "RRR"))
+    assert (v.pairs, v.losses, v.wins) == (3, 3, 0)  # type: ignore[attr-defined]
+    # Control: a row right 56 of 60 times is screened, and three right answers do not pass it.
+    screened = judge("RRR", baseline(SCREENED_BASE))
+    assert screened.candidate.ending is Ending.UNDECIDED  # type: ignore[attr-defined]
+    assert {r.version for r in screened.requests} == {Version.CANDIDATE}  # type: ignore[attr-defined]
+
+
+def test_a_result_of_the_first_design_is_audited_with_the_first_design() -> None:
+    """Schema 5 results lack the second design's settings: filled to reproduce the first."""
+    old = first_design({"rule": RELATIVE, "reliable": 0.99, "anchor_z": 1.5})
+    assert (old["screen_cap"], old["pair_z"], old["direct_below"]) == (0.99, 1.2816, 0.0)
+    first = RuleSettings(**{**FIRST, **{k: v for k, v in old.items() if k in FIRST_DESIGN}})
+    # The first design sent this row through the screen; the second pairs it directly.
+    assert judge_relative(side("RRR"), baseline(FLAKY_BASE), first, kind=MNB).candidate.ending is (
+        Ending.UNDECIDED
+    )
+    assert screen_spec(60, 60, first).reliable == 0.99  # type: ignore[union-attr]
+    assert pair_spec(54, 60, first) != pair_spec(54, 60, RULE)
+    # The first design's exact figure at 0.95, as bench/gate_relative.md had it before.
+    assert relative_oc(first, k=K, candidate=0.95, baseline=0.95).candidate_extra == (
+        pytest.approx(56.4, abs=0.05)
+    )
 
 
 def test_without_more_attempts_an_unconfirmed_screen_failure_stands() -> None:
@@ -203,6 +241,40 @@ def test_the_paired_comparison_s_exact_rate_matches_a_direct_sum() -> None:
     assert paired.block == pytest.approx(alone.unreliable, abs=1e-9)
     d = 0.9 * 0.3 + 0.1 * 0.7
     assert paired.pairs == pytest.approx(alone.answers / d, rel=1e-6)
+
+
+@pytest.mark.parametrize(("p_b", "p_c"), [(0.8, 0.8), (0.8, 0.6), (0.85, 0.85)])
+def test_the_exact_rate_holds_for_rows_paired_directly(p_b: float, p_c: float) -> None:
+    exact = relative_oc(RULE, k=K, candidate=p_c, baseline=p_b)
+    trials = 600
+    simulated, answers = _simulate(p_b, p_c, trials, seed=2930)
+    se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
+    assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
+    # Rounds ask whole attempts: what they make is at least the pairs read.
+    assert answers - K >= exact.candidate_extra * 0.9
+
+
+def test_issue_29_targets_hold_exactly_at_every_accuracy_from_80_to_100() -> None:
+    """Harmless <= 0.1% a row, a 20-point drop caught >= 90%, and the second design's cost at
+    0.95 (22.1 extra candidate attempts: issue 29's 15 is not met, bench/gate_relative.md)."""
+    for i in range(0, 21, 2):
+        p = 0.8 + i / 100
+        assert relative_oc(RULE, k=K, candidate=p, baseline=p).block <= 0.001, p
+        assert relative_oc(RULE, k=K, candidate=p - 0.2, baseline=p).block >= 0.90, p
+    at95 = relative_oc(RULE, k=K, candidate=0.95, baseline=0.95)
+    assert at95.candidate_extra <= 22.1 and at95.baseline_extra <= 7.1
+
+
+def test_exact_cells_of_the_second_design() -> None:
+    """Pinned against bench/gate_relative.md (exact, core/operating.py)."""
+    at95 = relative_oc(RULE, k=K, candidate=0.95, baseline=0.95)
+    assert (at95.candidate_extra, at95.baseline_extra) == (
+        pytest.approx(22.08, abs=0.01),
+        pytest.approx(7.04, abs=0.01),
+    )
+    assert relative_oc(RULE, k=K, candidate=0.8, baseline=1.0).block == pytest.approx(
+        0.9012, abs=1e-4
+    )
 
 
 @pytest.mark.parametrize("p", [0.8, 0.9, 1.0])

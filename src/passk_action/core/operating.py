@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from .relative import pair_spec, screen_spec, theta
+from .relative import direct, pair_spec, screen_spec, theta
 from .sequential import (
     RELATIVE,
     SEQUENTIAL,
@@ -215,9 +215,10 @@ def _ending_times(bounds: Boundaries, p: float) -> tuple[tuple[float, ...], tupl
 class RelativeOC:
     """The relative rule on one row: block chance, and expected attempts beyond the main ones.
 
-    ``screened`` is the chance the screen ends "unreliable" (the paired
-    comparison runs); ``candidate_extra`` the candidate's attempts beyond k
-    (the screen's attempts as its rounds make them, then the pairs read);
+    ``screened`` is the chance the paired comparison runs (the screen ended
+    "unreliable", or the row went straight to it); ``candidate_extra`` the
+    candidate's attempts beyond k (the screen's attempts as its rounds make
+    them, then the pairs read);
     ``baseline_extra`` the baseline's pairs read in this comparison.
     """
 
@@ -248,7 +249,10 @@ def relative_oc(
     of c (:func:`~.relative.screen_spec`) ending unreliable at p_c
     (:func:`side_oc`) times the paired comparison of c blocking
     (:func:`pair_oc`); attempts likewise.  A c whose reference cannot drop
-    by ``drop`` passes untested.  With ``recorded`` = (c, n) the baseline's
+    by ``drop`` passes untested; a c at most ``direct_below`` of ``answers``
+    goes straight to the paired comparison (:func:`~.relative.direct`), its
+    candidate attempts the pairs read beyond the k main answers, which are
+    paired too.  With ``recorded`` = (c, n) the baseline's
     recorded answers are those: the figures for the pull requests that
     baseline will judge (no sum over c).
     """
@@ -266,9 +270,15 @@ def relative_oc(
         spec = screen_spec(right, n, settings)
         if spec is None:
             continue
-        screen = side_oc(spec, candidate, k)
         pairing = pair_spec(right, n, settings)
         paired = pair_oc(pairing, baseline, candidate, settings.pair_max_pairs)
+        if direct(right, n, settings):
+            block += weight * paired.block
+            screened += weight
+            cand += weight * max(0.0, paired.pairs - k)
+            base += weight * paired.pairs
+            continue
+        screen = side_oc(spec, candidate, k)
         block += weight * screen.unreliable * paired.block
         screened += weight * screen.unreliable
         cand += weight * (screen.attempts - k + screen.unreliable * paired.pairs)

@@ -1,25 +1,29 @@
-"""The default gated-row rule, ``relative``: a row judged against its own baseline accuracy.
+"""The gated-row rule ``relative``: a row judged against its own baseline accuracy.
 
 A gated row blocks when the candidate has become less reliable *than the
-baseline is on that row*, not than an assumed 99%.  Two stages:
+baseline is on that row*, not than an assumed 99%.  The baseline's recorded
+answers on the row (its k main attempts and the ``measure`` attempts
+``passk baseline`` adds to every gated row, 60 answers with the defaults),
+c right of n, decide the route:
 
-1. **The screen** (the candidate's answers against the baseline's recorded
-   ones).  The baseline's recorded answers on the row (its k main attempts
-   and the ``measure`` attempts ``passk baseline`` adds to every gated row,
-   60 answers with the defaults) give a reference accuracy
-   a = min(``reliable``, Wilson upper bound of c/n at z = ``anchor_z``)
-   (Wilson, JASA 22, 1927; n = 0 gives ``reliable``).  The candidate's
-   answers then run a truncated SPRT (``core/sequential.py``): right with a
-   against right with a - ``drop``, nominal ``screen_alpha`` and
-   ``screen_beta``, ``max_decisions`` answers, the likelier hypothesis at
-   the last.  "Reliable" -> PASS.  Not ended -> more candidate attempts.
-2. **The paired comparison**, only after the screen ends "unreliable": the
-   baseline and the candidate answer again, fresh (neither side's earlier
-   answers are read, so the screen's selection does not bias it), paired in
-   order: the i-th fresh valid answer of one side with the i-th of the
-   other.  A pair where the baseline is right and the candidate wrong is a
-   *loss*, the other way round a *win*, agreeing pairs tell nothing.  Given
-   that a pair disagrees, it is a loss with probability
+1. **The screen** (c / n above ``direct_below``, 0.85): the candidate's
+   answers run a truncated SPRT (``core/sequential.py``) against the
+   reference accuracy a = min(``screen_cap``, Wilson upper bound of c / n at
+   z = ``anchor_z``) (Wilson, JASA 22, 1927): right with a against right
+   with a - ``drop``, nominal ``screen_alpha`` and ``screen_beta``,
+   ``max_decisions`` answers, the likelier hypothesis at the last.
+   "Reliable" -> PASS.  Not ended -> more candidate attempts.  "Unreliable"
+   -> the paired comparison, on answers given after the screen ended.
+2. **Straight to the paired comparison** (c / n at most ``direct_below``):
+   60 answers tell a row right 80% of the time only to +-5 points, too
+   roughly for a screen to catch a 20-point drop 90% of the time, so
+   these rows skip it, and every candidate answer (main ones included:
+   nothing selected them) is paired.
+3. **The paired comparison**: both versions answer again, fresh, paired
+   in order: the i-th valid answer of one side with the i-th of the other.
+   A pair where the baseline is right and the candidate wrong is a *loss*,
+   the other way round a *win*, agreeing pairs tell nothing.  Given that a
+   pair disagrees, it is a loss with probability
    theta = p_b (1 - p_c) / (p_b (1 - p_c) + (1 - p_b) p_c), which is exactly
    1/2 whenever the two versions are equally accurate, **whatever that
    accuracy** (the conditional argument of McNemar's test; Lehmann and
@@ -27,18 +31,33 @@ baseline is on that row*, not than an assumed 99%.  Two stages:
    the disagreeing pairs run a truncated SPRT of theta = 1/2 against theta1,
    nominal ``alpha`` and ``pair_beta``, ``pair_max_decisions`` disagreeing
    pairs, ending "not shown" at its last; theta1 is theta at a row whose
-   accuracy drops by ``drop`` from the Wilson lower bound (z = 1.2816) of the
-   baseline's recorded accuracy, kept within [0.6, 0.95].  Losses shown ->
-   BLOCK (a regression); not shown -> PASS ("matches the baseline"); also
-   PASS when ``pair_max_pairs`` pairs are read without an ending.
+   accuracy drops by ``drop`` from the Wilson lower bound (z = ``pair_z``)
+   of c / n, kept within [0.6, 0.95].  Losses shown -> BLOCK (a
+   regression); not shown -> PASS ("matches the baseline"); also PASS when
+   ``pair_max_pairs`` pairs are read without an ending.
+
+A reference below ``drop`` + 0.005 cannot drop by ``drop``: the row passes
+untested ("the baseline varies").
 
 **What it guarantees.**  A harmless row (both versions equally accurate)
 blocks only when the paired comparison shows losses, which Wald's threshold
-keeps at most alpha / (1 - beta) <= 0.1% with the defaults *for every
-accuracy*, times the chance the screen sends it there; per pull request
-1 - (1 - rate)^G.  The catch rate, and the attempts, do depend on the
-accuracy: ``core/operating.py`` computes them exactly (``relative_oc``) and
-``bench/gate_relative.md`` tabulates them.
+keeps at most alpha / (1 - pair_beta) (0.1% with the defaults) *for every
+accuracy*, times the chance the row gets there; per pull request
+1 - (1 - rate)^G.  The catch rate and the attempts do depend on the
+accuracy: ``core/operating.py`` computes them exactly (``relative_oc``),
+``bench/gate_relative.md`` tabulates them and plays them through
+``passk compare``.  Edge cases: n = 0 (no recorded answer) gives the
+reference ``screen_cap`` and never goes straight to the pairs; c = n is
+screened against ``screen_cap`` (a baseline never wrong in 60 answers is
+not taken to be never wrong).
+
+**Two designs.**  The first (result schema 5) screened every row against
+the Wilson upper bound at z = 1.5 capped at ``reliable`` and set theta1 at
+z = 1.2816: a harmless row at 0.95 cost 56.4 extra candidate attempts a
+pull request.  The second (``screen_cap``, ``pair_z``, ``direct_below``;
+schema 6) costs the figures in ``bench/gate_relative.md``.  A result
+without those settings is audited with :data:`FIRST_DESIGN`'s values, which
+are exactly the first design.
 
 **Errors are not evidence.**  An errored attempt is not an answer; a side's
 asking ends when its ``max_attempts`` are spent or its last
@@ -53,7 +72,7 @@ recomputes it from the recorded attempts alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .model import Version
@@ -77,8 +96,9 @@ from .sequential import (
     unable,
 )
 
-LOWER_Z = 1.2816
-"""z of the one-sided 90% Wilson lower bound that sets the paired test's alternative."""
+FIRST_DESIGN: dict[str, float | None] = {"screen_cap": None, "pair_z": 1.2816, "direct_below": 0.0}
+"""The settings a result of the first design lacks, at the values that reproduce it exactly
+(None: ``screen_cap`` is the result's own ``reliable``); :func:`first_design` fills them."""
 THETA_RANGE = (0.6, 0.95)
 MIN_GAP = 0.005
 """A reference below ``drop`` + this cannot drop by ``drop``: the row passes untested."""
@@ -99,9 +119,23 @@ def wilson(right: int, answers: int, z: float, upper: bool) -> float:
     return min(1.0, max(0.0, bound))
 
 
+def first_design(rule: Mapping[str, object]) -> dict[str, object]:
+    """A recorded rule's settings with those the first design lacked filled to reproduce it."""
+    filled = dict(rule)
+    for name, value in FIRST_DESIGN.items():
+        if name not in filled:
+            filled[name] = rule.get("reliable", 0.99) if value is None else value
+    return filled
+
+
 def reference(right: int, answers: int, settings: RuleSettings) -> float:
     """The screen's reference accuracy from the baseline's recorded answers (module doc)."""
-    return min(settings.reliable, wilson(right, answers, settings.anchor_z, upper=True))
+    return min(settings.screen_cap, wilson(right, answers, settings.anchor_z, upper=True))
+
+
+def direct(right: int, answers: int, settings: RuleSettings) -> bool:
+    """Whether a row skips the screen: c / n at most ``direct_below`` (n = 0: never)."""
+    return answers > 0 and right <= settings.direct_below * answers + 1e-9
 
 
 def theta(baseline: float, candidate: float) -> float:
@@ -124,7 +158,7 @@ def screen_spec(right: int, answers: int, settings: RuleSettings) -> SprtSpec | 
 
 def pair_spec(right: int, answers: int, settings: RuleSettings) -> SprtSpec:
     """The paired comparison's SPRT on disagreeing pairs ("right" = a win, "wrong" = a loss)."""
-    low = max(settings.drop + 0.05, wilson(right, answers, LOWER_Z, upper=False))
+    low = max(settings.drop + 0.05, wilson(right, answers, settings.pair_z, upper=False))
     low = min(low, 0.999)
     lo, hi = THETA_RANGE
     theta1 = round(min(hi, max(lo, theta(low, low - settings.drop))), 2)
@@ -216,25 +250,30 @@ def judge_relative(
         base = _side(baseline, len(recorded), len(recorded) - right, Ending.UNRELIABLE)
         cand = read(candidate, boundaries(SprtSpec(0.99, 0.5, 0.1, 0.1, 1)), tested=False)
         return RowVerdict(kind, RELATIVE, Decision.PASS, Finding.BASELINE_VARIES, cand, base)
-    cand = read(candidate, boundaries(spec))
-    base_screen = _side(baseline, len(recorded), len(recorded) - right, Ending.NOT_TESTED)
-    if cand.ending is Ending.RELIABLE:
-        finding = Finding.WITHIN_CHANCE if cand.wrong else Finding.RELIABLE
-        return RowVerdict(kind, RELATIVE, Decision.PASS, finding, cand, base_screen)
-    if cand.ending is Ending.UNDECIDED:
-        left = _left(candidate, settings) if more_possible else 0
-        if left:
-            more = boundaries(spec).rights_to_pass(cand.read, cand.wrong_read)
-            wanted = Request(Version.CANDIDATE, min(left, more))
-            return RowVerdict(
-                kind, RELATIVE, Decision.MORE, Finding.UNDECIDED, cand, base_screen, (wanted,)
-            )
-        return RowVerdict(
-            kind, RELATIVE, Decision.BLOCK, _cannot(candidate, settings), cand, base_screen
-        )
-    # The screen ended "unreliable": the paired comparison, on fresh answers only.
     cand_answers = _answers(candidate.outcomes)
-    fresh_c = cand_answers[cand.read :]
+    if direct(right, len(recorded), settings):
+        cand = read(candidate, boundaries(spec), tested=False)
+        fresh_c = cand_answers
+    else:
+        cand = read(candidate, boundaries(spec))
+        base_screen = _side(baseline, len(recorded), len(recorded) - right, Ending.NOT_TESTED)
+        if cand.ending is Ending.RELIABLE:
+            finding = Finding.WITHIN_CHANCE if cand.wrong else Finding.RELIABLE
+            return RowVerdict(kind, RELATIVE, Decision.PASS, finding, cand, base_screen)
+        if cand.ending is Ending.UNDECIDED:
+            left = _left(candidate, settings) if more_possible else 0
+            if left:
+                more = boundaries(spec).rights_to_pass(cand.read, cand.wrong_read)
+                wanted = Request(Version.CANDIDATE, min(left, more))
+                return RowVerdict(
+                    kind, RELATIVE, Decision.MORE, Finding.UNDECIDED, cand, base_screen, (wanted,)
+                )
+            return RowVerdict(
+                kind, RELATIVE, Decision.BLOCK, _cannot(candidate, settings), cand, base_screen
+            )
+        # The screen ended "unreliable": answers given after it ended are fresh.
+        fresh_c = cand_answers[cand.read :]
+    # The paired comparison, on fresh answers only.
     fresh_b = _answers(baseline.outcomes[baseline.recorded :])
     pspec = pair_spec(right, len(recorded), settings)
     pairs = read_pairs(fresh_b, fresh_c, pspec, settings.pair_max_pairs)

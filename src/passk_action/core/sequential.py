@@ -253,6 +253,15 @@ class RuleSettings:
     ``max_attempts`` bounds the attempts per version and row, errors
     included.  ``confirm_attempts`` is the strict rule's confirmation of a
     lost row on both versions, as passk always ran it.
+
+    The relative rule (``core/relative.py``) reads ``drop``, ``alpha`` (its
+    paired comparison's), ``max_decisions`` and ``max_attempts`` (its
+    screen's), and its own: ``screen_alpha``, ``screen_beta``, ``anchor_z``,
+    ``screen_cap``, ``pair_beta``, ``pair_z``, ``pair_max_decisions``,
+    ``pair_max_pairs``, ``direct_below``, ``measure``.  ``screen_cap``,
+    ``pair_z`` and ``direct_below`` came with its second design (result
+    schema 6); a result that lacks them was decided by the first, and is
+    audited with :data:`~.relative.FIRST_DESIGN`.
     """
 
     rule: str = SEQUENTIAL
@@ -268,14 +277,17 @@ class RuleSettings:
     max_attempts: int = 80
     confirm_attempts: int = 6
     drop: float = 0.2
-    screen_alpha: float = 0.15
-    screen_beta: float = 0.03
-    anchor_z: float = 1.5
+    screen_alpha: float = 0.01
+    screen_beta: float = 0.08
+    anchor_z: float = 0.5
     pair_beta: float = 0.02
     pair_max_decisions: int = 120
     pair_max_pairs: int = 300
     measure: int = 60
     unable_after: int = 5
+    screen_cap: float = 0.98
+    pair_z: float = 0.7
+    direct_below: float = 0.85
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -292,8 +304,12 @@ class RuleSettings:
         for name in ("screen_alpha", "screen_beta", "pair_beta"):
             if not 0.0 < getattr(self, name) < 0.5:
                 raise ValueError(f"{name} must be within (0, 0.5)")
-        if self.anchor_z < 0:
-            raise ValueError("anchor_z must be >= 0")
+        if self.anchor_z < 0 or self.pair_z < 0:
+            raise ValueError("anchor_z and pair_z must be >= 0")
+        if not 0.0 < self.screen_cap < 1.0:
+            raise ValueError("screen_cap must be within (0, 1)")
+        if not 0.0 <= self.direct_below < 1.0:
+            raise ValueError("direct_below must be within [0, 1)")
         if self.pair_max_decisions < 1 or self.pair_max_pairs < 1 or self.unable_after < 1:
             raise ValueError("pair_max_decisions, pair_max_pairs and unable_after must be >= 1")
         if self.measure < 0:
@@ -339,6 +355,9 @@ class RuleSettings:
             "pair_max_pairs": self.pair_max_pairs,
             "measure": self.measure,
             "unable_after": self.unable_after,
+            "screen_cap": self.screen_cap,
+            "pair_z": self.pair_z,
+            "direct_below": self.direct_below,
         }
 
 

@@ -18,6 +18,7 @@ from ..core.diff import RowComparison
 from ..core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
 from ..core.model import RowRecord, Run
 from ..core.notes import Written
+from ..core.relative import FIRST_DESIGN, first_design
 from ..core.result import CompareResult, Executions, evaluate
 from ..core.sequential import STRICT, RowVerdict, RuleSettings
 from ..errors import ArtifactError
@@ -46,15 +47,19 @@ from .lines import (
 )
 
 RESULT_KIND = "passk-result"
-RESULT_SCHEMA_VERSION = 5
-"""The result version passk writes. 5 added the relative rule (``policy.rule`` with its
-settings, a verdict's ``pairs``) and runs of version 4; a result of 3 or 4 names the rule it
-was decided by (``sequential`` or ``strict``), and is audited with it. 4 lets a row's
-``expected`` be a structured decision, carry ``expected_checks`` or be absent (a task its
-environment scores), beside version-3 runs; 3 added the gated-row rule (``policy.rule``) and
-each gated row's ``verdict``; results of 1 and 2 were decided by what is now ``gate.rule:
-strict`` and are audited with it. Run artifacts keep their own version
+RESULT_SCHEMA_VERSION = 6
+"""The result version passk writes. 6 added the relative rule's second design (``policy.rule``'s
+``screen_cap``, ``pair_z`` and ``direct_below``): a result of 5 lacks them, was decided by the
+first, and is audited with it (``core/relative.first_design``). 5 added the relative rule
+(``policy.rule`` with its settings, a verdict's ``pairs``) and runs of version 4; a result of 3
+or 4 names the rule it was decided by (``sequential`` or ``strict``), and is audited with it. 4
+lets a row's ``expected`` be a structured decision, carry ``expected_checks`` or be absent (a
+task its environment scores), beside version-3 runs; 3 added the gated-row rule
+(``policy.rule``) and each gated row's ``verdict``; results of 1 and 2 were decided by what is
+now ``gate.rule: strict`` and are audited with it. Run artifacts keep their own version
 (``store/artifact.py``)."""
+SECOND_DESIGN = 6
+"""The first result version whose relative rule is the second design."""
 LEGACY_RULE = RuleSettings(rule=STRICT)
 """The rule an older result (schema 1 or 2) was decided by."""
 
@@ -293,6 +298,11 @@ def _rule_from_json(doc: Mapping[str, Any], where: str) -> RuleSettings:
         if doc["schema_version"] >= 3:
             raise ArtifactError("'policy.rule' is missing", where=where)
         return LEGACY_RULE
+    if doc["schema_version"] < SECOND_DESIGN:
+        rule = first_design(rule)
+    missing = [name for name in FIRST_DESIGN if name not in rule]
+    if missing:
+        raise ArtifactError(f"'policy.rule' lacks {', '.join(missing)}", where=where)
     try:
         return RuleSettings(**rule)
     except (ValueError, TypeError) as exc:
