@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from passk_action.cli import main
-from passk_action.core.sequential import STRICT, Decision, Finding
+from passk_action.core.sequential import STRICT, Decision, Finding, RuleSettings
 from passk_action.errors import ArtifactError
 from passk_action.store.results import (
     RESULT_SCHEMA_VERSION,
@@ -35,7 +35,7 @@ OLD = TESTS / "golden" / "artifacts" / "result_old_v2.json"
 def test_a_result_records_its_rule_and_every_gated_rows_verdict(tmp_path: Path) -> None:
     result = failed_scenario()
     doc = result_to_json(result)
-    assert doc["schema_version"] == RESULT_SCHEMA_VERSION == 5
+    assert doc["schema_version"] == RESULT_SCHEMA_VERSION == 6
     assert doc["policy"]["rule"] == result.policy.rule.to_json()
     verdicts = {row["id"]: row.get("verdict") for row in doc["rows"]}
     gated = {"refund-001", "refund-003", "refund-004"}
@@ -157,7 +157,7 @@ def test_a_relative_rule_result_is_audited_from_its_recorded_attempts(
 ) -> None:
     """Issue 29: a result the relative rule decided (schema 5: the baseline's measurement
     attempts, the paired comparison's pairs) is judged again from its attempts alone, with the
-    rule it records; the same file read as the sequential rule decides otherwise."""
+    rule it records; the same file read with another paired alpha decides otherwise."""
     import random
 
     from passk_action.agents.protocol import AttemptRequest
@@ -204,12 +204,36 @@ def test_a_relative_rule_result_is_audited_from_its_recorded_attempts(
     path = tmp_path / "result.json"
     write_result(result, path)
     doc = json.loads(path.read_text(encoding="utf-8"))
-    assert doc["schema_version"] == 5 and doc["policy"]["rule"]["rule"] == "relative"
+    assert doc["schema_version"] == 6 and doc["policy"]["rule"]["rule"] == "relative"
     audited = read_result(path)
     assert audited.consistent
     assert audited.result.gate == result.gate
     assert main(["gate", str(path)]) == (0 if result.gate.passed else 1)
-    # Control: the same attempts under the sequential rule (rows right 85% of the time
-    # against an assumed 99%) decide otherwise: the file's own rule is the one audited.
-    doc["policy"]["rule"]["rule"] = "sequential"
+    # Control: the same attempts under the relative rule with a looser paired comparison
+    # (alpha 0.3: a few losses block) decide otherwise: the file's own rule is the one audited.
+    doc["policy"]["rule"]["alpha"] = 0.3
     assert not result_from_json(doc, "r.json").consistent
+
+
+def test_a_result_of_the_relative_rule_s_first_design_is_audited_with_it(tmp_path: Path) -> None:
+    """A schema-5 result lacks screen_cap, pair_z and direct_below: it was decided by the first
+    design, and is audited with it; a schema-6 result lacking them is refused, not guessed."""
+    from passk_action.core.relative import FIRST_DESIGN
+
+    result = failed_scenario()
+    first = {
+        "rule": "relative", "screen_alpha": 0.15, "screen_beta": 0.03, "anchor_z": 1.5,
+        "screen_cap": 0.99, "pair_z": 1.2816, "direct_below": 0.0,
+    }  # fmt: skip
+    doc = result_to_json(result)
+    doc["policy"]["rule"].update(first)
+    decided_by = RuleSettings(**doc["policy"]["rule"])
+    old = json.loads(json.dumps(replace_version(doc, 5)))
+    for name in FIRST_DESIGN:
+        del old["policy"]["rule"][name]
+    audited = result_from_json(old, "old.json")
+    assert audited.result.policy.rule == decided_by
+    # Control: the second design's defaults would not be the rule it was decided by.
+    assert audited.result.policy.rule != RuleSettings(rule="relative")
+    with pytest.raises(ArtifactError, match="lacks screen_cap"):
+        result_from_json(replace_version(old, 6), "new.json")
