@@ -145,6 +145,15 @@ def test_a_row_right_at_most_85_percent_skips_the_screen_and_pairs_every_answer(
     assert {r.version for r in screened.requests} == {Version.CANDIDATE}  # type: ignore[attr-defined]
 
 
+def test_a_candidate_that_errs_on_a_row_paired_at_once_does_not_pass() -> None:
+    """Attack: on a row that skips the screen, erring instead of answering runs out no clock."""
+    v = judge("E" * RULE.unable_after, baseline(FLAKY_BASE, "R" * 10))
+    assert (v.decision, v.finding) == (Decision.BLOCK, Finding.UNABLE)  # type: ignore[attr-defined]
+    # Control: the same row answered is compared, neither passed nor blocked yet.
+    honest = judge("R" * RULE.unable_after, baseline(FLAKY_BASE, "R" * 10))
+    assert honest.decision is Decision.MORE  # type: ignore[attr-defined]
+
+
 def test_a_result_of_the_first_design_is_audited_with_the_first_design() -> None:
     """Schema 5 results lack the second design's settings: filled to reproduce the first."""
     old = first_design({"rule": RELATIVE, "reliable": 0.99, "anchor_z": 1.5})

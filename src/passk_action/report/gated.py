@@ -274,7 +274,9 @@ def settings_text(settings: RuleSettings) -> str:
     if settings.rule == RELATIVE:
         return (
             f"relative (a drop of {settings.drop * 100:g} points from each row's own baseline "
-            f"accuracy; screen alpha {settings.screen_alpha:g}, beta {settings.screen_beta:g}; "
+            f"accuracy; screen alpha {settings.screen_alpha:g}, beta {settings.screen_beta:g}, "
+            f"against at most {settings.screen_cap:g}; rows the baseline got right at most "
+            f"{settings.direct_below:.0%} of the time compared side by side at once; "
             f"paired comparison alpha {settings.alpha:g}, beta {settings.pair_beta:g}; "
             f"{settings.measure} attempts a gated row per recorded baseline)"
         )
