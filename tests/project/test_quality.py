@@ -212,7 +212,6 @@ LONG_FUNCTIONS = {
     "passk_action.report.notes.sentence": "notes become data, worded in one place",
     "passk_action.agents.scheduler.run_attempts": "being cut down (big-pieces)",
     "passk_action.importers._assemble": "being cut down (big-pieces)",
-    "passk_action.sides.trusted.read_both_sides": "being cut down (big-pieces)",
     "passk_action.sides.prepare.prepare": "being cut down (big-pieces)",
 }
 MANY_PARAMETERS = {

@@ -104,20 +104,69 @@ def read_both_sides(
     dataset are read from them, nothing from the checkout's files.
     """
     config_rel = repo.relative(config_path)
+    head_config, head_dataset = _head_inputs(repo, config_path, head_objects, warn)
+    base_config, base_dataset = _base_inputs(repo, config_path, base)
+    at = base.at
+    dataset_rel = repo.relative(base_config.dataset)
+    artifact_rel = repo.relative(base_config.baseline.artifact)
+    base_baseline = repo.show(base.sha, artifact_rel)
+    if base_baseline is None:
+        raise ArtifactError(
+            f"{base.owner} has no baseline artifact",
+            where=f"{artifact_rel}{at}",
+            hint="record one: run the action with `mode: baseline` on the default branch, "
+            "or run `passk baseline` and commit the artifact",
+        )
+    head_artifact_rel = repo.relative(head_config.baseline.artifact)
+    protected = (config_rel, dataset_rel, artifact_rel)
+    scorer_paths = _scorer_paths(repo, base.sha, base_config)
+    head = (
+        head_objects
+        if head_objects is not None
+        else head_tree(repo, tuple(dict.fromkeys((*protected, head_artifact_rel, *scorer_paths))))
+    )
+    head_artifact = repo.entry(head, head_artifact_rel)
+    head_baseline = (
+        repo.show(head, head_artifact_rel)
+        if head_artifact is not None and head_artifact.mode in REGULAR_MODES
+        else None
+    )
+    base_files = _kinds(repo, base.sha, protected, checkout=False)
+    head_files = _kinds(repo, head, protected, checkout=head_objects is None)
+    base_scorer = {rel: _object_id(repo, base.sha, rel) for rel in scorer_paths}
+    head_scorer = {rel: _object_id(repo, head, rel) for rel in scorer_paths}
+    return BaseAndHead(
+        base=ProtectedInputs(base_config, base_dataset, base_baseline, base_files, base_scorer),
+        head=ProtectedInputs(head_config, head_dataset, head_baseline, head_files, head_scorer),
+        base_run_where=f"{artifact_rel}{at}",
+    )
+
+
+def _head_inputs(
+    repo: GitRepo, config_path: Path, head_objects: str | None, warn: Callable[[str], None]
+) -> tuple[Config, Dataset]:
+    """The head's config (its warnings handed to ``warn``) and dataset: from the
+    checkout, or from the git objects of ``head_objects``."""
     if head_objects is None:
         loaded = load_config(config_path)
     else:
+        config_rel = repo.relative(config_path)
         loaded = _config_at(repo, head_objects, config_path, config_rel, "the pull request")
     for message in loaded.warnings:
         warn(message)
-    head_config = loaded.config
-    head_dataset = (
-        load_dataset(head_config.dataset, head_config.must_not_break_tags, head_config.scoring)
+    config = loaded.config
+    dataset = (
+        load_dataset(config.dataset, config.must_not_break_tags, config.scoring)
         if head_objects is None
-        else _dataset_at(repo, head_objects, head_config, "the pull request's merge")
+        else _dataset_at(repo, head_objects, config, "the pull request's merge")
     )
+    return config, dataset
 
+
+def _base_inputs(repo: GitRepo, config_path: Path, base: BaseCommit) -> tuple[Config, Dataset]:
+    """The base commit's config and dataset, read from its git objects: the gate's settings."""
     at = base.at
+    config_rel = repo.relative(config_path)
     base_bytes = repo.show(base.sha, config_rel)
     if base_bytes is None:
         raise ConfigError(
@@ -150,47 +199,20 @@ def read_both_sides(
         base_config.must_not_break_tags,
         base_config.scoring,
     )
-    artifact_rel = repo.relative(base_config.baseline.artifact)
-    base_baseline = repo.show(base.sha, artifact_rel)
-    if base_baseline is None:
-        raise ArtifactError(
-            f"{base.owner} has no baseline artifact",
-            where=f"{artifact_rel}{at}",
-            hint="record one: run the action with `mode: baseline` on the default branch, "
-            "or run `passk baseline` and commit the artifact",
-        )
-    head_artifact_rel = repo.relative(head_config.baseline.artifact)
-    protected = (config_rel, dataset_rel, artifact_rel)
-    scorer_paths = _scorer_paths(repo, base.sha, base_config)
-    head = (
-        head_objects
-        if head_objects is not None
-        else head_tree(repo, tuple(dict.fromkeys((*protected, head_artifact_rel, *scorer_paths))))
-    )
-    head_artifact = repo.entry(head, head_artifact_rel)
-    head_baseline = (
-        repo.show(head, head_artifact_rel)
-        if head_artifact is not None and head_artifact.mode in REGULAR_MODES
-        else None
-    )
-    base_files: dict[str, str] = {}
-    head_files: dict[str, str] = {}
-    for rel in protected:
-        base_entry = repo.entry(base.sha, rel)
-        if base_entry is not None:
-            base_files[rel] = base_entry.kind
-        head_entry = repo.entry(head, rel)
-        if head_entry is not None:
-            head_files[rel] = head_entry.kind
-        elif head_objects is None and os.path.lexists(repo.root / rel):
-            head_files[rel] = NOT_IN_TREE
-    base_scorer = {rel: _object_id(repo, base.sha, rel) for rel in scorer_paths}
-    head_scorer = {rel: _object_id(repo, head, rel) for rel in scorer_paths}
-    return BaseAndHead(
-        base=ProtectedInputs(base_config, base_dataset, base_baseline, base_files, base_scorer),
-        head=ProtectedInputs(head_config, head_dataset, head_baseline, head_files, head_scorer),
-        base_run_where=f"{artifact_rel}{at}",
-    )
+    return base_config, base_dataset
+
+
+def _kinds(repo: GitRepo, tree: str, paths: Sequence[str], *, checkout: bool) -> dict[str, str]:
+    """The git kind of each of ``paths`` that ``tree`` holds; with ``checkout``, a path
+    the tree lacks but the working tree has is :data:`NOT_IN_TREE`."""
+    kinds: dict[str, str] = {}
+    for rel in paths:
+        entry = repo.entry(tree, rel)
+        if entry is not None:
+            kinds[rel] = entry.kind
+        elif checkout and os.path.lexists(repo.root / rel):
+            kinds[rel] = NOT_IN_TREE
+    return kinds
 
 
 def _scorer_paths(repo: GitRepo, sha: str, config: Config) -> tuple[str, ...]:
