@@ -54,7 +54,7 @@ from __future__ import annotations
 import json
 import math
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -481,34 +481,9 @@ def _assemble(
             hint=f"check that the files are {source} results with repeated trials",
         )
     harness = options.errors == HARNESS
-    by_task: dict[str, list[Trial]] = {}
-    left_out = as_failures = 0
-    for task, trials in grouped.by_task.items():
-        if harness and grouped.errored:
-            kept_trials = [t for t in trials if t.error is None or t.harness_scores != DROP]
-            left_out += len(trials) - len(kept_trials)
-            trials = kept_trials
-        if trials:
-            by_task[task] = trials
+    by_task, left_out = _trials_kept(grouped, harness)
     counts = {task: len(trials) for task, trials in by_task.items()}
-    floor = options.k if options.k is not None else MIN_TRIALS
-    dropped = tuple(
-        Skipped(
-            f"task {task!r}",
-            f"has {n} trial(s), fewer than {floor}"
-            + ("" if options.k is not None else " (pass^k needs repeated trials)"),
-        )
-        for task, n in counts.items()
-        if n < floor
-    )
-    kept = [task for task, n in counts.items() if n >= floor]
-    if not kept:
-        raise ArtifactError(
-            f"no task has at least {floor} trials" + _first_reasons(dropped),
-            where=", ".join(files),
-            hint="run the harness with repeated trials (tau-bench --num-trials, "
-            "inspect --epochs, promptfoo --repeat)",
-        )
+    kept, dropped = _enough_trials(counts, options.k, files)
     k = options.k if options.k is not None else min(counts[t] for t in kept)
     more = sum(1 for t in kept if counts[t] > k)
     warnings: list[str] = [note for p in parsed for note in p.notes]
@@ -519,37 +494,18 @@ def _assemble(
         )
     rows: list[Row] = []
     attempts: list[Attempt] = []
-    main = Phase.MAIN
     values_left_out: dict[str, int] = {}
+    as_failures = 0
     for task in kept:
-        row = Row(id=task, input=grouped.inputs[task], expected=None)
-        rows.append(row)
+        rows.append(Row(id=task, input=grouped.inputs[task], expected=None))
         # Usually in order already: then sorting is one linear pass.
         trials = sorted(by_task[task], key=_ORDER)
         for number, trial in enumerate(trials, start=1):
-            if trial.error is None:
-                attempt = Attempt(
-                    task, number, main, trial.decision, (), None, trial.detail, trial.duration_s,
-                    correct=trial.decision == PASS,
-                )  # fmt: skip
-            elif harness:
+            if harness and trial.error is not None:
                 as_failures += 1
-                detail = f"{trial.error}: {trial.detail}" if trial.detail else trial.error
-                attempt = Attempt(
-                    task, number, main, FAIL, (), None, detail, trial.duration_s, correct=False
-                )
-            else:
-                attempt = Attempt(
-                    task, number, main, None, (), trial.error, trial.detail, trial.duration_s
-                )
-            if trial.usage is not None:
-                attempt = replace(attempt, usage=trial.usage)
-            if "duration" in trial.left_out:
-                # Its 0.0 is no time: never a 0 s latency that passes any limit.
-                attempt = replace(attempt, warnings=(UNTIMED_WARNING,))
             for what in trial.left_out:
                 values_left_out[what] = values_left_out.get(what, 0) + 1
-            attempts.append(attempt)
+            attempts.append(_attempt(task, number, trial, harness))
     digest = dataset_digest(rows)
     descriptions = sorted({p.description for p in parsed if p.description})
     what = f" ({'; '.join(descriptions)})" if descriptions else ""
@@ -595,6 +551,71 @@ def _assemble(
     )
     dataset = Dataset(rows=tuple(rows), source=f"imported from {source}", digest=digest)
     return Imported(run, dataset, report)
+
+
+def _enough_trials(
+    counts: Mapping[str, int], k: int | None, files: Sequence[str]
+) -> tuple[list[str], tuple[Skipped, ...]]:
+    """The tasks with at least k trials (at least 2 when k is not given: pass^k needs
+    repeated trials), and the others, each with why; none kept is an error."""
+    floor = k if k is not None else MIN_TRIALS
+    dropped = tuple(
+        Skipped(
+            f"task {task!r}",
+            f"has {n} trial(s), fewer than {floor}"
+            + ("" if k is not None else " (pass^k needs repeated trials)"),
+        )
+        for task, n in counts.items()
+        if n < floor
+    )
+    kept = [task for task, n in counts.items() if n >= floor]
+    if not kept:
+        raise ArtifactError(
+            f"no task has at least {floor} trials" + _first_reasons(dropped),
+            where=", ".join(files),
+            hint="run the harness with repeated trials (tau-bench --num-trials, "
+            "inspect --epochs, promptfoo --repeat)",
+        )
+    return kept, dropped
+
+
+def _trials_kept(grouped: _Grouped, harness: bool) -> tuple[dict[str, list[Trial]], int]:
+    """Each task's trials, without the errored ones the harness dropped from its own
+    scores (under ``--errors harness``); and how many were left out so."""
+    by_task: dict[str, list[Trial]] = {}
+    left_out = 0
+    for task, trials in grouped.by_task.items():
+        if harness and grouped.errored:
+            kept_trials = [t for t in trials if t.error is None or t.harness_scores != DROP]
+            left_out += len(trials) - len(kept_trials)
+            trials = kept_trials
+        if trials:
+            by_task[task] = trials
+    return by_task, left_out
+
+
+def _attempt(task: str, number: int, trial: Trial, harness: bool) -> Attempt:
+    """One trial as an attempt: its pass or fail; its error an error, or under
+    ``--errors harness`` a failure that says what went wrong."""
+    main = Phase.MAIN
+    if trial.error is None:
+        attempt = Attempt(
+            task, number, main, trial.decision, (), None, trial.detail, trial.duration_s,
+            correct=trial.decision == PASS,
+        )  # fmt: skip
+    elif harness:
+        detail = f"{trial.error}: {trial.detail}" if trial.detail else trial.error
+        attempt = Attempt(
+            task, number, main, FAIL, (), None, detail, trial.duration_s, correct=False
+        )
+    else:
+        attempt = Attempt(task, number, main, None, (), trial.error, trial.detail, trial.duration_s)
+    if trial.usage is not None:
+        attempt = replace(attempt, usage=trial.usage)
+    if "duration" in trial.left_out:
+        # Its 0.0 is no time: never a 0 s latency that passes any limit.
+        attempt = replace(attempt, warnings=(UNTIMED_WARNING,))
+    return attempt
 
 
 _ORDER = operator.attrgetter("order")
