@@ -20,7 +20,7 @@ from passk_action.inputs.agent_config import AgentConfig
 from passk_action.inputs.config import Config, parse_config
 from passk_action.sides import prepare as prepare_module
 from passk_action.sides.exports import BaseExport
-from passk_action.sides.prepare import LazyAgents, Local, Shell, prepare
+from passk_action.sides.prepare import Exports, LazyAgents, Local, Running, Shell, prepare
 
 TOKEN = "ghs_prepareSecretToken0123456789abcdef"
 
@@ -76,12 +76,9 @@ def test_the_base_exports_setup_runs_first_once_whichever_side_is_built_first(
         agents = LazyAgents(
             {Version.CANDIDATE: config.agent, Version.BASELINE: config.baseline.agent},
             shell=log.shell(),
-            env=env,
-            token=TOKEN,
+            running=Running(env=env, token=TOKEN, concurrency=2),
             stack=stack,
-            concurrency=2,
-            base_export=export,
-            base_where="the base",
+            exports=Exports(base=export, base_where="the base"),
         )
         assert agents.available(Version.BASELINE) and agents.describe(Version.CANDIDATE)
         assert log.events == []  # nothing is built before it is asked for
@@ -110,10 +107,8 @@ def test_without_isolation_a_persisted_token_is_warned_about_at_build(
         agents = LazyAgents(
             {Version.CANDIDATE: config.agent},
             shell=Log().shell(),
-            env={},
-            token="",
+            running=Running(env={}),
             stack=stack,
-            concurrency=None,
             warn_token=True,
         )
         agents.get(Version.CANDIDATE)
@@ -136,7 +131,9 @@ def test_a_working_tree_comparison_takes_both_agents_from_its_config(
     )
     candidate = CandidateSource(out=tmp_path / "c.json", commit="abc", dirty=True)
     log = Log()
-    with prepare(log.shell(), Local(config, dataset, baseline), candidate, env={}) as prepared:
+    with prepare(
+        log.shell(), Local(config, dataset, baseline), candidate, Running(env={})
+    ) as prepared:
         assert prepared.inputs.base is None and prepared.inputs.candidate == candidate
         assert (prepared.inputs.config, prepared.inputs.baseline) == (config, baseline)
         assert [v for v in Version if prepared.agents.available(v)] == list(Version)

@@ -29,7 +29,7 @@ from ..github.event import PullRequest
 from ..inputs.agent_config import AgentConfig
 from ..inputs.config import Config
 from ..sides.gitrepo import GitRepo
-from ..sides.prepare import Base, Shell, prepare
+from ..sides.prepare import Base, Running, Shell, prepare
 from ..sides.trusted import BaseCommit, Trusted
 from ..store.artifact import read_run
 from ..store.compare_journal import discard_compare_journal
@@ -84,10 +84,8 @@ def run_comparison(
             action_shell(workflow, stop),
             Base(repo, BaseCommit(pr.base_sha), trusted),
             candidate,
-            env=runtime.env,
-            token=inputs.token,
+            Running(env=runtime.env, token=inputs.token, concurrency=config.concurrency),
             isolate=True,
-            concurrency=config.concurrency,
             rerun=rerun,
             candidate_agent=candidate_agent,
         ) as prepared,

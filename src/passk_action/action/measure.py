@@ -20,7 +20,7 @@ from ..github.event import read_event
 from ..report.could_not_run import render_could_not_run
 from ..report.run_report import render_run_report
 from ..sides.gitrepo import GitRepo
-from ..sides.prepare import Base, prepare
+from ..sides.prepare import Base, Running, prepare
 from ..sides.trusted import BaseCommit
 from ..store.compare_journal import discard_compare_journal
 from ..store.measured import MeasuredRun, write_measured
@@ -61,10 +61,10 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                 action_shell(workflow, stop),
                 Base(repo, BaseCommit(pr.base_sha), trusted),
                 candidate,
-                env=runtime.env,
-                token=inputs.token,
+                Running(
+                    env=runtime.env, token=inputs.token, concurrency=trusted.config.concurrency
+                ),
                 isolate=True,
-                concurrency=trusted.config.concurrency,
                 baseline=False,
             ) as prepared,
         ):

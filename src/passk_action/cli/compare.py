@@ -25,7 +25,7 @@ from ..report.notes import sentence
 from ..report.screen import render_screen
 from ..sides.gitrepo import GitRepo
 from ..sides.history import base_history
-from ..sides.prepare import Base, Local, Shell, prepare
+from ..sides.prepare import Base, Local, Running, Shell, prepare
 from ..sides.provenance import working_tree_provenance
 from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree_copies
 from ..store.artifact import read_run
@@ -104,19 +104,7 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.base is not None and args.baseline:
-        raise UsageError(
-            "--baseline cannot be used with --base",
-            where="--baseline",
-            hint="--base gates against REF's committed baseline, as the pull request does; "
-            "drop --baseline, or drop --base to gate against that file",
-        )
-    if args.labels and args.base is None:
-        raise UsageError(
-            "--label needs --base",
-            where="--label",
-            hint="labels allow protected changes, which exist only against a base: add --base REF",
-        )
+    _check_options(args)
     recorded = read_run(Path(args.candidate)) if args.candidate else None
     compared: Base | Local
     history: History | None = None
@@ -162,8 +150,12 @@ def handle(args: argparse.Namespace) -> int:
             shell,
             compared,
             candidate,
-            env=os.environ,
-            concurrency=args.concurrency if args.concurrency is not None else config.concurrency,
+            Running(
+                env=os.environ,
+                concurrency=(
+                    args.concurrency if args.concurrency is not None else config.concurrency
+                ),
+            ),
         ) as prepared:
             result = compare(prepared.inputs, prepared.agents, session_for(config, args, stop))
             dataset = prepared.inputs.dataset
@@ -203,6 +195,23 @@ def handle(args: argparse.Namespace) -> int:
     # Only now: a full disk above leaves every attempt for --resume, which asks nothing again.
     discard_compare_journal(candidate.out)
     return EXIT_OK if result.gate.passed else EXIT_GATE_FAILED
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse options that do not go together, before anything is read."""
+    if args.base is not None and args.baseline:
+        raise UsageError(
+            "--baseline cannot be used with --base",
+            where="--baseline",
+            hint="--base gates against REF's committed baseline, as the pull request does; "
+            "drop --baseline, or drop --base to gate against that file",
+        )
+    if args.labels and args.base is None:
+        raise UsageError(
+            "--label needs --base",
+            where="--label",
+            hint="labels allow protected changes, which exist only against a base: add --base REF",
+        )
 
 
 def _report_path(args: argparse.Namespace, config: Config) -> Path | None:

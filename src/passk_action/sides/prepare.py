@@ -95,6 +95,26 @@ class Local:
 
 
 @dataclass(frozen=True)
+class Running:
+    """What every agent of a comparison is built with: the environment it starts from, the
+    token taken out of it, and how many attempts run at once (None: as the agent says)."""
+
+    env: Mapping[str, str]
+    token: str = ""
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True)
+class Exports:
+    """The copies agents run from: the base commit's (set up before any of the head's
+    code runs, then locked), how a log names it, and HEAD's, for the agent user."""
+
+    base: BaseExport | None = None
+    base_where: str | None = None
+    head: HeadExport | None = None
+
+
+@dataclass(frozen=True)
 class Prepared:
     """The engine's inputs, and the agents it may ask for, built on first use."""
 
@@ -116,13 +136,9 @@ class LazyAgents:
         specs: Mapping[Version, AgentConfig],
         *,
         shell: Shell,
-        env: Mapping[str, str],
-        token: str,
+        running: Running,
         stack: contextlib.ExitStack,
-        concurrency: int | None,
-        base_export: BaseExport | None = None,
-        base_where: str | None = None,
-        head_export: HeadExport | None = None,
+        exports: Exports = Exports(),
         warn_token: bool = False,
         ready: Mapping[Version, Agent] | None = None,
         scorer: ScorerSpec | None = None,
@@ -131,13 +147,13 @@ class LazyAgents:
         self._specs = dict(specs)
         self._ready = dict(ready or {})
         self._shell = shell
-        self._env = env
-        self._token = token
+        self._env = running.env
+        self._token = running.token
         self._stack = stack
-        self._concurrency = concurrency
-        self._base_export = base_export
-        self._base_where = base_where
-        self._head_export = head_export
+        self._concurrency = running.concurrency
+        self._base_export = exports.base
+        self._base_where = exports.base_where
+        self._head_export = exports.head
         self._warn_token = warn_token
         self._built: dict[Version, Agent] = {}
 
@@ -190,26 +206,25 @@ def prepare(
     shell: Shell,
     compared: Base | Local,
     candidate: CandidateSource,
+    running: Running,
     *,
-    env: Mapping[str, str],
-    token: str = "",
     isolate: bool = False,
-    concurrency: int | None = None,
     rerun: Rerun | None = None,
     candidate_agent: Agent | None = None,
     baseline: bool = True,
 ) -> Iterator[Prepared]:
-    """Both sides ready for :func:`engine.compare.compare`; undone on the way out.
+    """Both sides ready for the engine's comparison; undone on the way out.
 
     ``isolate`` (the action, where agents may run as their own user): hide
     persisted credentials from agents and run the candidate from its own export
     of HEAD; without it (the CLI) a token agents could read is only warned
-    about.  ``token`` is taken out of every agent's environment.  The two-job
-    mode: ``candidate_agent`` (the gating job) answers for the candidate
+    about.  ``running.token`` is taken out of every agent's environment.  The
+    two-job mode: ``candidate_agent`` (the gating job) answers for the candidate
     instead of the head's agent, which is then neither exported nor set up,
     so none of the pull request's code runs; ``baseline=False`` (the measuring
     job) prepares no baseline side at all.
     """
+    env, token = running.env, running.token
     with contextlib.ExitStack() as stack:
         if isinstance(compared, Local):
             inputs = CompareInputs(
@@ -218,10 +233,8 @@ def prepare(
             agents = LazyAgents(
                 _local_specs(compared.config),
                 shell=shell,
-                env=env,
-                token=token,
+                running=running,
                 stack=stack,
-                concurrency=concurrency,
                 warn_token=True,
                 scorer=scorer_spec(compared.config.scoring, compared.config.path.parent, env),
             )
@@ -230,33 +243,12 @@ def prepare(
         trusted = compared.trusted
         head_agent = trusted.config.agent if candidate_agent is None else None
         base_agent = baseline_agent_config(trusted.sides.base.config) if baseline else None
-        if isolate and (head_agent is not None or base_agent is not None):
-            users = side_users(env)
-            _say_users(users, shell)
-            _say_shared_places(users, env, shell)
-            # Before any agent (setup or attempt) runs, and undone after the last one
-            # stops: a token actions/checkout persisted is out of the agents' reach.
-            stack.enter_context(
-                credentials_hidden(compared.repo, users, env, warn=shell.warn, note=shell.note)
-            )
-        base_exported = None
-        if base_agent is not None:
-            # Exported now, before the head's code runs at all.
-            base_exported = stack.enter_context(
-                base_export(compared.repo, compared.commit.sha, base_agent, env)
-            )
-        head_exported = None
-        if isolate and head_agent is not None:
-            # Exported (and handed to the agent user) even when every verdict is
-            # replayed, as the base is; built, set up and announced only if asked.
-            head_exported = stack.enter_context(
-                head_export(compared.repo, head_agent, env, shell.warn)
-            )
+        exports = _exports(compared, stack, env, shell, isolate, head_agent, base_agent)
         specs: dict[Version, AgentConfig] = {}
         if head_agent is not None:
-            specs[Version.CANDIDATE] = head_exported.agent if head_exported else head_agent
-        if base_exported is not None:
-            specs[Version.BASELINE] = base_exported.agent
+            specs[Version.CANDIDATE] = exports.head.agent if exports.head else head_agent
+        if exports.base is not None:
+            specs[Version.BASELINE] = exports.base.agent
         scorer = None
         if trusted.config.scoring.by_scorer:
             scorer = _base_scorer(compared, stack, env, shell)
@@ -276,18 +268,53 @@ def prepare(
         agents = LazyAgents(
             specs,
             shell=shell,
-            env=env,
-            token=token,
+            running=running,
             stack=stack,
-            concurrency=concurrency,
-            base_export=base_exported,
-            base_where=PULL_REQUEST_BASE_WHERE if compared.commit.ref is None else REF_WHERE,
-            head_export=head_exported,
+            exports=exports,
             warn_token=not isolate,
             ready={Version.CANDIDATE: candidate_agent} if candidate_agent is not None else None,
             scorer=scorer,
         )
         yield Prepared(inputs, agents)
+
+
+def _exports(
+    compared: Base,
+    stack: contextlib.ExitStack,
+    env: Mapping[str, str],
+    shell: Shell,
+    isolate: bool,
+    head_agent: AgentConfig | None,
+    base_agent: AgentConfig | None,
+) -> Exports:
+    """Credentials hidden (with ``isolate``), then the base's export made before any of
+    the head's code runs, then HEAD's for the agent user (with ``isolate``); each undone
+    by ``stack``."""
+    if isolate and (head_agent is not None or base_agent is not None):
+        users = side_users(env)
+        _say_users(users, shell)
+        _say_shared_places(users, env, shell)
+        # Before any agent (setup or attempt) runs, and undone after the last one
+        # stops: a token actions/checkout persisted is out of the agents' reach.
+        stack.enter_context(
+            credentials_hidden(compared.repo, users, env, warn=shell.warn, note=shell.note)
+        )
+    base_exported = None
+    if base_agent is not None:
+        # Exported now, before the head's code runs at all.
+        base_exported = stack.enter_context(
+            base_export(compared.repo, compared.commit.sha, base_agent, env)
+        )
+    head_exported = None
+    if isolate and head_agent is not None:
+        # Exported (and handed to the agent user) even when every verdict is
+        # replayed, as the base is; built, set up and announced only if asked.
+        head_exported = stack.enter_context(head_export(compared.repo, head_agent, env, shell.warn))
+    return Exports(
+        base=base_exported,
+        base_where=PULL_REQUEST_BASE_WHERE if compared.commit.ref is None else REF_WHERE,
+        head=head_exported,
+    )
 
 
 def _base_scorer(
