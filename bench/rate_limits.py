@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     """One scenario in this process, through the tree first on ``sys.path``."""
     from passk_action.agents.http import HttpAgent
     from passk_action.agents.protocol import AttemptRequest
-    from passk_action.agents.scheduler import run_attempts
+    from passk_action.agents.scheduler import Keeping, Schedule, run_attempts
     from passk_action.core.model import Phase, Row, Version
     from passk_action.inputs.agent_config import HttpAgentConfig
 
@@ -151,9 +151,9 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     done = run_attempts(
         requests,
         agent,
-        concurrency=args.concurrency,
+        Schedule(concurrency=args.concurrency),
+        keeping=Keeping(on_attempt=lambda attempt: finished.append(time.monotonic() - started)),
         stop=stop,
-        on_attempt=lambda attempt: finished.append(time.monotonic() - started),
     )
     wall = time.monotonic() - started
     timer.cancel()

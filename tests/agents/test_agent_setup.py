@@ -21,7 +21,7 @@ import yaml
 
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.runner import FunctionAgent
-from passk_action.agents.scheduler import FirstAttemptsWatch, run_attempts
+from passk_action.agents.scheduler import FirstAttemptsWatch, Keeping, Schedule, run_attempts
 from passk_action.agents.setup import run_setup
 from passk_action.cli import main as cli_main
 from passk_action.core.model import Attempt, Phase, Row, Version
@@ -242,7 +242,10 @@ def test_the_first_tries_watch_leaves_transient_failures_to_their_retries() -> N
 
     requests = [request(f"r{i}") for i in range(8)]
     done = run_attempts(
-        requests, FunctionAgent(limited_once), concurrency=2, fail_fast=True, sleep=lambda s: None
+        requests,
+        FunctionAgent(limited_once),
+        Schedule(concurrency=2, fail_fast=True),
+        sleep=lambda s: None,
     )
     assert len(done) == 8 and all(a.valid for a in done)
 
@@ -255,7 +258,10 @@ def test_the_first_tries_watch_leaves_transient_failures_to_their_retries() -> N
 
     tries.clear()
     done = run_attempts(
-        requests, FunctionAgent(crashes_once), concurrency=2, fail_fast=True, sleep=lambda s: None
+        requests,
+        FunctionAgent(crashes_once),
+        Schedule(concurrency=2, fail_fast=True),
+        sleep=lambda s: None,
     )
     assert len(done) == 8 and all(a.valid for a in done)
 
@@ -395,10 +401,8 @@ def test_fail_fast_stops_after_exactly_the_window_of_first_attempts() -> None:
         run_attempts(
             requests,
             FunctionAgent(agent),
-            concurrency=3,
-            on_attempt=seen.append,
-            fail_fast=True,
-            retry=_no_retry(),
+            Schedule(concurrency=3, retry=_no_retry(), fail_fast=True),
+            keeping=Keeping(on_attempt=seen.append),
         )
     assert len(calls) == len(seen) == 6  # min(30, 2*3)
     assert info.value.version == "candidate" and info.value.attempts == 6
@@ -414,7 +418,9 @@ def test_fail_fast_lets_a_working_or_variously_failing_agent_run_on() -> None:
         return crash(req)
 
     done = run_attempts(
-        requests, FunctionAgent(first_ok), concurrency=1, fail_fast=True, retry=_no_retry()
+        requests,
+        FunctionAgent(first_ok),
+        Schedule(concurrency=1, retry=_no_retry(), fail_fast=True),
     )
     assert len(done) == 12
     watch = FirstAttemptsWatch(3)

@@ -32,7 +32,7 @@ from passk_action.agents.http import (
     masker,
 )
 from passk_action.agents.protocol import AttemptRequest
-from passk_action.agents.scheduler import RetryPolicy, run_attempts
+from passk_action.agents.scheduler import RetryPolicy, Schedule, run_attempts
 from passk_action.agents.worker import WorkerAgent
 from passk_action.cli import main as cli_main
 from passk_action.core.model import Attempt, Json, Phase, Row, Version
@@ -206,7 +206,7 @@ def test_429_with_retry_after_holds_back_the_retry(endpoint: Endpoint) -> None:
     )
     with make_agent(endpoint.url) as agent:
         [attempt] = run_attempts(
-            [req()], agent, concurrency=1, retry=RetryPolicy(attempts=2, backoff_s=0)
+            [req()], agent, Schedule(concurrency=1, retry=RetryPolicy(attempts=2, backoff_s=0))
         )
     assert attempt.decision == "approve"
     assert attempt.retries == ("http-status: HTTP 429 Too Many Requests; Retry-After 1s honoured: "
@@ -275,7 +275,7 @@ def test_connections_are_pooled_per_concurrency_slot(endpoint: Endpoint) -> None
     endpoint.reply = lambda body, n: (*ok()[:3], 0.02)
     with make_agent(endpoint.url, concurrency=4) as agent:
         done = run_attempts(
-            [req(f"r{i}") for i in range(40)], agent, concurrency=4, retry=RetryPolicy(0)
+            [req(f"r{i}") for i in range(40)], agent, Schedule(concurrency=4, retry=RetryPolicy(0))
         )
     assert all(a.valid for a in done)
     ports = {s.client_port for s in endpoint.seen}
@@ -558,7 +558,7 @@ def _run_bounded(
     timer.start()
     started = time.monotonic()
     try:
-        done = run_attempts(requests, agent, concurrency=concurrency, stop=stop)
+        done = run_attempts(requests, agent, Schedule(concurrency=concurrency), stop=stop)
     finally:
         timer.cancel()
     return done, time.monotonic() - started

@@ -24,7 +24,7 @@ import pytest
 
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.runner import FunctionAgent
-from passk_action.agents.scheduler import RetryPolicy, run_attempts
+from passk_action.agents.scheduler import Keeping, RetryPolicy, Schedule, run_attempts
 from passk_action.core.model import (
     AgentInfo,
     Attempt,
@@ -91,11 +91,11 @@ def test_a_gated_rows_error_gets_a_second_chance_once_the_rest_is_done() -> None
     done = run_attempts(
         requests([gated, free, *later]),
         FunctionAgent(outage),
-        concurrency=1,
-        retry=RETRY,
+        Schedule(
+            concurrency=1, retry=RETRY, second_chance=lambda request: request.row.must_not_break
+        ),
+        keeping=Keeping(on_attempt=journal.append),
         sleep=waits.append,
-        on_attempt=journal.append,
-        second_chance=lambda request: request.row.must_not_break,
     )
     by_row = {a.row_id: a for a in done}
     # The gated row answered on its second chance, its three refusals kept as retries.
@@ -116,10 +116,8 @@ def test_a_second_chance_that_fails_again_is_recorded_with_every_try() -> None:
     (attempt,) = run_attempts(
         requests([gated]),
         FunctionAgent(Outage(calls=100)),
-        concurrency=1,
-        retry=RETRY,
+        Schedule(concurrency=1, retry=RETRY, second_chance=lambda request: True),
         sleep=lambda s: None,
-        second_chance=lambda request: True,
     )
     assert attempt.error == "exception"
     assert len(attempt.retries) == 5  # 2 retries, the first round's end, 2 more retries
@@ -136,11 +134,11 @@ def test_a_stop_during_the_wait_returns_no_held_attempt() -> None:
     done = run_attempts(
         requests([gated, Row("r-ok", {}, "deny")]),
         FunctionAgent(Outage(calls=3)),
-        concurrency=1,
-        retry=RETRY,
+        Schedule(
+            concurrency=1, retry=RETRY, second_chance=lambda request: request.row.must_not_break
+        ),
         sleep=wait,
         stop=stop,
-        second_chance=lambda request: request.row.must_not_break,
     )
     # Not recorded as an error: a resumed run asks it afresh.
     assert [a.row_id for a in done] == ["r-ok"]
@@ -314,14 +312,12 @@ def test_only_transient_errors_get_a_second_chance_and_only_with_retries_on() ->
         raise ValueError("the agent has a bug")  # no wait makes this pass
 
     waits: list[float] = []
-    (crashed,) = run_attempts(
-        requests([gated]), FunctionAgent(crash), concurrency=1, retry=RETRY,
-        sleep=waits.append, second_chance=lambda request: True,
-    )  # fmt: skip
+    every = Schedule(concurrency=1, retry=RETRY, second_chance=lambda request: True)
+    (crashed,) = run_attempts(requests([gated]), FunctionAgent(crash), every, sleep=waits.append)
     assert len(crashed.retries) == 2 and RETRY.max_backoff_s not in waits
     outage = Outage(calls=1)
+    no_retries = replace(every, retry=RetryPolicy(attempts=0))
     (refused,) = run_attempts(
-        requests([gated]), FunctionAgent(outage), concurrency=1,
-        retry=RetryPolicy(attempts=0), sleep=waits.append, second_chance=lambda request: True,
-    )  # fmt: skip
+        requests([gated]), FunctionAgent(outage), no_retries, sleep=waits.append
+    )
     assert refused.error == "exception" and outage.seen["r-mnb"] == 1  # retries off: none

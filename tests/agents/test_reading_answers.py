@@ -10,7 +10,7 @@ import pytest
 from passk_action.agents.answer import BadOutput, parse_output_object
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.runner import FunctionAgent
-from passk_action.agents.scheduler import RetryPolicy, run_attempts
+from passk_action.agents.scheduler import RetryPolicy, Schedule, run_attempts
 from passk_action.core.model import Extractor, FieldRule, Json, Phase, Row, Scoring, Version
 from passk_action.errors import UnreadableAnswers
 
@@ -77,7 +77,7 @@ def test_the_protocol_still_needs_a_decision_or_an_outcome() -> None:
 def test_an_answer_the_rules_cannot_read_is_a_bad_output_never_retried() -> None:
     agent, calls = answering({"decision": "I would deny it"}, {"decision": "DECISION: deny"})
     [attempt] = run_attempts(
-        [request(REGEX)], agent, concurrency=1, retry=RetryPolicy(attempts=2, backoff_s=0)
+        [request(REGEX)], agent, Schedule(concurrency=1, retry=RetryPolicy(attempts=2, backoff_s=0))
     )
     assert calls == [1]  # answered: asking again would hide how often it answers so
     assert (attempt.error, attempt.answer, attempt.retries) == ("bad-output", "I would deny it", ())
@@ -90,7 +90,7 @@ def test_an_extractor_that_matches_nothing_on_every_attempt_is_said_once() -> No
     agent, calls = answering({"decision": "I would deny it, as the receipt is missing"})
     requests = [request(REGEX, number=n, row_id=f"r{n}") for n in range(1, 21)]
     with pytest.raises(UnreadableAnswers) as caught:
-        run_attempts(requests, agent, concurrency=2, fail_fast=True)
+        run_attempts(requests, agent, Schedule(concurrency=2, fail_fast=True))
     assert len(calls) == 4  # the first 2 x concurrency answers settle it
     assert str(caught.value) == (
         "scoring.extract: none of the 4 answers could be read (scoring.extract.regex "
@@ -103,6 +103,6 @@ def test_an_extractor_that_matches_nothing_on_every_attempt_is_said_once() -> No
 def test_one_readable_answer_settles_it_the_other_way() -> None:
     agent, calls = answering({"decision": "DECISION: deny"}, {"decision": "no idea"})
     requests = [request(REGEX, number=n, row_id=f"r{n}") for n in range(1, 7)]
-    made = run_attempts(requests, agent, concurrency=1, fail_fast=True)
+    made = run_attempts(requests, agent, Schedule(concurrency=1, fail_fast=True))
     assert [a.decision for a in made] == ["deny", None, None, None, None, None]
     assert len(calls) == 6

@@ -23,6 +23,7 @@ import yaml
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.reaper import REAPER
 from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec, run_attempts
+from passk_action.agents.scheduler import Schedule
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import Phase, Row, Version
 
@@ -167,7 +168,7 @@ def test_escapees_of_attempts_run_on_the_schedulers_threads_die(tmp_path: Path) 
         AttemptRequest(Row(f"r{i}", {"target": str(t)}, "deny"), 1, Phase.MAIN, Version.CANDIDATE)
         for i, t in enumerate(targets)
     ]
-    attempts = run_attempts(requests, agent, concurrency=3)
+    attempts = run_attempts(requests, agent, Schedule(concurrency=3))
     assert [a.decision for a in attempts] == ["deny"] * len(targets)
     assert not any(alive(escapee(t)) for t in targets)
     time.sleep(2.0)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from passk_action.agents.answer import Answer, BadOutput, parse_output
 from passk_action.agents.protocol import AttemptRequest
 from passk_action.agents.runner import FunctionAgent, ProcessAgent, ProcessAgentSpec, agent_env
-from passk_action.agents.scheduler import RetryPolicy, run_attempts
+from passk_action.agents.scheduler import Keeping, RetryPolicy, Schedule, run_attempts
 from passk_action.core.model import Attempt, Json, Phase, Row, Version
 from passk_action.core.runner_credentials import RUNNER_CREDENTIALS
 from passk_action.errors import AgentError, UsageError
@@ -324,7 +324,7 @@ def test_function_agent_records_exceptions_and_bad_answers() -> None:
 def test_concurrency_is_bounded_and_real(tmp_path: Path) -> None:
     agent = process_agent("timed.py", env={"TIMES_DIR": str(tmp_path), "SLEEP_S": "0.4"})
     requests = [request(f"r{i}", n) for i in range(4) for n in (1, 2)]
-    attempts = run_attempts(requests, agent, concurrency=3, retry=NO_RETRY)
+    attempts = run_attempts(requests, agent, Schedule(concurrency=3, retry=NO_RETRY))
     assert [a.decision for a in attempts] == ["approve"] * 8
     spans = [tuple(map(float, p.read_text().split())) for p in tmp_path.iterdir()]
     assert len(spans) == 8
@@ -358,7 +358,10 @@ def test_results_are_in_request_row_order_and_journal_is_serial() -> None:
 
     requests = [request(row, n) for row in ("b", "a", "c") for n in (2, 1)]
     attempts = run_attempts(
-        requests, FunctionAgent(slow_for_early_rows), concurrency=4, on_attempt=on_attempt
+        requests,
+        FunctionAgent(slow_for_early_rows),
+        Schedule(concurrency=4),
+        keeping=Keeping(on_attempt=on_attempt),
     )
     assert [(a.row_id, a.number) for a in attempts] == [
         ("b", 1), ("b", 2), ("a", 1), ("a", 2), ("c", 1), ("c", 2),
@@ -374,8 +377,7 @@ def test_retry_then_success_records_the_failed_try(tmp_path: Path) -> None:
     attempts = run_attempts(
         [request("r1", 1), request("r1", 2)],
         agent,
-        concurrency=2,
-        retry=RetryPolicy(attempts=2, backoff_s=0.5),
+        Schedule(concurrency=2, retry=RetryPolicy(attempts=2, backoff_s=0.5)),
         sleep=delays.append,
     )
     assert [a.decision for a in attempts] == ["approve", "approve"]
@@ -389,7 +391,7 @@ def test_retry_then_success_records_the_failed_try(tmp_path: Path) -> None:
 def test_wrong_decision_is_never_retried(tmp_path: Path) -> None:
     (tmp_path / "failed-r1-1").touch()  # the first-try failure is already used up
     agent = process_agent("flaky.py", env={"MARKER_DIR": str(tmp_path), "DECISION": "deny"})
-    [attempt] = run_attempts([request()], agent, concurrency=1, sleep=lambda _: None)
+    [attempt] = run_attempts([request()], agent, Schedule(concurrency=1), sleep=lambda _: None)
     assert (attempt.decision, attempt.retries) == ("deny", ())
     assert len(list(tmp_path.glob("call-*"))) == 1
 
@@ -397,7 +399,10 @@ def test_wrong_decision_is_never_retried(tmp_path: Path) -> None:
 def test_retries_exhausted_keep_every_failure(tmp_path: Path) -> None:
     agent = process_agent("flaky.py", env={"MARKER_DIR": str(tmp_path), "ALWAYS_FAIL": "1"})
     [attempt] = run_attempts(
-        [request()], agent, concurrency=1, retry=RetryPolicy(attempts=2), sleep=lambda _: None
+        [request()],
+        agent,
+        Schedule(concurrency=1, retry=RetryPolicy(attempts=2)),
+        sleep=lambda _: None,
     )
     assert attempt.error == "exit-status"
     assert attempt.retries == ("exit-status: exited with status 1",) * 2
@@ -419,8 +424,7 @@ def test_backoff_is_exponential_with_full_jitter() -> None:
     [attempt] = run_attempts(
         [request()],
         FunctionAgent(fails_four_times),
-        concurrency=1,
-        retry=policy,
+        Schedule(concurrency=1, retry=policy),
         sleep=delays.append,
         rng=random.Random(7),
     )
@@ -435,7 +439,9 @@ def test_stop_kills_in_flight_processes_and_starts_nothing_new(tmp_path: Path) -
     stop = threading.Event()
     threading.Timer(0.5, stop.set).start()
     started = time.monotonic()
-    attempts = run_attempts([request(f"r{i}") for i in range(6)], agent, concurrency=2, stop=stop)
+    attempts = run_attempts(
+        [request(f"r{i}") for i in range(6)], agent, Schedule(concurrency=2), stop=stop
+    )
     assert time.monotonic() - started < 3
     assert attempts == []
 
@@ -454,9 +460,9 @@ def test_stop_returns_what_completed() -> None:
     attempts = run_attempts(
         [request(f"r{i}") for i in range(20)],
         FunctionAgent(answer),
-        concurrency=1,
+        Schedule(concurrency=1),
+        keeping=Keeping(on_attempt=recorded.append),
         stop=stop,
-        on_attempt=recorded.append,
     )
     assert [a.row_id for a in attempts] == ["r0", "r1", "r2"]
     assert recorded == attempts
@@ -478,18 +484,22 @@ def test_journal_failure_stops_the_run_and_propagates() -> None:
         run_attempts(
             [request(f"r{i}") for i in range(50)],
             FunctionAgent(answer),
-            concurrency=2,
-            on_attempt=on_attempt,
+            Schedule(concurrency=2),
+            keeping=Keeping(on_attempt=on_attempt),
         )
     assert calls < 50
 
 
 def test_invalid_arguments() -> None:
     with pytest.raises(UsageError, match="concurrency must be at least 1"):
-        run_attempts([request()], FunctionAgent(lambda _: {"decision": "x"}), concurrency=0)
+        run_attempts(
+            [request()], FunctionAgent(lambda _: {"decision": "x"}), Schedule(concurrency=0)
+        )
     with pytest.raises(ValueError, match="requested twice"):
         run_attempts(
-            [request(), request()], FunctionAgent(lambda _: {"decision": "x"}), concurrency=1
+            [request(), request()],
+            FunctionAgent(lambda _: {"decision": "x"}),
+            Schedule(concurrency=1),
         )
     with pytest.raises(UsageError, match="retry"):
         RetryPolicy(attempts=-1)
@@ -513,7 +523,7 @@ def test_progress_sees_every_attempt() -> None:
     run_attempts(
         [request("a", phase=Phase.CONFIRM, version=Version.BASELINE)],
         FunctionAgent(lambda _: {"decision": "x"}),
-        concurrency=1,
+        Schedule(concurrency=1),
         progress=recorder,
     )
     assert recorder.events == ["start 1 baseline confirmation", "advance a", "finish"]

@@ -12,7 +12,7 @@ import pytest
 
 from passk_action.agents.protocol import AttemptCancelled, AttemptRequest
 from passk_action.agents.runner import ProcessAgentSpec
-from passk_action.agents.scheduler import RetryPolicy, run_attempts
+from passk_action.agents.scheduler import RetryPolicy, Schedule, run_attempts
 from passk_action.agents.worker import WORKER_DIED, WorkerAgent, request_line
 from passk_action.core.model import Attempt, Json, Phase, Row, Version
 
@@ -123,7 +123,7 @@ def test_one_worker_answers_many_requests(script: Path) -> None:
 def test_pool_grows_to_the_concurrency_and_no_further(script: Path) -> None:
     requests = [req(f"r{i}", mode="sleep", s=0.1) for i in range(16)]
     with make_agent(script) as agent:
-        done = run_attempts(requests, agent, concurrency=4, retry=RetryPolicy(attempts=0))
+        done = run_attempts(requests, agent, Schedule(concurrency=4, retry=RetryPolicy(attempts=0)))
         assert all(a.valid for a in done)
         pids = {pid_of(a) for a in done}
         assert agent.started == len(pids) <= 4
@@ -133,7 +133,7 @@ def test_pool_grows_to_the_concurrency_and_no_further(script: Path) -> None:
 def test_max_workers_caps_the_pool(script: Path) -> None:
     requests = [req(f"r{i}", mode="sleep", s=0.05) for i in range(8)]
     with make_agent(script, max_workers=2) as agent:
-        done = run_attempts(requests, agent, concurrency=6, retry=RetryPolicy(attempts=0))
+        done = run_attempts(requests, agent, Schedule(concurrency=6, retry=RetryPolicy(attempts=0)))
         assert all(a.valid for a in done)
         assert agent.started <= 2
 
@@ -163,8 +163,7 @@ def test_retry_after_a_worker_death_runs_on_a_fresh_worker(script: Path) -> None
         [attempt] = run_attempts(
             [req("r1", mode="die-first")],
             agent,
-            concurrency=1,
-            retry=RetryPolicy(attempts=1, backoff_s=0),
+            Schedule(concurrency=1, retry=RetryPolicy(attempts=1, backoff_s=0)),
         )
     # Attempt 1 of the row dies; its retry keeps number 1, so the worker dies again.
     assert attempt.error == WORKER_DIED
@@ -267,8 +266,7 @@ def test_close_stops_every_worker(script: Path) -> None:
         for a in run_attempts(
             [req(f"r{i}", mode="sleep", s=0.1) for i in range(6)],
             agent,
-            concurrency=3,
-            retry=RetryPolicy(attempts=0),
+            Schedule(concurrency=3, retry=RetryPolicy(attempts=0)),
         )
     }
     agent.close()

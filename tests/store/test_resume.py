@@ -230,7 +230,7 @@ def test_earlier_tries_count_against_the_retry_budget() -> None:
     """On resume an attempt gets only the tries it has left, and lists all of them."""
     from passk_action.agents.protocol import AttemptRequest
     from passk_action.agents.runner import FunctionAgent
-    from passk_action.agents.scheduler import RetryPolicy, run_attempts
+    from passk_action.agents.scheduler import Keeping, RetryPolicy, Schedule, run_attempts
     from passk_action.core.model import Row
 
     asked: list[int] = []
@@ -244,11 +244,12 @@ def test_earlier_tries_count_against_the_retry_budget() -> None:
     (attempt,) = run_attempts(
         [request],
         FunctionAgent(crash),
-        concurrency=1,
-        retry=RetryPolicy(attempts=2, backoff_s=0),
+        Schedule(concurrency=1, retry=RetryPolicy(attempts=2, backoff_s=0)),
+        keeping=Keeping(
+            on_retry=lambda _r, note: noted.append(note),
+            earlier_tries={("r1", 1): ("exception: RuntimeError: down before the kill",)},
+        ),
         sleep=lambda _s: None,
-        on_retry=lambda _r, note: noted.append(note),
-        earlier_tries={("r1", 1): ("exception: RuntimeError: down before the kill",)},
     )
     assert len(asked) == 2  # three tries in all, one made before the kill
     assert attempt.retries == (

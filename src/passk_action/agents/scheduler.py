@@ -10,6 +10,7 @@ alike: it is not being measured, it is not running.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import random
@@ -17,7 +18,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
@@ -325,16 +326,16 @@ class _Tries:
     halt: threading.Event
     wait_between: Callable[[float], object] | None
     rng: random.Random
-    on_retry: Callable[[AttemptRequest, str], None] | None = None
-    """Told each failed try that will be retried (the journal), from the attempt's thread."""
-    earlier: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
-    """Failed tries a stopped run made (by row id and number): they count, and are kept."""
+    keeping: Keeping = field(default_factory=lambda: Keeping())
+    """Told each failed try that will be retried (the journal), from the attempt's thread;
+    the failed tries a stopped run made (by row id and number) count, and are kept."""
     watch: FirstAttemptsWatch | None = None
     """Told each failed first try, which stops the run before its retries when it must."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self._earlier = dict(self.earlier)  # each is used once (a second chance adds none)
+        # Each is used once (a second chance adds none).
+        self._earlier = dict(self.keeping.earlier_tries)
 
     def __call__(self, request: AttemptRequest) -> Attempt | _Later | None:
         with self.lock:
@@ -361,8 +362,8 @@ class _Tries:
                     raise _StoppedAtFirstTries(unrunnable, self.watch.seen())
             note = _retry_note(attempt)
             notes = (*notes, note)
-            if self.on_retry is not None:
-                self.on_retry(request, note)
+            if self.keeping.on_retry is not None:
+                self.keeping.on_retry(request, note)
             with self.lock:
                 delay = self.retry.delay(retry_index, self.rng)
             retry_index += 1
@@ -530,49 +531,16 @@ def _finished(
         raise unrunnable
 
 
-def run_attempts(
-    requests: Sequence[AttemptRequest],
-    agent: Agent,
-    *,
-    concurrency: int,
-    retry: RetryPolicy = RetryPolicy(),
-    on_attempt: Callable[[Attempt], None] | None = None,
-    progress: Progress | None = None,
-    sleep: Callable[[float], None] | None = None,
-    rng: random.Random | None = None,
-    stop: threading.Event | None = None,
-    fail_fast: bool = False,
-    second_chance: Callable[[AttemptRequest], bool] | None = None,
-    on_retry: Callable[[AttemptRequest, str], None] | None = None,
-    earlier_tries: Mapping[tuple[str, int], Sequence[str]] | None = None,
-) -> list[Attempt]:
-    """Run ``requests`` with at most ``concurrency`` in flight; return the finished attempts.
+@dataclass(frozen=True)
+class Schedule:
+    """How a batch of attempts is run: how many at once, how an error is retried, whether
+    the first attempts are watched and which errors get a second chance.
 
-    - An error attempt is tried again up to ``retry.attempts`` times under the
-      same number; the final :class:`Attempt` lists the earlier failures in
-      ``retries``.  A decision, right or wrong, is final (so is an answer the
-      rules could not read): retrying wrong answers would turn flips into passes.
-    - ``on_attempt`` (the journal) and ``progress`` are called from the
-      calling thread only, one attempt at a time, as attempts finish.  If either
-      raises, in-flight attempts are killed and the exception propagates.
-    - When ``stop`` is set no new attempt starts, in-flight ones are killed
-      (agents that are :class:`Cancellable`) or allowed to finish, and what
-      finished is returned.  An attempt stopped during its retries is not
-      returned, so resuming makes it afresh: ``on_retry`` (the journal) gets
-      each failed try that will be retried, from the attempt's own thread,
-      and ``earlier_tries`` (by row id and number) gives them back on
-      resume, where they count against ``retry.attempts`` and open the
-      attempt's ``retries``.
-    - ``sleep`` waits between retries in the attempt's thread (injected by
-      tests).  By default a request waiting to be retried holds no
-      concurrency slot: it is held back until its backoff, or the longer
-      wait its agent asks for (``Agent.ready_in``: a Retry-After), is over,
-      while the other requests go on; a stop drops it (resume makes it).
     - With ``fail_fast``, the first ``min(len(requests), 2 * concurrency)``
       attempts are watched (:class:`FirstAttemptsWatch`): no attempt beyond
       them starts until one of them succeeds or two fail differently, and if
       all fail alike :class:`AgentCouldNotRun` is raised after they are
-      handed to ``on_attempt``.  An agent whose setup failed raises it too.
+      handed to :attr:`Keeping.on_attempt`.  An agent whose setup failed raises it too.
     - ``second_chance`` names the requests (the rows a gate rests on) whose
       error, after its retries, is held back until every other attempt is
       done when it looks transient (a rate limit, a server error, a timeout:
@@ -580,36 +548,104 @@ def run_attempts(
       each is tried again with the whole retry budget, and its earlier
       failures join its ``retries``.  A short outage costs time, not an
       unclassified row; a re-run replays the final attempt, retries included.
-
-    The result is ordered by the first appearance of each row in ``requests``,
-    then by attempt number, whatever order attempts finished in.
     """
+
+    concurrency: int
+    retry: RetryPolicy = RetryPolicy()
+    fail_fast: bool = False
+    second_chance: Callable[[AttemptRequest], bool] | None = None
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """What is kept as attempts go (the journal).
+
+    ``on_attempt`` gets each finished attempt, from the calling thread only, one
+    at a time; if it raises, in-flight attempts are killed and the exception
+    propagates.  An attempt stopped during its retries is not returned, so
+    resuming makes it afresh: ``on_retry`` gets each failed try that will be
+    retried, from the attempt's own thread, and ``earlier_tries`` (by row id
+    and number) gives them back on resume, where they count against
+    ``retry.attempts`` and open the attempt's ``retries``.
+    """
+
+    on_attempt: Callable[[Attempt], None] | None = None
+    on_retry: Callable[[AttemptRequest, str], None] | None = None
+    earlier_tries: Mapping[tuple[str, int], Sequence[str]] = field(default_factory=dict)
+
+
+def _halt(halt: threading.Event, agent: Agent) -> None:
+    halt.set()
+    if isinstance(agent, Cancellable):
+        agent.cancel()
+
+
+def _collect(
+    request: AttemptRequest,
+    future: Future[Attempt | _Later | None],
+    held: _HeldBack,
+    hand_over: _HandOver,
+    watch: FirstAttemptsWatch,
+    later: list[tuple[float, int, _Later]],
+    order: Iterator[int],
+) -> None:
+    """One finished future: its attempt handed over (or held back for a second chance),
+    or its request put in ``later`` until its wait is over."""
+    result = _result_of(future, held, hand_over)
+    if isinstance(result, _Later):
+        heapq.heappush(later, (time.monotonic() + result.delay_s, next(order), result))
+    elif result is not None:
+        _finished(request, result, held, watch, hand_over)
+
+
+def run_attempts(
+    requests: Sequence[AttemptRequest],
+    agent: Agent,
+    schedule: Schedule,
+    *,
+    keeping: Keeping = Keeping(),
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] | None = None,
+    rng: random.Random | None = None,
+    stop: threading.Event | None = None,
+) -> list[Attempt]:
+    """Run ``requests``, at most ``schedule.concurrency`` at once (:class:`Schedule`).
+
+    - An error attempt is tried again up to ``retry.attempts`` times under the
+      same number; the final :class:`Attempt` lists the earlier failures in
+      ``retries``.  A decision, right or wrong, is final (so is an answer the
+      rules could not read): retrying wrong answers would turn flips into passes.
+    - ``progress`` is told as attempts finish, from the calling thread, as
+      :attr:`Keeping.on_attempt` is; if it raises, in-flight attempts are killed.
+    - When ``stop`` is set no new attempt starts, in-flight ones are killed
+      (agents that are :class:`Cancellable`) or allowed to finish, and what
+      finished is returned (what ``keeping`` says of resuming).
+    - ``sleep`` waits between retries in the attempt's thread (injected by
+      tests).  By default a request waiting to be retried holds no
+      concurrency slot: it is held back until its backoff, or the longer
+      wait its agent asks for (``Agent.ready_in``: a Retry-After), is over,
+      while the other requests go on; a stop drops it (resume makes it).
+
+    The finished attempts are returned ordered by the first appearance of each row in
+    ``requests``, then by attempt number, whatever order they finished in.
+    """
+    concurrency, retry = schedule.concurrency, schedule.retry
     _check_requests(requests, concurrency)
     # ``halt`` is ours: set on ``stop`` or when the journal raises.  The loop
     # waits on it, so a stop cuts a long backoff short.
     halt = threading.Event()
-    window = min(len(requests), 2 * concurrency) if fail_fast else 0
+    window = min(len(requests), 2 * concurrency) if schedule.fail_fast else 0
     watch = FirstAttemptsWatch.of(requests[0] if requests else None, window)
-    attempt_with_retries = _Tries(
-        agent, retry, halt, sleep, rng or random.Random(), on_retry, earlier_tries or {}, watch
-    )
-
-    def halt_now() -> None:
-        halt.set()
-        if isinstance(agent, Cancellable):
-            agent.cancel()
-
-    row_order: dict[str, int] = {}
-    for request in requests:
-        row_order.setdefault(request.row.id, len(row_order))
+    tries = _Tries(agent, retry, halt, sleep, rng or random.Random(), keeping, watch)
+    halt_now = functools.partial(_halt, halt, agent)
     finished: list[Attempt] = []
     pending = deque(requests)
     in_flight: dict[Future[Attempt | _Later | None], AttemptRequest] = {}
     # Requests between tries, by when they are due (monotonic time), in no slot.
     later: list[tuple[float, int, _Later]] = []
-    held = _HeldBack(second_chance, retry)
+    held = _HeldBack(schedule.second_chance, retry)
 
-    hand_over = _HandOver(finished, on_attempt, progress)
+    hand_over = _HandOver(finished, keeping.on_attempt, progress)
     order = itertools.count()  # ties between equal due times keep their order
     started = 0
 
@@ -626,7 +662,7 @@ def run_attempts(
             if not halt.is_set():
                 started += _start(
                     pool,
-                    attempt_with_retries,
+                    tries,
                     pending,
                     later,
                     in_flight,
@@ -645,13 +681,7 @@ def run_attempts(
                 in_flight, timeout=min(_POLL_S, max(0.0, next_due)), return_when=FIRST_COMPLETED
             )
             for future in done:
-                request = in_flight.pop(future)
-                result = _result_of(future, held, hand_over)
-                if isinstance(result, _Later):
-                    due_at = time.monotonic() + result.delay_s
-                    heapq.heappush(later, (due_at, next(order), result))
-                elif result is not None:
-                    _finished(request, result, held, watch, hand_over)
+                _collect(in_flight.pop(future), future, held, hand_over, watch, later, order)
             if not pending and not in_flight and not later and held.due():
                 # Everything else is done: the held errors get their second chance
                 # after the longest backoff, with the whole retry budget again.
@@ -664,5 +694,7 @@ def run_attempts(
         pool.shutdown(wait=True, cancel_futures=True)
         if progress is not None:
             progress.finish()
-    finished.sort(key=lambda a: (row_order[a.row_id], a.number))
-    return finished
+    row_order: dict[str, int] = {}
+    for request in requests:
+        row_order.setdefault(request.row.id, len(row_order))
+    return sorted(finished, key=lambda a: (row_order[a.row_id], a.number))

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..agents.runner import Agent, AttemptRequest, RetryPolicy, run_attempts
+from ..agents.scheduler import Keeping, Schedule
 from ..core.model import Attempt, Phase, Version
 from ..store.compare_journal import CompareJournal
 from .agents import AgentSource
@@ -138,16 +139,18 @@ class Asker:
             fresh = run_attempts(
                 missing,
                 agent,
-                concurrency=self.session.concurrency,
-                retry=self.session.retry,
-                on_attempt=on_attempt,
+                Schedule(
+                    concurrency=self.session.concurrency,
+                    retry=self.session.retry,
+                    fail_fast=fail_fast,
+                    second_chance=self.session.second_chance,
+                ),
+                keeping=Keeping(
+                    on_attempt=on_attempt, on_retry=on_retry, earlier_tries=earlier_tries or {}
+                ),
                 progress=self.session.progress,
                 stop=self.session.stop,
-                fail_fast=fail_fast,
                 sleep=self.session.sleep,
-                second_chance=self.session.second_chance,
-                on_retry=on_retry,
-                earlier_tries=earlier_tries,
             )
             self._count(self.asked, version, fresh)
         if not replayed:
