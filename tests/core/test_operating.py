@@ -11,6 +11,7 @@ import pytest
 
 from passk_action.core.model import Version
 from passk_action.core.operating import (
+    Targets,
     any_of,
     gate_oc,
     max_rounds,
@@ -138,11 +139,11 @@ def test_any_of() -> None:
 
 
 def test_suggest_meets_its_targets_deterministically() -> None:
-    plan = suggest(k=3, gated_rows=200, false_block=0.05, miss=0.1)
+    plan = suggest(k=3, gated_rows=200, targets=Targets(false_block=0.05, miss=0.1))
     assert plan.met
     assert plan.oc.false_block <= 0.05 and plan.oc.row_miss <= 0.1
-    assert suggest(k=3, gated_rows=200, false_block=0.05, miss=0.1) == plan
-    unreachable = suggest(k=3, gated_rows=10, false_block=1e-9, miss=1e-6)
+    assert suggest(k=3, gated_rows=200, targets=Targets(false_block=0.05, miss=0.1)) == plan
+    unreachable = suggest(k=3, gated_rows=10, targets=Targets(false_block=1e-9, miss=1e-6))
     assert not unreachable.met
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from passk_action.core.gate import judgement
-from passk_action.core.model import Attempt, Phase, Scoring, Version
+from passk_action.core.model import Attempt, EvalSettings, Phase, Scoring, Version
 from passk_action.core.sequential import (
     LIKELIER,
     SEQUENTIAL,
@@ -315,7 +315,7 @@ def test_judge_row_scores_recorded_attempts_in_order() -> None:
     # A timeout is an outage: recorded as such, so it never shows the agent unable.
     assert scored == SideAttempts((R, R, R, W, E), 3, outages=(False,) * 4 + (True,))
     base = [attempt(n, Phase.MAIN, "deny") for n in (1, 2, 3)]
-    v = judge_row(record("r"), base, cand, DEFAULT, kind=MNB, k=3, scoring=scoring)
+    v = judge_row(record("r"), base, cand, DEFAULT, kind=MNB, evals=EvalSettings(3, scoring))
     assert v.decision is Decision.MORE and v.candidate.wrong == 1
 
 

@@ -24,6 +24,7 @@ from ..core.operating import (
     HARMLESS,
     GateOC,
     MeasuredRow,
+    Targets,
     dataset_oc,
     gate_oc,
     measured_rates,
@@ -208,15 +209,8 @@ def handle(args: argparse.Namespace) -> int:
         )
     elif kinds:
         oc = dataset_oc(settings, k=k, kinds=kinds, accuracy=args.accuracy, dropped=args.dropped)
-    plan = suggest(
-        k=k,
-        gated_rows=max(gated_rows, 1),
-        false_block=args.false_block,
-        miss=args.miss,
-        accuracy=args.accuracy,
-        dropped=args.dropped,
-        base=settings,
-    )
+    targets = Targets(args.false_block, args.miss, args.accuracy, args.dropped)
+    plan = suggest(k=k, gated_rows=max(gated_rows, 1), targets=targets, base=settings)
     rates = measured_rates(settings, k=k, rows=measured) if measured else None
     if args.json:
         doc = {

@@ -45,9 +45,9 @@ from .sequential import (
 DEFAULT_SETTINGS = RuleSettings()
 
 HARMLESS = 0.99
-"""The accuracy of a harmless gated row in issue 20's goals (both versions)."""
+"""The accuracy of a harmless gated row in the gate's goals (both versions)."""
 DROPPED = 0.7
-"""The accuracy a gated row drops to in issue 20's goals (the candidate)."""
+"""The accuracy a gated row drops to in the gate's goals (the candidate)."""
 
 
 def _check_probability(name: str, p: float) -> None:
@@ -647,7 +647,7 @@ def measured_rates(settings: RuleSettings, *, k: int, rows: Sequence[MeasuredRow
     for row in rows:
         p = row.accuracy if row.accuracy is not None else HARMLESS
         if row.answers < FEW_ANSWERS:
-            # Three right answers do not show a row is never wrong: issue 20's assumption.
+            # Three right answers do not show a row is never wrong: assume the goals' accuracy.
             p = min(p, HARMLESS)
         dropped = p - settings.drop
         if settings.rule == RELATIVE and row.answers:
@@ -757,14 +757,23 @@ MIN_ALPHA = 1e-6
 _ALPHA_FACTORS = (0.01, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """What a gate should do: a harmless pull request (every gated row right ``accuracy``
+    of the time) blocked at most ``false_block`` of the time, and a gated row dropped to
+    ``dropped`` missed at most ``miss`` of the time."""
+
+    false_block: float = 0.05
+    miss: float = 0.1
+    accuracy: float = HARMLESS
+    dropped: float = DROPPED
+
+
 def suggest(
     *,
     k: int,
     gated_rows: int,
-    false_block: float = 0.05,
-    miss: float = 0.1,
-    accuracy: float = HARMLESS,
-    dropped: float = DROPPED,
+    targets: Targets = Targets(),
     base: RuleSettings = DEFAULT_SETTINGS,
     alphas: Sequence[float] = (),
     betas: Sequence[float] = (),
@@ -773,7 +782,8 @@ def suggest(
 
     Targets: a harmless PR with ``gated_rows`` rows at ``accuracy`` blocked
     at most ``false_block`` of the time, a row dropped to ``dropped`` missed
-    at most ``miss`` of the time, both computed exactly (:func:`gate_oc`).
+    at most ``miss`` of the time (all of ``targets``), both computed exactly
+    (:func:`gate_oc`).
     Searched: ``unreliable`` = ``dropped``, ``reliable`` = ``accuracy``,
     per-row alpha from a hundredth of the Sidak share 1 - (1 - false_block)^(1/G) to 8
     times it (Wald's thresholds are conservative, so the nominal alpha can
@@ -782,6 +792,8 @@ def suggest(
     Fewest = expected extra attempts per gated row, to 0.01; ties go to the
     shorter test, then the smaller alpha, then the smaller beta.  Deterministic.
     """
+    false_block, miss = targets.false_block, targets.miss
+    accuracy, dropped = targets.accuracy, targets.dropped
     if not (0.0 < false_block < 1.0 and 0.0 < miss < 1.0):
         raise ValueError("targets must be within (0, 1)")
     share = -math.expm1(math.log1p(-false_block) / gated_rows)

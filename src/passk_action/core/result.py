@@ -154,10 +154,8 @@ def _decided(
         comparison,
         base_rows,
         cand_rows,
-        policy.rule,
-        block_on_any_regression=policy.block_on_any_regression,
-        k=settings.k,
-        scoring=settings.scoring,
+        policy,
+        settings,
         more_possible=False,
     )
     comparison = with_verdicts(comparison, verdicts, base_rows, cand_rows)

@@ -80,7 +80,7 @@ from functools import lru_cache
 
 from . import values
 from .causes import Kind, attempt_cause
-from .model import Attempt, Phase, Scoring, Version
+from .model import Attempt, EvalSettings, Phase, Scoring, Version
 from .scoring import Labeled, is_right
 
 RELATIVE = "relative"
@@ -501,7 +501,7 @@ class RowVerdict:
 
     @property
     def unconfirmed_wrong(self) -> bool:
-        """Passed with a wrong candidate answer: listed, never folded away (issue 20)."""
+        """Passed with a wrong candidate answer: listed, never folded away, so none hides."""
         return self.decision is Decision.PASS and self.candidate.wrong > 0
 
     def to_json(self) -> dict[str, object]:
@@ -768,7 +768,7 @@ def judge_strict(
 
     So any wrong candidate answer blocks a ratchet row, and blocks a
     must-not-break row unless the baseline also answered wrong: exactly
-    what ``core/gate.py`` decided before issue 20 (a ratchet row that is
+    what the gate decided before the sequential rule (a ratchet row that is
     also must-not-break needs ``must_not_break``, since its kind is
     RATCHET), so ``passk gate`` re-derives an older result's decision.
     """
@@ -817,18 +817,18 @@ def judge_row(
     settings: RuleSettings,
     *,
     kind: GatedKind,
-    k: int,
-    scoring: Scoring,
+    evals: EvalSettings,
     more_possible: bool = True,
     must_not_break: bool = False,
 ) -> RowVerdict:
-    """:func:`judge` of a row's recorded attempts (all phases) on both versions."""
+    """:func:`judge` of a row's recorded attempts (all phases) on both versions, each
+    judged right or not by ``evals.scoring``; k is ``evals.k``."""
     return judge(
-        score(candidate, row, scoring),
-        score(baseline, row, scoring),
+        score(candidate, row, evals.scoring),
+        score(baseline, row, evals.scoring),
         settings,
         kind=kind,
-        k=k,
+        k=evals.k,
         more_possible=more_possible,
         must_not_break=must_not_break,
     )

@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from .diff import Change, Comparison, Confirmation, RowComparison, first_divergent_check
-from .model import Attempt, RowClass, RowRecord, Scoring, Version
+from .gate import GatePolicy
+from .model import Attempt, EvalSettings, RowClass, RowRecord, Version
 from .relative import judge_relative
 from .sequential import (
     RELATIVE,
@@ -28,7 +29,6 @@ from .sequential import (
     Finding,
     GatedKind,
     RowVerdict,
-    RuleSettings,
     gated_kind,
     judge_row,
     score,
@@ -50,23 +50,23 @@ def gated_verdicts(
     comparison: Comparison,
     baseline: Mapping[str, Sequence[Attempt]],
     candidate: Mapping[str, Sequence[Attempt]],
-    settings: RuleSettings,
+    policy: GatePolicy,
+    evals: EvalSettings,
     *,
-    block_on_any_regression: bool,
-    k: int,
-    scoring: Scoring,
     more_possible: bool,
 ) -> dict[str, RowVerdict]:
     """Row id -> verdict, for every gated row, in dataset order.
 
     ``baseline`` and ``candidate`` map a row to all its recorded attempts;
     ``records`` give each row's expected decision and checks (authoritative:
-    the base's), judged by ``scoring`` (:func:`~.scoring.is_right`).
+    the base's), judged by ``evals.scoring`` (:func:`~.scoring.is_right`);
+    ``policy`` says which rows are gated and by which rule.
     """
+    settings, scoring = policy.rule, evals.scoring
     labeled = {r.id: r for r in records}
     verdicts: dict[str, RowVerdict] = {}
     for row in comparison.rows:
-        kind = kind_of(row, block_on_any_regression)
+        kind = kind_of(row, policy.block_on_any_regression)
         if kind is None:
             continue
         if settings.rule == RELATIVE:
@@ -84,8 +84,7 @@ def gated_verdicts(
             candidate.get(row.id, ()),
             settings,
             kind=kind,
-            k=k,
-            scoring=scoring,
+            evals=evals,
             more_possible=more_possible,
             must_not_break=row.must_not_break,
         )

@@ -152,10 +152,8 @@ def run_rounds(
             comparison,
             runs.baseline.attempts_by_row(),
             runs.candidate.attempts_by_row(),
-            policy.rule,
-            block_on_any_regression=policy.block_on_any_regression,
-            k=settings.k,
-            scoring=settings.scoring,
+            policy,
+            settings,
             more_possible=True,
         )
         plan = wanted(verdicts)
