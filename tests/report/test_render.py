@@ -33,6 +33,7 @@ from passk_action.core.paired import PairedComparison
 from passk_action.core.power import Power, power_analysis
 from passk_action.core.result import CompareResult, Executions
 from passk_action.core.sequential import GatedKind, RuleSettings
+from passk_action.errors import AgentCouldNotRun
 from passk_action.report.check_run import check_title
 from passk_action.report.comment import (
     CommentContext,
@@ -360,7 +361,7 @@ def test_comment_golden_two_steps_in_one_workflow() -> None:
 
 
 def test_comment_golden_agent_could_not_run() -> None:
-    text = render_agent_failure_comment(
+    error = AgentCouldNotRun(
         version="candidate",
         reason="setup command `pip install -r requirements.txt` exited with status 1",
         stderr_tail=(
@@ -369,12 +370,10 @@ def test_comment_golden_agent_could_not_run() -> None:
             "ERROR: No matching distribution found for openai==9.9.9"
         ),
         hint="fix the setup command in passk.yml (agent.setup), or pin a version that exists",
-        marker=MARKER,
-        record=RECORD,
-        context=PR_CONTEXT,
         where="passk.yml: agent.setup[0]",
         during_setup=True,
     )
+    text = render_agent_failure_comment(error, marker=MARKER, record=RECORD, context=PR_CONTEXT)
     assert_golden("comment_agent_failed.md", text)
 
 

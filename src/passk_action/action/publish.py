@@ -314,14 +314,7 @@ def publish_could_not_run(error: AgentCouldNotRun, job: GateJob, pr: PullRequest
         workflow.line(f"  | {line}")
     marker = step_key(inputs).marker
     body = render_agent_failure_comment(
-        version=error.version,
-        reason=error.reason,
-        stderr_tail=error.stderr_tail,
-        hint=error.hint,
-        marker=marker,
-        context=comment_context(inputs, pr, None),
-        where=error.where,
-        during_setup=error.during_setup,
+        error, marker=marker, context=comment_context(inputs, pr, None)
     )
     workflow.write_summary(render_could_not_run(error))
     # A failure: `changes` comments too (it only stays quiet on a pass).

@@ -30,6 +30,7 @@ from ..core.model import Attempt, Json, Phase, RowRecord
 from ..core.result import CompareResult
 from ..core.sequential import STRICT
 from ..core.stats import Metrics
+from ..errors import AgentCouldNotRun
 from .charts import curve_lines, transition_lines
 from .could_not_run import could_not_finish_title, could_not_run_title
 from .escape import block, code, inline
@@ -567,24 +568,21 @@ def render_comment(
 
 
 def render_agent_failure_comment(
+    error: AgentCouldNotRun,
     *,
-    version: str,
-    reason: str,
-    stderr_tail: str,
-    hint: str | None,
     marker: str,
     record: str | None = None,
     context: CommentContext | None = None,
-    where: str | None = None,
-    during_setup: bool = False,
 ) -> str:
     """The comment when an agent could not run at all: nothing was measured, the gate fails.
 
     Shows the reason, where (a config key or file), the end of the agent's
     stderr, the fix and how to reproduce; no numbers, since every attempt
-    would only have recorded the same crash (``during_setup``: its
+    would only have recorded the same crash (``error.during_setup``: its
     ``agent.setup`` failed, else its first attempts all failed alike).
     """
+    version, reason, stderr_tail = error.version, error.reason, error.stderr_tail
+    hint, where, during_setup = error.hint, error.where, error.during_setup
     _hidden_comment(marker, "marker")
     if record is not None:
         _check_hidden(marker, record)
