@@ -1,4 +1,4 @@
-"""Reading a whole file with a bound: no input can make passk hold unbounded memory (issue 31).
+"""Reading a whole file with a bound: no input can make passk hold unbounded memory.
 
 A dataset symlinked to ``/dev/zero``, an "artifact" that is a FIFO fed
 forever, a 40 GB file named by mistake: ``Path.read_bytes()`` reads until

@@ -346,7 +346,7 @@ def _is_object(line: str) -> bool:
 
 # --------------------------------------------------------------------------
 # The protocol's request and the attempts it ends in, shared by every transport
-# (per-process here, the worker pool in ``worker.py``, HTTP in ``httpagent.py``)
+# (a process per attempt, a worker pool, an HTTP endpoint)
 # so that the same answer is recorded the same way whichever carried it.
 
 

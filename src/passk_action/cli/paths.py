@@ -1,4 +1,4 @@
-"""No output overwrites an input or another output: checked before anything runs (issue 31).
+"""No output overwrites an input or another output: checked before anything runs.
 
 ``passk compare --candidate-out .passk/baseline.json`` would record the
 candidate over the committed baseline and its ratchet; ``passk import --out

@@ -212,7 +212,7 @@ def share_interval(
     binomial proportions", 1998).  Sizing the pseudo-answers in answers,
     not rows, matters with k answers per row: as whole rows they moved the
     centre of 1,000 rows at 99% accuracy and k = 8 by 1.3 standard errors,
-    and coverage fell to 0.92 (issue 20).
+    and coverage fell to 0.92.
 
     Edge cases: None with fewer than 2 rows (or 2 clusters).  Never of zero
     width: the pseudo-rows keep SE > 0 even when every row agrees, and then
@@ -255,8 +255,7 @@ def difference_interval(
     + 2 / k_eff)^2, df = rows - 1 (clusters - 1); clipped to [-1, 1].  The
     paired design of Miller section 4 (the between-row variance both
     versions share cancels in d_i).  With pseudo-pairs of whole rows the
-    interval was 2-4 times wider than coverage needs below 50 rows
-    (issue 20).
+    interval was 2-4 times wider than coverage needs below 50 rows.
 
     Edge cases: None with fewer than 2 rows (or 2 clusters).  Never of zero
     width: when every row agrees on both versions (all d_i = 0, so k_eff =

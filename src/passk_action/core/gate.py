@@ -5,7 +5,8 @@ or any baseline-stable-correct row under ``block_on_any_regression``)
 fails when its verdict under the gate's rule (``core/sequential.py``, every
 recorded attempt read by ``core/verdicts.py``) blocks; the reason states
 the evidence.  Under ``gate.rule: strict`` the reasons are the ones passk
-gave before issue 20, from the rows' final classes (:func:`strict_failure`).
+gave before the sequential rule, from the rows' final classes
+(:func:`strict_failure`), so older results decide as they did.
 Anyone holding a result file can recompute the decision.
 """
 
@@ -154,7 +155,7 @@ def _confirmed(row: RowComparison) -> str:
 def strict_failure(row: RowComparison, policy: GatePolicy) -> GateFailure | None:
     """The one rule a row breaks under ``gate.rule: strict``, the most fundamental first.
 
-    The rule passk had before issue 20, from the row's final classes (over
+    The rule passk had before the sequential rule, from the row's final classes (over
     every attempt, confirmation included); its verdict
     (:func:`~.sequential.judge_strict`) blocks exactly when this fails.
 

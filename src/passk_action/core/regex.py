@@ -1,4 +1,4 @@
-"""A regular-expression search that an answer cannot make run away (issue 31).
+"""A regular-expression search that an answer cannot make run away.
 
 ``scoring.extract.regex`` comes from the config, the text it searches from
 the agent: Python's backtracking ``re`` takes exponential time on a pattern

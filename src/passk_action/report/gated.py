@@ -2,11 +2,12 @@
 
 The evidence behind each verdict, the wrong answers the rule did not
 confirm, how sure the gate is for this dataset and its settings, and what
-``passk plan`` prints.  Nothing hidden (issue 20): a gated row the rule passed despite a wrong
-candidate answer is listed, one line each with its evidence, below the rows
-that block.  The "How sure" sentence states the chance the gate blocks a
-harmless pull request and catches a drop in a gated row's accuracy, exactly
-(``core/operating.py``), for this result's rule, k and gated rows.  Pure.
+``passk plan`` prints.  Nothing hidden: a gated row the rule passed despite a
+wrong candidate answer is listed, one line each with its evidence, below the
+rows that block, so a reviewer sees every wrong answer the rule let through.
+The "How sure" sentence states the chance the gate blocks a harmless pull
+request and catches a drop in a gated row's accuracy, computed exactly for
+this result's rule, k and gated rows.  Pure.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def gate_oc_of(result: CompareResult) -> GateOC | None:
 
 NOISY = 0.001
 """A row that alone blocks a harmless pull request more often than this is named: the
-per-row share of issue 29's targets (1% at 10 gated rows, 5% at 50)."""
+per-row share of the relative rule's targets (a harmless pull request blocked at most 1%
+of the time with 10 gated rows, 5% with 50: ``docs/gate-rule.md``)."""
 COSTLY = 15.0
 """A row that costs more extra candidate attempts a pull request than this is named."""
 
@@ -106,7 +108,7 @@ def rates_of(result: CompareResult) -> DatasetRates | None:
 
 def rates_sentence(rates: DatasetRates | None, settings: RuleSettings) -> str:
     """How sure the gate is for this dataset's gated rows, at their measured accuracies, and
-    the rows that make it noisy or expensive, named (issue 29)."""
+    the rows that make it noisy or expensive, named, so the reader knows what to fix."""
     if rates is None or not rates.rows:
         return gate_sentence(None, settings)
     name = settings.rule if settings.rule in (RELATIVE, SEQUENTIAL, STRICT) else "?"

@@ -12,7 +12,7 @@ is world-readable (0644 under the usual umask).  Where, by version (its
 - up to v5 (``v4`` is what most workflows pin), into the checkout's own
   ``.git/config``;
 - from v6.0.0 ("Persist creds to a separate file", actions/checkout#2286,
-  worktrees added in #2327), into ``$RUNNER_TEMP/git-credentials-<uuid>.config``,
+  worktrees added in actions/checkout#2327), into ``$RUNNER_TEMP/git-credentials-<uuid>.config``,
   included from ``.git/config`` by ``includeIf.gitdir:<workspace>/.git.path``
   and, for container actions, ``includeIf.gitdir:/github/workspace/.git.path``
   pointing at ``/github/runner_temp/git-credentials-<uuid>.config`` (the same

@@ -5,7 +5,7 @@ Every file passk writes goes through :func:`write_text_atomic`; a failure
 A target that is not a regular file (``/dev/null``, a FIFO), or a file
 descriptor's name (``/dev/stdout``, even when it points at a file), is
 written in place: renaming over it would replace a device or ``/dev``'s link
-with a file, as root for everyone (issue 28, route 9).
+with a file, as root for everyone.
 """
 
 from __future__ import annotations
