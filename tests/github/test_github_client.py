@@ -260,19 +260,23 @@ def test_client_errors_are_not_retried(
 
 
 def test_connection_errors_are_retried_then_reported(clock: FakeClock) -> None:
-    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens
+    # A port held, bound and never listening, so the kernel refuses every connection to
+    # it (a port let go again could be taken by a test running beside this one).
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    client = GitHubClient(
-        api_url=f"http://127.0.0.1:{port}",
-        token=TOKEN,
-        repository=REPO,
-        sleep=clock.sleep,
-        clock=clock.time,
-        retries=Retries(timeout_s=2.0),
-    )
-    with pytest.raises(GitHubError, match="gave up after 5 attempts: connection failed") as info:
-        client.get_pull(2)
+        client = GitHubClient(
+            api_url=f"http://127.0.0.1:{port}",
+            token=TOKEN,
+            repository=REPO,
+            sleep=clock.sleep,
+            clock=clock.time,
+            retries=Retries(timeout_s=2.0),
+        )
+        with pytest.raises(
+            GitHubError, match="gave up after 5 attempts: connection failed"
+        ) as info:
+            client.get_pull(2)
     assert clock.waits == [1.0, 2.0, 4.0, 8.0]
     # A refused connection is the network or api-url, never rate limiting.
     assert "rate" not in str(info.value).lower()
