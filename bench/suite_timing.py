@@ -41,10 +41,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--suite-timing", default=None, help="append each test's times here")
 
 
+_failed: set[str] = set()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    if outcome.get_result().failed:
+        _failed.add(item.nodeid)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     target = item.config.getoption("--suite-timing")
-    wall, cpu = time.perf_counter(), _cpu()
+    wall, cpu, start = time.perf_counter(), _cpu(), time.time()
     yield
     if target:
         line = {
@@ -52,6 +62,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             "wall": time.perf_counter() - wall,
             "cpu": _cpu() - cpu,
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+            "start": start,
+            "failed": item.nodeid in _failed,
         }
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
