@@ -46,8 +46,8 @@ from support.pull_request_repo import (
     edit_rows,
     flip_r1,
     git,
-    make_template,
     parse_outputs,
+    shared_template,
     write_rows,
     write_script,
 )
@@ -58,7 +58,7 @@ PR = 7
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory.mktemp("template") / "repo")
+    return shared_template(tmp_path_factory)
 
 
 @dataclass

@@ -81,7 +81,7 @@ def fake_llm_server() -> Iterator[Any]:
     """The example's seeded fake provider on loopback, rate limiting like a real key."""
     fake_openai = load_fake_openai()
     server, thread = fake_openai.serve_in_thread(
-        fake_openai.Settings(seed=0, api_key=KEY, rate_limit=0.05, retry_after_s=0.2)
+        fake_openai.Settings(seed=0, api_key=KEY, rate_limit=0.05, retry_after_s=0.05)
     )
     try:
         yield server

@@ -18,6 +18,7 @@ import yaml
 from passk_action.action import main as action_main
 from passk_action.cli import main as cli_main
 from support.fakegithub import SPECS_DIR, FakeGitHub, FakePull
+from support.once import once
 
 TOKEN = "ghs_actionSecretToken0123456789abcdef"
 REPO = "octo-org/refund-agent"
@@ -78,8 +79,18 @@ def commit(repo: Path, message: str) -> str:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A repository whose main branch has passk set up, with a recorded baseline."""
-    return make_template(tmp_path_factory.mktemp("template") / "repo")
+    """A repository whose main branch has passk set up, with a recorded baseline.
+
+    Built once per test run (``support.once``), however many modules and workers use
+    it: read only, each test copies it (:func:`checkout`).
+    """
+    return shared_template(tmp_path_factory)
+
+
+def shared_template(factory: pytest.TempPathFactory) -> Path:
+    """:func:`make_template` once per test run; tests copy it, never change it."""
+    _, made = once(factory, "pull-request-template", lambda f: str(make_template(f / "repo")))
+    return Path(made)
 
 
 def make_template(repo: Path) -> Path:
