@@ -17,16 +17,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from passk_action.action.inputs import read_inputs
-from passk_action.action.workflow import (
-    SUMMARY_LIMIT_BYTES,
-    Workflow,
-    cap_summary,
-    escape_data,
-    escape_property,
-    format_command,
-    output_entry,
-    visible,
-)
 from passk_action.core.model import Attempt, EvalSettings, Phase
 from passk_action.errors import GitError, UsageError
 from passk_action.github.sticky_comment import (
@@ -38,6 +28,16 @@ from passk_action.github.sticky_comment import (
     decode_record,
     encode_record,
     find_record,
+)
+from passk_action.github.workflow import (
+    SUMMARY_LIMIT_BYTES,
+    Workflow,
+    cap_summary,
+    escape_data,
+    escape_property,
+    format_command,
+    output_entry,
+    visible,
 )
 from passk_action.inputs.config import parse_config
 from passk_action.inputs.dataset import parse_dataset
@@ -892,9 +892,9 @@ def test_a_non_blocking_regression_reads_the_same_in_the_log_and_the_check_run()
     # Wrong on every main attempt, mixed with its confirmations: the log's warning and the
     # check run's annotation say the same classes (once "→ flip", elsewhere "→ stable-wrong").
     from passk_action.action.publish import annotate
-    from passk_action.action.workflow import Workflow
     from passk_action.core.diff import Confirmation
     from passk_action.core.model import RowClass
+    from passk_action.github.workflow import Workflow
     from passk_action.report.check_run import row_annotations
     from support.scenarios import passed_scenario
 

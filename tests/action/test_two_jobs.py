@@ -29,10 +29,10 @@ import pytest
 import yaml
 
 from passk_action.action import main as action_main
-from passk_action.action.workflow import visible
 from passk_action.cli import main as cli_main
 from passk_action.github.client import GitHubClient
 from passk_action.github.sticky_comment import decode_record
+from passk_action.github.workflow import visible
 from passk_action.store.results import read_result
 from support.fakegithub import SPECS_DIR, FakeGitHub
 from support.fakegithub.server import FakePull

@@ -17,8 +17,11 @@ import pytest
 from support.paths import REPO
 
 PACKAGE = REPO / "src" / "passk_action"
-# The math and rules, and the renderers: data in, data out.
-PURE = sorted([*(PACKAGE / "core").glob("*.py"), *(PACKAGE / "report").glob("*.py")])
+# The math and rules, the renderers, and the fitting of text under a size limit that
+# report/ and github/ share: data in, data out.
+PURE = sorted(
+    [*(PACKAGE / "core").glob("*.py"), *(PACKAGE / "report").glob("*.py"), PACKAGE / "truncate.py"]
+)
 
 # What the pure core may import: no IO, environment, clock or subprocess.
 FORBIDDEN_IN_CORE = {
@@ -164,6 +167,15 @@ def test_no_two_parts_import_each_other() -> None:
     assert not cycles, "parts importing each other: " + "; ".join(" -> ".join(c) for c in cycles)
     assert "cli" not in graph["action"] and "action" not in graph["cli"]
     assert graph["core"] <= {"errors"}, "the pure core imports only the error tree"
+
+
+def test_github_is_an_edge_that_words_nothing() -> None:
+    """github/ posts the text it is handed: the action words it with report/, and only
+    github/ knows GitHub, so the action's shell sits on top of both."""
+    graph = part_graph()
+    assert "report" not in graph["github"], "github/ imports report/: hand it the text instead"
+    assert "action" not in graph["github"] and "cli" not in graph["github"]
+    assert graph["github"] <= {"core", "errors", "store", "truncate", "passk_action"}
 
 
 def test_the_part_graph_sees_imports_in_functions_and_under_type_checking(

@@ -36,6 +36,8 @@ from ..engine.measuring import (
 )
 from ..engine.session import stop_on_signals
 from ..errors import EXIT_OK, AgentCouldNotRun, GitError, UsageError
+from ..github.urls import compare_page
+from ..github.workflow import Workflow
 from ..inputs.config import load_config
 from ..inputs.dataset import load_dataset
 from ..report.could_not_run import render_could_not_run
@@ -47,7 +49,6 @@ from ..sides.provenance import commit_provenance
 from ..store.side_files import beside
 from .inputs import ActionInputs
 from .runtime import Runtime, fraction, setup_agent
-from .workflow import Workflow
 
 REMOTE = "origin"
 
@@ -197,11 +198,7 @@ def _deliver(
     branch = f"passk/baseline-{short}"
     repo.push(REMOTE, commit, branch, auth=auth)
     target = repo.current_branch() or inputs.ref_name or "main"
-    compare_url = (
-        f"{inputs.server_url.rstrip('/')}/{inputs.repository}/compare/{target}...{branch}?expand=1"
-        if inputs.repository
-        else None
-    )
+    compare_url = compare_page(inputs.server_url, inputs.repository, target, branch)
     workflow.note(
         f"baseline pushed to the branch {branch}; open the pull request"
         + (f" at {compare_url}" if compare_url else f" from {branch} into {target}")

@@ -26,6 +26,7 @@ from ..engine.compare import compare
 from ..engine.request import CandidateSource, Rerun
 from ..engine.session import stop_on_signals
 from ..github.event import PullRequest
+from ..github.workflow import Workflow
 from ..inputs.agent_config import AgentConfig
 from ..inputs.config import Config
 from ..sides.gitrepo import GitRepo
@@ -37,7 +38,6 @@ from ..store.measured import MeasuredRun
 from .inputs import ActionInputs
 from .rerun import RecordLookup, rerun_of
 from .runtime import Runtime, setup_agent
-from .workflow import Workflow
 
 CANDIDATE_PATH = ".passk/candidate.json"
 

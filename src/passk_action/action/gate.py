@@ -12,10 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.candidate import refuse_unverifiable_verdicts
-from ..errors import AgentCouldNotRun, ArtifactError, GitHubError, UsageError
-from ..github.check_run import complete_stale_checks, start_check
+from ..errors import AgentCouldNotRun, ArtifactError, GitHubError
+from ..github.approval import LabelDecision, decide_label
+from ..github.check_run import begin_check
 from ..github.client import GitHubClient
-from ..github.event import PullRequest, Trigger, read_event
+from ..github.event import PullRequest, Trigger, confirm_current_base, read_event
+from ..github.workflow import Workflow
 from ..report.history import summary_line
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.history import base_history
@@ -27,13 +29,11 @@ from ..sides.trusted import (
     trust_base,
 )
 from ..store.measured import MeasuredRun
-from .approval import LabelDecision, decide_label
 from .comparison import run_comparison
 from .inputs import ActionInputs
 from .publish import GatedFiles, publish_could_not_finish, publish_could_not_run, publish_gate
 from .rerun import RecordLookup, look_up_record, read_comments, recorded
 from .runtime import GateJob, Runtime
-from .workflow import Workflow
 
 NO_TRIGGER = Trigger()
 """A run no event payload describes: nothing binds the allow label to a head."""
@@ -72,39 +72,16 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     pr = event.pull_request()
     repo = GitRepo.discover(inputs.working_directory)
     client = github_client(inputs, runtime)
-    confirm_current_base(client, pr, workflow)
-    check = start_check_run(client, inputs, pr.head_sha, workflow)
+    confirm_current_base(client, pr, workflow.warn)
+    check = begin_check(
+        client,
+        name=inputs.check_name,
+        head_sha=pr.head_sha,
+        details_url=inputs.details_url(),
+        line=workflow.line,
+    )
     job = GateJob(inputs, runtime, client, check)
     return gate_and_publish(job, repo, pr, trigger=event.trigger())
-
-
-def confirm_current_base(client: GitHubClient | None, pr: PullRequest, workflow: Workflow) -> None:
-    """Refuse, before any check is posted, an event for a base the pull request left.
-
-    A re-run of an old run replays its event: after the pull request was
-    retargeted, its base is another branch, and a verdict against that branch
-    would land on the head commit as if it were the current one.  GitHub's
-    answer for the pull request names the current base; when it cannot be read
-    the run goes on (the check names the base it gated against).
-    """
-    if client is None:
-        return
-    try:
-        current = client.get_pull(pr.number)
-    except GitHubError as exc:
-        workflow.warn(f"cannot confirm the pull request's current base: {exc.one_line()}")
-        return
-    base = current.get("base") if isinstance(current.get("base"), dict) else {}
-    ref = base.get("ref") if isinstance(base, dict) else None
-    if isinstance(ref, str) and pr.base_ref and ref != pr.base_ref:
-        raise UsageError(
-            f"this run's event is for the base {pr.base_ref!r}, but pull request #{pr.number} "
-            f"now targets {ref!r}: its verdict would not be about the current base, so nothing "
-            "is run or posted",
-            where="GITHUB_EVENT_PATH",
-            hint="the run on the pull request's `edited` event gates it against its current "
-            "base; re-run that one",
-        )
 
 
 def gate_and_publish(
@@ -206,27 +183,6 @@ def replay_without(unusable: ArtifactError, prior: RecordLookup, workflow: Workf
         f"the measured run cannot be used ({unusable.one_line()}); the verdicts passk "
         "recorded for this content are replayed, and none of the pull request's code runs"
     )
-
-
-def start_check_run(
-    client: GitHubClient | None, inputs: ActionInputs, head_sha: str, workflow: Workflow
-) -> int | None:
-    """The check run, ``in_progress`` from the start, so the PR shows passk is at work; the
-    ones a stopped run of the same check left in progress on this commit are completed."""
-    if client is None:
-        return None
-    stale = complete_stale_checks(client, name=inputs.check_name, head_sha=head_sha)
-    if stale:
-        workflow.line(
-            f"passk: completed {len(stale)} check run(s) {inputs.check_name!r} that a stopped "
-            "run left in progress on this commit (as cancelled)"
-        )
-    started = start_check(
-        client, name=inputs.check_name, head_sha=head_sha, details_url=inputs.details_url()
-    )
-    if started.id is not None:
-        workflow.line(f"passk: check run {inputs.check_name!r} in progress: {started.url}")
-    return started.id  # refused: publishing tries again, then falls back to a status
 
 
 def trusted_inputs(

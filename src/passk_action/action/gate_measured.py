@@ -29,11 +29,18 @@ Whom to trust for what:
 from __future__ import annotations
 
 from ..errors import ArtifactError, GitHubError, UsageError
+from ..github.check_run import begin_check
 from ..github.client import GitHubClient
-from ..github.event import PullRequest, WorkflowRun, pull_request_from, read_event
+from ..github.event import (
+    PullRequest,
+    WorkflowRun,
+    confirm_current_base,
+    fetch_pull_request,
+    read_event,
+)
 from ..sides.gitrepo import GitRepo, short_sha
 from ..store.measured import MeasuredRun, read_measured
-from .gate import confirm_current_base, gate_and_publish, github_client, start_check_run
+from .gate import gate_and_publish, github_client
 from .inputs import ActionInputs
 from .publish import publish_could_not_finish
 from .runtime import GateJob, Runtime
@@ -77,8 +84,15 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     repo = GitRepo.discover(inputs.working_directory)
     client = github_client(inputs, runtime)
     if pr is not None:
-        confirm_current_base(client, pr, workflow)
-    job = GateJob(inputs, runtime, client, start_check_run(client, inputs, head_sha, workflow))
+        confirm_current_base(client, pr, workflow.warn)
+    check = begin_check(
+        client,
+        name=inputs.check_name,
+        head_sha=head_sha,
+        details_url=inputs.details_url(),
+        line=workflow.line,
+    )
+    job = GateJob(inputs, runtime, client, check)
     measured: MeasuredRun | None = None
     unusable: ArtifactError | None = None
     try:
@@ -150,7 +164,7 @@ def pull_request_of_run(
             hint=REMEASURE,
         )
     try:
-        api = client.get_pull(claimed)
+        pr = fetch_pull_request(client, claimed)
     except GitHubError as exc:
         raise GitHubError(
             f"cannot read pull request #{claimed}, which the measured run names ({exc.message})",
@@ -158,7 +172,6 @@ def pull_request_of_run(
             status=exc.status,
             hint=REMEASURE,
         ) from exc
-    pr = pull_request_from({"pull_request": api}, f"GET pulls/{claimed}")
     if pr.head_sha != run.head_sha:
         raise ArtifactError(
             f"names pull request #{claimed}, whose head is {short_sha(pr.head_sha)}, not the "
@@ -167,10 +180,9 @@ def pull_request_of_run(
             where="the measured run (input `candidate-run`)",
             hint="the run for the new head gates it; " + REMEASURE,
         )
-    head_repo = api.get("head", {}).get("repo") or {}
-    if run.head_repository is not None and head_repo.get("full_name") != run.head_repository:
+    if run.head_repository is not None and pr.head_repository != run.head_repository:
         raise ArtifactError(
-            f"names pull request #{claimed}, from {head_repo.get('full_name')!r}, but the "
+            f"names pull request #{claimed}, from {pr.head_repository!r}, but the "
             f"measuring run measured {run.head_repository!r}",
             where="the measured run (input `candidate-run`)",
             hint=REMEASURE,

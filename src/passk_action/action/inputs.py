@@ -1,35 +1,30 @@
 """The action's inputs, read once from the environment and validated.
 
-GitHub passes each input as ``INPUT_<NAME>`` with hyphens kept
-(``INPUT_GITHUB-TOKEN``, FACTS.md D1).  An input that is unset or blank takes
-its default, as it would under ``action.yml``; any other invalid value is a
-one-line :class:`UsageError` naming the input (exit 2).
+An input that is unset or blank takes its default, as it would under
+``action.yml``; any other invalid value is a one-line :class:`UsageError`
+naming the input (exit 2).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
+from ..github.sticky_comment import JOB_TOKEN_LOGIN, is_login
+from ..github.urls import DEFAULT_API_URL, DEFAULT_SERVER_URL, run_page
+from ..github.workflow import action_input, job_token
 
 COMMENT_MODES = ("update", "changes", "new", "off")
 MODES = ("gate", "baseline", "measure", "gate-measured")
 """``measure`` and ``gate-measured`` are the two jobs of the two-job mode (docs/workflows.md)."""
 BASELINE_UPDATES = ("commit", "pull-request")
-DEFAULT_API_URL = "https://api.github.com"
-DEFAULT_SERVER_URL = "https://github.com"
-DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
-"""Who posts with the job's ``GITHUB_TOKEN`` (FACTS.md G1)."""
-_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 
 
 def _input(env: Mapping[str, str], name: str, default: str) -> str:
-    value = env.get(f"INPUT_{name.upper()}", "").strip()
-    return value or default
+    return action_input(env, name) or default
 
 
 def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -74,9 +69,7 @@ class ActionInputs:
 
     def details_url(self) -> str | None:
         """The workflow run's page (where the job summary is), when the runner says."""
-        if not self.run_id or not self.repository or not self.server_url.startswith("https://"):
-            return None
-        return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
+        return run_page(self.server_url, self.repository, self.run_id)
 
 
 def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
@@ -110,15 +103,15 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
             where="input `check-name`",
             hint="use a short name such as `passk` or `passk / refunds`",
         )
-    comment_author = _input(env, "comment-author", DEFAULT_COMMENT_AUTHOR)
-    if not _LOGIN.fullmatch(comment_author):
+    comment_author = _input(env, "comment-author", JOB_TOKEN_LOGIN)
+    if not is_login(comment_author):
         raise UsageError(
             f"{comment_author!r} is not a GitHub login",
             where="input `comment-author`",
             hint="give the login passk posts as, e.g. `github-actions[bot]` for the job token "
             "or `my-app[bot]` for a GitHub App's token",
         )
-    token = env.get("INPUT_GITHUB-TOKEN", "").strip() or env.get("GITHUB_TOKEN", "").strip()
+    token = job_token(env)
     candidate_run = _input(env, "candidate-run", "")
     return ActionInputs(
         config=config,

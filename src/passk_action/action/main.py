@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import run_guarded
+from ..github.workflow import Workflow, job_token
 from .baseline import run_baseline_mode
 from .gate import run_gate_mode
 from .gate_measured import run_gate_measured_mode
 from .inputs import read_inputs
 from .measure import run_measure_mode
-from .runtime import Runtime, raw_token
-from .workflow import Workflow
+from .runtime import Runtime
 
 
 def main(
@@ -41,7 +41,7 @@ def main(
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     workflow = Workflow(out, env)
-    token = raw_token(env)
+    token = job_token(env)
     if token:
         workflow.add_mask(token)  # first thing: before any line could quote it
     runtime = Runtime(env, workflow, err, cwd or Path.cwd(), sleep)

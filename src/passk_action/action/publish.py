@@ -38,6 +38,7 @@ from ..github.sticky_comment import (
     split_record,
     without_record,
 )
+from ..github.workflow import Workflow
 from ..report.check_run import check_title, not_blocking_words, row_annotations, with_base
 from ..report.comment import (
     CommentContext,
@@ -54,7 +55,6 @@ from ..store.results import write_result
 from .inputs import ActionInputs
 from .rerun import RecordLookup
 from .runtime import GateJob, fraction, step_key
-from .workflow import Workflow
 
 REMEASURED_TITLE = "re-measured on request · "
 

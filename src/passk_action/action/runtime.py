@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import threading
 import time
@@ -16,12 +14,12 @@ from ..agents.setup import run_setup
 from ..core.model import Version
 from ..engine.session import Session, make_session, now_iso
 from ..github.client import GitHubClient
-from ..github.sticky_comment import MARKER
+from ..github.sticky_comment import StepKey
+from ..github.workflow import Workflow
 from ..inputs.agent_config import AgentConfig
 from ..inputs.config import Config
 from ..progress import make_progress
 from .inputs import ActionInputs
-from .workflow import Workflow
 
 
 @dataclass(frozen=True)
@@ -67,51 +65,6 @@ class GateJob:
         return self.runtime.workflow
 
 
-LEGACY_MARKER = MARKER
-"""The marker of passk's comment before steps were keyed; still the default step's."""
-
-
-@dataclass(frozen=True)
-class StepKey:
-    """Which passk step of a workflow this is: its comment, record and check are its own.
-
-    Two passk steps in one job (two configs, or one config from two folders)
-    must never read or overwrite each other's comment or record.  The key is
-    the config path and working directory (as the workspace names them) and
-    the check name.
-    """
-
-    config: str
-    working_directory: str
-    check_name: str
-
-    @property
-    def is_default(self) -> bool:
-        return (self.config, self.working_directory, self.check_name) == (
-            "passk.yml",
-            ".",
-            "passk",
-        )
-
-    @property
-    def id(self) -> str:
-        """12 hex digits naming the step in its marker and record."""
-        doc = [self.config, self.working_directory, self.check_name]
-        return hashlib.sha256(json.dumps(doc).encode("utf-8")).hexdigest()[:12]
-
-    @property
-    def marker(self) -> str:
-        """The first line of this step's comment (the default step keeps the old marker)."""
-        if self.is_default:
-            return LEGACY_MARKER
-        return f"<!-- passk:sticky-comment step={self.id} -->"
-
-    @property
-    def parts_marker(self) -> str:
-        """The first line of the comments holding this step's record when it is too large."""
-        return f"<!-- passk:record-parts step={self.id} -->"
-
-
 def step_key(inputs: ActionInputs) -> StepKey:
     """The key of the step ``inputs`` describe (see :class:`StepKey`)."""
     working = inputs.working_directory
@@ -124,10 +77,6 @@ def step_key(inputs: ActionInputs) -> StepKey:
         working_directory=str(rel_wd) if rel_wd.parts else ".",
         check_name=inputs.check_name,
     )
-
-
-def raw_token(env: Mapping[str, str]) -> str:
-    return env.get("INPUT_GITHUB-TOKEN", "").strip() or env.get("GITHUB_TOKEN", "").strip()
 
 
 def setup_agent(

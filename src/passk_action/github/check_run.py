@@ -8,7 +8,7 @@ not lose the gate result.  They return what happened; the caller decides.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -134,6 +134,32 @@ class Check:
     title: str
     summary: str
     annotations: Sequence[Annotation] = ()
+
+
+def begin_check(
+    client: GitHubClient | None,
+    *,
+    name: str,
+    head_sha: str,
+    details_url: str | None,
+    line: Callable[[str], None],
+) -> int | None:
+    """The job's check run, ``in_progress`` from the start so the pull request shows passk is
+    at work, once those a stopped run of the same check left in progress on this commit are
+    completed; its id, or None (no client, or refused: publishing tries again, then falls
+    back to a commit status)."""
+    if client is None:
+        return None
+    stale = complete_stale_checks(client, name=name, head_sha=head_sha)
+    if stale:
+        line(
+            f"passk: completed {len(stale)} check run(s) {name!r} that a stopped "
+            "run left in progress on this commit (as cancelled)"
+        )
+    started = start_check(client, name=name, head_sha=head_sha, details_url=details_url)
+    if started.id is not None:
+        line(f"passk: check run {name!r} in progress: {started.url}")
+    return started.id
 
 
 def publish_check(

@@ -24,7 +24,7 @@ import requests
 from passk_action import __version__
 from passk_action.core.retry_after import retry_after_s
 from passk_action.errors import GitHubError
-from passk_action.report.truncate import fit_comment
+from passk_action.truncate import fit_comment
 
 API_VERSION = "2022-11-28"
 # FACTS.md A2: check run output.summary and output.text are at most 65,535 characters.

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import GitHubError, UsageError
+
+if TYPE_CHECKING:
+    from .client import GitHubClient
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -39,6 +43,8 @@ class PullRequest:
     labels: tuple[str, ...]
     fork: bool
     """The head branch lives in another repository: the token is read-only (FACTS.md E1)."""
+    head_repository: str | None = None
+    """The head branch's repository (``owner/name``); None when GitHub names none (deleted)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,7 @@ def pull_request_from(payload: dict[str, Any], where: str) -> PullRequest:
         head_ref=str(_get(pr, "head", "ref") or ""),
         labels=labels,
         fork=fork,
+        head_repository=head_repo if isinstance(head_repo, str) else None,
     )
 
 
@@ -242,3 +249,38 @@ def read_event(
     """
     require_event(name, allowed, what, hint)
     return Event(name, path)
+
+
+def confirm_current_base(
+    client: GitHubClient | None, pr: PullRequest, warn: Callable[[str], None]
+) -> None:
+    """Refuse, before any check is posted, an event for a base the pull request left.
+
+    A re-run of an old run replays its event: after the pull request was
+    retargeted, its base is another branch, and a verdict against that branch
+    would land on the head commit as if it were the current one.  GitHub's
+    answer for the pull request names the current base; when it cannot be read
+    the run goes on (the check names the base it gated against).
+    """
+    if client is None:
+        return
+    try:
+        current = client.get_pull(pr.number)
+    except GitHubError as exc:
+        warn(f"cannot confirm the pull request's current base: {exc.one_line()}")
+        return
+    ref = _get(current, "base", "ref")
+    if isinstance(ref, str) and pr.base_ref and ref != pr.base_ref:
+        raise UsageError(
+            f"this run's event is for the base {pr.base_ref!r}, but pull request #{pr.number} "
+            f"now targets {ref!r}: its verdict would not be about the current base, so nothing "
+            "is run or posted",
+            where="GITHUB_EVENT_PATH",
+            hint="the run on the pull request's `edited` event gates it against its current "
+            "base; re-run that one",
+        )
+
+
+def fetch_pull_request(client: GitHubClient, number: int) -> PullRequest:
+    """Pull request ``number`` as GitHub's API answers for it now, checked field by field."""
+    return pull_request_from({"pull_request": client.get_pull(number)}, f"GET pulls/{number}")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
+import hashlib
 import json
 import re
 import zlib
@@ -45,8 +46,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core.model import Attempt, EvalSettings, Run, canonical_json, sha256_hex
 from ..core.result import CompareResult
 from ..errors import ArtifactError, ConfigError, GitHubError
-from ..report.truncate import COMMENT_LIMIT, fit_comment
 from ..store.artifact import attempt_from_json, attempt_to_json
+from ..truncate import COMMENT_LIMIT, fit_comment
 
 if TYPE_CHECKING:
     from .client import GitHubClient
@@ -442,7 +443,62 @@ def find_record(
 # -- the comment: find, post, and the parts of a record too large for it ------------------
 
 MARKER = "<!-- passk:sticky-comment -->"
+JOB_TOKEN_LOGIN = "github-actions[bot]"
+"""Who posts with the job's ``GITHUB_TOKEN`` (FACTS.md G1)."""
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+
+
+def is_login(text: str) -> bool:
+    """Whether ``text`` is spelled as a GitHub login (a user's, or an app's ``name[bot]``)."""
+    return _LOGIN.fullmatch(text) is not None
+
+
 COMMENT_MODES = ("update", "new", "off")
+
+
+LEGACY_MARKER = MARKER
+"""The marker of passk's comment before steps were keyed; still the default step's."""
+
+
+@dataclass(frozen=True)
+class StepKey:
+    """Which passk step of a workflow this is: its comment, record and check are its own.
+
+    Two passk steps in one job (two configs, or one config from two folders)
+    must never read or overwrite each other's comment or record.  The key is
+    the config path and working directory (as the workspace names them) and
+    the check name.
+    """
+
+    config: str
+    working_directory: str
+    check_name: str
+
+    @property
+    def is_default(self) -> bool:
+        return (self.config, self.working_directory, self.check_name) == (
+            "passk.yml",
+            ".",
+            "passk",
+        )
+
+    @property
+    def id(self) -> str:
+        """12 hex digits naming the step in its marker and record."""
+        doc = [self.config, self.working_directory, self.check_name]
+        return hashlib.sha256(json.dumps(doc).encode("utf-8")).hexdigest()[:12]
+
+    @property
+    def marker(self) -> str:
+        """The first line of this step's comment (the default step keeps the old marker)."""
+        if self.is_default:
+            return LEGACY_MARKER
+        return f"<!-- passk:sticky-comment step={self.id} -->"
+
+    @property
+    def parts_marker(self) -> str:
+        """The first line of the comments holding this step's record when it is too large."""
+        return f"<!-- passk:record-parts step={self.id} -->"
 
 
 @dataclass(frozen=True)

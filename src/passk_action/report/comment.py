@@ -31,6 +31,7 @@ from ..core.result import CompareResult
 from ..core.sequential import STRICT
 from ..core.stats import Metrics
 from ..errors import AgentCouldNotRun
+from ..truncate import COMMENT_LIMIT
 from .charts import curve_lines, transition_lines
 from .could_not_run import could_not_finish_title, could_not_run_title
 from .escape import block, code, inline
@@ -68,7 +69,6 @@ from .phrases import (
 )
 from .sections import Sections, check_flip_items, gained_item, lost_item, sections
 from .spend import cost_line
-from .truncate import COMMENT_LIMIT
 
 INPUT_PREVIEW_LEN = 100
 INPUT_FULL_LEN = 1500

@@ -43,6 +43,17 @@ MAX_ERROR_ANNOTATIONS = 10
 """GitHub shows at most 10 error and 10 warning annotations per step (FACTS.md A3)."""
 
 
+def action_input(env: Mapping[str, str], name: str) -> str:
+    """The step's input ``name`` as the runner passes it: ``INPUT_<NAME>`` with hyphens kept
+    (``INPUT_GITHUB-TOKEN``, FACTS.md D1), stripped; empty when unset or blank."""
+    return env.get(f"INPUT_{name.upper()}", "").strip()
+
+
+def job_token(env: Mapping[str, str]) -> str:
+    """The token the step was given: the input ``github-token``, else ``GITHUB_TOKEN``."""
+    return action_input(env, "github-token") or env.get("GITHUB_TOKEN", "").strip()
+
+
 def visible(text: str, keep: str = "") -> str:
     """``text`` with every invisible or control character written as ``<U+XXXX>``.
 

@@ -38,10 +38,9 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import GitHubError
-from ..github.client import GitHubClient
-from ..github.event import PullRequest, Trigger
-from ..github.sticky_comment import GateRecord, RecordedApproval
-from ..sides.gitrepo import short_sha
+from .client import GitHubClient
+from .event import PullRequest, Trigger
+from .sticky_comment import GateRecord, RecordedApproval
 
 WRITE_PERMISSIONS = frozenset({"write", "admin"})
 """GitHub's legacy ``permission`` values that count; ``maintain`` is reported as ``write``."""
@@ -55,6 +54,10 @@ class LabelDecision:
     approval: RecordedApproval | None
     refusal: str | None = None
     """One line for the log and the comment; None when the label counts or is absent."""
+
+
+def short_sha(sha: str) -> str:
+    return sha[:7]
 
 
 def _login(node: Any) -> str | None:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from passk_action.action.workflow import Workflow, could_be_command, visible
 from passk_action.core.model import Attempt, Phase
+from passk_action.github.workflow import Workflow, could_be_command, visible
 from passk_action.progress import PlainProgress
 from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
 from support.fakegithub import FakeGitHub
