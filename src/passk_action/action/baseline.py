@@ -13,9 +13,9 @@ the branch in one of two ways:
   review on every change to what the gate trusts.
 
 Pushing uses the action's ``github-token``, handed to that one git call in
-its environment (``gitrepo.token_auth_env``): the workflows check out with
-``persist-credentials: false`` so that no agent can read the token from the
-checkout (``credentials.py``).  When the checkout did persist credentials,
+its environment: the workflows check out with ``persist-credentials: false``
+so that no agent can read the token from the checkout.  When the checkout did
+persist credentials,
 git uses those as before.  The token is never put into a URL, a command line
 or a file.
 """
@@ -73,7 +73,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     commit_sha = runtime.env.get("GITHUB_SHA") or repo.head_sha()
     agent_config = config.require_agent("`mode: baseline`")
     # From before the agent's setup until it is closed: a token actions/checkout
-    # persisted is out of its reach (see credentials.py).
+    # persisted is out of its reach.
 
     hidden = credentials_hidden(
         repo,
@@ -89,7 +89,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             repo, agent_config, runtime.env, workflow.warn, version=Version.BASELINE.value
         ) as head,
     ):
-        # With an agent user, from an export of HEAD that user may write (sides/exports.py).
+        # With an agent user, from an export of HEAD that user may write.
         agent_config = head.agent
         head.announce(workflow.line, Version.BASELINE.value)
         env = env_without_token(runtime.env, inputs.token)

@@ -6,8 +6,8 @@ confirmation) runs ``baseline.agent`` from the base config or, without one,
 the base config's agent, in an export of the base commit's files made before
 any of the pull request's code runs, so the pull request cannot change what
 the baseline runs; its setup runs there before the candidate is built, then
-the export is locked.  All of that is :func:`sides.prepare.prepare`, which
-``passk compare --base`` uses too.  Attempts recorded for this content are
+the export is locked.  All of that is the preparation ``passk compare --base``
+uses too.  Attempts recorded for this content are
 replayed by the engine, so only what is missing is asked.
 """
 
@@ -57,7 +57,7 @@ def run_comparison(
 
     ``measured`` (the two-job mode's gating job): the candidate's run as the pull
     request's own job measured it; the candidate's agent never runs here, its
-    confirmation attempts come from that run (``agents/recorded.py``).
+    confirmation attempts come from that run.
     ``replay_only`` (the gating job without a usable measured run): the
     candidate answers only from the record of this content; a request the
     record lacks stops the gate, and nothing of the pull request runs.

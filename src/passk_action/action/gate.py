@@ -1,9 +1,9 @@
 """Gate mode on a pull request, as its four phases.
 
-1. trusted inputs from the base commit (``sides/trusted.py``);
-2. the record of an earlier run of this content (``rerun.py``);
-3. the comparison: candidate, baseline top-up, confirmation (``comparison.py``);
-4. the result file, summary, comment and check (``publish.py``).
+1. trusted inputs from the base commit;
+2. the record of an earlier run of this content;
+3. the comparison: candidate, baseline top-up, confirmation;
+4. the result file, summary, comment and check.
 """
 
 from __future__ import annotations
@@ -98,12 +98,11 @@ def gate_and_publish(
 
     ``measured`` and ``head`` are the two-job mode's: the candidate's run as
     the pull request's own job measured it, and the merge's tree, whose git
-    objects stand for the head (``gate_measured.py``).  ``unusable`` says why
+    objects stand for the head.  ``unusable`` says why
     there is no ``measured`` run (expired, damaged, for another head): a
     re-run whose verdicts are recorded for this content replays them, as the
     docs promise; otherwise it is the error the check fails with.  ``trigger``
-    is what GitHub says started this run: it binds the allow label to a head
-    (``approval.py``).
+    is what GitHub says started this run: it binds the allow label to a head.
     """
     inputs, runtime, client, workflow = job.inputs, job.runtime, job.client, job.workflow
     comments: list[dict[str, Any]] | None = None

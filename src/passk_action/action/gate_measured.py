@@ -18,12 +18,11 @@ Whom to trust for what:
   used to ask the API, and the answer must have the measuring run's head
   commit and repository;
 - the measured run: the pull request's word.  It must be a run of exactly
-  the gated dataset at this head commit with the base's settings
-  (``engine/candidate.measured_main_attempts``); its decisions are judged by
-  the base commit's labels; under ``scoring.by: command`` the base commit's
-  scorer judges every recorded answer again and the file's verdicts are
-  ignored (``engine/candidate.judged_again``); the comment says who recorded
-  the answers.  Whether the agent really gave them cannot be checked here.
+  the gated dataset at this head commit with the base's settings; its
+  decisions are judged by the base commit's labels; under ``scoring.by:
+  command`` the base commit's scorer judges every recorded answer again and
+  the file's verdicts are ignored; the comment says who recorded the
+  answers.  Whether the agent really gave them cannot be checked here.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ..github.workflow import action_input, job_token
 
 COMMENT_MODES = ("update", "changes", "new", "off")
 MODES = ("gate", "baseline", "measure", "gate-measured")
-"""``measure`` and ``gate-measured`` are the two jobs of the two-job mode (docs/workflows.md)."""
+"""``measure`` and ``gate-measured`` are the two jobs of the two-job mode."""
 BASELINE_UPDATES = ("commit", "pull-request")
 
 

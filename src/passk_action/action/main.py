@@ -2,11 +2,9 @@
 
 Everything comes from the environment mapping it is given.  The token is
 masked before anything else is printed and never reaches the agent, the log,
-the artifacts or an error message.  Gate mode runs in four phases, each a
-module: trusted inputs from the base commit (``sides/trusted.py``), the record of
-an earlier run of this content (``rerun.py``), the comparison
-(``comparison.py``) and publishing (``publish.py``); ``gate.py`` strings them
-together.
+the artifacts or an error message.  Each mode is a module; gate mode runs in
+four phases (trusted inputs from the base commit, the record of an earlier
+run of this content, the comparison, publishing), strung together in one.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 It runs in a job that holds no write token (``permissions: {}`` or
 ``contents: read``): the candidate agent k times per row, then the
 confirmation attempts of every row the gating job may find lost against
-the base commit's committed baseline (``engine/measuring_job.py``).  No
-baseline agent runs and nothing is posted: it writes the measured file
-(``store/measured.py``) for the workflow to upload, and the job summary.
+the base commit's committed baseline.  No baseline agent runs and nothing
+is posted: it writes the measured file for the workflow to upload, and the
+job summary.
 The gating job (``mode: gate-measured``) decides.
 """
 

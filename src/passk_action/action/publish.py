@@ -82,7 +82,7 @@ class GatedFiles:
     """The config relative to the working directory (for ``passk compare --config``)."""
     allow_label: str | None
     approval: RecordedApproval | None = None
-    """Who approved this head's protected changes with the allow label (``approval.py``)."""
+    """Who approved this head's protected changes with the allow label."""
     label_refusal: str | None = None
     """Why the allow label on the pull request does not count, when it does not."""
 

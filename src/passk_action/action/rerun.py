@@ -1,7 +1,7 @@
 """Phase 2 of gate mode: what an earlier run of the same content recorded.
 
-The sticky comment carries a record of the verdicts (``github/sticky_comment``); when it
-matches this content, dataset and settings, its attempts are replayed
+The sticky comment carries a record of the verdicts; when it matches this
+content, dataset and settings, its attempts are replayed
 instead of asking the agent again, and a recorded failure stands.
 """
 

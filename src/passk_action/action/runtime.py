@@ -37,7 +37,7 @@ class Runtime:
         """The session of an action mode: the config's concurrency, progress in the log.
 
         Progress quotes agents (the first error and its stderr), so its lines go
-        through :meth:`Workflow.line`, never a command (``workflow.py``).
+        through :meth:`Workflow.line`, never a command.
         """
         return make_session(
             config,

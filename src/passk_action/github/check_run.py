@@ -1,5 +1,5 @@
 """The check run that carries the gate on the head commit: started, completed, and the
-stale ones a stopped run left (the sticky comment is in ``sticky_comment``).
+stale ones a stopped run left.
 
 These helpers never crash the action on a refused write: a pull request from
 a fork gets a read-only token (FACTS.md E1/E2), and losing the PR comment must

@@ -3,7 +3,8 @@
 Every mode that reads an event starts the same way, :func:`read_event`: refuse
 ``pull_request_target`` and any event the mode cannot gate, then read the
 payload (when first asked) into the pull request, the measuring run and the
-trigger.
+trigger.  An event can be stale (a re-run replays the old one), so the pull
+request is also read as GitHub's API answers for it now.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Trigger:
     ``action``, ``label`` and ``sender`` are a ``pull_request`` event's (the
     label a ``labeled`` event added); ``run_actor`` and ``run_created_at`` are
     the measuring run's under ``workflow_run``.  Used to bind the allow label
-    to the head it was added at (``approval.py``).
+    to the head it was added at.
     """
 
     action: str | None = None

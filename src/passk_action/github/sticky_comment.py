@@ -67,7 +67,7 @@ class RecordError(ArtifactError):
 
 @dataclass(frozen=True)
 class RecordedApproval:
-    """Who approved the protected changes of which head, against which base (``approval.py``)."""
+    """Who approved the protected changes of which head, against which base."""
 
     label: str
     login: str
