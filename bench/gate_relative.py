@@ -141,7 +141,7 @@ def compare_path(accuracy: float, drop: float, rows: int, prs: int, seed: int) -
     from passk_action.core.model import AgentInfo, Dataset, Phase, Row, dataset_digest
     from passk_action.engine.agents import ReadyAgents
     from passk_action.engine.compare import compare
-    from passk_action.engine.measuring import measure_run, rows_to_measure
+    from passk_action.engine.measuring import Measurement, measure_run, rows_to_measure
     from passk_action.engine.request import CandidateSource, CompareInputs
     from passk_action.engine.session import Session
     from passk_action.inputs.config import parse_config
@@ -184,14 +184,16 @@ def compare_path(accuracy: float, drop: float, rows: int, prs: int, seed: int) -
             config = parse_config(text, scratch / "passk.yml").config
             session = Session(concurrency=8, retry=RetryPolicy(attempts=0), now=lambda: "now")
             baseline, _ = measure_run(
-                dataset,
-                gated,
-                config.settings,
+                Measurement(
+                    dataset,
+                    gated,
+                    config.settings,
+                    scratch / "baseline.json",
+                    measured=rows_to_measure(config.gate.rule, gated, ()),
+                ),
                 agent(Version.BASELINE),
                 AgentInfo(Version.BASELINE, "baseline"),
-                scratch / "baseline.json",
                 session,
-                measured=rows_to_measure(config.gate.rule, gated, ()),
             )
             measured += sum(1 for a in baseline.attempts if a.phase is Phase.MEASURE)
             inputs = CompareInputs(

@@ -288,7 +288,7 @@ def compare_trial(pr: PullRequest, seed: int) -> PullRequestResult:
     from passk_action.core.model import AgentInfo, Dataset, Row, dataset_digest
     from passk_action.engine.agents import ReadyAgents
     from passk_action.engine.compare import compare
-    from passk_action.engine.measuring import measure_run
+    from passk_action.engine.measuring import Measurement, measure_run
     from passk_action.engine.request import CandidateSource, CompareInputs
     from passk_action.engine.session import Session
     from passk_action.inputs.config import parse_config
@@ -331,14 +331,16 @@ def compare_trial(pr: PullRequest, seed: int) -> PullRequestResult:
         assert config.gate.rule == settings, "the config must carry the rule's settings"
         session = Session(concurrency=8, retry=RetryPolicy(attempts=0), now=lambda: "now")
         baseline, _ = measure_run(
-            dataset,
-            rows,
-            config.settings,
+            Measurement(
+                dataset,
+                rows,
+                config.settings,
+                scratch / "baseline.json",
+                ratchet=tuple([r.id for r in rows] if ratchet else ()),
+            ),
             agent(Version.BASELINE),
             AgentInfo(Version.BASELINE, "baseline"),
-            scratch / "baseline.json",
             session,
-            ratchet=[r.id for r in rows] if ratchet else (),
         )
         inputs = CompareInputs(
             config=config,

@@ -50,7 +50,7 @@ from passk_action.agents.runner import ProcessAgent, ProcessAgentSpec
 from passk_action.agents.scheduler import RetryPolicy
 from passk_action.agents.worker import WorkerAgent
 from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Row, Version, dataset_digest
-from passk_action.engine.measuring import measure_run
+from passk_action.engine.measuring import Measurement, measure_run
 from passk_action.engine.session import Session
 
 AGENT = """\
@@ -100,12 +100,9 @@ def timed_run(agent: Agent, rows: int, k: int, concurrency: int, out: Path) -> f
     )
     started = time.perf_counter()
     run, _ = measure_run(
-        dataset,
-        dataset.rows,
-        EvalSettings(k=k),
+        Measurement(dataset, dataset.rows, EvalSettings(k=k), out),
         agent,
         AgentInfo(Version.CANDIDATE, "bench"),
-        out,
         session,
     )
     wall = time.perf_counter() - started

@@ -166,7 +166,7 @@ def test_a_relative_rule_result_is_audited_from_its_recorded_attempts(
     from passk_action.core.model import AgentInfo, Dataset, Row, Version, dataset_digest
     from passk_action.engine.agents import ReadyAgents
     from passk_action.engine.compare import compare
-    from passk_action.engine.measuring import measure_run, rows_to_measure
+    from passk_action.engine.measuring import Measurement, measure_run, rows_to_measure
     from passk_action.engine.request import CandidateSource, CompareInputs
     from passk_action.engine.session import Session
     from passk_action.inputs.config import parse_config
@@ -189,10 +189,11 @@ def test_a_relative_rule_result_is_audited_from_its_recorded_attempts(
         return FunctionAgent(answer, seed)
 
     session = Session(concurrency=4, retry=RetryPolicy(attempts=0), now=lambda: "now")
-    baseline, _ = measure_run(
-        dataset, rows, config.settings, agent(0.85, "b"), AgentInfo(Version.BASELINE, "b"),
-        tmp_path / "baseline.json", session, measured=rows_to_measure(config.gate.rule, rows, ()),
+    what = Measurement(
+        dataset, rows, config.settings, tmp_path / "baseline.json",
+        measured=rows_to_measure(config.gate.rule, rows, ()),
     )  # fmt: skip
+    baseline, _ = measure_run(what, agent(0.85, "b"), AgentInfo(Version.BASELINE, "b"), session)
     inputs = CompareInputs(
         config=config,
         dataset=dataset,

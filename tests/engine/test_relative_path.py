@@ -13,7 +13,7 @@ from passk_action.core.model import AgentInfo, Dataset, Phase, Row, Run, Version
 from passk_action.core.sequential import RELATIVE, Finding
 from passk_action.engine.agents import ReadyAgents
 from passk_action.engine.compare import compare
-from passk_action.engine.measuring import measure_run, rows_to_measure
+from passk_action.engine.measuring import Measurement, measure_run, rows_to_measure
 from passk_action.engine.request import CandidateSource, CompareInputs
 from passk_action.engine.session import Session
 from passk_action.inputs.config import Config, parse_config
@@ -49,14 +49,16 @@ def _session() -> Session:
 
 def _baseline(tmp_path: Path, config: Config, dataset: Dataset, rows: tuple[Row, ...]) -> Run:
     run, made = measure_run(
-        dataset,
-        rows,
-        config.settings,
+        Measurement(
+            dataset,
+            rows,
+            config.settings,
+            tmp_path / "baseline.json",
+            measured=rows_to_measure(config.gate.rule, rows, ()),
+        ),
         _agent(0.8, "baseline"),
         AgentInfo(Version.BASELINE, "baseline"),
-        tmp_path / "baseline.json",
         _session(),
-        measured=rows_to_measure(config.gate.rule, rows, ()),
     )
     assert made == K * len(rows) + config.gate.rule.measure - K
     return run

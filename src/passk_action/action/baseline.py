@@ -29,6 +29,7 @@ from ..core.model import AgentInfo, Version
 from ..core.stats import compute_metrics, summarize_run
 from ..engine.agents import build_agent, scorer_spec
 from ..engine.measuring import (
+    Measurement,
     install_baseline,
     previous_baseline,
     record_agent,
@@ -105,9 +106,17 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             try:
                 run = record_agent(
                     agent,
-                    dataset,
-                    dataset.rows,
-                    config.settings,
+                    Measurement(
+                        dataset,
+                        dataset.rows,
+                        config.settings,
+                        staging,
+                        measured=rows_to_measure(
+                            config.gate.rule,
+                            dataset.rows,
+                            previous.ratchet if previous is not None else (),
+                        ),
+                    ),
                     AgentInfo(
                         Version.BASELINE,
                         agent.description,
@@ -115,13 +124,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
                         # What the agent ran, so a later gate can tell when this goes stale.
                         fingerprint=commit_provenance(repo, "HEAD", config).fingerprint,
                     ),
-                    staging,
                     session,
-                    measured=rows_to_measure(
-                        config.gate.rule,
-                        dataset.rows,
-                        previous.ratchet if previous is not None else (),
-                    ),
                 )
             except AgentCouldNotRun as exc:
                 # Nothing is pushed: the job's summary says why, as the gate's does.

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from ..core.model import Version
-from ..engine.measuring import install_baseline, previous_baseline, rows_to_measure
+from ..engine.measuring import (
+    Measurement,
+    install_baseline,
+    previous_baseline,
+    rows_to_measure,
+)
 from ..errors import EXIT_OK, ConfigError
 from ..sides.provenance import working_tree_provenance
 from ..store.side_files import beside
@@ -69,19 +75,20 @@ def handle(args: argparse.Namespace) -> int:
             "the working tree has uncommitted changes: the baseline records them "
             "(commit the agent's files first so the baseline matches a commit)"
         )
-    run = record_agent_run(
-        inputs,
+    what = Measurement(
+        dataset,
         dataset.rows,
-        agent_config,
-        args,
+        config.settings,
         staging,
-        version=Version.BASELINE,
-        commit=args.commit or provenance.commit,
-        dirty=provenance.dirty if args.commit is None else False,
-        fingerprint=provenance.fingerprint,
+        resume=args.resume,
         measured=rows_to_measure(
             config.gate.rule, dataset.rows, previous.ratchet if previous is not None else ()
         ),
+    )
+    if args.commit is not None:  # a commit named: what the working tree holds is not asked
+        provenance = replace(provenance, commit=args.commit or provenance.commit, dirty=False)
+    run = record_agent_run(
+        inputs, agent_config, args, what, version=Version.BASELINE, provenance=provenance
     )
     run, left = install_baseline(previous, run, dataset, staging, out)
     for row_id in left:

@@ -7,15 +7,15 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..agents.runner import Agent
 from ..agents.setup import run_setup
-from ..core.model import AgentInfo, Dataset, Row, Run, Version
+from ..core.model import AgentInfo, Dataset, Run, Version
 from ..engine.agents import ScorerSpec, build_agent, scorer_spec
-from ..engine.measuring import NOTHING_MEASURED, Measured, record_agent
+from ..engine.measuring import Measurement, record_agent
 from ..engine.session import Session, make_session, now_iso, stop_on_signals
 from ..errors import ArtifactError
 from ..inputs.agent_config import AgentConfig
@@ -24,6 +24,7 @@ from ..inputs.dataset import load_dataset
 from ..progress import make_progress
 from ..report.escape import for_terminal
 from ..sides.credentials import warn_persisted_token
+from ..sides.provenance import Provenance
 from ..store.artifact import write_text_atomic
 from ..store.side_files import refuse_resume
 from .output import warn as warn  # re-exported: subcommands import it from here
@@ -117,25 +118,22 @@ def prepare_agent(
 
 def record_agent_run(
     inputs: Inputs,
-    rows: Sequence[Row],
     agent_config: AgentConfig,
     args: argparse.Namespace,
-    out: Path,
+    what: Measurement,
     *,
     version: Version,
-    commit: str | None = None,
-    dirty: bool = False,
-    fingerprint: tuple[tuple[str, str], ...] | None = None,
-    measured: Measured = NOTHING_MEASURED,
+    provenance: Provenance,
 ) -> Run:
-    """Record ``agent_config`` on ``rows`` to ``out``, stoppable by SIGINT/SIGTERM.
+    """Record ``agent_config`` on ``what``, stoppable by SIGINT/SIGTERM; the run records
+    ``provenance`` (the code it measured).
 
     What ``passk run`` and ``passk baseline`` both do: the agent is built for
     the session's concurrency and closed when the run ends, so persistent
     workers and HTTP connections do not outlive it.
     """
-    if args.resume:
-        refuse_resume(out)  # before any setup or agent runs
+    if what.resume:
+        refuse_resume(what.out)  # before any setup or agent runs
     with stop_on_signals() as stop:
         session = session_for(inputs.config, args, stop)
         config = inputs.config
@@ -143,17 +141,14 @@ def record_agent_run(
         agent = prepare_agent(
             agent_config, version, concurrency=session.concurrency, stop=stop, scorer=scorer
         )
-        return record_agent(
-            agent,
-            inputs.dataset,
-            rows,
-            inputs.config.settings,
-            AgentInfo(version, agent.description, commit, dirty=dirty, fingerprint=fingerprint),
-            out,
-            session,
-            resume=args.resume,
-            measured=measured,
+        info = AgentInfo(
+            version,
+            agent.description,
+            provenance.commit,
+            dirty=provenance.dirty,
+            fingerprint=provenance.fingerprint,
         )
+        return record_agent(agent, what, info, session)
 
 
 def write_output(path: str | None, text: str, *, markdown: bool = False) -> None:

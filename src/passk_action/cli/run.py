@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core.model import Version
 from ..core.shard import parse_shard, shard_rows
+from ..engine.measuring import Measurement
 from ..errors import EXIT_OK, ConfigError
 from ..sides.provenance import working_tree_provenance
 from ..store.artifact import write_run
@@ -63,17 +64,10 @@ def handle(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if args.shard is not None else None
     rows = inputs.dataset.rows if shard is None else shard_rows(inputs.dataset.rows, shard)
     provenance = working_tree_provenance(inputs.config.path.parent, inputs.config)
-    run = record_agent_run(
-        inputs,
-        rows,
-        agent_config,
-        args,
-        Path(args.out),
-        version=version,
-        commit=provenance.commit,
-        dirty=provenance.dirty,
-        fingerprint=provenance.fingerprint,
+    what = Measurement(
+        inputs.dataset, rows, inputs.config.settings, Path(args.out), resume=args.resume
     )
+    run = record_agent_run(inputs, agent_config, args, what, version=version, provenance=provenance)
     if shard is not None:
         # Label the artifact so `passk merge` can tell a missing or doubled shard.
         write_run(run, Path(args.out), shard)

@@ -11,7 +11,7 @@ from ..core.notes import MeasuredByPullRequest, Note, RecordedCandidate, Rescore
 from ..errors import ArtifactError, ConfigError
 from ..report.notes import ids
 from .asking import Asker
-from .measuring import check_settings, measure, scored_recording
+from .measuring import Measurement, check_settings, measure, scored_recording
 from .request import CompareInputs
 
 
@@ -109,7 +109,9 @@ def _measured_now(inputs: CompareInputs, asker: Asker) -> Run:
         Version.CANDIDATE, asker.describe(Version.CANDIDATE), source.commit, dirty=source.dirty
     )
     return measure(
-        dataset, dataset.rows, config.settings, asker, info, source.out, resume=source.resume
+        Measurement(dataset, dataset.rows, config.settings, source.out, resume=source.resume),
+        asker,
+        info,
     )
 
 

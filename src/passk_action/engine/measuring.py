@@ -100,6 +100,25 @@ class Measured:
 NOTHING_MEASURED = Measured()
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """What one version's run measures: ``rows`` of ``dataset``, k times under ``settings``,
+    journaled and written to ``out``.
+
+    ``resume`` continues an existing journal for ``out``; ``ratchet`` names the rows
+    locked stable-correct (recorded in the run, gated like must-not-break rows);
+    ``measured`` the rows a baseline measures beyond k attempts.
+    """
+
+    dataset: Dataset
+    rows: Sequence[Row]
+    settings: EvalSettings
+    out: Path
+    resume: bool = False
+    ratchet: tuple[str, ...] = ()
+    measured: Measured = NOTHING_MEASURED
+
+
 def rows_to_measure(rule: RuleSettings, rows: Iterable[Row], ratchet: Iterable[str]) -> Measured:
     """What a baseline recorded for ``rule`` measures: under the relative rule, every
     must-not-break row and every row of the ratchet it carries, to ``rule.measure`` attempts
@@ -114,17 +133,7 @@ def rows_to_measure(rule: RuleSettings, rows: Iterable[Row], ratchet: Iterable[s
 
 
 def measure_run(
-    dataset: Dataset,
-    rows: Sequence[Row],
-    settings: EvalSettings,
-    agent: Agent,
-    info: AgentInfo,
-    out: Path,
-    session: Session,
-    *,
-    resume: bool = False,
-    ratchet: Iterable[str] = (),
-    measured: Measured = NOTHING_MEASURED,
+    what: Measurement, agent: Agent, info: AgentInfo, session: Session
 ) -> tuple[Run, int]:
     """Run ``agent`` k times on ``rows``, journaling every attempt; write the artifact.
 
@@ -134,31 +143,18 @@ def measure_run(
     session is stopped the journal stays and :class:`Interrupted` is raised.
     """
     # The ratchet's rows are gated like must-not-break ones: theirs get a second chance too.
-    ratchet = tuple(ratchet)
-    gated = replace(session, gated=session.gated | frozenset(ratchet))
+    gated = replace(session, gated=session.gated | frozenset(what.ratchet))
     asker = Asker(ReadyAgents({info.version: agent}), gated)
-    run = measure(
-        dataset, rows, settings, asker, info, out, resume=resume, ratchet=ratchet,
-        measured=measured,
-    )  # fmt: skip
+    run = measure(what, asker, info)
     return run, asker.count(info.version, Phase.MAIN) + asker.count(info.version, Phase.MEASURE)
 
 
-def measure(
-    dataset: Dataset,
-    rows: Sequence[Row],
-    settings: EvalSettings,
-    asker: Asker,
-    info: AgentInfo,
-    out: Path,
-    *,
-    resume: bool = False,
-    ratchet: Iterable[str] = (),
-    measured: Measured = NOTHING_MEASURED,
-) -> Run:
+def measure(what: Measurement, asker: Asker, info: AgentInfo) -> Run:
     """:func:`measure_run` for the version ``info`` names, asked through ``asker`` (which
     replays what a record holds, and builds the agent only if something is missing)."""
     session = asker.session
+    dataset, rows, settings, out = what.dataset, what.rows, what.settings, what.out
+    resume, ratchet, measured = what.resume, what.ratchet, what.measured
     header = Run(
         tool_version=__version__,
         dataset_digest=dataset.digest,
@@ -300,19 +296,8 @@ def previous_baseline(path: Path) -> Run | None:
         ) from exc
 
 
-def record_agent(
-    agent: Agent,
-    dataset: Dataset,
-    rows: Sequence[Row],
-    settings: EvalSettings,
-    info: AgentInfo,
-    out: Path,
-    session: Session,
-    *,
-    resume: bool = False,
-    measured: Measured = NOTHING_MEASURED,
-) -> Run:
-    """Record ``agent`` on ``rows`` to ``out`` and close it; refuse a run without a decision.
+def record_agent(agent: Agent, what: Measurement, info: AgentInfo, session: Session) -> Run:
+    """Record ``agent`` on ``what`` and close it; refuse a run without a decision.
 
     What ``passk run``, ``passk baseline`` and the action's baseline mode all
     do: the agent is closed when the run ends, so persistent workers and HTTP
@@ -321,9 +306,7 @@ def record_agent(
     ``AgentCouldNotRun`` rather than becoming a baseline.
     """
     with closing(agent):
-        run, _ = measure_run(
-            dataset, rows, settings, agent, info, out, session, resume=resume, measured=measured
-        )
+        run, _ = measure_run(what, agent, info, session)
     if run.attempts and not any(a.valid for a in run.attempts):
         raise could_not_run(run.attempts, info.version, alike=False)
     return run
