@@ -26,6 +26,7 @@ from passk_action.agents.http import (
     HTTP_STATUS,
     MIN_RATE,
     MIN_SPAN_S,
+    Clocks,
     HttpAgent,
     Pacer,
     expand_headers,
@@ -797,7 +798,7 @@ def test_a_pause_for_every_request_is_kept_across_resume(endpoint: Endpoint) -> 
     assert set(saved[-1]) == {"*", '["r1", 1, "main", "baseline"]'}
     wall = datetime(2026, 1, 2, 12, 0, 0, tzinfo=timezone.utc)
     later = (wall + timedelta(seconds=5)).isoformat()
-    with make_agent(endpoint.url, clock=lambda: 100.0, wall_clock=lambda: wall) as resumed:
+    with make_agent(endpoint.url, clocks=Clocks(lambda: 100.0, lambda: wall)) as resumed:
         resumed.carry_retry_after({"*": later, "[damaged": later}, saved.append)
         assert resumed.ready_in(req("r2")) == pytest.approx(5.0)  # every request
         assert resumed.ready_in(req("r3")) == pytest.approx(5.0)

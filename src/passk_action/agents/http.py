@@ -55,7 +55,7 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
@@ -321,6 +321,19 @@ def _one_line(text: str, limit: int = _BODY_SNIPPET) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """The time an HTTP agent reads: monotonic seconds for its waits and deadlines, and the
+    wall clock a Retry-After date is read against (tests set both)."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    wall: Callable[[], datetime] = _utc_now
+
+
 class HttpAgent:
     """Sends each attempt to an HTTP endpoint; see the module docstring."""
 
@@ -334,8 +347,7 @@ class HttpAgent:
         where: str = "agent.http",
         output_cap: int = DEFAULT_OUTPUT_CAP,
         max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S,
-        clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        clocks: Clocks | None = None,
     ) -> None:
         self.config = config
         self.description = description or config.describe()
@@ -343,8 +355,9 @@ class HttpAgent:
         self._env = parent_env
         self._output_cap = output_cap
         self._max_retry_after_s = max_retry_after_s
-        self._clock = clock
-        self._wall_clock = wall_clock
+        clocks = clocks or Clocks()
+        self._clock = clocks.monotonic
+        self._wall_clock = clocks.wall
         for header, name in header_env_names(config.headers):
             if is_runner_credential(name):
                 raise ConfigError(
@@ -380,7 +393,7 @@ class HttpAgent:
         self._lock = threading.Lock()
         # Requests waiting for a send slot sleep on it; a cut, a pause or a cancel wakes them.
         self._paced = threading.Condition(self._lock)
-        self._pacer = Pacer(clock)
+        self._pacer = Pacer(clocks.monotonic)
         # Per request (row, number, phase, version): not before this clock time,
         # from a Retry-After given to that request.
         self._retry_at: dict[tuple[str, int, str, str], float] = {}
