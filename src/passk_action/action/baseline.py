@@ -101,31 +101,16 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
             agent_config, env, concurrency=config.concurrency, warn=workflow.warn, scorer=scorer
         )
         staging = beside(out, ".recording.json")
+        ratchet = previous.ratchet if previous is not None else ()
+        measured = rows_to_measure(config.gate.rule, dataset.rows, ratchet)
+        what = Measurement(dataset, dataset.rows, config.settings, staging, measured=measured)
+        # What the agent ran, so a later gate can tell when this goes stale.
+        fingerprint = commit_provenance(repo, "HEAD", config).fingerprint
+        info = AgentInfo(Version.BASELINE, agent.description, commit_sha, fingerprint=fingerprint)
         with workflow.group("passk: recording the baseline"):
             session = runtime.session(config, stop)
             try:
-                run = record_agent(
-                    agent,
-                    Measurement(
-                        dataset,
-                        dataset.rows,
-                        config.settings,
-                        staging,
-                        measured=rows_to_measure(
-                            config.gate.rule,
-                            dataset.rows,
-                            previous.ratchet if previous is not None else (),
-                        ),
-                    ),
-                    AgentInfo(
-                        Version.BASELINE,
-                        agent.description,
-                        commit_sha,
-                        # What the agent ran, so a later gate can tell when this goes stale.
-                        fingerprint=commit_provenance(repo, "HEAD", config).fingerprint,
-                    ),
-                    session,
-                )
+                run = record_agent(agent, what, info, session)
             except AgentCouldNotRun as exc:
                 # Nothing is pushed: the job's summary says why, as the gate's does.
                 workflow.write_summary(render_could_not_run(exc))

@@ -4,15 +4,14 @@
 a working tree's config) into the engine's typed inputs and an agent
 factory, and holds what must last while agents run:
 
-- the job's token kept out of agents' reach (``credentials.py``), with
-  ``isolate`` (the action), before any agent or setup runs;
-- the base commit's export for the baseline agent (``exports.py``), made
-  before any of the head's code runs; its setup runs first, whichever side is
-  built first, and then it is locked;
-- with ``isolate``, the candidate's own export of HEAD for the agent user
-  (``exports.py``);
-- whether the committed baseline still measures the base commit's agent
-  (``freshness.py``), said before any agent runs.
+- the job's token kept out of agents' reach, with ``isolate`` (the action),
+  before any agent or setup runs;
+- the base commit's export for the baseline agent, made before any of the
+  head's code runs; its setup runs first, whichever side is built first, and
+  then it is locked;
+- with ``isolate``, the candidate's own export of HEAD for the agent user;
+- whether the committed baseline still measures the base commit's agent,
+  said before any agent runs.
 
 Agents are built on first use only (:class:`LazyAgents`): a comparison that
 replays or reuses everything starts none, runs no setup, and the engine asks

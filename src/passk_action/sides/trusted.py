@@ -1,10 +1,10 @@
-"""Phase 1 of gate mode: what protects the gate, read from the pull request's base commit.
+"""What protects the gate, read from the pull request's base commit before any agent runs.
 
 The head supplies the candidate agent and the rows to run; the base supplies
-every setting (``head_settings.py`` says which few of the head's its own run
-takes), the must-not-break marks and labels, and the baseline artifact with
-its ratchet.  An edit the head makes that weakens the gate is a protected
-change (``protect.py``).
+every setting (but the few the head's own run takes), the must-not-break
+marks and labels, and the baseline artifact with its ratchet, so a pull
+request cannot loosen the rules it is judged by.  An edit the head makes
+that weakens the gate is a protected change.
 """
 
 from __future__ import annotations
