@@ -71,7 +71,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     out = config.baseline.artifact
     rel = repo.relative(out)
     previous = previous_baseline(out)
-    commit_sha = runtime.env.get("GITHUB_SHA") or repo.head_sha()
+    commit_sha = inputs.sha or repo.head_sha()
     agent_config = config.require_agent("`mode: baseline`")
     # From before the agent's setup until it is closed: a token actions/checkout
     # persisted is out of its reach.

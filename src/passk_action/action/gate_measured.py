@@ -88,7 +88,7 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         client,
         name=inputs.check_name,
         head_sha=head_sha,
-        details_url=inputs.details_url(),
+        details_url=inputs.details_url,
         line=workflow.line,
     )
     job = GateJob(inputs, runtime, client, check)

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..github.sticky_comment import JOB_TOKEN_LOGIN, is_login
-from ..github.urls import DEFAULT_API_URL, DEFAULT_SERVER_URL, run_page
-from ..github.workflow import action_input, job_token
+from ..github.workflow import action_input, job_token, read_runner_env
 
 COMMENT_MODES = ("update", "changes", "new", "off")
 MODES = ("gate", "baseline", "measure", "gate-measured")
@@ -62,26 +61,25 @@ class ActionInputs:
     repository: str
     run_id: str | None
     ref_name: str | None
+    details_url: str | None
+    """The workflow run's page (where the job summary is), when the runner names it."""
+    sha: str | None = None
+    """The commit the workflow run is for, as the runner says."""
 
     @property
     def config_path(self) -> Path:
         return self.working_directory / self.config
 
-    def details_url(self) -> str | None:
-        """The workflow run's page (where the job summary is), when the runner says."""
-        return run_page(self.server_url, self.repository, self.run_id)
-
 
 def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
-    """Validate every input; relative paths resolve against ``GITHUB_WORKSPACE`` (or ``cwd``)."""
-    workspace = Path(env.get("GITHUB_WORKSPACE") or cwd)
-    if not workspace.is_absolute():
-        workspace = cwd / workspace
+    """Validate every input; relative paths resolve against the runner's workspace."""
+    runner = read_runner_env(env, cwd)
+    workspace = runner.workspace
     config = _input(env, "config", "passk.yml")
     working = _input(env, "working-directory", ".")
     # Lexical, not resolved: a symlinked folder is the pull request's to choose, and
     # the trusted base files are looked up by the path as written.
-    working_directory = Path(os.path.normpath(workspace.resolve() / working))
+    working_directory = Path(os.path.normpath(workspace / working))
     if not working_directory.is_dir():
         raise UsageError(
             "is not a directory of the checkout",
@@ -89,7 +87,7 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
             hint="give a folder relative to the repository root, e.g. `.` or `services/refunds`",
         )
     try:
-        working_directory.relative_to(workspace.resolve())
+        working_directory.relative_to(workspace)
     except ValueError:
         raise UsageError(
             "points outside the workspace",
@@ -122,13 +120,15 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
         mode=_choice(env, "mode", "gate", MODES),
         baseline_update=_choice(env, "baseline-update", "pull-request", BASELINE_UPDATES),
         working_directory=working_directory,
-        workspace=workspace.resolve(),
+        workspace=workspace,
         candidate_run=(working_directory / candidate_run) if candidate_run else None,
-        event_name=env.get("GITHUB_EVENT_NAME", "").strip(),
-        event_path=env.get("GITHUB_EVENT_PATH") or None,
-        api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
-        server_url=env.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL,
-        repository=env.get("GITHUB_REPOSITORY", "").strip(),
-        run_id=env.get("GITHUB_RUN_ID") or None,
-        ref_name=env.get("GITHUB_REF_NAME") or None,
+        event_name=runner.event_name,
+        event_path=runner.event_path,
+        api_url=runner.api_url,
+        server_url=runner.server_url,
+        repository=runner.repository,
+        run_id=runner.run_id,
+        ref_name=runner.ref_name,
+        details_url=runner.run_page,
+        sha=runner.sha,
     )

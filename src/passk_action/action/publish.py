@@ -149,7 +149,7 @@ def comment_context(
         approval=_approval_words(where.approval) if where and where.approval else None,
         label_refusal=where.label_refusal if where else None,
         result_path=RESULT_PATH,
-        details_url=inputs.details_url(),
+        details_url=inputs.details_url,
         history=history,
     )
 
@@ -220,7 +220,7 @@ def publish_gate(
                 result,
                 marker=key.marker,
                 record=record,
-                details_url=inputs.details_url(),
+                details_url=inputs.details_url,
                 context=context,
             )
             remeasured = REMEASURED_TITLE if prior.remeasured is not None else ""

@@ -4,9 +4,11 @@ Find: passk's own comments for a step (``our_comments``, the newest one's
 record, ``find_record``).  Post: ``upsert_sticky_comment`` edits passk's
 one comment or creates it, in the mode the input ``comment`` asks for
 (``comment_mode``), and ``post_record_parts`` keeps the record's overflow in
-part comments.  These never crash the action on a refused write: a pull
-request from a fork gets a read-only token (FACTS.md E1/E2), and losing the
-comment must not lose the gate result; they return what happened.
+part comments.  Each passk step of a workflow has comments of its own, told
+apart by the markers its key gives (``StepKey``).  These never crash the
+action on a refused write: a pull request from a fork gets a read-only token
+(FACTS.md E1/E2), and losing the comment must not lose the gate result; they
+return what happened.
 
 The record is the gate record hidden at the end of the sticky comment: no
 shopping by re-running.

@@ -1,4 +1,5 @@
-"""The runner's command channel: workflow commands on stdout, and the environment files.
+"""The runner's channel, both ways: what it tells a step (its inputs, the job's facts, the
+token) and what a step tells it (workflow commands on stdout, and the environment files).
 
 Formats follow FACTS.md C1-C3: ``::name key=value::message`` with the
 toolkit's escaping, ``GITHUB_OUTPUT`` in the heredoc form with a random
@@ -28,10 +29,12 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from ..errors import UsageError
+from .urls import DEFAULT_API_URL, DEFAULT_SERVER_URL, run_page
 
 SUMMARY_LIMIT_BYTES = 1024 * 1024
 """The runner refuses a step's job summary above 1 MiB, counted in bytes (FACTS.md C1)."""
@@ -41,6 +44,47 @@ TITLE = "passk"
 """The title of passk's annotations in the log and the run's summary."""
 MAX_ERROR_ANNOTATIONS = 10
 """GitHub shows at most 10 error and 10 warning annotations per step (FACTS.md A3)."""
+
+
+@dataclass(frozen=True)
+class RunnerEnv:
+    """What the runner says of the job a step runs in, from its environment (FACTS.md D1)."""
+
+    workspace: Path
+    """The checkout (``GITHUB_WORKSPACE``, else the working directory), resolved."""
+    event_name: str
+    event_path: str | None
+    api_url: str
+    server_url: str
+    repository: str
+    """``owner/name``; empty when the runner does not say."""
+    run_id: str | None
+    ref_name: str | None
+    sha: str | None
+    """The commit the workflow run is for (``GITHUB_SHA``)."""
+
+    @property
+    def run_page(self) -> str | None:
+        """The workflow run's page, where its job summary is, when the runner names it."""
+        return run_page(self.server_url, self.repository, self.run_id)
+
+
+def read_runner_env(env: Mapping[str, str], cwd: Path) -> RunnerEnv:
+    """The runner's facts about the job; a relative ``GITHUB_WORKSPACE`` is under ``cwd``."""
+    workspace = Path(env.get("GITHUB_WORKSPACE") or cwd)
+    if not workspace.is_absolute():
+        workspace = cwd / workspace
+    return RunnerEnv(
+        workspace=workspace.resolve(),
+        event_name=env.get("GITHUB_EVENT_NAME", "").strip(),
+        event_path=env.get("GITHUB_EVENT_PATH") or None,
+        api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+        server_url=env.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL,
+        repository=env.get("GITHUB_REPOSITORY", "").strip(),
+        run_id=env.get("GITHUB_RUN_ID") or None,
+        ref_name=env.get("GITHUB_REF_NAME") or None,
+        sha=env.get("GITHUB_SHA") or None,
+    )
 
 
 def action_input(env: Mapping[str, str], name: str) -> str:
