@@ -202,11 +202,12 @@ def log(name):
 
 
 def test_a_resources_tests_run_one_after_another_on_one_worker(tmp_path: Path) -> None:
-    """Eight tests, four marked: on two workers the four run on one, never overlapping,
-    and the other four are shared out (so the run was parallel)."""
+    """Eight tests, the first four marked: on two workers the four run on one, never
+    overlapping, and the other four are shared out (so the run was parallel). Unmarked,
+    the first four would be dealt to both workers, two each."""
     tests = "".join(
-        ('@pytest.mark.shares("agent-users")\n' if n % 2 else "")
-        + f"def test_{n}():\n    log('{'shared' if n % 2 else 'free'}{n}')\n\n"
+        ('@pytest.mark.shares("agent-users")\n' if n < 4 else "")
+        + f"def test_{n}():\n    log('{'shared' if n < 4 else 'free'}{n}')\n\n"
         for n in range(8)
     )
     (tmp_path / "test_probe.py").write_text(PROBE + tests, encoding="utf-8")
