@@ -28,6 +28,7 @@ from passk_action.store.results import (
 )
 from support.paths import TESTS
 from support.scenarios import failed_scenario
+from support.words import said
 
 OLD = TESTS / "golden" / "artifacts" / "result_old_v2.json"
 
@@ -35,7 +36,7 @@ OLD = TESTS / "golden" / "artifacts" / "result_old_v2.json"
 def test_a_result_records_its_rule_and_every_gated_rows_verdict(tmp_path: Path) -> None:
     result = failed_scenario()
     doc = result_to_json(result)
-    assert doc["schema_version"] == RESULT_SCHEMA_VERSION == 6
+    assert doc["schema_version"] == RESULT_SCHEMA_VERSION == 7
     assert doc["policy"]["rule"] == result.policy.rule.to_json()
     verdicts = {row["id"]: row.get("verdict") for row in doc["rows"]}
     gated = {"refund-001", "refund-003", "refund-004"}
@@ -117,8 +118,8 @@ def test_an_older_result_is_audited_with_the_rule_it_was_decided_by(
         ("refund-004", "ratchet"),
     ]
     # Its words were "(not-reproduced)" on a row that blocks; read now, they say why it blocks.
-    assert audited.recorded_gate.failures[2].reason.endswith("(not-reproduced)")
-    assert gate.failures[2].reason.endswith(
+    assert said(audited.recorded_gate.failures[2]).endswith("(not-reproduced)")
+    assert said(gate.failures[2]).endswith(
         "(right on every re-run; under the strict rule a wrong answer blocks)"
     )
     verdicts = {row_id: (v.decision, v.finding) for row_id, v in gate.verdicts.items()}
@@ -205,7 +206,7 @@ def test_a_relative_rule_result_is_audited_from_its_recorded_attempts(
     path = tmp_path / "result.json"
     write_result(result, path)
     doc = json.loads(path.read_text(encoding="utf-8"))
-    assert doc["schema_version"] == 6 and doc["policy"]["rule"]["rule"] == "relative"
+    assert doc["schema_version"] == 7 and doc["policy"]["rule"]["rule"] == "relative"
     audited = read_result(path)
     assert audited.consistent
     assert audited.result.gate == result.gate

@@ -70,6 +70,7 @@ from passk_action.core.paired import (
 )
 from passk_action.core.pass_curve import CurvePoint, PassCurve, pass_curve
 from passk_action.core.power import Power, paired_power, power_analysis
+from passk_action.core.reasons import ProtectedChangeMade, StrictLost, StrictUnclassified
 from passk_action.core.result import CompareResult, evaluate
 from passk_action.core.scoring import ABSENT, is_correct, normalize
 from passk_action.core.sequential import STRICT, RuleSettings
@@ -86,6 +87,7 @@ from passk_action.core.student_t import regularized_beta, student_t_cdf
 from passk_action.errors import UsageError
 from support.runs import attempts, classify_decisions, record, run_of
 from support.scenarios import failed_scenario
+from support.words import said, warned
 
 CASEFOLD = Scoring(normalize=("casefold",))
 STRIP_CASEFOLD = Scoring(normalize=("strip", "casefold"))
@@ -362,16 +364,17 @@ def _row(
 def test_unclassified_failure_names_the_side_that_lacks_decisions(
     base: RowClass, cand: RowClass, side: str
 ) -> None:
-    assert strict_failure(_row(base, cand), GatePolicy()) == GateFailure(
-        Rule.UNCLASSIFIED,
-        f"must-not-break row has fewer than k valid decisions {side}",
-        "r-7",
+    failure = strict_failure(_row(base, cand), GatePolicy())
+    assert failure is not None and (failure.rule, failure.id) == (Rule.UNCLASSIFIED, "r-7")
+    assert failure.reason == StrictUnclassified(
+        baseline=base is RowClass.UNCLASSIFIED, candidate=cand is RowClass.UNCLASSIFIED
     )
+    assert said(failure) == f"must-not-break row has fewer than k valid decisions {side}"
 
 
 def test_a_failure_reason_says_the_confirmation_outcome_only_when_there_is_one() -> None:
     plain = strict_failure(_row(RowClass.STABLE_CORRECT, RowClass.FLIP), GatePolicy())
-    assert plain is not None and plain.reason.endswith("is flip on the candidate")
+    assert plain is not None and said(plain).endswith("is flip on the candidate")
     confirmed = strict_failure(
         _row(
             RowClass.STABLE_CORRECT, RowClass.FLIP, confirmation=Confirmation.CONFIRMED_REGRESSION
@@ -379,18 +382,18 @@ def test_a_failure_reason_says_the_confirmation_outcome_only_when_there_is_one()
         GatePolicy(),
     )
     assert confirmed is not None
-    assert confirmed.reason.endswith("is flip on the candidate (confirmed-regression)")
+    assert said(confirmed).endswith("is flip on the candidate (confirmed-regression)")
 
 
 def test_any_regression_failure_keeps_the_row_id_and_says_why() -> None:
     row = _row(RowClass.STABLE_CORRECT, RowClass.STABLE_WRONG, mnb=False)
     assert strict_failure(row, GatePolicy()) is None
     failure = strict_failure(row, GatePolicy(block_on_any_regression=True))
-    assert failure == GateFailure(
-        Rule.REGRESSION,
+    lost = StrictLost(RowClass.STABLE_WRONG, RowClass.STABLE_CORRECT)
+    assert failure == GateFailure(Rule.REGRESSION, lost, "r-7")
+    assert said(failure) == (
         "row was stable-correct on the baseline and is stable-wrong on the candidate "
-        "(gate.block_on_any_regression is on)",
-        "r-7",
+        "(gate.block_on_any_regression is on)"
     )
 
 
@@ -398,20 +401,19 @@ def test_protected_changes_fail_unless_allowed_and_keep_their_detail_and_id() ->
     change = ProtectedChange("row-expected", "expected label of r-3 changed", "r-3")
     decision = decide([], verdicts={}, protected_changes=[change])  # allowed defaults to False
     assert not decision.passed
-    assert decision.failures == (
-        GateFailure(Rule.PROTECTED_CHANGE, "expected label of r-3 changed", "r-3"),
-    )
+    made = ProtectedChangeMade("row-expected", "expected label of r-3 changed")
+    assert decision.failures == (GateFailure(Rule.PROTECTED_CHANGE, made, "r-3"),)
+    assert said(decision.failures[0]) == "expected label of r-3 changed"
     allowed = decide([], verdicts={}, protected_changes=[change], protected_changes_allowed=True)
     assert allowed.passed
-    assert allowed.warnings == ("allowed protected change: expected label of r-3 changed",)
+    assert warned(allowed) == ("allowed protected change: expected label of r-3 changed",)
 
 
 def test_a_recorded_failure_stands_even_when_changes_are_allowed() -> None:
     standing = ProtectedChange(RECORDED_FAILURE_KIND, "recorded failure stands", "rec-1")
     decision = decide([], verdicts={}, protected_changes=[standing], protected_changes_allowed=True)
-    assert decision.failures == (
-        GateFailure(Rule.RECORDED_FAILURE, "recorded failure stands", "rec-1"),
-    )
+    made = ProtectedChangeMade(RECORDED_FAILURE_KIND, "recorded failure stands")
+    assert decision.failures == (GateFailure(Rule.RECORDED_FAILURE, made, "rec-1"),)
 
 
 # --- digests: committed baselines depend on these bytes ---------------------------------

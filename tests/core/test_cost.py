@@ -32,6 +32,7 @@ from passk_action.core.student_t import student_t_cdf, student_t_quantile, t_975
 from passk_action.report.spend import cost_line, money, seconds, spend_lines
 from support.runs import attempts, record, run_of
 from support.spend import RIGHT, _gate, spent
+from support.words import said, warned
 
 # --------------------------------------------------------------- percentiles
 
@@ -282,7 +283,7 @@ def test_a_candidate_within_the_reliability_gate_fails_max_cost_increase() -> No
     assert comparison.candidate_metrics.pass_k == 1.0 and not comparison.lost
     assert not gate.passed
     assert [(f.rule, f.id) for f in gate.failures] == [(Rule.COST, None)]
-    assert gate.failures[0].reason == (
+    assert said(gate.failures[0]) == (
         "cost per decision +30% ($0.001 -> $0.0013), at least +30% with 95% confidence, "
         "over gate.max_cost_increase +25%"
     )
@@ -302,7 +303,7 @@ def test_a_cost_failure_never_hides_a_must_not_break_failure() -> None:
 def test_a_candidate_that_stops_reporting_cost_fails_the_cost_limit() -> None:
     _, gate = _gate(0.001, None, GatePolicy(max_cost_increase=0.25))
     assert [f.rule for f in gate.failures] == [Rule.COST]
-    assert gate.failures[0].reason == (
+    assert said(gate.failures[0]) == (
         "75 of 75 candidate decisions report no cost, so gate.max_cost_increase cannot be "
         "checked (report usage with every answer)"
     )
@@ -311,14 +312,14 @@ def test_a_candidate_that_stops_reporting_cost_fails_the_cost_limit() -> None:
 def test_a_baseline_without_cost_leaves_the_limit_unchecked_with_a_warning() -> None:
     _, gate = _gate(0.0, 0.002, GatePolicy(max_cost_increase=0.25))
     assert gate.passed
-    assert gate.warnings[0].startswith("gate.max_cost_increase was not checked")
+    assert warned(gate)[0].startswith("gate.max_cost_increase was not checked")
 
 
 def test_max_latency_p95_increase() -> None:
     policy = GatePolicy(max_latency_p95_increase=0.5)
     _, slow = _gate(0.001, 0.001, policy, base_s=1.0, cand_s=1.6)
     assert [f.rule for f in slow.failures] == [Rule.LATENCY]
-    assert slow.failures[0].reason == (
+    assert said(slow.failures[0]) == (
         "p95 latency per attempt +60% (1 s -> 1.6 s), beyond noise (quantile test p < 0.001), "
         "over gate.max_latency_p95_increase +50%"
     )
@@ -535,7 +536,7 @@ def test_one_decision_without_a_cost_is_enough_to_fail_the_cost_limit() -> None:
         ratchet=frozenset(),
         policy=GatePolicy(max_cost_increase=0.25, rule=RuleSettings(rule=STRICT)),
     )
-    assert [(f.rule, f.id, f.reason) for f in gate.failures] == [
+    assert [(f.rule, f.id, said(f)) for f in gate.failures] == [
         (
             Rule.COST,
             None,
@@ -549,7 +550,7 @@ def test_unchecked_limits_say_why_in_warnings_and_pass() -> None:
     policy = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.5)
     _, gate = _gate(0.0, 0.002, policy, base_s=0.0, cand_s=3.0)
     assert gate.passed and gate.failures == ()
-    assert gate.warnings == (
+    assert warned(gate) == (
         "gate.max_cost_increase was not checked: the baseline reports no cost "
         "(have the agent report usage, or set pricing, and record the baseline again)",
         "gate.max_latency_p95_increase was not checked: the baseline has no latency above 0 s",
@@ -560,13 +561,13 @@ def test_an_increase_exactly_at_a_limit_passes_and_just_over_it_fails() -> None:
     # costs 0.5 -> 0.75 and p95 1 s -> 1.5 s: increases of exactly +50%
     at = GatePolicy(max_cost_increase=0.5, max_latency_p95_increase=0.5)
     _, gate = _gate(0.5, 0.75, at, base_s=1.0, cand_s=1.5)
-    assert gate.passed and gate.warnings == ()
+    assert gate.passed and warned(gate) == ()
     # within 1e-9 of the limit counts as at it (0.499999999 + 1e-9 == 0.5 in floats)
     within = GatePolicy(max_cost_increase=0.499999999, max_latency_p95_increase=0.499999999)
     assert _gate(0.5, 0.75, within, base_s=1.0, cand_s=1.5)[1].passed
     over = GatePolicy(max_cost_increase=0.499999998, max_latency_p95_increase=0.499999998)
     _, gate = _gate(0.5, 0.75, over, base_s=1.0, cand_s=1.5)
-    assert [f.reason for f in gate.failures] == [
+    assert [said(f) for f in gate.failures] == [
         "cost per decision +50% ($0.5 -> $0.75), at least +50% with 95% confidence, over "
         "gate.max_cost_increase +49.9999998%",
         "p95 latency per attempt +50% (1 s -> 1.5 s), beyond noise (quantile test p < 0.001), "
@@ -580,14 +581,14 @@ def test_a_reason_never_reads_the_increase_as_the_limit() -> None:
         0.001, 0.001254, GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.125),
         base_s=1.0, cand_s=1.13,
     )  # fmt: skip
-    assert [f.reason for f in gate.failures] == [
+    assert [said(f) for f in gate.failures] == [
         "cost per decision +25.4% ($0.001 -> $0.001254), at least +25.4% with 95% "
         "confidence, over gate.max_cost_increase +25%",
         "p95 latency per attempt +13% (1 s -> 1.13 s), beyond noise (quantile test p < 0.001), "
         "over gate.max_latency_p95_increase +12.5%",
     ]
     _, gate = _gate(0.001, 0.0010001, GatePolicy(max_cost_increase=0.0))
-    assert gate.failures[0].reason == (
+    assert said(gate.failures[0]) == (
         "cost per decision +0.01% ($0.001 -> $0.0010001), at least +0.01% with 95% "
         "confidence, over gate.max_cost_increase +0%"
     )
@@ -600,14 +601,14 @@ def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so()
     policy = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.5)
     errors = run_of(rows, spent("a", [None, None, None], 0.001, 9.0))
     gate = decide([], policy, verdicts={}, spend=compare_spend(base, errors))
-    assert gate.passed and gate.warnings == (
+    assert gate.passed and warned(gate) == (
         "gate.max_cost_increase was not checked: the candidate made no decisions",
         "gate.max_latency_p95_increase was not checked: 3 attempts on a version are too few "
         "to tell a p95 latency over the limit from noise (at 5% false alarms)",
     )
     nothing = run_of(rows, [])
     gate = decide([], policy, verdicts={}, spend=compare_spend(base, nothing))
-    assert gate.passed and gate.warnings == (
+    assert gate.passed and warned(gate) == (
         "gate.max_cost_increase was not checked: the candidate made no decisions",
         "gate.max_latency_p95_increase was not checked: the candidate has no attempt with a "
         "measured latency",
@@ -620,7 +621,7 @@ def test_a_candidate_without_decisions_leaves_the_limits_unchecked_and_says_so()
         verdicts={},
         spend=compare_spend(instant, nothing),
     )
-    assert gate.warnings == (
+    assert warned(gate) == (
         "gate.max_latency_p95_increase was not checked: the baseline has no latency above 0 s",
     )
 
@@ -748,7 +749,7 @@ def test_a_latency_increase_within_noise_warns_instead_of_failing() -> None:
         gate = decide([], GatePolicy(max_latency_p95_increase=0.2), verdicts={}, spend=spend)
         assert gate.passed
         if (spend.latency_p95_increase or 0) > 0.2:
-            assert "but within noise" in gate.warnings[0]
+            assert "but within noise" in warned(gate)[0]
     slow = compare_spend(base, run(Version.CANDIDATE, 3.0))
     assert slow.latency_check(0.2).exceeded is True
 

@@ -13,6 +13,7 @@ from passk_action.core.model import Phase, RowClass, Version
 from passk_action.core.result import evaluate
 from passk_action.core.sequential import STRICT, Decision, Finding, RuleSettings
 from support.runs import attempts, record, run_of
+from support.words import said
 
 RIGHT = ["deny", "deny", "deny"]
 
@@ -160,7 +161,7 @@ def test_gate_blocks_an_unclassified_must_not_break_row_on_either_side() -> None
         ("crash", Rule.UNCLASSIFIED),
         ("basecrash", Rule.UNCLASSIFIED),
     ]
-    assert "baseline" in gate.failures[1].reason
+    assert "baseline" in said(gate.failures[1])
 
 
 def test_ratchet_locks_a_row_even_when_the_baseline_varies_now() -> None:
@@ -260,7 +261,7 @@ def test_sequential_blocks_a_row_that_clearly_lost_its_reliability() -> None:
     _, gate = _evaluate(rows, attempts("m", RIGHT), cand, policy=SEQUENTIAL)
     [failure] = gate.failures
     assert (failure.id, failure.rule) == ("m", Rule.MUST_NOT_BREAK)
-    assert failure.reason.startswith(
+    assert said(failure).startswith(
         "must-not-break row is less reliable on the candidate: 3 wrong of 3 attempts; "
         "baseline 0 of 3; more wrong answers than a row right 99% of the time gives by chance"
     )
@@ -290,7 +291,7 @@ def test_sequential_cannot_judge_three_answers_and_says_so() -> None:
         ("m", Rule.UNCLASSIFIED),
         ("r", Rule.RATCHET),
     ]
-    assert gate.failures[0].reason == (
+    assert said(gate.failures[0]) == (
         "must-not-break row cannot be judged on the candidate: 0 wrong of 3 attempts; "
         "baseline 0 of 3; too few answers to tell a row right 99% of the time from one right "
         "70% of the time"
@@ -305,5 +306,5 @@ def test_sequential_regression_rows_are_the_baseline_stable_correct_ones() -> No
     policy = GatePolicy(block_on_any_regression=True)
     _, gate = _evaluate(rows, base, cand, policy=policy)
     assert [(f.id, f.rule) for f in gate.failures] == [("sc", Rule.REGRESSION)]
-    assert gate.failures[0].reason.endswith("(gate.block_on_any_regression is on)")
+    assert said(gate.failures[0]).endswith("(gate.block_on_any_regression is on)")
     assert set(gate.verdicts) == {"sc"}

@@ -24,6 +24,7 @@ from passk_action.core.model import (
 from passk_action.core.result import evaluate
 from passk_action.core.scoring import scorer_decision
 from passk_action.core.sequential import STRICT, RuleSettings
+from support.words import warned
 
 SCORING = Scoring(by="command", command=("python3", "judge.py"), judge_repeats=3)
 ROWS = (
@@ -64,7 +65,7 @@ def _gate(candidate_r1: list[tuple[Verdict, ...]]) -> tuple[bool, tuple[str, ...
         ratchet=frozenset(),
         policy=GatePolicy(rule=RuleSettings(rule=STRICT)),
     )
-    return gate.passed, gate.warnings, [f.id or "" for f in gate.failures]
+    return gate.passed, warned(gate), [f.id or "" for f in gate.failures]
 
 
 def test_a_split_judge_takes_the_majority_and_is_counted_as_noise() -> None:

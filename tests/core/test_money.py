@@ -17,6 +17,7 @@ from passk_action.core.gate import GatePolicy, Rule
 from passk_action.core.money import plain_decimal, usd, usd_plain
 from passk_action.report.spend import money
 from support.spend import _gate
+from support.words import said
 
 
 @pytest.mark.parametrize(
@@ -81,7 +82,7 @@ def test_no_plain_decimal_for_infinity() -> None:
 def test_a_cheap_models_cost_failure_and_output_read_as_decimals() -> None:
     _, gate = _gate(0.00003, 4.55788e-05, GatePolicy(max_cost_increase=0.25))
     assert [f.rule for f in gate.failures] == [Rule.COST]
-    assert gate.failures[0].reason == (
+    assert said(gate.failures[0]) == (
         "cost per decision +52% ($0.00003 -> $0.0000455788), at least +52% with 95% confidence, "
         "over gate.max_cost_increase +25%"
     )

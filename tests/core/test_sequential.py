@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-from passk_action.core.gate import judgement
 from passk_action.core.model import Attempt, EvalSettings, Phase, Scoring, Version
 from passk_action.core.sequential import (
     LIKELIER,
@@ -33,7 +32,9 @@ from passk_action.core.sequential import (
     score,
     unable,
 )
+from passk_action.report.reasons import judgement
 from support.runs import record
+from support.words import said
 
 R, W, E = Outcome.RIGHT, Outcome.WRONG, Outcome.ERROR
 DEFAULT = RuleSettings()
@@ -420,11 +421,11 @@ def test_a_strict_block_says_stable_wrong_of_a_baseline_that_never_varied() -> N
         wrong, wrong, None,
     )  # fmt: skip
     failure = strict_failure(row, GatePolicy())
-    assert failure is not None and failure.reason.endswith(
+    assert failure is not None and said(failure).endswith(
         "(the baseline is stable-wrong too; the ratchet blocks all the same)"
     )
     varies = replace(row, baseline_final_class=flip)
-    said = strict_failure(varies, GatePolicy())
-    assert said is not None and said.reason.endswith(
+    blocked = strict_failure(varies, GatePolicy())
+    assert blocked is not None and said(blocked).endswith(
         "(the baseline varies too; the ratchet blocks all the same)"
     )

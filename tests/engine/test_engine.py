@@ -69,6 +69,7 @@ from passk_action.engine.session import Session
 from passk_action.errors import AgentCouldNotRun, ArtifactError, ConfigError, Interrupted
 from passk_action.inputs.config import Config, parse_config
 from passk_action.store.compare_journal import compare_journal_path, discard_compare_journal
+from support.words import said
 
 K = 2
 BASE_SHA = "b" * 40
@@ -412,7 +413,7 @@ def test_a_gated_row_that_keeps_failing_is_confirmed_on_both_versions_in_rounds(
     assert verdict.baseline.ending is Ending.RELIABLE
     [failure] = result.gate.failures
     assert failure.rule is Rule.MUST_NOT_BREAK and failure.id == "m"
-    assert "3 wrong of 18 attempts; baseline 0 of 25;" in failure.reason
+    assert "3 wrong of 18 attempts; baseline 0 of 25;" in said(failure)
     assert (result.executions.confirm_candidate, result.executions.confirm_baseline) == (16, 23)
 
 
@@ -441,9 +442,9 @@ def test_a_gated_row_that_only_crashes_is_asked_one_round_then_judged_as_it_is(
     assert result.executions.confirm_rounds == 1
     [failure] = result.gate.failures
     assert (failure.id, failure.rule) == ("m", Rule.UNCLASSIFIED)
-    assert "cannot be judged on the candidate: 0 wrong of 9 attempts (9 errored)" in failure.reason
+    assert "cannot be judged on the candidate: 0 wrong of 9 attempts (9 errored)" in said(failure)
     assert "the agent could not answer: its last 5 attempts at the row all errored" in (
-        failure.reason
+        said(failure)
     )
 
 

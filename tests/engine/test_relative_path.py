@@ -17,6 +17,7 @@ from passk_action.engine.measuring import Measurement, measure_run, rows_to_meas
 from passk_action.engine.request import CandidateSource, CompareInputs
 from passk_action.engine.session import Session
 from passk_action.inputs.config import Config, parse_config
+from support.words import said
 
 K = 3
 
@@ -113,6 +114,6 @@ def test_a_row_that_drops_from_80_to_40_percent_is_blocked(tmp_path: Path) -> No
     assert (verdict.finding, result.gate.passed) == (Finding.REGRESSION, False)
     assert verdict.losses is not None and verdict.losses > (verdict.wins or 0)
     [failure] = result.gate.failures
-    assert "side by side on" in failure.reason and "less accurate than the baseline" in (
-        failure.reason
+    assert "side by side on" in said(failure) and "less accurate than the baseline" in (
+        said(failure)
     )

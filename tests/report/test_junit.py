@@ -31,6 +31,7 @@ from support.scenarios import (
     row,
     spend_limits_scenario,
 )
+from support.words import said
 
 SCENARIOS = {"failed": failed_scenario, "passed": passed_scenario, "hostile": hostile_scenario}
 
@@ -68,7 +69,7 @@ def test_a_row_fails_exactly_when_it_blocks_the_gate() -> None:
     failure = found["refund-001"].find("failure")
     assert failure is not None
     assert failure.attrib["type"] == "must-not-break"
-    assert failure.attrib["message"] == "must-not-break: " + result.gate.failures[0].reason
+    assert failure.attrib["message"] == "must-not-break: " + said(result.gate.failures[0])
     assert "first divergent check return_window" in (failure.text or "")
     assert found["refund-001"].attrib["classname"] == "passk.refunds"
     # refund-002 was lost but is not must-not-break: a passing test that says so.
@@ -137,7 +138,7 @@ def test_a_recorded_failure_fails_its_testcase_even_with_the_allow_label() -> No
     case = cases(xml)["protected change: recorded-failure"]
     failure = case.find("failure")
     assert failure is not None and failure.attrib["type"] == "recorded-failure"
-    assert failure.attrib["message"] == f"recorded-failure: {result.gate.failures[0].reason}"
+    assert failure.attrib["message"] == f"recorded-failure: {said(result.gate.failures[0])}"
 
 
 def test_spend_limits_are_extra_testcases_failed_with_the_gates_reason() -> None:
@@ -151,8 +152,8 @@ def test_spend_limits_are_extra_testcases_failed_with_the_gates_reason() -> None
         assert found[name].attrib["classname"] == "passk.x.spend"
         element = found[name].find("failure")
         assert element is not None
-        assert element.attrib["message"] == f"{failure.rule.value}: {failure.reason}"
-        assert element.text == failure.reason
+        assert element.attrib["message"] == f"{failure.rule.value}: {said(failure)}"
+        assert element.text == said(failure)
     within = spend_limits_scenario(GatePolicy(max_cost_increase=1.0))
     found = cases(junit_for_result(within, suite="x"))
     assert found["cost limit"].find("failure") is None and "latency limit" not in found

@@ -13,11 +13,12 @@ import pytest
 
 from passk_action.core.notes import (
     BaselineBehind,
+    Note,
     StaleBaseline,
     StaleBaselineHandled,
     StalePolicy,
 )
-from passk_action.engine.request import StalePlan
+from passk_action.engine.request import StalePlan, stale_reason
 from passk_action.errors import ArtifactError
 from passk_action.inputs.config import Config, parse_config
 from passk_action.report.notes import sentence
@@ -33,24 +34,24 @@ def config_of(tmp_path: Path, when_stale: str) -> Config:
 
 
 def test_a_fresh_baseline_is_used_silently(tmp_path: Path) -> None:
-    said: list[str] = []
+    said: list[Note] = []
     plan = plan_for(Freshness(fingerprint=PRINT), config_of(tmp_path, "fail"), said.append)
     assert (plan, said) == (StalePlan(fingerprint=PRINT), [])
 
 
 def test_a_stale_baseline_is_remeasured_and_said_so_before_anything_runs(tmp_path: Path) -> None:
-    said: list[str] = []
+    said: list[Note] = []
     freshness = Freshness(stale=STALE, fingerprint=PRINT)
     plan = plan_for(freshness, config_of(tmp_path, "remeasure"), said.append)
     assert plan == StalePlan(remeasure=STALE, fingerprint=PRINT)
-    assert said == [sentence(StaleBaselineHandled(STALE, StalePolicy.REMEASURING))]
+    assert said == [StaleBaselineHandled(STALE, StalePolicy.REMEASURING)]
 
 
 def test_warn_uses_it_with_a_warning_the_result_keeps(tmp_path: Path) -> None:
-    said: list[str] = []
+    said: list[Note] = []
     plan = plan_for(Freshness(stale=STALE), config_of(tmp_path, "warn"), said.append)
     used = StaleBaselineHandled(STALE, StalePolicy.USED_ANYWAY)
-    assert plan == StalePlan(warning=used) and said == [sentence(used)]
+    assert plan == StalePlan(warning=used) and said == [used]
     assert used.announced  # the CLI does not print it again with the result
 
 
@@ -60,8 +61,20 @@ def test_fail_stops_naming_the_setting(tmp_path: Path) -> None:
         plan_for(Freshness(stale=STALE), config_of(tmp_path, "fail"), print)
 
 
+@pytest.mark.parametrize(
+    "stale",
+    [STALE, StaleBaseline(None, "b" * 40, ("agent.py", "p.txt"), None)],
+    ids=["changed", "no-fingerprint"],
+)
+def test_the_error_that_stops_on_a_stale_baseline_words_it_as_the_reports_do(
+    stale: StaleBaseline,
+) -> None:
+    """The error is worded where it is raised (no lower part words a note), in the same words."""
+    assert stale_reason(stale) == sentence(stale)
+
+
 def test_a_baseline_only_behind_the_base_is_never_stale(tmp_path: Path) -> None:
-    said: list[str] = []
+    said: list[Note] = []
     behind = BaselineBehind("a" * 40, "b" * 40, 2, ("prompt.txt",))
     plan = plan_for(Freshness(behind=behind), config_of(tmp_path, "fail"), said.append)
-    assert plan == StalePlan(warning=behind) and said == [sentence(behind)]
+    assert plan == StalePlan(warning=behind) and said == [behind]

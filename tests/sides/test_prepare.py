@@ -18,6 +18,7 @@ from passk_action.core.model import AgentInfo, Dataset, EvalSettings, Run, Versi
 from passk_action.engine.request import CandidateSource
 from passk_action.inputs.agent_config import AgentConfig
 from passk_action.inputs.config import Config, parse_config
+from passk_action.report.notes import sentence
 from passk_action.sides import prepare as prepare_module
 from passk_action.sides.exports import BaseExport
 from passk_action.sides.prepare import Exports, LazyAgents, Local, Running, Shell, prepare
@@ -45,6 +46,7 @@ class Log:
         return Shell(
             warn=lambda m: self.events.append(("warn", m)),
             note=lambda m: self.events.append(("note", m)),
+            announce=lambda n: self.events.append(("warn", sentence(n))),
             line=lambda m: self.events.append(("line", m)),
             setup=self.setup,
         )

@@ -29,6 +29,7 @@ from ..github.event import PullRequest
 from ..github.workflow import Workflow
 from ..inputs.agent_config import AgentConfig
 from ..inputs.config import Config
+from ..report.notes import sentence
 from ..sides.gitrepo import GitRepo
 from ..sides.prepare import Base, Running, Shell, prepare
 from ..sides.trusted import BaseCommit, Trusted
@@ -182,4 +183,10 @@ def action_shell(workflow: Workflow, stop: threading.Event | None = None) -> She
     ) -> None:
         setup_agent(workflow, spec, env, version, where=where, stop=stop)
 
-    return Shell(warn=workflow.warn, note=workflow.note, line=workflow.line, setup=setup)
+    return Shell(
+        warn=workflow.warn,
+        note=workflow.note,
+        announce=lambda said: workflow.warn(sentence(said)),
+        line=workflow.line,
+        setup=setup,
+    )

@@ -50,6 +50,7 @@ from ..report.comment import (
 from ..report.compare_report import render_compare_report
 from ..report.could_not_run import could_not_finish_title, could_not_run_title, render_could_not_run
 from ..report.escape import inline
+from ..report.reasons import reason, warnings
 from ..store.artifact import write_text_atomic
 from ..store.results import write_result
 from .inputs import ActionInputs
@@ -61,13 +62,14 @@ REMEASURED_TITLE = "re-measured on request · "
 
 def annotate(workflow: Workflow, result: CompareResult) -> None:
     """``::error`` per blocking row (at most 10), ``::warning`` per non-blocking regression."""
-    failures = [(f.id or f"[{f.rule.value}]", f.reason) for f in result.gate.failures]
+    rule = result.policy.rule
+    failures = [(f.id or f"[{f.rule.value}]", reason(f, rule)) for f in result.gate.failures]
     workflow.annotate_rows(failures, title="passk gate")
     blocking = {f.id for f in result.gate.failures if f.id}
     for row in result.comparison.rows:
         if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
             workflow.warn(f"{row.id}: confirmed regression: {not_blocking_words(row)}")
-    for warning in result.gate.warnings:
+    for warning in warnings(result.gate.warnings):
         workflow.warn(warning)
 
 

@@ -145,7 +145,13 @@ def handle(args: argparse.Namespace) -> int:
     with stop_on_signals() as stop:
         # A stop request ends a setup at once, as it kills the attempts in flight.
         setup = functools.partial(agent_setup, stop=stop)
-        shell = Shell(warn=warn, note=warn, line=_stderr_line, setup=setup)
+        shell = Shell(
+            warn=warn,
+            note=warn,
+            announce=lambda said: warn(sentence(said)),
+            line=_stderr_line,
+            setup=setup,
+        )
         with prepare(
             shell,
             compared,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_GATE_FAILED, EXIT_OK
+from ..report.reasons import reason, warnings
 from ..store.results import read_result
 
 
@@ -35,8 +36,8 @@ def handle(args: argparse.Namespace) -> int:
         return EXIT_GATE_FAILED
     for failure in gate.failures:
         row = f"{failure.id}: " if failure.id else ""
-        print(f"FAIL {row}[{failure.rule.value}] {failure.reason}")
-    for warning in gate.warnings:
-        print(f"WARN {warning}")
+        print(f"FAIL {row}[{failure.rule.value}] {reason(failure, audited.result.policy.rule)}")
+    for said in warnings(gate.warnings):
+        print(f"WARN {said}")
     print(f"gate {'passed' if gate.passed else 'failed'} ({len(gate.failures)} failure(s))")
     return EXIT_OK if gate.passed else EXIT_GATE_FAILED

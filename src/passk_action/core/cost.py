@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from .model import Attempt, Phase, Run, Usage
 from .student_t import student_t_quantile, t_975
@@ -438,11 +439,27 @@ def hypergeometric_tail(a: int, total: int, marked: int, drawn: int) -> float:
     return min(1.0, tail)
 
 
+class Unchecked(str, Enum):
+    """Why a spend limit was not checked (the renderers word each)."""
+
+    NO_BASELINE_COST = "no-baseline-cost"
+    NO_CANDIDATE_DECISIONS = "no-candidate-decisions"
+    FEW_COST_ROWS = "few-cost-rows"
+    """Fewer than 2 rows with a cost on both versions."""
+    NO_CANDIDATE_LATENCY = "no-candidate-latency"
+    NO_BASELINE_LATENCY = "no-baseline-latency"
+    """The baseline has no latency above 0 s."""
+    NO_ATTEMPTS = "no-attempts"
+    FEW_ATTEMPTS = "few-attempts"
+    """Too few attempts on a version to tell a p95 over the limit from noise."""
+
+
 @dataclass(frozen=True, slots=True)
 class LimitCheck:
     """Whether a relative limit is exceeded beyond noise, with a stated false-alarm rate.
 
-    ``exceeded`` is None when it could not be checked (``why`` says why).
+    ``exceeded`` is None when it could not be checked (``why`` says why;
+    ``fewest`` is the attempts on the version with fewer, for ``FEW_ATTEMPTS``).
     The evidence is ``bound`` (the cost: the smallest increase shown with
     95% confidence) or ``p_value`` (the latency: the quantile test's chance
     of data this extreme were the candidate exactly at the limit).
@@ -451,9 +468,10 @@ class LimitCheck:
     limit: float
     estimate: float | None
     exceeded: bool | None
-    why: str = ""
+    why: Unchecked | None = None
     bound: float | None = None
     p_value: float | None = None
+    fewest: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,8 +515,7 @@ class SpendComparison:
         """
         change = self.cost_per_decision
         if change.low_one_sided is None:
-            why = "fewer than 2 rows with a cost on both versions"
-            return LimitCheck(limit, self.cost_increase, None, why)
+            return LimitCheck(limit, self.cost_increase, None, Unchecked.FEW_COST_ROWS)
         bound = change.low_one_sided
         return LimitCheck(limit, self.cost_increase, bound > limit, bound=bound)
 
@@ -521,18 +538,15 @@ class SpendComparison:
         """
         base, cand = self.baseline_durations, self.candidate_durations
         if not base or not cand:
-            return LimitCheck(limit, self.latency_p95_increase, None, "no attempts")
+            return LimitCheck(limit, self.latency_p95_increase, None, Unchecked.NO_ATTEMPTS)
         total = len(base) + len(cand)
         # Too few attempts, whatever they show: with the nominal 5% of the pool above the
         # threshold all on the candidate's side, the test still could not reach 5%.
         nominal = max(1, math.ceil(0.05 * total))
         if hypergeometric_tail(min(nominal, len(cand)), total, nominal, len(cand)) >= FALSE_ALARM:
             fewest = min(len(base), len(cand))
-            why = (
-                f"{fewest} attempts on a version are too few to tell a p95 latency over "
-                f"the limit from noise (at 5% false alarms)"
-            )
-            return LimitCheck(limit, self.latency_p95_increase, None, why)
+            increase = self.latency_p95_increase
+            return LimitCheck(limit, increase, None, Unchecked.FEW_ATTEMPTS, fewest=fewest)
         scaled = [(1 + limit + slack) * x for x in base]
         threshold = percentile([*scaled, *cand], 0.95)
         assert threshold is not None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from .gate import GateDecision
 from .model import Attempt, Run, Scoring
+from .reasons import JudgeNoiseOnly, JudgeNoiseSeen, RowNoise
 from .scoring import SUCCESS, judge_split
 
 
@@ -75,13 +76,6 @@ def given_the_doubt(run: Run) -> Run:
     return replace(run, attempts=attempts)
 
 
-NOISE_ONLY = (
-    "{row}: blocked on the judge's disagreement alone (it judged the same answer both right "
-    "and wrong), so it does not fail the gate; raise scoring.judge_repeats, or make the "
-    "rubric decide this answer"
-)
-
-
 def spare_judge_noise(
     gate: GateDecision, candidate: Run, decide_again: Callable[[Run], GateDecision]
 ) -> GateDecision:
@@ -101,37 +95,31 @@ def spare_judge_noise(
     if not spared:
         return gate
     failures = tuple(f for f in gate.failures if f not in spared)
-    said = tuple(NOISE_ONLY.format(row=f.id) for f in spared)
+    said = tuple(JudgeNoiseOnly(f.id) for f in spared if f.id is not None)
     return replace(gate, passed=not failures, failures=failures, warnings=(*gate.warnings, *said))
 
 
-def noise_sentence(baseline: JudgeNoise, candidate: JudgeNoise) -> str | None:
-    """The one line that tells the judge's noise from the agent's; None when no answer was
-    judged twice."""
-    judged = baseline.judged + candidate.judged
-    if not judged:
+def noise_seen(baseline: JudgeNoise, candidate: JudgeNoise) -> JudgeNoiseSeen | None:
+    """How often the judge split on the same answer, both versions and per row (the rows
+    summed over both); None when no answer was judged twice."""
+    if not baseline.judged + candidate.judged:
         return None
-    split = baseline.split + candidate.split
     per_row: dict[str, list[int]] = {}
     for row, n, s in (*baseline.rows, *candidate.rows):
         counts = per_row.setdefault(row, [0, 0])
         counts[0] += s
         counts[1] += n
-    rows = sorted(per_row)
-    named = f" (rows: {', '.join(rows[:10])}{', …' if len(rows) > 10 else ''})" if rows else ""
-    each = "; ".join(f"{row} {per_row[row][0]} of {per_row[row][1]}" for row in rows[:10])
-    return (
-        f"the judge judged the same answer differently on {split} of {judged} answers "
-        f"(candidate {candidate.split} of {candidate.judged}, baseline {baseline.split} of "
-        f"{baseline.judged}){named}: that is the judge's noise, not the agent's (the flip "
-        "rate counts answers the agent gave differently)"
-        + (f"; per row, of the answers judged there: {each}" if each else "")
-        + ("; raise scoring.judge_repeats, or fix the rubric" if split else "")
+    return JudgeNoiseSeen(
+        baseline_split=baseline.split,
+        baseline_judged=baseline.judged,
+        candidate_split=candidate.split,
+        candidate_judged=candidate.judged,
+        rows=tuple(RowNoise(row, *per_row[row]) for row in sorted(per_row)),
     )
 
 
 def run_noise_sentence(noise: JudgeNoise) -> str | None:
-    """:func:`noise_sentence` for one run (``passk report``): None when no answer was judged
+    """The judge's noise in one run (``passk report``): None when no answer was judged
     twice."""
     if not noise.judged:
         return None

@@ -3,8 +3,9 @@
 The engine and the preparation of the two sides say *what happened* (rows
 dropped, a baseline topped up, a confirmation skipped and why, a stale
 baseline); :mod:`passk_action.report.notes` words it.  A result file keeps
-the words (its format predates these kinds), so a result read back carries
-each one as :class:`Written`.
+each as its kind and fields (:mod:`.kinds`, :data:`NOTE_KINDS`); one written
+before it did (result schema 5 and older) kept the words, read back as
+:class:`Written`.
 
 A warning is what a reader must see first (a stale baseline, a skipped
 confirmation); a note is a plain fact.  Which list a kind goes to is the
@@ -15,8 +16,20 @@ nothing could have run, a warning when only the baseline agent was missing.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
+
+from .kinds import registry
+
+IDS_SHOWN = 10
+"""Row ids a note (or an error naming rows) lists before "… and N more"."""
+
+
+def ids(row_ids: Sequence[str], limit: int = IDS_SHOWN) -> str:
+    """``a, b, c`` and, past ``limit``, `` and N more``: row ids as one list for people."""
+    shown = ", ".join(row_ids[:limit])
+    return shown + (f" and {len(row_ids) - limit} more" if len(row_ids) > limit else "")
 
 
 @dataclass(frozen=True)
@@ -260,6 +273,32 @@ class GatedRowsAsRecorded(Note):
 
 @dataclass(frozen=True)
 class Written(Note):
-    """A note as a result file words it (results keep the sentence, not the kind)."""
+    """A note as an older result file words it (schema 5 and older kept the sentence)."""
 
     text: str
+
+
+NOTE_KINDS = registry(
+    DroppedRows,
+    RelabeledRows,
+    ToppedUp,
+    AddedRowsNotMeasured,
+    BaselineReused,
+    Rescored,
+    RatchetExits,
+    StaleBaseline,
+    StaleBaselineHandled,
+    BaselineAgeUnknown,
+    BaselineBehind,
+    Remeasured,
+    RemeasuredOnRequest,
+    RecordedCandidate,
+    MeasuredByPullRequest,
+    VerdictsReused,
+    NothingRun,
+    ConfirmationSkipped,
+    GatedRowsAsRecorded,
+    Written,
+)
+"""Every kind a result file stores, by its name (:class:`Written`: an older file's words,
+kept as words when its result is written again)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from .cost import compare_spend
 from .diff import Comparison, compare_runs
 from .gate import GateDecision, GatePolicy, ProtectedChange, decide
-from .judging import judge_noise, noise_sentence, spare_judge_noise
+from .judging import judge_noise, noise_seen, spare_judge_noise
 from .model import RowRecord, Run
 from .notes import Note
 from .scoring import rescore_run
@@ -125,7 +125,7 @@ def evaluate(
     if settings.scoring.by_scorer:
         # Never blocked on the judge's disagreement alone (core/judging.py).
         gate = spare_judge_noise(gate, candidate, lambda doubted: decide_on(doubted)[1])
-        said = noise_sentence(
+        said = noise_seen(
             judge_noise(baseline.attempts, settings.scoring),
             judge_noise(candidate.attempts, settings.scoring),
         )

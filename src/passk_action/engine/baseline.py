@@ -22,12 +22,12 @@ from ..core.notes import (
     Remeasured,
     StaleBaseline,
     ToppedUp,
+    ids,
 )
 from ..errors import ConfigError
-from ..report.notes import ids, sentence
 from .asking import Asker
 from .measuring import main_requests
-from .request import CompareInputs
+from .request import CompareInputs, stale_reason
 from .session import raise_if_stopped
 
 
@@ -147,7 +147,7 @@ def remeasure(
     k = config.settings.k
     if not asker.available(Version.BASELINE):
         raise ConfigError(
-            f"{sentence(why)}, and no baseline agent is available to measure it again",
+            f"{stale_reason(why)}, and no baseline agent is available to measure it again",
             where=f"{config.path}: baseline.when_stale",
             hint="record the baseline again at the base commit (`passk baseline`), "
             "or set baseline.when_stale: warn",

@@ -7,9 +7,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.model import AgentInfo, Phase, Run, Scoring, Version
-from ..core.notes import MeasuredByPullRequest, Note, RecordedCandidate, Rescored
+from ..core.notes import MeasuredByPullRequest, Note, RecordedCandidate, Rescored, ids
 from ..errors import ArtifactError, ConfigError
-from ..report.notes import ids
 from .asking import Asker
 from .measuring import Measurement, check_settings, measure, scored_recording
 from .request import CompareInputs

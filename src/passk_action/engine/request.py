@@ -40,6 +40,20 @@ class CandidateSource:
     confirmation attempts answer confirmation, ``agents/recorded.py``)."""
 
 
+def stale_reason(note: StaleBaseline) -> str:
+    """Why the committed baseline is stale, as an error that stops on it says it.
+
+    An error is worded where it is raised; the note itself is worded by the
+    renderers (``report/notes.stale``, held to these same words by a test).
+    """
+    at = f" (measured at {note.measured_at[:7]})" if note.measured_at else ""
+    if note.changed is None:
+        why = f"records no fingerprint of {', '.join(note.paths)}"
+    else:
+        why = f"was measured on other files: {', '.join(note.changed)} changed"
+    return f"the committed baseline{at} is stale: it {why} at the base {note.base[:7]}"
+
+
 @dataclass(frozen=True)
 class StalePlan:
     """What the comparison does about the committed baseline's freshness."""

@@ -29,6 +29,7 @@ from .phrases import (
     shown_decisions,
     transition,
 )
+from .reasons import reason
 
 
 def check_title(result: CompareResult) -> str:
@@ -115,7 +116,7 @@ def row_annotations(result: CompareResult) -> list[tuple[str, str, str, bool]]:
         blocking.add(row.id)
         one, _, what = RULE_NOUNS[failure.rule]
         title = f"passk: {one} {what}: {plain_id(row.id)}"
-        out.append((row.id, title, message(row, failure.reason, True), True))
+        out.append((row.id, title, message(row, reason(failure, result.policy.rule), True), True))
     for row in result.comparison.rows:
         if row.confirmation is Confirmation.CONFIRMED_REGRESSION and row.id not in blocking:
             title = f"passk: confirmed regression (not blocking): {plain_id(row.id)}"

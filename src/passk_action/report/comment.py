@@ -67,6 +67,7 @@ from .phrases import (
     transition,
     trials_note,
 )
+from .reasons import reason, warnings
 from .sections import Sections, check_flip_items, gained_item, lost_item, sections
 from .spend import cost_line
 
@@ -181,12 +182,14 @@ def _blocking_row(
     records: Mapping[str, RowRecord],
     marks: Mapping[str, str],
 ) -> list[str]:
+    settings = result.policy.rule
     if failure.rule is Rule.PROTECTED_CHANGE or failure.rule is Rule.RECORDED_FAILURE:
         what = "protected change" if failure.rule is Rule.PROTECTED_CHANGE else "earlier run"
         at = f" (row {code(failure.id, ID_LEN)})" if failure.id is not None else ""
-        return ["", f"- **{what}**{at}: {inline(failure.reason, REASON_LEN)}"]
+        return ["", f"- **{what}**{at}: {inline(reason(failure, settings), REASON_LEN)}"]
     if row is None or failure.id is None:
-        return ["", f"- **{inline(failure.rule.value, 40)}:** {inline(failure.reason, REASON_LEN)}"]
+        said = inline(reason(failure, settings), REASON_LEN)
+        return ["", f"- **{inline(failure.rule.value, 40)}:** {said}"]
     base_all, base_confirm = _side_attempts(by_row[0].get(row.id, ()))
     cand_all, cand_confirm = _side_attempts(by_row[1].get(row.id, ()))
     record = records[row.id]
@@ -419,9 +422,9 @@ def why_it_failed(
     if not rest:
         return lines, False
     shown = [
-        f"{code(f.id, ID_LEN)}: {inline(f.reason, REASON_LEN)}"
+        f"{code(f.id, ID_LEN)}: {inline(reason(f, result.policy.rule), REASON_LEN)}"
         if f.id is not None
-        else inline(f.reason, REASON_LEN)
+        else inline(reason(f, result.policy.rule), REASON_LEN)
         for f in rest
     ]
     more, _ = _list_details("More blocking reasons", shown, max(items, 3))
@@ -456,7 +459,7 @@ def _body(
     why, cut = why_it_failed(result, context, blocking=budget.blocking, items=budget.items)
     lines += why
     lines += unconfirmed_lines(result, max(budget.items, budget.blocking))
-    for warning in (*sentences(result.warnings), *gate.warnings):
+    for warning in (*sentences(result.warnings), *warnings(gate.warnings)):
         lines += ["", f"⚠️ {inline(warning, REASON_LEN)}"]
     lines += ["", *numbers_table(cmp.baseline_metrics, cmp.candidate_metrics)]
     errors = errors_line(result.baseline, result.candidate)

@@ -22,6 +22,7 @@ from ..core.gate import GateDecision, GateFailure, Rule
 from ..core.history import History
 from ..core.model import RowRecord
 from ..core.result import CompareResult
+from ..core.sequential import RuleSettings
 from ..core.stats import Metrics
 from .charts import curve_lines, transition_lines
 from .checks import check_lines
@@ -48,6 +49,7 @@ from .phrases import (
     signed,
     trials_note,
 )
+from .reasons import reason, warnings
 from .sections import (
     Sections,
     check_flip_items,
@@ -81,12 +83,12 @@ def _numbers_table(base: Metrics, cand: Metrics) -> list[str]:
     return lines
 
 
-def _failure_item(failure: GateFailure) -> str:
+def _failure_item(failure: GateFailure, settings: RuleSettings) -> str:
     rule = f"**{failure.rule.value}**"
-    reason = inline(failure.reason, REASON_LEN)
+    said = inline(reason(failure, settings), REASON_LEN)
     if failure.id is None:
-        return f"{rule}: {reason}"
-    return f"{code(failure.id, ID_LEN)}: {rule}: {reason}"
+        return f"{rule}: {said}"
+    return f"{code(failure.id, ID_LEN)}: {rule}: {said}"
 
 
 def _failure_summary(gate: GateDecision) -> str:
@@ -109,12 +111,12 @@ def verdict_line(result: CompareResult, sorted_rows: Sections | None = None) -> 
     return f"{head}: {' · '.join(parts)}"
 
 
-def _gate_items(gate: GateDecision, limit: int) -> list[str]:
+def _gate_items(gate: GateDecision, settings: RuleSettings, limit: int) -> list[str]:
     if not gate.failures:
         lines = ["- No gate rule is broken."]
     else:
-        lines = capped([_failure_item(f) for f in gate.failures], limit)
-    lines += capped([f"⚠️ {inline(w, REASON_LEN)}" for w in gate.warnings], limit)
+        lines = capped([_failure_item(f, settings) for f in gate.failures], limit)
+    lines += capped([f"⚠️ {inline(w, REASON_LEN)}" for w in warnings(gate.warnings)], limit)
     return lines
 
 
@@ -238,7 +240,7 @@ def render_compare_report(
         "The gate reads recorded verdicts only; better numbers elsewhere never override "
         "a broken rule.",
         "",
-        *_gate_items(gate, list_limit),
+        *_gate_items(gate, result.policy.rule, list_limit),
         *unconfirmed_lines(result, list_limit),
     ]
     lines += _row_sections(result, s, marks, history, list_limit)

@@ -12,7 +12,6 @@ this result's rule, k and gated rows.  Pure.
 
 from __future__ import annotations
 
-from ..core.gate import evidence, judgement
 from ..core.operating import (
     DROPPED,
     FEW_ANSWERS,
@@ -27,6 +26,7 @@ from ..core.operating import (
 from ..core.result import CompareResult
 from ..core.sequential import RELATIVE, SEQUENTIAL, STRICT, Outcome, RowVerdict, RuleSettings, score
 from .phrases import capped, plural, row_label
+from .reasons import evidence, judgement
 
 UNCONFIRMED_TITLE = "Wrong answers the rule did not confirm"
 

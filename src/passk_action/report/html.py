@@ -30,6 +30,7 @@ from ..core.model import Attempt, Phase, RowClass, RowRecord, Run, Scoring
 from ..core.power import Power
 from ..core.result import CompareResult
 from ..core.scoring import decision_text, expected_text, is_right
+from ..core.sequential import RuleSettings
 from ..core.stats import RowSummary, summarize_run
 from .charts import (
     BASELINE_COLOR,
@@ -51,6 +52,7 @@ from .history_html import history_section
 from .how_sure import ERROR_BAR_NOTE, STATISTICS_TITLE, noise_sentence, power_paragraphs
 from .html_page import markdown_html, page
 from .phrases import DETAIL_LEN, interval_text, percent, se_text
+from .reasons import reason
 from .run_report import render_run_report
 
 _CHECKS_SHOWN = 12
@@ -246,10 +248,15 @@ def _controls(options: Sequence[tuple[str, str]]) -> str:
     )
 
 
+def _worded(failure: GateFailure | None, settings: RuleSettings) -> tuple[Rule, str] | None:
+    """A blocking row's rule and its reason in words (None: the row does not block)."""
+    return None if failure is None else (failure.rule, reason(failure, settings))
+
+
 def _compare_row(
     row: RowComparison,
     record: RowRecord,
-    failure: GateFailure | None,
+    failure: tuple[Rule, str] | None,
     base: Sequence[Attempt],
     cand: Sequence[Attempt],
     base_summary: RowSummary,
@@ -270,8 +277,7 @@ def _compare_row(
     if row.candidate_check_flips or row.baseline_check_flips:
         tags.append("check-flips")
     gate = (
-        f'<span class="gate-fail" title="{_e(failure.reason)}">blocks: {_e(failure.rule.value)}'
-        "</span>"
+        f'<span class="gate-fail" title="{_e(failure[1])}">blocks: {_e(failure[0].value)}</span>'
         if failure is not None
         else '<span class="muted">—</span>'
     )
@@ -292,7 +298,7 @@ def _compare_row(
         + "</p>",
     ]
     if failure is not None:
-        details.append(f'<p class="gate-fail">{_e(failure.rule.value)}: {_e(failure.reason)}</p>')
+        details.append(f'<p class="gate-fail">{_e(failure[0].value)}: {_e(failure[1])}</p>')
     if row.first_divergent_check is not None:
         check = row.first_divergent_check
         details.append(
@@ -435,7 +441,7 @@ def render_html_report(
         _compare_row(
             cmp.rows[i],
             records[cmp.rows[i].id],
-            blocking.get(cmp.rows[i].id),
+            _worded(blocking.get(cmp.rows[i].id), result.policy.rule),
             base_by_row.get(cmp.rows[i].id, []),
             cand_by_row.get(cmp.rows[i].id, []),
             base_summaries[cmp.rows[i].id],

@@ -44,6 +44,8 @@ from .charts import xml_safe
 from .gated import evidence_line
 from .notes import sentences
 from .phrases import differed_parts, judged_in_parts
+from .reasons import reason as failure_reason
+from .reasons import warnings
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]+")
 
@@ -291,7 +293,7 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
                 case,
                 "failure",
                 "\n".join(story),
-                message=f"{blocked.rule.value}: {blocked.reason}",
+                message=f"{blocked.rule.value}: {failure_reason(blocked, result.policy.rule)}",
                 type=blocked.rule.value,
             )
             continue
@@ -322,12 +324,12 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
             _text(
                 case,
                 "failure",
-                over.reason,
-                message=f"{over.rule.value}: {over.reason}",
+                failure_reason(over, result.policy.rule),
+                message=f"{over.rule.value}: {failure_reason(over, result.policy.rule)}",
                 type=over.rule.value,
             )
     summary = [f"gate {'passed' if result.gate.passed else 'failed'}"]
-    summary += [f"warning: {w}" for w in result.gate.warnings]
+    summary += [f"warning: {w}" for w in warnings(result.gate.warnings)]
     summary += [f"note: {n}" for n in sentences(result.notes)]
     _text(testsuite, "system-out", "\n".join(summary))
     return _serialize(root)

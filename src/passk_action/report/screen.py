@@ -17,6 +17,7 @@ from ..core.stats import Metrics
 from .compare_report import verdict_line
 from .escape import plain
 from .phrases import ID_LEN, REASON_LEN, percent, plural, points
+from .reasons import reason as reason_text
 
 SCREEN_BLOCKING = 10
 """Blocking reasons shown on the screen; the rest are counted, and in the full report."""
@@ -59,7 +60,7 @@ def render_screen(
     if failures:
         lines += ["", f"Blocking ({plural(len(failures), 'reason')}):"]
         for failure in failures[:SCREEN_BLOCKING]:
-            reason = plain(failure.reason, REASON_LEN)
+            reason = plain(reason_text(failure, result.policy.rule), REASON_LEN)
             if failure.id is None:
                 lines.append(f"  - {failure.rule.value}: {reason}")
             else:

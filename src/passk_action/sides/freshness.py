@@ -17,14 +17,14 @@ from ..core.model import Run
 from ..core.notes import (
     BaselineAgeUnknown,
     BaselineBehind,
+    Note,
     StaleBaseline,
     StaleBaselineHandled,
     StalePolicy,
 )
-from ..engine.request import StalePlan
+from ..engine.request import StalePlan, stale_reason
 from ..errors import ArtifactError
 from ..inputs.config import Config
-from ..report.notes import sentence
 from .gitrepo import GitRepo
 
 
@@ -81,11 +81,14 @@ def assess(repo: GitRepo, run: Run, base_sha: str, config: Config) -> Freshness:
     return Freshness(behind=BaselineBehind(measured, base_sha, behind, tuple(files)))
 
 
-def plan_for(freshness: Freshness, config: Config, warn: Callable[[str], None]) -> StalePlan:
-    """``baseline.when_stale`` applied: re-measure, warn, or fail (exit 2)."""
+def plan_for(freshness: Freshness, config: Config, warn: Callable[[Note], None]) -> StalePlan:
+    """``baseline.when_stale`` applied: re-measure, warn, or fail (exit 2).
+
+    ``warn`` gets what is said before any agent runs, as a note: the shell words it.
+    """
     fingerprint = freshness.fingerprint
     if freshness.behind is not None:
-        warn(sentence(freshness.behind))
+        warn(freshness.behind)
         return StalePlan(warning=freshness.behind, fingerprint=fingerprint)
     stale = freshness.stale
     if stale is None:
@@ -93,14 +96,14 @@ def plan_for(freshness: Freshness, config: Config, warn: Callable[[str], None]) 
     policy = config.baseline.when_stale
     if policy == "fail":
         raise ArtifactError(
-            sentence(stale),
+            stale_reason(stale),
             where=f"{config.path}: baseline.when_stale",
             hint="record the baseline again at the base commit (`passk baseline`, or the "
             "action's `mode: baseline` on the default branch), or set when_stale: remeasure",
         )
     if policy == "warn":
         used = StaleBaselineHandled(stale, StalePolicy.USED_ANYWAY)
-        warn(sentence(used))
+        warn(used)
         return StalePlan(warning=used, fingerprint=fingerprint)
-    warn(sentence(StaleBaselineHandled(stale, StalePolicy.REMEASURING)))
+    warn(StaleBaselineHandled(stale, StalePolicy.REMEASURING))
     return StalePlan(remeasure=stale, fingerprint=fingerprint)

@@ -37,6 +37,7 @@ from ..agents.identity import (
 from ..agents.places import OWN_FOLDERS, SHARED_ENV, TEMPORARY
 from ..agents.runner import Agent
 from ..core.model import Dataset, Run, Version
+from ..core.notes import Note
 from ..engine.agents import ScorerSpec, build_agent, close_agent, scored, scorer_spec
 from ..engine.request import AgainstBase, CandidateSource, CompareInputs, Rerun, StalePlan
 from ..inputs.agent_config import AgentConfig
@@ -68,6 +69,8 @@ class Shell:
     warn: Callable[[str], None]
     note: Callable[[str], None]
     """Says what was done (credentials hidden)."""
+    announce: Callable[[Note], None]
+    """Says a note before any agent runs (a stale baseline): the shell words it."""
     line: Callable[[str], None]
     """A plain log line (where the candidate runs from)."""
     setup: SetupRunner
@@ -395,7 +398,7 @@ def _against(base: Base, shell: Shell) -> AgainstBase:
     base_config = trusted.sides.base.config
     # A committed baseline the base commit's agent no longer matches is stale.
     freshness = assess(base.repo, trusted.baseline_run, base.commit.sha, base_config)
-    stale: StalePlan = plan_for(freshness, base_config, shell.warn)
+    stale: StalePlan = plan_for(freshness, base_config, shell.announce)
     return AgainstBase(
         commit=base.commit.sha,
         ref=base.commit.ref,

@@ -16,13 +16,21 @@ from typing import Any
 from ..core import values
 from ..core.diff import RowComparison
 from ..core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, Rule
+from ..core.kinds import kind_from_json, kind_to_json
 from ..core.model import RowRecord, Run
-from ..core.notes import Written
+from ..core.notes import NOTE_KINDS, Note, Written
+from ..core.reasons import (
+    REASON_KINDS,
+    WARNING_KINDS,
+    GateWarning,
+    Reason,
+    WrittenReason,
+    WrittenWarning,
+)
 from ..core.relative import FIRST_DESIGN, first_design
 from ..core.result import CompareResult, Executions, evaluate
 from ..core.sequential import STRICT, RowVerdict, RuleSettings
 from ..errors import ArtifactError
-from ..report.notes import sentences
 from .atomic import write_text_atomic
 from .codec import (
     cluster_from_json,
@@ -47,14 +55,16 @@ from .lines import (
 )
 
 RESULT_KIND = "passk-result"
-RESULT_SCHEMA_VERSION = 6
-"""The result version passk writes. 6 added the relative rule's second design (``policy.rule``'s
-``screen_cap``, ``pair_z`` and ``direct_below``): a result of 5 lacks them, was decided by the
-first, and is audited with it (``core/relative.first_design``). 5 added the relative rule
-(``policy.rule`` with its settings, a verdict's ``pairs``) and runs of version 4; a result of 3
-or 4 names the rule it was decided by (``sequential`` or ``strict``), and is audited with it. 4
-lets a row's ``expected`` be a structured decision, carry ``expected_checks`` or be absent (a
-task its environment scores), beside version-3 runs; 3 added the gated-row rule
+RESULT_SCHEMA_VERSION = 7
+"""The result version passk writes. 7 stores notes, warnings and the gate's failure reasons and
+warnings as data (``{"kind": ..., fields...}``, ``core/kinds.py``) where 6 and older kept
+sentences (read back as words: ``Written``). 6 added the relative rule's second design
+(``policy.rule``'s ``screen_cap``, ``pair_z`` and ``direct_below``): a result of 5 lacks them,
+was decided by the first, and is audited with it (``core/relative.first_design``). 5 added the
+relative rule (``policy.rule`` with its settings, a verdict's ``pairs``) and runs of version 4;
+a result of 3 or 4 names the rule it was decided by (``sequential`` or ``strict``), and is
+audited with it. 4 lets a row's ``expected`` be a structured decision, carry ``expected_checks``
+or be absent (a task its environment scores), beside version-3 runs; 3 added the gated-row rule
 (``policy.rule``) and each gated row's ``verdict``; results of 1 and 2 were decided by what is
 now ``gate.rule: strict`` and are audited with it. Run artifacts keep their own version
 (``store/artifact.py``)."""
@@ -120,9 +130,9 @@ def result_to_json(result: CompareResult) -> dict[str, Any]:
         "rows": [
             comparison_row_to_json(records[r.id], r, verdicts.get(r.id)) for r in comparison.rows
         ],
-        "notes": sentences(result.notes),
+        "notes": [kind_to_json(note) for note in result.notes],
         # Optional (older result files have none), written only when there are some.
-        **({"warnings": sentences(result.warnings)} if result.warnings else {}),
+        **({"warnings": [kind_to_json(w) for w in result.warnings]} if result.warnings else {}),
         "executions": result.executions.to_json(),
         "reused": result.reused,
     }
@@ -167,11 +177,46 @@ def _decision(gate: GateDecision) -> tuple[bool, list[tuple[str, str]]]:
     return gate.passed, sorted((f.rule.value, f.id or "") for f in gate.failures)
 
 
-def _gate_from_json(doc: dict[str, Any]) -> GateDecision:
-    return GateDecision(
-        passed=doc["passed"],
-        failures=tuple(GateFailure(Rule(f["rule"]), f["reason"], f["id"]) for f in doc["failures"]),
-        warnings=tuple(doc["warnings"]),
+DATA_SINCE = 7
+"""The first result version that stores kinds, not sentences."""
+
+
+def _gate_from_json(doc: dict[str, Any], version: int, where: str) -> GateDecision:
+    failures = []
+    for i, failure in enumerate(doc["failures"]):
+        here = f"{where}: gate.failures[{i}].reason"
+        reason = _kind(failure["reason"], version, REASON_KINDS, WrittenReason, here)
+        failures.append(GateFailure(Rule(failure["rule"]), reason, failure["id"]))
+    warnings = tuple(
+        _kind(w, version, WARNING_KINDS, WrittenWarning, f"{where}: gate.warnings[{i}]")
+        for i, w in enumerate(doc["warnings"])
+    )
+    return GateDecision(passed=doc["passed"], failures=tuple(failures), warnings=warnings)
+
+
+def _kind(
+    doc: Any,
+    version: int,
+    kinds: Mapping[str, type[Any]],
+    written: type[Note | Reason | GateWarning],
+    where: str,
+) -> Any:
+    """One stored note, warning or reason: a kind (schema 6 on), or an older file's words."""
+    if version < DATA_SINCE:
+        if not isinstance(doc, str):
+            raise ArtifactError(f"must be a string in a version-{version} result", where=where)
+        return written(doc)  # type: ignore[call-arg]
+    try:
+        return kind_from_json(doc, kinds)
+    except ValueError as exc:
+        raise ArtifactError(str(exc), where=where) from None
+
+
+def _notes_from_json(doc: Mapping[str, Any], key: str, where: str) -> tuple[Note, ...]:
+    version = doc["schema_version"]
+    return tuple(
+        _kind(note, version, NOTE_KINDS, Written, f"{where}: {key}[{i}]")
+        for i, note in enumerate(doc.get(key, ()))
     )
 
 
@@ -271,14 +316,15 @@ def _assemble_result(
         gate=gate,
         protected_changes=protected,
         protected_changes_allowed=doc["protected_changes_allowed"],
-        notes=tuple(Written(text) for text in doc["notes"]),
-        warnings=tuple(Written(text) for text in doc.get("warnings", ())),
+        notes=_notes_from_json(doc, "notes", where),
+        warnings=_notes_from_json(doc, "warnings", where),
         executions=executions,
         reused=doc["reused"],
         created_at=doc["created_at"],
         tool_version=doc["tool_version"],
     )
-    return AuditedResult(result=result, recorded_gate=_gate_from_json(doc["gate"]))
+    recorded_gate = _gate_from_json(doc["gate"], doc["schema_version"], where)
+    return AuditedResult(result=result, recorded_gate=recorded_gate)
 
 
 def _limit(policy: Mapping[str, Any], key: str, where: str) -> float | None:
