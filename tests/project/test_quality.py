@@ -178,6 +178,38 @@ def test_github_is_an_edge_that_words_nothing() -> None:
     assert graph["github"] <= {"core", "errors", "store", "truncate", "passk_action"}
 
 
+WORDING_PARTS = {"report", "cli", "action", "passk_action"}
+"""The parts that put a comparison into words: the renderers and the two shells (and the
+top-level modules the shells share)."""
+
+
+def test_no_lower_part_imports_the_renderers() -> None:
+    """Notes, warnings and gate reasons travel as kinds with fields: only the renderers and
+    the shells word them, so no lower part (core, engine, sides, store, ...) imports report/."""
+    graph = part_graph()
+    wording = {part for part, edges in graph.items() if "report" in edges}
+    assert wording <= WORDING_PARTS, sorted(wording - WORDING_PARTS)
+
+
+def test_the_renderers_rule_sees_a_lower_part_that_words_a_note(tmp_path: Path) -> None:
+    """Control for the rule above: an engine module importing report/ is one."""
+    package = tmp_path / "passk_action"
+    sources = {
+        "__init__.py": "",
+        "report/__init__.py": "",
+        "report/notes.py": "",
+        "engine/__init__.py": "",
+        "engine/baseline.py": "def f():\n    from ..report.notes import sentence\n",
+        "cli/__init__.py": "",
+        "cli/compare.py": "from ..report import notes\n",
+    }
+    for name, text in sources.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text, encoding="utf-8")
+    graph = part_graph(package)
+    assert {part for part, edges in graph.items() if "report" in edges} == {"engine", "cli"}
+
+
 def test_the_part_graph_sees_imports_in_functions_and_under_type_checking(
     tmp_path: Path,
 ) -> None:

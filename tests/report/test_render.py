@@ -23,6 +23,7 @@ from markdown_it.token import Token
 from passk_action.core.analysis import analyze, analyze_run
 from passk_action.core.error_bars import ErrorBar
 from passk_action.core.gate import GateDecision, GateFailure, ProtectedChange, Rule
+from passk_action.core.reasons import WrittenReason
 from passk_action.core.history import History, HistoryBuilder, summarize_version
 from passk_action.core.model import (
     Phase,
@@ -787,7 +788,7 @@ def test_comment_golden_spend_limits() -> None:
 def test_every_gate_rule_names_itself_in_the_heading_and_the_check_title(rule: Rule) -> None:
     result = replace(
         passed_scenario(),
-        gate=GateDecision(passed=False, failures=(GateFailure(rule, "why", None),)),
+        gate=GateDecision(passed=False, failures=(GateFailure(rule, WrittenReason("why"), None),)),
     )
     title = check_title(result)
     assert title and title.startswith("1 ")

@@ -33,13 +33,13 @@ from .. import __version__
 from ..core.analysis import Analysis, analyze
 from ..core.cost import compare_spend
 from ..core.history import History
+from ..core.kinds import kind_to_json
 from ..core.result import CompareResult
 from ..errors import EXIT_OK, UsageError
 from ..inputs.config import load_config
 from ..report.compare_report import render_compare_report
 from ..report.html import render_html_report, render_run_html
 from ..report.junit import junit_for_result, junit_for_run
-from ..report.notes import sentences
 from ..report.run_report import render_run_report, run_report_json
 from ..sides.history import history_at
 from ..store.artifact import dump_document, gc_paused
@@ -108,7 +108,7 @@ def result_report_json(result: CompareResult, analysis: Analysis | None = None) 
             comparison_row_to_json(records[r.id], r, result.gate.verdicts.get(r.id))
             for r in cmp.rows
         ],
-        "notes": sentences(result.notes),
+        "notes": [kind_to_json(note) for note in result.notes],
         "executions": result.executions.to_json(),
         "analysis": stats.to_json(),
         "spend": compare_spend(result.baseline, result.candidate).to_json(),

@@ -238,7 +238,7 @@ def _over_limit(increase: float, limit: float) -> tuple[str, str]:
     return f"{text}%", f"{limit_text}%"
 
 
-def _percent(value: float | None) -> str:
+def _increase_text(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:+.1f}%"
 
 
@@ -251,7 +251,7 @@ def _p_text(p: float | None) -> str:
 def _figure(why: OverLimit | WithinNoise) -> str:
     """The figure and its increase: ``cost per decision +40% ($0.01 -> $0.014)``."""
     over = why.estimate > why.limit + _SLACK
-    increase = _over_limit(why.estimate, why.limit)[0] if over else _percent(why.estimate)
+    increase = _over_limit(why.estimate, why.limit)[0] if over else _increase_text(why.estimate)
     if why.key == "gate.max_cost_increase":
         detail = f"({usd_plain(why.baseline)} -> {usd_plain(why.candidate)})"
         return f"cost per decision {increase} {detail}"
@@ -272,7 +272,7 @@ def _over(why: OverLimit) -> str:
 def _within_noise(why: WithinNoise) -> str:
     _, limit_text = _over_limit(why.estimate, why.limit)
     shown = (
-        f"at least {_percent(why.bound)} with 95% confidence"
+        f"at least {_increase_text(why.bound)} with 95% confidence"
         if why.bound is not None
         else f"quantile test p {_p_text(why.p_value)}"
     )
