@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from passk_action.cli import main
 from passk_action.core.sequential import STRICT, Decision, Finding, RuleSettings
 from passk_action.errors import ArtifactError
+from passk_action.report.notes import sentence
+from passk_action.report.reasons import warnings
 from passk_action.store.results import (
     RESULT_SCHEMA_VERSION,
     read_result,
@@ -141,8 +144,19 @@ def test_a_result_newer_than_this_passk_is_refused(tmp_path: Path) -> None:
         result_from_json(doc, "r.json")
 
 
-def replace_version(doc: dict[str, object], version: int) -> dict[str, object]:
-    return {**doc, "schema_version": version}
+def replace_version(doc: dict[str, Any], version: int) -> dict[str, Any]:
+    """``doc`` as version ``version`` stores it: before 7, its notes and reasons in words."""
+    if version >= 7:
+        return {**doc, "schema_version": version}
+    read = result_from_json(json.loads(json.dumps(doc)), "doc.json").result
+    gate, settings = read.gate, read.policy.rule
+    worded = {
+        "passed": gate.passed,
+        "failures": [{**f.to_json(), "reason": said(f, settings)} for f in gate.failures],
+        "warnings": list(warnings(gate.warnings)),
+    }
+    notes = {key: [sentence(n) for n in getattr(read, key)] for key in ("notes", "warnings")}
+    return {**doc, "schema_version": version, "gate": worded, **notes}
 
 
 def test_a_replayed_verdict_equals_the_engines() -> None:

@@ -23,7 +23,6 @@ from markdown_it.token import Token
 from passk_action.core.analysis import analyze, analyze_run
 from passk_action.core.error_bars import ErrorBar
 from passk_action.core.gate import GateDecision, GateFailure, ProtectedChange, Rule
-from passk_action.core.reasons import WrittenReason
 from passk_action.core.history import History, HistoryBuilder, summarize_version
 from passk_action.core.model import (
     Phase,
@@ -32,6 +31,7 @@ from passk_action.core.model import (
 from passk_action.core.operating import MeasuredRow, dataset_oc, measured_rates, row_oc
 from passk_action.core.paired import PairedComparison
 from passk_action.core.power import Power, power_analysis
+from passk_action.core.reasons import WrittenReason
 from passk_action.core.result import CompareResult, Executions
 from passk_action.core.sequential import GatedKind, RuleSettings
 from passk_action.errors import AgentCouldNotRun
