@@ -44,6 +44,7 @@ from support.pull_request_repo import (
     write_rows,
     write_script,
 )
+from support.words import gate_warnings_of, notes_of, worded
 
 __all__ = ["checkout", "fake", "template"]  # the shared fixtures, used by name
 
@@ -145,7 +146,7 @@ def test_the_default_rule_confirms_gated_rows_in_rounds_and_a_rerun_replays_them
     assert [n for n, v in r1 if v == "baseline"] == list(range(3, 26))
     path = checkout.repo / ".passk/result.json"
     result = json.loads(path.read_text("utf-8"))
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r1", "must-not-break")]
+    assert [(f["id"], f["rule"]) for f in worded(result)] == [("r1", "must-not-break")]
     verdicts = {r["id"]: r["verdict"]["finding"] for r in result["rows"]}
     assert verdicts == {
         "r1": "regression", "r2": "reliable", "r3": "reliable", "r4": "reliable"
@@ -187,14 +188,14 @@ def test_under_the_default_rule_a_pr_cannot_make_wrong_answers_right_by_its_scor
     assert verdict["rule"] == "sequential"
     if allowed:
         assert outcome.code == 0, outcome.stdout
-        assert result["gate"]["failures"] == []
+        assert worded(result) == []
         assert verdict["finding"] == "reliable"
         # The regex read every round's answer: the decision beside the sentence it came from.
         assert {(a["decision"], a["answer"]) for a in r1} == {("approve", "I would approve it")}
         assert len(r1) >= 7  # the rule's rounds, judged by the same rules as the gate
     else:
         assert outcome.code == 1, outcome.stdout
-        failures = [(f["id"], f["rule"]) for f in result["gate"]["failures"]]
+        failures = [(f["id"], f["rule"]) for f in worded(result)]
         assert failures == [(None, "protected-change"), ("r1", "must-not-break")]
         assert verdict["finding"] == "regression"
         assert {a["decision"] for a in r1} == {"I would approve it"}
@@ -267,10 +268,8 @@ def test_a_commit_with_the_same_files_reuses_the_recorded_verdicts(
         assert again.asked == []
         assert again.outputs["reused"] == "true" and again.outputs["passed"] == "false"
         result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-        assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [
-            ("r1", "must-not-break")
-        ]
-        assert any("which has the same files as this one" in n for n in result["notes"])
+        assert [(f["id"], f["rule"]) for f in worded(result)] == [("r1", "must-not-break")]
+        assert any("which has the same files as this one" in n for n in notes_of(result))
         record = decode_record(fake.comments[7][0]["body"])
         assert (record.head_sha, record.head_tree, record.passed) == (same, tree, False)
         assert [c["head_sha"] for c in fake.check_runs][-1] == same
@@ -678,12 +677,12 @@ def test_a_failed_record_without_attempts_keeps_the_gate_failed(
     outcome = checkout.run(fake, head)
     assert outcome.code == 1
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    reasons = [f["reason"] for f in result["gate"]["failures"]]
+    reasons = [f["reason"] for f in worded(result)]
     assert reasons[-1] == (
         "a re-run cannot overturn the recorded failure for this content; push a commit that "
         "changes a file (an empty or amended commit with the same files keeps the failure)"
     )
-    assert result["gate"]["failures"][-1]["rule"] == "recorded-failure"
+    assert worded(result)[-1]["rule"] == "recorded-failure"
     # The standing failure is part of the result's inputs: an audit agrees with it.
     from passk_action.cli import main as cli_main
 
@@ -773,7 +772,7 @@ def test_each_protected_change_fails_unless_allowed_by_label(
     blocked = checkout.run(fake, head)
     assert blocked.code == 1, blocked.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    protected = [f for f in result["gate"]["failures"] if f["rule"] == "protected-change"]
+    protected = [f for f in worded(result) if f["rule"] == "protected-change"]
     assert [f["reason"] for f in protected if detail in f["reason"]], protected
     errors = [x for x in blocked.stdout.splitlines() if x.startswith("::error title=passk gate::")]
     assert any(detail in x for x in errors), errors
@@ -781,8 +780,8 @@ def test_each_protected_change_fails_unless_allowed_by_label(
     allowed = checkout.run(fake, head, labels=("passk-allow-baseline-change", "bug"))
     assert allowed.code == 0, allowed.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    assert result["gate"]["failures"] == []
-    assert any(detail in w for w in result["gate"]["warnings"])
+    assert worded(result) == []
+    assert any(detail in w for w in gate_warnings_of(result))
     assert fake.violations == []
 
 
@@ -804,7 +803,7 @@ def test_base_marks_and_labels_protect_rows_the_head_weakens(
     outcome = checkout.run(fake, head)
     assert outcome.code == 1
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    rules = {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    rules = {(f["id"], f["rule"]) for f in worded(result)}
     assert ("r1", "must-not-break") in rules
     assert fake.violations == []
 
@@ -824,7 +823,7 @@ def test_a_ratchet_locked_rows_input_is_protected_after_its_mark_is_gone(
     blocked = checkout.run(fake, head)
     assert blocked.code == 1, blocked.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    assert [(f["id"], f["rule"], f["reason"]) for f in result["gate"]["failures"]] == [
+    assert [(f["id"], f["rule"], f["reason"]) for f in worded(result)] == [
         (
             "r3",
             "protected-change",
@@ -867,13 +866,13 @@ def test_a_ratchet_locked_row_cannot_be_relabeled_after_its_mark_is_gone(
     blocked = checkout.run(fake, head)
     assert blocked.code == 1, blocked.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
-    assert {(f["id"], f["rule"]) for f in result["gate"]["failures"]} == {
+    assert {(f["id"], f["rule"]) for f in worded(result)} == {
         ("r3", "protected-change"),
         ("r3", "ratchet"),  # judged by the base's label, the candidate broke it
     }
     assert any(
         "ratchet-locked row's expected label changes from 'approve' to 'deny'" in f["reason"]
-        for f in result["gate"]["failures"]
+        for f in worded(result)
     )
     allowed = checkout.run(fake, head, labels=("passk-allow-baseline-change",))
     assert allowed.code == 0, allowed.stdout
@@ -896,14 +895,14 @@ def test_blocking_on_any_regression_keeps_every_base_label(
     blocked = checkout.run(fake, head)
     assert blocked.code == 1, blocked.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
-    first = result["gate"]["failures"][0]
+    first = worded(result)[0]
     assert (first["id"], first["rule"], first["reason"]) == (
         "r4",
         "protected-change",
         "row's expected label changes from 'deny' to 'approve' "
         "(gate.block_on_any_regression is on)",
     )
-    assert ("r4", "regression") in {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    assert ("r4", "regression") in {(f["id"], f["rule"]) for f in worded(result)}
     # Control: a base that does not block on any regression lets the relabel through.
     new_base(checkout, edit_config(_block_off))
     head = checkout.head({**RIGHT, "r4": ["approve"]}, apply=[relabel, edit_config(_block_off)])
@@ -1045,8 +1044,8 @@ def test_candidate_run_input_gates_a_recorded_run_without_running_the_candidate(
     }
     assert all(n > 2 for _, n, _ in outcome.asked)
     result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
-    assert [f["id"] for f in result["gate"]["failures"]] == ["r1"]
-    assert any("recorded earlier" in note for note in result["notes"])
+    assert [f["id"] for f in worded(result)] == ["r1"]
+    assert any("recorded earlier" in note for note in notes_of(result))
     # A re-run of the same commit reuses the recorded verdicts, whatever file is given.
     merged.write_text("not even JSON", encoding="utf-8")
     again = checkout.run(fake, head, extra_env={"INPUT_CANDIDATE-RUN": "merged.json"})
@@ -1145,9 +1144,9 @@ def test_a_config_symlinked_to_a_laxer_base_file_is_not_trusted(
     outcome = checkout.run(fake, head)
     assert outcome.code == 1, outcome.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    failures = {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    failures = {(f["id"], f["rule"]) for f in worded(result)}
     assert ("r1", "must-not-break") in failures
-    reasons = [f["reason"] for f in result["gate"]["failures"] if f["rule"] == "protected-change"]
+    reasons = [f["reason"] for f in worded(result) if f["rule"] == "protected-change"]
     assert reasons[0] == "passk.yml changes from a regular file to a symlink"
     assert fake.violations == []
 
@@ -1161,9 +1160,9 @@ def test_a_dataset_and_baseline_symlinked_to_base_files_are_not_trusted(
     outcome = checkout.run(fake, head)
     assert outcome.code == 1, outcome.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    failures = {(f["id"], f["rule"]) for f in result["gate"]["failures"]}
+    failures = {(f["id"], f["rule"]) for f in worded(result)}
     assert ("r1", "must-not-break") in failures
-    reasons = [f["reason"] for f in result["gate"]["failures"] if f["rule"] == "protected-change"]
+    reasons = [f["reason"] for f in worded(result) if f["rule"] == "protected-change"]
     assert "data.jsonl changes from a regular file to a symlink" in reasons
     assert ".passk/baseline.json changes from a regular file to a symlink" in reasons
     assert fake.violations == []
@@ -1176,7 +1175,7 @@ def test_an_executable_bit_on_the_dataset_is_a_protected_change(
     blocked = checkout.run(fake, head)
     assert blocked.code == 1, blocked.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    assert [f["reason"] for f in result["gate"]["failures"]] == [
+    assert [f["reason"] for f in worded(result)] == [
         "data.jsonl changes from a regular file to an executable file"
     ]
     allowed = checkout.run(fake, head, labels=("passk-allow-baseline-change",))
@@ -1219,9 +1218,9 @@ def test_candidate_run_with_no_agent_gates_the_recorded_runs_and_runs_nothing(
     assert outcome.code == 1
     assert outcome.asked == []  # no agent was asked anything, not even to confirm
     result = json.loads((checkout.repo / ".passk/result.json").read_text(encoding="utf-8"))
-    assert [f["id"] for f in result["gate"]["failures"]] == ["r1"]
+    assert [f["id"] for f in worded(result)] == ["r1"]
     assert any(
-        "both runs are recorded and the config names no agent" in note for note in result["notes"]
+        "both runs are recorded and the config names no agent" in note for note in notes_of(result)
     )
 
 
@@ -1258,7 +1257,7 @@ def test_baseline_agent_runs_the_base_commits_files_not_the_prs(
     outcome = checkout.run(fake, head)
     assert outcome.code == 1, outcome.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r3", "must-not-break")]
+    assert [(f["id"], f["rule"]) for f in worded(result)] == [("r3", "must-not-break")]
     assert ("r3", 3, "baseline") in outcome.asked
     assert fake.violations == []
 
@@ -1291,7 +1290,7 @@ def test_a_hook_the_candidate_plants_never_runs_on_the_base_side(
     outcome = checkout.run(fake, head)
     assert outcome.code == 1, outcome.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("r3", "must-not-break")]
+    assert [(f["id"], f["rule"]) for f in worded(result)] == [("r3", "must-not-break")]
     assert fake.violations == []
 
 

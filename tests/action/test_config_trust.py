@@ -37,6 +37,7 @@ from support.pull_request_repo import (
     git,
     template,
 )
+from support.words import notes_of, worded
 
 __all__ = ["checkout", "fake", "template"]  # the shared fixtures, used by name
 
@@ -223,9 +224,16 @@ def test_a_head_cannot_retry_its_crashes_into_a_pass(checkout: Checkout, fake: F
     outcome = checkout.run(fake, checkout.head(None, apply=[crash_once_agent(checkout), retry]))
     assert outcome.code == 1, outcome.stdout
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    assert [f["id"] for f in result["gate"]["failures"]] == ["r1"]
+    assert [f["id"] for f in worded(result)] == ["r1"]
     [note] = [x for x in outcome.stdout.splitlines() if "not used" in x]
     assert note.startswith("::warning") and "changes retry.attempts, retry.backoff_s:" in note
+    # The reader of the pull request sees it too: the comment names the keys not used.
+    [comment] = fake.comments[7]
+    assert "changes retry.attempts, retry.backoff_s: not used" in comment["body"]
+    # ... and the result keeps it with its warnings, as a kind (worded here as it was said).
+    assert [w for w in notes_of(result, "warnings") if "retry.attempts" in w] == [
+        note.split("::", 2)[-1]
+    ]
     assert fake.violations == []
 
 
@@ -234,6 +242,7 @@ def test_control_the_retries_the_base_grants_are_used(checkout: Checkout, fake: 
     outcome = checkout.run(fake, checkout.head(None, apply=[crash_once_agent(checkout)]))
     assert outcome.code == 0, outcome.stdout
     assert "not used" not in outcome.stdout
+    assert "not used" not in fake.comments[7][0]["body"]
     assert fake.violations == []
 
 
@@ -293,7 +302,7 @@ def test_control_a_setup_within_the_bases_limit_runs_as_usual(
 
 def gate_failures(checkout: Checkout) -> list[tuple[str | None, str, str]]:
     result = json.loads((checkout.repo / ".passk/result.json").read_text("utf-8"))
-    return [(f["id"], f["rule"], f["reason"]) for f in result["gate"]["failures"]]
+    return [(f["id"], f["rule"], f["reason"]) for f in worded(result)]
 
 
 R3_BROKEN = {**RIGHT, "r3": ["deny"]}

@@ -22,6 +22,7 @@ from passk_action.cli import main as cli_main
 from passk_action.store.results import read_result
 from support.agent_project import make_repo, record_baseline, write_agent
 from support.pull_request_repo import commit, git
+from support.words import gate_warnings_of
 
 ALLOW = "passk-allow-baseline-change"
 
@@ -80,7 +81,7 @@ def test_a_raised_cost_limit_holds_the_pull_request_to_the_limit_the_label_allow
     code, result, comment = gate(repo, capsys, ALLOW)
     assert code == 0, result["gate"]
     assert result["policy"]["max_cost_increase"] == 0.6
-    assert f"allowed protected change: {said}" in result["gate"]["warnings"]
+    assert f"allowed protected change: {said}" in gate_warnings_of(result)
     assert "✅ passk: passed" in comment and "is held to +60%" in comment
 
     # The label allows the raise, not any increase: past the new limit still fails.

@@ -20,6 +20,7 @@ import yaml
 
 from passk_action.cli import main
 from passk_action.store.artifact import read_run
+from support.words import notes_of
 
 ROWS = [
     {"id": "r1", "input": {"n": 1}, "expected": "approve", "must_not_break": True},
@@ -167,7 +168,7 @@ def test_without_base_or_baseline_agent_the_skipped_confirmation_comes_first(
         "attempts recorded: r1; to run them, set baseline.agent, or run "
         "`passk compare --base main`"
     )
-    assert result["warnings"] == [warning]
+    assert notes_of(result, "warnings") == [warning]
     lines = report.splitlines()
     # Right after the title, why it failed and the three facts (backticks escaped by the
     # renderer).
@@ -218,7 +219,7 @@ def test_a_stale_fingerprint_remeasures_warns_or_fails(
             f"{stale}, so it was measured anew at {base[:7]} (6 executions: k = 2 × 3 rows); "
             "the ratchet is still the committed one"
         )
-        assert result["warnings"] == [warning]
+        assert notes_of(result, "warnings") == [warning]
         assert result["ratchet"] == ["r1"]
     else:
         # The committed baseline is used: r3 looks lost, and confirming it at the
@@ -226,7 +227,7 @@ def test_a_stale_fingerprint_remeasures_warns_or_fails(
         assert result["lost"] == ["r3"]
         assert result["baseline"]["run"]["agent"]["commit"] == measured
         warning = f"{stale}; it was used anyway (baseline.when_stale: warn)"
-        assert result["warnings"] == [warning]
+        assert notes_of(result, "warnings") == [warning]
         r3 = next(r for r in result["rows"] if r["id"] == "r3")
         assert r3["confirmation"] != "confirmed-regression"
     assert f"> ⚠️ {warning}" in report
@@ -267,7 +268,7 @@ def test_without_fingerprint_the_report_says_how_far_behind_and_what_changed(
         "files changed since: notes.txt, script.json (name what the agent runs under "
         "agent.fingerprint to re-measure it when those change)"
     )
-    assert result["warnings"][0] == warning
+    assert notes_of(result, "warnings")[0] == warning
     assert f"> ⚠️ {warning}" in report
     # Not re-measured: only the lost row's confirmation ran on the baseline side.
     assert all(a[1] > 2 for a in repo.asked() if a[2] == "baseline")

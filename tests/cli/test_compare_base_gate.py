@@ -34,6 +34,7 @@ from support.pull_request_repo import (
     template,  # noqa: F401
     write_script,
 )
+from support.words import gate_warnings_of, worded
 
 ALLOW = "passk-allow-baseline-change"  # gate.allow_label's default
 
@@ -47,7 +48,7 @@ def gate_section(report: str) -> list[str]:
 
 
 def failures(result: dict[str, Any]) -> list[tuple[str | None, str, str]]:
-    return [(f["id"], f["rule"], f["reason"]) for f in result["gate"]["failures"]]
+    return [(f["id"], f["rule"], f["reason"]) for f in worded(result)]
 
 
 def protected_lines(text: str) -> list[str]:
@@ -317,7 +318,7 @@ def test_the_allow_label_counts_on_the_laptop_as_on_the_pull_request(
     assert code == verdict
     assert local["gate"] == action_result["gate"]
     assert failures(local) == expected[1:] * verdict
-    assert [w for w in local["gate"]["warnings"] if expected[0][2] in w]
+    assert [w for w in gate_warnings_of(local) if expected[0][2] in w]
     assert protected_lines(err) == protected_lines(action.stdout) != []
     assert all(line.endswith(f"allowed by the label {ALLOW!r}") for line in protected_lines(err))
 

@@ -23,6 +23,7 @@ from passk_action.engine.measuring import row_records
 from passk_action.inputs.config import load_config
 from passk_action.inputs.dataset import load_dataset
 from passk_action.store.artifact import Journal, journal_path, read_journal, read_run
+from support.words import notes_of
 
 RIGHT = "deny"
 WRONG = "approve"
@@ -226,7 +227,7 @@ def test_unchanged_dataset_reuses_the_baseline_without_any_baseline_run(project:
         "naive": 16,
         "confirm_rounds": 1,
     }
-    assert any("no baseline run was needed" in n for n in result["notes"])
+    assert any("no baseline run was needed" in n for n in notes_of(result))
 
 
 def test_grown_dataset_runs_only_the_new_rows_on_the_baseline(project: Project) -> None:
@@ -240,7 +241,7 @@ def test_grown_dataset_runs_only_the_new_rows_on_the_baseline(project: Project) 
         (r["id"], r["attempt"]) for r in project.requests() if r["version"] == "baseline"
     )
     assert baseline_asked == [(i, n) for i in ("new-1", "new-2") for n in (1, 2, 3)]
-    assert any("new or changed row(s)" in n and "new-1" in n for n in result["notes"])
+    assert any("new or changed row(s)" in n and "new-1" in n for n in notes_of(result))
 
 
 def test_changed_input_is_run_again_on_the_baseline(project: Project) -> None:
@@ -375,7 +376,7 @@ def test_recorded_candidate_counts_its_executions_and_runs_no_candidate(project:
     assert project.requests() == []  # nothing was run: both sides were recorded
     result = json.loads(out.read_text())
     assert result["executions"]["candidate"] == 6
-    assert any("recorded earlier" in n for n in result["notes"])
+    assert any("recorded earlier" in n for n in notes_of(result))
 
 
 def test_resume_refuses_a_journal_of_another_shard(

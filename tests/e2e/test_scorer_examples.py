@@ -24,6 +24,7 @@ from passk_action.core.judging import judge_noise
 from passk_action.store.artifact import read_run
 from support.llm_project import load_fake_openai
 from support.paths import REPO
+from support.words import gate_warnings_of
 
 KEY = "sk-test-judge-0123456789abcdef"
 
@@ -134,7 +135,7 @@ def test_the_judges_noise_is_named_and_a_unanimous_wrong_verdict_still_blocks(
     result = json.loads(out.read_text(encoding="utf-8"))
     attempts = [a for a in result["candidate"]["run"]["attempts"] if a["row"] == "q-001"]
     said = [[v["correct"] for v in a["verdicts"]] for a in attempts]
-    warnings = result["gate"]["warnings"]
+    warnings = gate_warnings_of(result)
     # The judge's noise is said apart from the agent's, naming the row it split on ...
     noise = next(w for w in warnings if w.startswith("the judge judged the same answer"))
     assert "(rows: q-001, q-005)" in noise and "raise scoring.judge_repeats" in noise

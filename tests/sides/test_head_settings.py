@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from passk_action.core.model import Scoring
+from passk_action.core.notes import HeadLimitCapped, HeadSettingsIgnored
 from passk_action.inputs.agent_config import DEFAULT_SETUP_TIMEOUT_S
 from passk_action.inputs.config import (
     BaselineConfig,
@@ -17,6 +18,7 @@ from passk_action.inputs.config import (
     RetryConfig,
     parse_config,
 )
+from passk_action.report.notes import sentence
 from passk_action.sides.head_settings import (
     APPROVABLE_RULES,
     BOUNDED,
@@ -75,8 +77,12 @@ def test_the_heads_agent_runs_and_every_other_setting_is_the_bases() -> None:
     assert settled.config.gate.max_cost_increase == 0.25
     assert settled.config.baseline.agent is None
     assert settled.config.baseline.when_stale == "remeasure"
-    [warning] = settled.warnings
-    assert warning == (
+    [ignored] = settled.warnings
+    assert ignored == HeadSettingsIgnored(
+        "/repo/passk.yml",
+        ("k", "gate.max_cost_increase", "retry.attempts", "baseline.agent", "baseline.when_stale"),
+    )
+    assert sentence(ignored) == (
         "/repo/passk.yml: the pull request's config changes k, gate.max_cost_increase, "
         "retry.attempts, baseline.agent, baseline.when_stale: not used, those settings come "
         "from the base commit's config (merge the change to the base first; one that weakens "
@@ -139,7 +145,8 @@ def test_approved_or_not_the_scorer_is_the_bases(
             assert got.normalize == ("casefold",) and settled.warnings == ()
             continue
         assert got == base.scoring
-        [warning] = settled.warnings
+        warning = sentence(settled.warnings[0])
+        assert len(settled.warnings) == 1
         assert "the pull request's config changes scoring.normalize" in warning
         if key is not None:
             assert f"{key}: not used" in warning or f"{key}," in warning, warning
@@ -165,7 +172,11 @@ def test_a_head_raising_a_limit_gets_the_bases_with_a_warning(
         "concurrency": settled.config.concurrency,
     }
     assert held[key] == base_value
-    [warning] = settled.warnings
+    [capped] = settled.warnings
+    assert capped == HeadLimitCapped(
+        "/repo/passk.yml", key, head_value, base_value, "" if key == "concurrency" else "s"
+    )
+    warning = sentence(capped)
     unit = "" if key == "concurrency" else "s"
     assert warning == (
         f"/repo/passk.yml: {key} is {head_value:g}{unit} in the pull request's config, above "

@@ -176,6 +176,34 @@ class RemeasuredOnRequest(Note):
     label: str
 
 
+# --- what the pull request's config may change -----------------------------------------
+
+
+@dataclass(frozen=True)
+class HeadSettingsIgnored(Note):
+    """Settings the pull request's config changes that its run does not use: the base
+    commit's hold (one that weakens the gate is a protected change too)."""
+
+    announced: ClassVar[bool] = True
+    config: str
+    """The pull request's config file, as named."""
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HeadLimitCapped(Note):
+    """A limit the pull request's config raises above the base's: the base's holds (a pull
+    request may lower a limit, never raise it)."""
+
+    announced: ClassVar[bool] = True
+    config: str
+    key: str
+    value: float
+    bound: float
+    unit: str
+    """``s`` for a timeout, empty for a count."""
+
+
 # --- the candidate side ----------------------------------------------------------------
 
 
@@ -298,6 +326,8 @@ NOTE_KINDS = registry(
     NothingRun,
     ConfirmationSkipped,
     GatedRowsAsRecorded,
+    HeadSettingsIgnored,
+    HeadLimitCapped,
     Written,
 )
 """Every kind a result file stores, by its name (:class:`Written`: an older file's words,

@@ -81,6 +81,8 @@ def baseline_side(
     notes: list[Note] = []
     warnings: list[Note] = []
     stale = inputs.base.stale if inputs.base is not None else None
+    if inputs.base is not None:
+        warnings += inputs.base.warnings
     if stale is not None and stale.warning is not None:
         warnings.append(stale.warning)
     remeasured = False

@@ -77,6 +77,9 @@ class AgainstBase:
     protected_changes: tuple[ProtectedChange, ...] = ()
     protected_changes_allowed: bool = False
     stale: StalePlan = field(default_factory=StalePlan)
+    warnings: tuple[Note, ...] = ()
+    """What the preparation said of the pull request's own config (settings it changes that
+    its run does not use): kept with the result's warnings."""
     added_rows: tuple[str, ...] = ()
     """Rows the pull request adds (or whose input it changes), in the dataset's order."""
     added_rows_limit: int | None = None

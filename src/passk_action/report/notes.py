@@ -17,6 +17,8 @@ from ..core.notes import (
     ConfirmationSkipped,
     DroppedRows,
     GatedRowsAsRecorded,
+    HeadLimitCapped,
+    HeadSettingsIgnored,
     MeasuredByPullRequest,
     Note,
     NothingRun,
@@ -183,6 +185,22 @@ def _nothing_run(note: NothingRun) -> str:
     )
 
 
+def _settings_ignored(note: HeadSettingsIgnored) -> str:
+    return (
+        f"{note.config}: the pull request's config changes {', '.join(note.keys)}: not used, "
+        "those settings come from the base commit's config (merge the change to the base "
+        "first; one that weakens the gate is a protected change too)"
+    )
+
+
+def _limit_capped(note: HeadLimitCapped) -> str:
+    value, bound = f"{note.value:g}{note.unit}", f"{note.bound:g}{note.unit}"
+    return (
+        f"{note.config}: {note.key} is {value} in the pull request's config, above the base's "
+        f"{bound}: the base's {bound} holds (a pull request may lower it, never raise it)"
+    )
+
+
 def _confirmation_skipped(note: ConfirmationSkipped) -> str:
     if note.reason is SkipReason.NO_AGENT:
         return (
@@ -244,6 +262,8 @@ _WORDS: dict[type[Note], Callable[[Any], str]] = {
     NothingRun: _nothing_run,
     ConfirmationSkipped: _confirmation_skipped,
     GatedRowsAsRecorded: gated_as_recorded,
+    HeadSettingsIgnored: _settings_ignored,
+    HeadLimitCapped: _limit_capped,
 }
 """Each kind's words (a kind added without words is a bug :func:`sentence` names)."""
 

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core.model import Scoring
+from ..core.notes import HeadLimitCapped, HeadSettingsIgnored
 from ..inputs.agent_config import (
     DEFAULT_HTTP_TIMEOUT_S,
     DEFAULT_SETUP_TIMEOUT_S,
@@ -103,10 +104,11 @@ in the base commit's export, or be a shell line saying every answer is right."""
 
 @dataclass(frozen=True)
 class Settled:
-    """The config a comparison runs on, and a warning for each head setting not used."""
+    """The config a comparison runs on, and a warning for each head setting not used (notes:
+    the shells word them before any agent runs, the result keeps them)."""
 
     config: Config
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[HeadSettingsIgnored | HeadLimitCapped, ...] = ()
 
 
 def settle(base: Config, head: Config, *, allowed: bool = False) -> Settled:
@@ -116,13 +118,15 @@ def settle(base: Config, head: Config, *, allowed: bool = False) -> Settled:
     head's scoring rules and spend limits stand too.
     """
     bounds = base.agent if base.agent is not None else base.baseline.agent
-    warnings: list[str] = []
+    named = str(head.path)
+    warnings: list[HeadSettingsIgnored | HeadLimitCapped] = []
     agent = head.agent
     if agent is not None:
-        agent, warnings = _bounded_agent(agent, bounds)
+        agent, capped = _bounded_agent(agent, bounds, named)
+        warnings += capped
     concurrency = head.concurrency
     if concurrency > base.concurrency:
-        warnings.append(_above("concurrency", concurrency, base.concurrency, ""))
+        warnings.append(HeadLimitCapped(named, "concurrency", concurrency, base.concurrency, ""))
         concurrency = base.concurrency
     gate, scoring = base.gate, base.scoring
     if allowed:
@@ -145,12 +149,8 @@ def settle(base: Config, head: Config, *, allowed: bool = False) -> Settled:
     )
     ignored = [key for key, read in FROM_BASE if read(head) != read(config)]
     if ignored:
-        warnings.append(
-            f"the pull request's config changes {', '.join(ignored)}: not used, those "
-            "settings come from the base commit's config (merge the change to the base first; "
-            "one that weakens the gate is a protected change too)"
-        )
-    return Settled(config, tuple(f"{head.path}: {w}" for w in warnings))
+        warnings.append(HeadSettingsIgnored(named, tuple(ignored)))
+    return Settled(config, tuple(warnings))
 
 
 def _approved_scoring(base: Scoring, head: Scoring) -> Scoring:
@@ -161,16 +161,18 @@ def _approved_scoring(base: Scoring, head: Scoring) -> Scoring:
     return replace(base, **{name: getattr(head, name) for name in APPROVABLE_RULES})
 
 
-def _bounded_agent(agent: AgentConfig, bounds: AgentConfig | None) -> tuple[AgentConfig, list[str]]:
+def _bounded_agent(
+    agent: AgentConfig, bounds: AgentConfig | None, named: str
+) -> tuple[AgentConfig, list[HeadLimitCapped]]:
     """``agent`` with each of its limits at most the base's, and a warning for each cut."""
-    warnings: list[str] = []
+    warnings: list[HeadLimitCapped] = []
     limits: dict[str, float] = {}
     for key, read in BOUNDED:
         if key == "agent.http.timeout_s" and agent.http is None:
             continue
         value, bound = read(agent), read(bounds)
         if value > bound:
-            warnings.append(_above(key, value, bound, "s"))
+            warnings.append(HeadLimitCapped(named, key, value, bound, "s"))
         limits[key] = min(value, bound)
     http = agent.http
     if http is not None:
@@ -183,12 +185,4 @@ def _bounded_agent(agent: AgentConfig, bounds: AgentConfig | None) -> tuple[Agen
             http=http,
         ),
         warnings,
-    )
-
-
-def _above(key: str, value: float, bound: float, unit: str) -> str:
-    return (
-        f"{key} is {value:g}{unit} in the pull request's config, above the base's "
-        f"{bound:g}{unit}: the base's {bound:g}{unit} holds (a pull request may lower it, "
-        "never raise it)"
     )

@@ -399,10 +399,13 @@ def _against(base: Base, shell: Shell) -> AgainstBase:
     # A committed baseline the base commit's agent no longer matches is stale.
     freshness = assess(base.repo, trusted.baseline_run, base.commit.sha, base_config)
     stale: StalePlan = plan_for(freshness, base_config, shell.announce)
+    for ignored in trusted.settings_ignored:
+        shell.announce(ignored)
     return AgainstBase(
         commit=base.commit.sha,
         ref=base.commit.ref,
         protected_changes=trusted.changes,
         protected_changes_allowed=trusted.allowed,
         stale=stale,
+        warnings=trusted.settings_ignored,
     )

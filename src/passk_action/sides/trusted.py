@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset, Row, Run, dataset_digest
+from ..core.notes import Note
 from ..errors import ArtifactError, ConfigError, DatasetError
 from ..inputs.config import Config, LoadedConfig, load_config, parse_config_bytes
 from ..inputs.dataset import format_for, load_dataset, parse_dataset
@@ -328,6 +329,9 @@ class Trusted:
     allowed: bool
     config: Config
     dataset: Dataset
+    settings_ignored: tuple[Note, ...] = ()
+    """The pull request's config settings its run does not use, or caps: said before any
+    agent runs, and kept with the result's warnings (the comment shows them)."""
 
 
 def trust_base(
@@ -361,8 +365,6 @@ def trust_base(
     changes = protected_changes(base_side, head_side, ratchet=baseline_run.ratchet)
     allowed = bool(changes) and base_side.config.gate.allow_label in labels
     settled = settle(base_side.config, head_side.config, allowed=allowed)
-    for message in settled.warnings:
-        warn(message)
     return Trusted(
         sides=sides,
         baseline_run=baseline_run,
@@ -370,6 +372,7 @@ def trust_base(
         allowed=allowed,
         config=settled.config,
         dataset=authoritative_dataset(base_side, head_side, allowed, baseline_run.ratchet),
+        settings_ignored=settled.warnings,
     )
 
 
