@@ -116,17 +116,3 @@ def noise_seen(baseline: JudgeNoise, candidate: JudgeNoise) -> JudgeNoiseSeen | 
         candidate_judged=candidate.judged,
         rows=tuple(RowNoise(row, *per_row[row]) for row in sorted(per_row)),
     )
-
-
-def run_noise_sentence(noise: JudgeNoise) -> str | None:
-    """The judge's noise in one run (``passk report``): None when no answer was judged
-    twice."""
-    if not noise.judged:
-        return None
-    rows = "; ".join(f"{row} {s} of {n}" for row, n, s in noise.rows[:10])
-    return (
-        f"the judge judged the same answer differently on {noise.split} of {noise.judged} "
-        "answers: that is the judge's noise, not the agent's (the flip rate counts answers "
-        "the agent gave differently)"
-        + (f"; per row: {rows}; raise scoring.judge_repeats, or fix the rubric" if rows else "")
-    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..core.analysis import VersionAnalysis, analyze_run
 from ..core.check_stability import check_stability
 from ..core.cost import summarize_spend
-from ..core.judging import judge_noise, run_noise_sentence
+from ..core.judging import JudgeNoise, judge_noise
 from ..core.model import Attempt, Json, Phase, RowClass, RowRecord, Run, expected_json
 from ..core.pass_curve import pass_curve
 from ..core.power import Power, power_analysis
@@ -270,3 +270,17 @@ def run_report_json(run: Run) -> dict[str, Json]:
         "analysis": run_analysis_json(version, power_analysis(summaries), run.settings.k),
         "spend": summarize_spend(run).to_json(),
     }
+
+
+def run_noise_sentence(noise: JudgeNoise) -> str | None:
+    """The judge's noise in one run (``passk report``): None when no answer was judged
+    twice."""
+    if not noise.judged:
+        return None
+    rows = "; ".join(f"{row} {s} of {n}" for row, n, s in noise.rows[:10])
+    return (
+        f"the judge judged the same answer differently on {noise.split} of {noise.judged} "
+        "answers: that is the judge's noise, not the agent's (the flip rate counts answers "
+        "the agent gave differently)"
+        + (f"; per row: {rows}; raise scoring.judge_repeats, or fix the rubric" if rows else "")
+    )
