@@ -187,6 +187,8 @@ def _examples() -> list[object]:
         n.NothingRun(),
         n.GatedRowsAsRecorded(("r1",), "candidate", SkipReason.NO_AGENT),
         Written("an older note"),
+        n.HeadSettingsIgnored("passk.yml", ("k", "retry.attempts")),
+        n.HeadLimitCapped("passk.yml", "agent.timeout_s", 3600.0, 30.0, "s"),
         *(f.reason for f in gate.failures),
         r.StrictUnclassified(True, False),
         r.StrictLost(RowClass.FLIP, RowClass.STABLE_CORRECT, Confirmation.BASELINE_VARIES),
