@@ -22,7 +22,7 @@ from passk_action.cli import main as cli_main
 from passk_action.store.results import read_result
 from support.agent_project import make_repo, record_baseline, write_agent
 from support.pull_request_repo import commit, git
-from support.words import gate_warnings_of
+from support.words import gate_warnings_of, worded
 
 ALLOW = "passk-allow-baseline-change"
 
@@ -65,7 +65,7 @@ def test_a_raised_cost_limit_holds_the_pull_request_to_the_limit_the_label_allow
 
     code, result, comment = gate(repo, capsys)
     assert code == 1
-    rules = [(f["rule"], f["reason"]) for f in result["gate"]["failures"]]
+    rules = [(f["rule"], f["reason"]) for f in worded(result)]
     said = (
         "gate.max_cost_increase +25% is raised to +60%: with the allow label this pull request "
         "is held to +60%, the new setting; without it, to the base's +25%"
@@ -89,7 +89,7 @@ def test_a_raised_cost_limit_holds_the_pull_request_to_the_limit_the_label_allow
     commit(repo, "an even bigger model")
     code, result, _ = gate(repo, capsys, ALLOW)
     assert code == 1
-    assert [(f["rule"], f["reason"]) for f in result["gate"]["failures"]] == [
+    assert [(f["rule"], f["reason"]) for f in worded(result)] == [
         (
             "cost",
             "cost per decision +80% ($0.001 -> $0.0018), at least +80% with 95% confidence, "
@@ -140,7 +140,7 @@ def test_priced_from_tokens_a_candidate_reporting_cost_zero_fails_the_cost_limit
     repo = cost_case(tmp_path, monkeypatch, base_prefer="tokens", head_prefer="reported")
     code, result, _ = gate(repo, capsys)
     assert code == 1
-    rules = [(f["rule"], f["reason"]) for f in result["gate"]["failures"]]
+    rules = [(f["rule"], f["reason"]) for f in worded(result)]
     assert [rule for rule, _ in rules] == ["cost"], rules  # the base's pricing holds
     assert "($0.001 -> $0.01)" in rules[0][1]
     candidate = read_result(repo / "result.json").result.candidate

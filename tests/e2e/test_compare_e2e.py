@@ -23,7 +23,7 @@ from passk_action.engine.measuring import row_records
 from passk_action.inputs.config import load_config
 from passk_action.inputs.dataset import load_dataset
 from passk_action.store.artifact import Journal, journal_path, read_journal, read_run
-from support.words import notes_of
+from support.words import notes_of, worded
 
 RIGHT = "deny"
 WRONG = "approve"
@@ -125,7 +125,7 @@ def test_must_not_break_regression_blocks_with_first_divergent_check(project: Pr
     code, result = project.compare()
     assert code == 1
     assert result["gate"]["passed"] is False
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("m", "must-not-break")]
+    assert [(f["id"], f["rule"]) for f in worded(result)] == [("m", "must-not-break")]
     m = by_id(result)["m"]
     assert (m["baseline_class"], m["candidate_class"], m["change"]) == (
         "stable-correct",
@@ -177,7 +177,7 @@ def test_crash_only_must_not_break_row_blocks_as_unclassified(project: Project) 
     project.baseline()
     code, result = project.compare()
     assert code == 1
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("c", "unclassified")]
+    assert [(f["id"], f["rule"]) for f in worded(result)] == [("c", "unclassified")]
     assert by_id(result)["c"]["candidate_final_class"] == "unclassified"
     errors = [a for a in result["candidate"]["run"]["attempts"] if a.get("error")]
     assert errors and all(a["error"] == "exit-status" for a in errors)
@@ -193,7 +193,7 @@ def test_ratchet_row_stays_locked_after_its_mark_is_removed(project: Project) ->
     project.write_rows([row("locked", mnb=False), row("other")])
     code, result = project.compare()
     assert code == 1
-    assert [(f["id"], f["rule"]) for f in result["gate"]["failures"]] == [("locked", "ratchet")]
+    assert [(f["id"], f["rule"]) for f in worded(result)] == [("locked", "ratchet")]
     # Only the mark changed, so the baseline's decisions were reused, not re-run.
     assert result["executions"]["baseline_topup"] == 0
 
@@ -459,8 +459,8 @@ def test_a_reliable_but_pricier_candidate_fails_max_cost_increase_end_to_end(
     code, result = project.compare()
     assert code == 1
     assert result["candidate"]["metrics"]["pass_k"] == 1.0 and result["lost"] == []
-    assert [f["rule"] for f in result["gate"]["failures"]] == ["cost"]
-    assert result["gate"]["failures"][0]["reason"].startswith("cost per decision +48%")
+    assert [f["rule"] for f in worded(result)] == ["cost"]
+    assert worded(result)[0]["reason"].startswith("cost per decision +48%")
     assert result["policy"]["max_cost_increase"] == 0.25
     # passk gate recomputes the same failure from the recorded attempts alone.
     assert main(["gate", str(project.root / "result.json")]) == 1

@@ -365,6 +365,8 @@ def trust_base(
     changes = protected_changes(base_side, head_side, ratchet=baseline_run.ratchet)
     allowed = bool(changes) and base_side.config.gate.allow_label in labels
     settled = settle(base_side.config, head_side.config, allowed=allowed)
+    # Named as git names it: the same words on a laptop and in the action.
+    named = repo.relative(config_path)
     return Trusted(
         sides=sides,
         baseline_run=baseline_run,
@@ -372,7 +374,7 @@ def trust_base(
         allowed=allowed,
         config=settled.config,
         dataset=authoritative_dataset(base_side, head_side, allowed, baseline_run.ratchet),
-        settings_ignored=settled.warnings,
+        settings_ignored=tuple(replace(w, config=named) for w in settled.warnings),
     )
 
 
