@@ -30,6 +30,7 @@ from passk_action.cli.common import load_inputs
 from passk_action.core.model import AgentInfo, Attempt, EvalSettings, Phase, Run, Version
 from passk_action.engine.measuring import row_records
 from passk_action.store.artifact import write_run
+from passk_action.store.results import RESULT_SCHEMA_VERSION
 from support.paths import TESTS
 
 AGENT = [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"]
@@ -322,7 +323,11 @@ CASES: list[Case] = [
     ),
     Case(
         "result-newer",
-        {"result.json": json.dumps({"schema_version": 6, "kind": "passk-result"})},
+        {
+            "result.json": json.dumps(
+                {"schema_version": RESULT_SCHEMA_VERSION + 1, "kind": "passk-result"}
+            )
+        },
         "result.json",
         "upgrade passk",
         argv=("gate", "result.json"),
