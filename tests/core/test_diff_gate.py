@@ -20,7 +20,7 @@ RIGHT = ["deny", "deny", "deny"]
 
 DEFAULT_POLICY = GatePolicy(rule=RuleSettings(rule=STRICT))
 """The strict rule: a wrong answer blocks at once, so three attempts show each rule."""
-SEQUENTIAL = GatePolicy()
+SEQUENTIAL = GatePolicy(rule=RuleSettings(rule="sequential"))
 
 
 def _evaluate(rows, base, cand, ratchet=frozenset(), policy=DEFAULT_POLICY, **kw):  # type: ignore[no-untyped-def]

@@ -74,7 +74,7 @@ def test_side_oc_equals_enumeration(spec: SprtSpec, main: int, p: float) -> None
 
 def test_row_oc_agrees_with_simulation_through_judge() -> None:
     """Both tests together, played by judge() with random agents: within 4 Monte Carlo SE."""
-    settings = RuleSettings()
+    settings = RuleSettings(rule="sequential")
     rng = random.Random(2026)
     cases = [(0.9, 0.9), (0.99, 0.7), (0.8, 0.8)]
     for p_base, p_cand in cases:

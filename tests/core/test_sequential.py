@@ -37,7 +37,7 @@ from support.runs import record
 from support.words import said
 
 R, W, E = Outcome.RIGHT, Outcome.WRONG, Outcome.ERROR
-DEFAULT = RuleSettings()
+DEFAULT = RuleSettings(rule=SEQUENTIAL)
 MNB = GatedKind.MUST_NOT_BREAK
 
 

@@ -83,8 +83,12 @@ def dataset_of(rows: tuple[Row, ...]) -> Dataset:
     return Dataset(rows=rows, source="data.jsonl", digest=dataset_digest(rows))
 
 
-def config_of(tmp_path: Path, *, baseline_agent: bool = True, agent: bool = True) -> Config:
+def config_of(
+    tmp_path: Path, *, baseline_agent: bool = True, agent: bool = True, rule: str | None = None
+) -> Config:
     text = f"dataset: data.jsonl\nk: {K}\nconfirm: {{attempts: 2, must_not_break_attempts: 2}}\n"
+    if rule is not None:
+        text += f"gate: {{rule: {rule}}}\n"
     if agent:
         text += "agent: {command: [candidate]}\n"
     if baseline_agent:
@@ -375,7 +379,9 @@ def test_a_reliable_gated_row_gets_the_candidate_answers_the_rule_needs_and_no_m
     answers, so one round asks the candidate for 5 more; the baseline is not asked."""
     rows = rows_of("m", "x", mnb=("m",))
     run = committed(dataset_of(rows), rows)
-    inputs = inputs_for(tmp_path, dataset_of(rows), run)
+    inputs = inputs_for(
+        tmp_path, dataset_of(rows), run, config=config_of(tmp_path, rule="sequential")
+    )
     agents = Counting({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: ALWAYS_RIGHT})
     done = confirming(inputs, run, losing(run, "nothing"), Asker(agents, session()))
     assert confirm_numbers(done.candidate, "m") == [3, 4, 5, 6, 7]
@@ -398,7 +404,7 @@ def test_a_gated_row_that_keeps_failing_is_confirmed_on_both_versions_in_rounds(
     rows = rows_of("m", mnb=("m",))
     dataset = dataset_of(rows)
     run = committed(dataset, rows)
-    inputs = inputs_for(tmp_path, dataset, run)
+    inputs = inputs_for(tmp_path, dataset, run, config=config_of(tmp_path, rule="sequential"))
     candidate = wrong_from("m", {2, 3, 5})
     agents = ReadyAgents({Version.BASELINE: ALWAYS_RIGHT, Version.CANDIDATE: candidate})
     result = compare(inputs, agents, session())
@@ -425,7 +431,9 @@ def test_a_gated_row_that_only_crashes_is_asked_one_round_then_judged_as_it_is(
     crashing row does not spend 80 timeouts."""
     rows = rows_of("m", "x", mnb=("m",))
     dataset = dataset_of(rows)
-    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows))
+    inputs = inputs_for(
+        tmp_path, dataset, committed(dataset, rows), config=config_of(tmp_path, rule="sequential")
+    )
 
     def crashes_on_m(request: AttemptRequest) -> dict[str, str]:
         if request.row.id == "m":
@@ -453,7 +461,9 @@ def test_one_errored_round_does_not_end_a_gated_row_s_asking(tmp_path: Path) -> 
     unable_after) is asked again; the row is then judged on its answers, and passes."""
     rows = rows_of("m", "x", mnb=("m",))
     dataset = dataset_of(rows)
-    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows))
+    inputs = inputs_for(
+        tmp_path, dataset, committed(dataset, rows), config=config_of(tmp_path, rule="sequential")
+    )
     erring = {3, 4, 5, 6, 8, 9, 10, 11}
 
     def errs_for_a_while(request: AttemptRequest) -> dict[str, str]:
@@ -658,7 +668,12 @@ def test_a_comparison_stopped_in_its_top_up_and_rounds_resumes_asking_nothing_ag
     in each and resumed, every attempt is asked once and the result is the whole run's."""
     rows = rows_of("a", "b", "new", mnb=("a",))
     dataset = dataset_of(rows)
-    inputs = inputs_for(tmp_path, dataset, committed(dataset, rows[:2]))
+    inputs = inputs_for(
+        tmp_path,
+        dataset,
+        committed(dataset, rows[:2]),
+        config=config_of(tmp_path, rule="sequential"),
+    )
 
     def compared(agent: AnswersOnce, out: Path, resume: bool = False) -> CompareResult:
         source = replace(inputs.candidate, out=out, resume=resume)

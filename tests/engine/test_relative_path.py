@@ -73,7 +73,9 @@ def test_a_recorded_baseline_measures_its_gated_rows_only(tmp_path: Path) -> Non
     assert measured == list(range(K + 1, config.gate.rule.measure + 1))
     assert all(a.phase is Phase.MAIN for a in by_row["other"])
     # Control: the sequential rule's baseline measures nothing beyond k.
-    sequential = parse_config("dataset: data.jsonl\n", tmp_path / "passk.yml").config
+    sequential = parse_config(
+        "dataset: data.jsonl\ngate: {rule: sequential}\n", tmp_path / "passk.yml"
+    ).config
     assert not rows_to_measure(sequential.gate.rule, rows, ()).rows
 
 

@@ -572,7 +572,7 @@ def test_the_gate_rule_and_its_settings_are_read_once_into_the_policy() -> None:
     rule = config.gate.policy.rule
     assert (rule.rule, rule.alpha, rule.beta, rule.max_decisions) == ("strict", 0.0001, 0.05, 60)
     assert rule.confirm_attempts == 9  # the strict rule confirms as confirm says
-    assert parse_config(MINIMAL, NAME).config.gate.rule.rule == "sequential"  # the default
+    assert parse_config(MINIMAL, NAME).config.gate.rule.rule == "relative"  # the default
 
 
 @pytest.mark.parametrize(

@@ -199,14 +199,22 @@ def test_how_sure_states_the_gates_rates_for_its_rows_and_settings() -> None:
     for a dataset's gated rows and rule (golden: every case it words)."""
     mnb, ratchet = GatedKind.MUST_NOT_BREAK, GatedKind.RATCHET
     cases = [
-        ("no gated row", None, RuleSettings()),
+        ("no gated row", None, RuleSettings(rule="sequential")),
         (
             "1 must-not-break row, k = 3",
-            dataset_oc(RuleSettings(), k=3, kinds=[mnb]),
-            RuleSettings(),
+            dataset_oc(RuleSettings(rule="sequential"), k=3, kinds=[mnb]),
+            RuleSettings(rule="sequential"),
         ),
-        ("10 rows, k = 3", dataset_oc(RuleSettings(), k=3, kinds=[mnb] * 10), RuleSettings()),
-        ("50 rows, k = 8", dataset_oc(RuleSettings(), k=8, kinds=[mnb] * 50), RuleSettings()),
+        (
+            "10 rows, k = 3",
+            dataset_oc(RuleSettings(rule="sequential"), k=3, kinds=[mnb] * 10),
+            RuleSettings(rule="sequential"),
+        ),
+        (
+            "50 rows, k = 8",
+            dataset_oc(RuleSettings(rule="sequential"), k=8, kinds=[mnb] * 50),
+            RuleSettings(rule="sequential"),
+        ),
         (
             "strict, 5 must-not-break and 5 ratchet rows, k = 3",
             dataset_oc(STRICT_POLICY.rule, k=3, kinds=[mnb] * 5 + [ratchet] * 5),
@@ -219,7 +227,7 @@ def test_how_sure_states_the_gates_rates_for_its_rows_and_settings() -> None:
         "versions) 0.41% of the time, and catches a gated row whose accuracy drops from 99% " \
         "to 70% 91.1% of the time" in text  # fmt: skip
     comment = render_comment(failed_scenario(), marker=MARKER, record=RECORD)
-    assert rates_sentence(rates_of(failed_scenario()), RuleSettings()) in comment
+    assert rates_sentence(rates_of(failed_scenario()), RuleSettings(rule="sequential")) in comment
 
 
 def test_how_sure_states_this_dataset_s_rates_and_names_the_rows_that_cost_them() -> None:
@@ -229,7 +237,7 @@ def test_how_sure_states_this_dataset_s_rates_and_names_the_rows_that_cost_them(
     rows = [MeasuredRow("r12", mnb, 50, 60)] + [
         MeasuredRow(f"r{i:02d}", mnb, 60, 60) for i in range(9)
     ]
-    rule = RuleSettings()
+    rule = RuleSettings(rule="sequential")  # the rule that assumes 99%: noisy rows to name
     rates = measured_rates(rule, k=3, rows=rows)
     flaky = row_oc(rule, k=3, candidate=50 / 60, baseline=50 / 60)
     assert rates.false_block == pytest.approx(flaky.block)  # the reliable rows never block

@@ -18,14 +18,18 @@ from passk_action.core.model import (
 )
 from passk_action.core.notes import Written
 from passk_action.core.result import CompareResult, Executions, evaluate
-from passk_action.core.sequential import STRICT, RuleSettings
+from passk_action.core.sequential import SEQUENTIAL, STRICT, RuleSettings
 
 MARKER = "<!-- passk:sticky-comment -->"
 RECORD = '<!-- passk:record {"gate":"failed","head":"0123abc"} -->'
 DIGEST = "sha256:" + "ab12" * 16
 K = 3
 NO_EXECUTIONS = Executions()
-NO_LIMITS = GatePolicy()
+# The scenarios hold the attempts the sequential rule reads (its confirmation rounds,
+# its evidence lines): built for it, they name it (the default rule, relative, needs the
+# baseline's measurement; tests/engine/test_relative_path.py and the SDK example's golden).
+SEQUENTIAL_RULE = RuleSettings(rule=SEQUENTIAL)
+NO_LIMITS = GatePolicy(rule=SEQUENTIAL_RULE)
 STRICT_POLICY = GatePolicy(rule=RuleSettings(rule=STRICT))
 
 
@@ -385,7 +389,9 @@ def many_lost_rows(n: int) -> CompareResult:
     )
 
 
-SPEND_LIMITS = GatePolicy(max_cost_increase=0.25, max_latency_p95_increase=0.3)
+SPEND_LIMITS = GatePolicy(
+    rule=SEQUENTIAL_RULE, max_cost_increase=0.25, max_latency_p95_increase=0.3
+)
 
 
 def spend_limits_scenario(

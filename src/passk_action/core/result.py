@@ -18,7 +18,7 @@ from .judging import judge_noise, noise_seen, spare_judge_noise
 from .model import RowRecord, Run
 from .notes import Note
 from .scoring import rescore_run
-from .verdicts import gated_verdicts, with_verdicts
+from .verdicts import gated_verdicts, unmeasured, with_verdicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,4 +167,28 @@ def _decided(
         protected_changes_allowed=protected_changes_allowed,
         spend=compare_spend(baseline, candidate) if policy.limits_spend else None,
     )
+    missing = unmeasured(verdicts, base_rows, policy.rule, settings.k)
+    if missing:
+        gate = replace(
+            gate, warnings=(*gate.warnings, unmeasured_sentence(missing, policy, settings.k))
+        )
     return comparison, gate
+
+
+SHOWN_IDS = 5
+
+
+def unmeasured_sentence(ids: Sequence[str], policy: GatePolicy, k: int) -> str:
+    """What the gate does with gated rows the committed baseline did not measure, and the fix."""
+    shown = ", ".join(f"`{i}`" for i in ids[:SHOWN_IDS]) + (", ..." if len(ids) > SHOWN_IDS else "")
+    many = len(ids) != 1
+    return (
+        f"{len(ids)} gated row{'s' if many else ''} ({shown}) {'have' if many else 'has'} no "
+        "measurement in the committed baseline (recorded before `gate.rule: relative` measured "
+        f"gated rows, or the row{'s' if many else ''} became gated since): "
+        f"{'each is' if many else 'it is'} judged against {k} recorded answers, as if right "
+        f"{policy.rule.reliable:.0%} of the time, which blocks a harmless pull request no more "
+        "often but costs a side-by-side run of both versions in every pull request where the row "
+        "is less accurate than that; re-record the baseline with `passk baseline` (or the "
+        f"`mode: baseline` job on main) to measure each gated row {policy.rule.measure} times"
+    )

@@ -264,7 +264,7 @@ class RuleSettings:
     audited with :data:`~.relative.FIRST_DESIGN`.
     """
 
-    rule: str = SEQUENTIAL
+    rule: str = RELATIVE
     reliable: float = 0.99
     unreliable: float = 0.7
     alpha: float = 0.001
@@ -362,7 +362,7 @@ class RuleSettings:
 
 
 DEFAULT_RULE = RuleSettings()
-"""The default rule and settings: ``gate.rule: sequential`` as docs/gate-rule.md describes it."""
+"""The default rule and settings: ``gate.rule: relative`` as docs/gate-rule.md describes it."""
 
 
 # ------------------------------------------------------------------ the test

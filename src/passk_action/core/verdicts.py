@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from .diff import Change, Comparison, Confirmation, RowComparison, first_divergent_check
 from .gate import GatePolicy
-from .model import Attempt, EvalSettings, RowClass, RowRecord, Version
+from .model import Attempt, EvalSettings, Phase, RowClass, RowRecord, Version
 from .relative import judge_relative
 from .sequential import (
     RELATIVE,
@@ -89,6 +89,37 @@ def gated_verdicts(
             must_not_break=row.must_not_break,
         )
     return verdicts
+
+
+MEASURED_KINDS = (GatedKind.MUST_NOT_BREAK, GatedKind.RATCHET)
+"""The gated rows a baseline recorded for the relative rule measures (``engine/measuring.py``);
+the rows ``gate.block_on_any_regression`` adds are known only from the run, never measured."""
+
+
+def unmeasured(
+    verdicts: Mapping[str, RowVerdict],
+    baseline: Mapping[str, Sequence[Attempt]],
+    settings: RuleSettings,
+    k: int,
+) -> tuple[str, ...]:
+    """The gated rows the relative rule wanted measured that the baseline did not measure.
+
+    A baseline recorded before the relative rule existed (or before a row became
+    must-not-break) holds only a row's k main answers: the rule then judges the row
+    against those (the screen's reference is ``reliable``, the Wilson bound of k right
+    answers being higher), which keeps its bound on harmless blocks (the paired
+    comparison's, whatever the accuracy) but costs more and states rates that assume
+    a row right ``reliable`` of the time.  Empty under the other rules, or when
+    ``measure`` adds nothing to k.
+    """
+    if settings.rule != RELATIVE or settings.measure <= k:
+        return ()
+    return tuple(
+        row_id
+        for row_id, verdict in verdicts.items()
+        if verdict.kind in MEASURED_KINDS
+        and not any(a.phase is Phase.MEASURE for a in baseline.get(row_id, ()))
+    )
 
 
 def wanted(verdicts: Mapping[str, RowVerdict]) -> dict[Version, dict[str, int]]:

@@ -33,7 +33,7 @@ from ..core import values
 from ..core.cost import Price, Pricing
 from ..core.gate import GatePolicy
 from ..core.model import EvalSettings, Scoring
-from ..core.sequential import DEFAULT_RULE, RuleSettings
+from ..core.sequential import DEFAULT_RULE, RELATIVE, RuleSettings
 from ..errors import ConfigError
 from .agent_config import AgentConfig, build_agent, refuse_runner_credentials
 from .reading import StrictYamlLoader, decode_text, first_non_json, read_input_file, yaml_load_error
@@ -372,7 +372,7 @@ def _rule(gate_doc: Mapping[str, Any], confirm: ConfirmConfig, name: str) -> Rul
     fields = {k: v for k, v in dict(gate_doc.get("sequential", {})).items() if k in known}
     try:
         return RuleSettings(
-            rule=str(gate_doc.get("rule", "sequential")),
+            rule=str(gate_doc.get("rule", RELATIVE)),
             confirm_attempts=confirm.must_not_break_attempts,
             **fields,
         )
