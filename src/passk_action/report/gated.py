@@ -158,8 +158,7 @@ def rates_sentence(rates: DatasetRates | None, settings: RuleSettings) -> str:
     if few:
         text += (
             f" {plural(few, 'gated row')} measured on fewer than {FEW_ANSWERS} answers, so taken "
-            f"as right at most {HARMLESS:.0%} of the time (`gate.rule: relative` measures each "
-            "gated row when the baseline is recorded)."
+            f"as right at most {HARMLESS:.0%} of the time ({_measure_fix(settings)})."
         )
     return (
         text + " Exact figures (`passk plan`), checked by simulation through `passk compare` "
@@ -204,10 +203,19 @@ def rates_lines(rates: DatasetRates, settings: RuleSettings) -> list[str]:
     if few:
         lines.append(
             f"  {plural(few, 'row')} measured on fewer than {FEW_ANSWERS} answers, taken as right "
-            f"at most {HARMLESS:.0%} of the time (gate.rule: relative measures each gated row "
-            "when the baseline is recorded)"
+            f"at most {HARMLESS:.0%} of the time ({_measure_fix(settings)})"
         )
     return lines
+
+
+def _measure_fix(settings: RuleSettings) -> str:
+    """How a team gets a gated row measured, under the rule it has."""
+    if settings.rule == RELATIVE:
+        return (
+            "re-record the baseline with `passk baseline` to measure each gated row "
+            f"{settings.measure} times"
+        )
+    return "`gate.rule: relative` measures each gated row when the baseline is recorded"
 
 
 def rates_json(rates: DatasetRates) -> dict[str, object]:
