@@ -18,7 +18,7 @@ programming over the sequential test; closed forms for the others); the
 table flags any simulated figure more than 3 Monte Carlo standard errors
 from the exact one, and the run fails if one is.
 
-The rules: ``sequential`` (the default until issue 29 made it ``relative``: an SPRT per version), ``strict``
+The rules: ``sequential`` (the default until issue 29: an SPRT per version), ``strict``
 (the literal rule passk had: any wrong answer blocks a ratchet row; a
 must-not-break row unless the baseline also erred in confirmation), and two
 candidates measured for the choice: ``reproduce`` (block only when the
