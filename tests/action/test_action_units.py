@@ -412,8 +412,8 @@ STRICT_BASE = SEQUENTIAL_BASE.replace("rule: sequential", "rule: strict")
         ),
         (
             STRICT_BASE,
-            BASE_CONFIG,  # no gate.rule: the default, sequential
-            "gate.rule changes from strict to sequential (a wrong answer no longer blocks)",
+            BASE_CONFIG,  # no gate.rule: the default, relative
+            "gate.rule changes from strict to relative (a wrong answer no longer blocks)",
         ),
         (
             SEQUENTIAL_BASE,

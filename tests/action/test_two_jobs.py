@@ -302,7 +302,7 @@ def test_both_jobs_gate_a_broken_row_and_the_gating_job_runs_none_of_the_prs_cod
     assert github.violations == []
 
 
-def test_under_the_default_rule_job_one_runs_the_candidates_rounds_and_job_two_the_baselines(
+def test_under_the_sequential_rule_job_one_runs_the_candidates_rounds_and_job_two_the_baselines(
     pull: PullRequest, fake: Callable[..., FakeGitHub]
 ) -> None:
     """``gate.rule: sequential`` on the base: the measuring job runs the candidate's side of
@@ -310,9 +310,9 @@ def test_under_the_default_rule_job_one_runs_the_candidates_rounds_and_job_two_t
     baseline's, and finds every candidate attempt it asks for in the file."""
     git(pull.repo, "checkout", "-q", "main")
     config = yaml.safe_load((pull.repo / "passk.yml").read_text(encoding="utf-8"))
-    config["gate"] = {"block_on_any_regression": True}  # the default rule
+    config["gate"] = {"block_on_any_regression": True, "rule": "sequential"}
     (pull.repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
-    pull.base = commit(pull.repo, "passk: the default gate rule")
+    pull.base = commit(pull.repo, "passk: the sequential gate rule")
     git(pull.repo, "checkout", "-q", "-B", "feature")
     pull.push(flip_r1())
     measuring, artifact = pull.measure()

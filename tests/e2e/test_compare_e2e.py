@@ -121,6 +121,7 @@ def test_must_not_break_regression_blocks_with_first_divergent_check(project: Pr
     good = {"decision": RIGHT, "checks": checks("expired", "present")}
     bad = {"decision": WRONG, "checks": checks("ok", "present")}
     project.write_script({"m": {"baseline": [good], "candidate": [good, bad, good, bad]}})
+    project.write_config(gate={"rule": "sequential"})  # its rounds, counted below
     project.baseline()
     code, result = project.compare()
     assert code == 1
@@ -211,6 +212,7 @@ def test_gained_row_is_listed_and_does_not_block(project: Project) -> None:
 def test_unchanged_dataset_reuses_the_baseline_without_any_baseline_run(project: Project) -> None:
     project.write_rows([row("a"), row("b", mnb=True)])
     project.write_script({})
+    project.write_config(gate={"rule": "sequential"})  # its round, counted below
     project.baseline()
     code, result = project.compare()
     assert code == 0

@@ -83,7 +83,9 @@ def test_bookings_fails_on_a_task_its_environment_scored_wrong(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result = run_readme("bookings", tmp_path, monkeypatch)
-    assert blocking(result) == [("t-09", "must-not-break")]
+    # t-01 looks stable-correct on its k main attempts: the relative rule's further
+    # attempts show its regression (the sequential rule, reading fewer, passed it).
+    assert blocking(result) == [("t-01", "must-not-break"), ("t-09", "must-not-break")]
     rows = {r["id"]: r for r in result["rows"]}
     assert rows["t-09"]["first_divergent_check"]["check"] == "tools"
     assert all("expected" not in r for r in result["rows"])  # the environment scores them

@@ -1048,8 +1048,13 @@ def test_compare_gates_two_imported_runs_without_an_agent(
         row["must_not_break"] = row["id"] == "refund"
     rows.write_text("".join(json.dumps(r) + "\n" for r in marked), encoding="utf-8")
     assert main(argv) == 1
-    # Three recorded attempts, no agent to ask for more: the row cannot be judged.
+    # Three recorded attempts, no agent to ask for more: the row cannot be judged.  The
+    # relative rule (the default) wanted both versions side by side: each is named.
     assert capsys.readouterr().err == (
+        "passk: warning: 1 gated row(s) wanted more baseline attempts (to tell a regression "
+        "from a baseline that varies as much) and no baseline agent is available, so they "
+        "were judged on the attempts recorded: refund; to run them, set baseline.agent, or "
+        "run `passk compare --base main`\n"
         "passk: warning: 1 gated row(s) wanted more candidate attempts to be judged and the "
         "config names no agent to run them, so they were judged on the attempts recorded (a "
         "row the rule cannot judge blocks): refund; give the config an `agent:`, or record "

@@ -118,8 +118,9 @@ def gate(shared: Path, env: dict[str, str], *, attack: bool) -> tuple[dict[str, 
     return got, body
 
 
-CONFIRMED = "**evidence:** 2 wrong of 2 attempts; baseline 0 of "
-"""The blocker's evidence when every confirmation attempt of the baseline was right."""
+CONFIRMED = "12 the baseline got right and the candidate not, 0 the other way: less accurate"
+"""The blocker's evidence when every side-by-side answer of the baseline was right and every
+one of the candidate wrong (the default rule, relative)."""
 
 
 def baseline_confirmations(got: dict[str, Any]) -> list[tuple[str, int]]:
@@ -142,7 +143,7 @@ def test_a_pth_in_the_candidates_home_never_reaches_the_baseline(
     baseline_homes = [h for h in outcomes if f"/passk-agent-{baseline_uid}-" in h]
     assert baseline_homes and all(outcomes[h] == "PermissionError" for h in baseline_homes)
     # The baseline's confirmation attempts answered as the base commit says.
-    assert ("r0", 3) in baseline_confirmations(got)
+    assert any(row == "r0" for row, _ in baseline_confirmations(got))
     assert got["code"] == 1, got["log"]
     assert CONFIRMED in body and "varies" not in body, body
     assert (
@@ -301,7 +302,7 @@ def test_a_cache_folder_the_step_names_under_tmp_never_reaches_both_sides(
     assert poisoned and all(f"/passk-agent-{candidate_uid}-" in p for p in poisoned), poisoned
     assert not cache.exists()
     # The baseline's confirmation attempts answered from their own cache: r0 blocks.
-    assert ("r0", 3) in baseline_confirmations(got)
+    assert any(row == "r0" for row, _ in baseline_confirmations(got))
     assert got["code"] == 1, got["log"]
     assert CONFIRMED in body and "varies" not in body, body
     warned = [line for line in got["log"].splitlines() if "the environment names" in line]

@@ -23,7 +23,7 @@ recorded, and the result says so (a warning naming the rows and the fix).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..agents.runner import AttemptRequest
@@ -39,6 +39,7 @@ from ..core.notes import (
     SkipReason,
     WhereFrom,
 )
+from ..core.sequential import RELATIVE
 from ..core.verdicts import gated_verdicts, kind_of, wanted
 from .asking import Asker
 from .request import CompareInputs
@@ -162,7 +163,8 @@ def run_rounds(
                 plan[version].update(lost[version])
         for row_id in unmeasured:  # the base agent runs no added row past the limit
             plan[Version.BASELINE].pop(row_id, None)
-        _drop_unrunnable(plan, can_run, runs.left_out, runs.unconfirmed, one_side)
+        paired = {row_id for row_id, v in verdicts.items() if v.rule == RELATIVE and v.requests}
+        _drop_unrunnable(plan, can_run, runs.left_out, runs.unconfirmed, one_side, paired)
         if not any(plan.values()):
             break
         if _outage(runs.baseline, runs.candidate, plan, waited, asker.session.retry.attempts > 0):
@@ -214,21 +216,29 @@ def _drop_unrunnable(
     left_out: dict[Version, dict[str, None]],
     unconfirmed: dict[str, None],
     one_side: bool = False,
+    paired: Collection[str] = (),
 ) -> None:
     """Leave out every row that asks anything of a version that cannot run.
 
     A row that asks both versions (a lost row's confirmation; the strict
     rule's) is confirmed on both or not at all, since one side alone tells
     nothing: it goes to ``unconfirmed``.  A row that asks one version (the
-    sequential rule's) goes to ``left_out`` under that version.  With
+    sequential rule's), or a gated row in ``paired`` (the relative rule's
+    side-by-side comparison), goes to ``left_out`` under every version it
+    asks that cannot run: the rule judges it on what was recorded.  With
     ``one_side`` the other version's request stays: another job runs it.
     """
     for version in Version:
         if can_run[version]:
             continue
         for row_id in list(plan[version]):
-            both = all(row_id in plan[side] for side in Version)
-            (unconfirmed if both else left_out[version])[row_id] = None
+            asked = [side for side in Version if row_id in plan[side]]
+            if len(asked) == len(Version) and row_id not in paired:
+                unconfirmed[row_id] = None
+            else:
+                for side in asked:
+                    if not can_run[side]:
+                        left_out[side][row_id] = None
             for side in Version if not one_side else (version,):
                 plan[side].pop(row_id, None)
 
