@@ -445,6 +445,21 @@ def test_a_run_another_passk_recorded_says_so_and_how_to_record_it_again() -> No
     assert "another version" not in same and "by passk `0.1.0`" in same
 
 
+def test_a_baseline_s_measurement_is_not_called_confirmation() -> None:
+    """A baseline `passk baseline` recorded for the relative rule keeps measurement attempts
+    of its gated rows: named as such beside any confirmations, never counted in the numbers."""
+    run = failed_scenario().candidate
+    first = run.attempts[0]
+    measured = tuple(replace(first, number=100 + n, phase=Phase.MEASURE) for n in range(5))
+    text = render_run_report(replace(run, attempts=run.attempts + measured))
+    line = next(x for x in text.splitlines() if x.startswith("- **Attempts:**"))
+    assert line.endswith(
+        "· 5 measurement attempts and 32 confirmation attempts recorded, not counted in the numbers"
+    ), line
+    # Control: the same run without them says what it always said.
+    assert "measurement" not in render_run_report(run)
+
+
 def test_run_report_caps_its_row_table() -> None:
     text = render_run_report(failed_scenario().candidate, rows_limit=2)
     assert_golden("run_failed_capped.md", text)

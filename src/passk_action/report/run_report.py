@@ -50,6 +50,8 @@ class _RunView:
     row_errors: dict[str, list[tuple[str, int]]]
     first_error: dict[str, Attempt]
     confirm_attempts: int
+    measure_attempts: int = 0
+    """A baseline's measurement of its gated rows (``passk baseline``, the relative rule)."""
 
 
 def _run_view(run: Run, summaries: Sequence[RowSummary] | None = None) -> _RunView:
@@ -77,7 +79,8 @@ def _run_view(run: Run, summaries: Sequence[RowSummary] | None = None) -> _RunVi
         errors_by_reason=dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
         row_errors=errors_by_row(main),
         first_error=first,
-        confirm_attempts=len(run.attempts) - len(main),
+        confirm_attempts=sum(1 for a in run.attempts if a.phase is Phase.CONFIRM),
+        measure_attempts=sum(1 for a in run.attempts if a.phase is Phase.MEASURE),
     )
 
 
@@ -98,11 +101,16 @@ def render_run_report(run: Run, *, rows_limit: int = 50, reader: str | None = No
         f"k = {run.settings.k} per row · {plural(m.attempts, 'attempt')}: "
         f"{m.valid} valid, {plural(m.errors, 'error')}"
     )
-    if view.confirm_attempts:
-        attempts_line += (
-            f" · {plural(view.confirm_attempts, 'confirmation attempt')} recorded, "
-            "not counted in the numbers"
+    extra = [
+        plural(count, what)
+        for count, what in (
+            (view.measure_attempts, "measurement attempt"),
+            (view.confirm_attempts, "confirmation attempt"),
         )
+        if count
+    ]
+    if extra:
+        attempts_line += f" · {' and '.join(extra)} recorded, not counted in the numbers"
     lines = [
         f"# passk report: {run.agent.version.value} run",
         "",
