@@ -186,9 +186,9 @@ def unmeasured_sentence(ids: Sequence[str], policy: GatePolicy, k: int) -> str:
         f"{len(ids)} gated row{'s' if many else ''} ({shown}) {'have' if many else 'has'} no "
         "measurement in the committed baseline (recorded before `gate.rule: relative` measured "
         f"gated rows, or the row{'s' if many else ''} became gated since): "
-        f"{'each is' if many else 'it is'} judged against {k} recorded answers, as if right "
-        f"{policy.rule.reliable:.0%} of the time, which blocks a harmless pull request no more "
-        "often but costs a side-by-side run of both versions in every pull request where the row "
-        "is less accurate than that; re-record the baseline with `passk baseline` (or the "
+        f"{'each is' if many else 'it is'} judged against its {k} recorded answers alone, "
+        "which blocks a harmless pull request no more often (the side-by-side comparison's "
+        "bound needs no measurement) but costs more attempts in every pull request where the "
+        "row is not right every time; re-record the baseline with `passk baseline` (or the "
         f"`mode: baseline` job on main) to measure each gated row {policy.rule.measure} times"
     )

@@ -29,6 +29,7 @@ from .sequential import (
     Finding,
     GatedKind,
     RowVerdict,
+    RuleSettings,
     gated_kind,
     judge_row,
     score,
@@ -106,11 +107,9 @@ def unmeasured(
 
     A baseline recorded before the relative rule existed (or before a row became
     must-not-break) holds only a row's k main answers: the rule then judges the row
-    against those (the screen's reference is ``reliable``, the Wilson bound of k right
-    answers being higher), which keeps its bound on harmless blocks (the paired
-    comparison's, whatever the accuracy) but costs more and states rates that assume
-    a row right ``reliable`` of the time.  Empty under the other rules, or when
-    ``measure`` adds nothing to k.
+    against those alone (``core/relative.py``), which keeps its bound on harmless
+    blocks (the paired comparison's, whatever the accuracy) but costs more attempts.
+    Empty under the other rules, or when ``measure`` adds nothing to k.
     """
     if settings.rule != RELATIVE or settings.measure <= k:
         return ()
