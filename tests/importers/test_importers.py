@@ -1048,18 +1048,42 @@ def test_compare_gates_two_imported_runs_without_an_agent(
         row["must_not_break"] = row["id"] == "refund"
     rows.write_text("".join(json.dumps(r) + "\n" for r in marked), encoding="utf-8")
     assert main(argv) == 1
-    # Three recorded attempts, no agent to ask for more: the row cannot be judged.  The
-    # relative rule (the default) wanted both versions side by side: each is named.
+    # Three recorded attempts, no agent to ask for more: the row cannot be judged.
     assert capsys.readouterr().err == (
-        "passk: warning: 1 gated row(s) wanted more baseline attempts (to tell a regression "
-        "from a baseline that varies as much) and no baseline agent is available, so they "
-        "were judged on the attempts recorded: refund; to run them, set baseline.agent, or "
-        "run `passk compare --base main`\n"
         "passk: warning: 1 gated row(s) wanted more candidate attempts to be judged and the "
         "config names no agent to run them, so they were judged on the attempts recorded (a "
         "row the rule cannot judge blocks): refund; give the config an `agent:`, or record "
         "more attempts per row (a higher k)\n"
     )
+
+
+def test_a_gated_row_the_relative_rule_compares_side_by_side_names_both_absent_agents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A must-not-break row the baseline got wrong once in three goes straight to the side-by-
+    side comparison, which wants both versions: with no agent at all, the warning names each
+    (it was a note that confirmation was skipped, and the comment said nothing of the row)."""
+    flaky = [True, False, True]
+    base = promptfoo_run(tmp_path / "base.json", {"refund": flaky, "deny": [True] * 3})
+    cand = promptfoo_run(tmp_path / "cand.json", {"refund": flaky, "deny": [True] * 3})
+    rows = tmp_path / "rows.jsonl"
+    for path, version, out in ((base, "baseline", "base.run.json"), (cand, "candidate", "c.json")):
+        assert main(["import", "--from", "promptfoo", str(path), "--version", version,
+                     "--out", str(tmp_path / out), "--dataset-out", str(rows)]) == 0  # fmt: skip
+    marked = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+    for row in marked:
+        row["must_not_break"] = row["id"] == "refund"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in marked), encoding="utf-8")
+    config = tmp_path / "passk.yml"
+    config.write_text("dataset: rows.jsonl\nk: 3\nscoring: {by: environment}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main([
+        "compare", "--config", str(config), "--baseline", str(tmp_path / "base.run.json"),
+        "--candidate", str(tmp_path / "c.json"), "--markdown", str(tmp_path / "r.md"),
+    ]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    for version in ("baseline", "candidate"):
+        assert f"passk: warning: 1 gated row(s) wanted more {version} attempts" in err, err
 
 
 def test_compare_without_an_agent_or_a_candidate_run_says_what_is_missing(
