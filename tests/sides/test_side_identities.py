@@ -118,7 +118,7 @@ def gate(shared: Path, env: dict[str, str], *, attack: bool) -> tuple[dict[str, 
     return got, body
 
 
-CONFIRMED = "12 the baseline got right and the candidate not, 0 the other way: less accurate"
+CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
 """The blocker's evidence when every side-by-side answer of the baseline was right and every
 one of the candidate wrong (the default rule, relative)."""
 
