@@ -29,6 +29,7 @@ from support.fakegithub import SPECS_DIR, FakeGitHub
 from support.llm_project import (
     BLOCKING,
     BRANCH,
+    DAMAGE_DIVERGES,
     KEY,
     SETUP,
     check_comment,
@@ -484,23 +485,24 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
     rows = {row["id"]: row for row in result["rows"]}
     for row in BLOCKING:
         assert rows[row]["confirmation"] == "confirmed-regression"
+    for row in DAMAGE_DIVERGES:
         assert rows[row]["first_divergent_check"]["check"] == "damage"
     # The committed baseline was reused; the baseline agent ran only to confirm, in the
-    # rounds the gated rows asked for (the candidate's 22 must-not-break rows: 7 answers
-    # at least each; the baseline's on the 8 rows whose candidate failed its test).
+    # rounds the gated rows asked for (the candidate's screen on the 22 must-not-break rows,
+    # then both versions side by side on the rows it flagged or the baseline varies on).
     assert result["executions"] == {
         "candidate": 159,
         "baseline_topup": 0,
-        "confirm_baseline": 236,
-        "confirm_candidate": 198,
-        "total": 593,
-        "naive": 752,
-        "confirm_rounds": 3,
+        "confirm_baseline": 789,
+        "confirm_candidate": 905,
+        "total": 1853,
+        "naive": 2012,
+        "confirm_rounds": 7,
     }
     attempts = [*result["candidate"]["run"]["attempts"], *result["baseline"]["run"]["attempts"]]
     assert all(a.get("error") is None and not a.get("retries") for a in attempts)
     assert fake_llm.state.counters.rate_limited > 0  # 429s happened, and changed no answer
-    assert fake_llm.state.counters.answered == 159 + 236 + 198
+    assert fake_llm.state.counters.answered == 159 + 789 + 905
 
     (body,) = fake.comment_bodies(7)
     (check,) = fake.check_runs
@@ -509,7 +511,7 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
     assert KEY not in log and KEY not in body
     check_comment(body, project)  # blocking rows, the three numbers, what next: the golden
     assert re.fullmatch(  # the verdict names its base (issue 28, route 4)
-        r"5 must-not-break rows broke: q-034, q-035, q-036 \+2 more · vs main at [0-9a-f]{12}",
+        r"7 must-not-break rows broke: q-034, q-035, q-036 \+4 more · vs main at [0-9a-f]{12}",
         check["output"]["title"],
     ), check["output"]["title"]
 

@@ -476,6 +476,7 @@ def test_bad_input_exits_2_naming_the_input(
 
 from support.llm_project import (  # noqa: E402
     BLOCKING,
+    DAMAGE_DIVERGES,
     KEY,
     SETUP,
     Project,
@@ -583,9 +584,10 @@ def test_sdk_example_installs_its_sdk_in_setup_and_the_gate_decides(
     rows = {row["id"]: row for row in result["rows"]}
     for row in BLOCKING:
         assert rows[row]["confirmation"] == "confirmed-regression"
+    for row in DAMAGE_DIVERGES:
         assert rows[row]["first_divergent_check"]["check"] == "damage"
-    assert result["executions"]["total"] == 593  # as the runner variant's (the same rounds)
-    assert fake_llm.state.counters.answered == 593
+    assert result["executions"]["total"] == 1853  # as the runner variant's (the same rounds)
+    assert fake_llm.state.counters.answered == 1853
     assert fake_llm.state.counters.rate_limited > 0
 
     assert fake.violations == []
@@ -594,7 +596,7 @@ def test_sdk_example_installs_its_sdk_in_setup_and_the_gate_decides(
     (check,) = fake.check_runs
     assert check["conclusion"] == "failure"
     assert re.fullmatch(  # the verdict names its base (issue 28, route 4)
-        r"5 must-not-break rows broke: q-034, q-035, q-036 \+2 more · vs main at [0-9a-f]{12}",
+        r"7 must-not-break rows broke: q-034, q-035, q-036 \+4 more · vs main at [0-9a-f]{12}",
         check["output"]["title"],
     ), check["output"]["title"]
     assert KEY not in log and KEY not in body

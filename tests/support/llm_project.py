@@ -35,10 +35,14 @@ KEY = "sk-test-llm-project-0123456789abcdef"
 SETUP = "python3 -m pip install -r requirements.txt"
 GOLDEN = REPO / "tests" / "golden" / "action" / "refunds_llm_comment.md"
 BRANCH = "feature/refund-agent"
-BLOCKING = ["q-034", "q-035", "q-036", "q-037", "q-038"]
-"""The must-not-break rows prompt v2 breaks, as the gate's default rule finds them: q-038 is
-stable-correct on its k main attempts and wrong 3 times in its first 7; q-040, lost, is not
-among them: the baseline, run again, is as unreliable on it (4 wrong of 25)."""
+BLOCKING = ["q-034", "q-035", "q-036", "q-037", "q-038", "q-040", "q-041"]
+"""The must-not-break rows prompt v2 breaks, as the gate's default rule (relative) finds them:
+q-038 is stable-correct on its k main attempts and shown worse by the attempts after them;
+q-040 and q-041 (an unclear damage story on an expensive item) drop from right 70% of the time
+to 50% (fake_openai.py's UNCLEAR_DAMAGE against SKEPTIC_UNCLEAR), which the relative rule
+catches side by side and the sequential rule passed (the baseline, run again, "varied")."""
+DAMAGE_DIVERGES = BLOCKING[:5]
+"""Of them, the rows whose first divergent check the comparison names: ``damage``."""
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Octo Cat",
     "GIT_AUTHOR_EMAIL": "octocat@example.com",
