@@ -14,6 +14,7 @@ from passk_action.core.gate import GatePolicy
 from passk_action.core.model import Phase, Version
 from passk_action.core.result import evaluate
 from passk_action.core.sequential import RuleSettings
+from passk_action.report.reasons import warning
 from support.runs import attempts, record, run_of
 
 RIGHT = ["deny"] * 3
@@ -26,7 +27,7 @@ def _warnings(base: list, policy: GatePolicy = RELATIVE) -> tuple[str, ...]:  # 
     cand = attempts("m", RIGHT) + attempts("other", RIGHT)
     baseline = run_of(rows, base + attempts("other", RIGHT), version=Version.BASELINE)
     _, gate = evaluate(rows, baseline, run_of(rows, cand), ratchet=frozenset(), policy=policy)
-    return gate.warnings
+    return tuple(warning(said) for said in gate.warnings)
 
 
 def test_the_default_rule_is_relative() -> None:

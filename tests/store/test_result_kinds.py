@@ -201,6 +201,7 @@ def _examples() -> list[object]:
         r.WithinNoise("gate.max_latency_p95_increase", 1.0, 1.3, 0.3, 0.25, None, 0.2),
         r.JudgeNoiseOnly("r1"),
         r.JudgeNoiseSeen(1, 4, 2, 6, (r.RowNoise("r1", 3, 10),)),
+        r.GatedRowsUnmeasured(("m", "n"), 3, 60),
         r.WrittenWarning("an older warning"),
     ]
 

@@ -166,6 +166,16 @@ class JudgeNoiseSeen(GateWarning):
 
 
 @dataclass(frozen=True)
+class GatedRowsUnmeasured(GateWarning):
+    """Gated rows the committed baseline did not measure for the relative rule
+    (``core/verdicts.unmeasured``): judged on their ``k`` recorded answers alone."""
+
+    ids: tuple[str, ...]
+    k: int
+    measure: int
+
+
+@dataclass(frozen=True)
 class WrittenWarning(GateWarning):
     """A warning as an older result file words it (schema 5 and older kept the sentence)."""
 
@@ -178,6 +188,7 @@ WARNING_KINDS = registry(
     WithinNoise,
     JudgeNoiseOnly,
     JudgeNoiseSeen,
+    GatedRowsUnmeasured,
     WrittenWarning,
 )
 """Every gate warning a result file stores, by its name (:class:`WrittenWarning`: an older

@@ -17,6 +17,7 @@ from .gate import GateDecision, GatePolicy, ProtectedChange, decide
 from .judging import judge_noise, noise_seen, spare_judge_noise
 from .model import RowRecord, Run
 from .notes import Note
+from .reasons import GatedRowsUnmeasured
 from .scoring import rescore_run
 from .verdicts import gated_verdicts, unmeasured, with_verdicts
 
@@ -169,26 +170,6 @@ def _decided(
     )
     missing = unmeasured(verdicts, base_rows, policy.rule, settings.k)
     if missing:
-        gate = replace(
-            gate, warnings=(*gate.warnings, unmeasured_sentence(missing, policy, settings.k))
-        )
+        said = GatedRowsUnmeasured(missing, settings.k, policy.rule.measure)
+        gate = replace(gate, warnings=(*gate.warnings, said))
     return comparison, gate
-
-
-SHOWN_IDS = 5
-
-
-def unmeasured_sentence(ids: Sequence[str], policy: GatePolicy, k: int) -> str:
-    """What the gate does with gated rows the committed baseline did not measure, and the fix."""
-    shown = ", ".join(f"`{i}`" for i in ids[:SHOWN_IDS]) + (", ..." if len(ids) > SHOWN_IDS else "")
-    many = len(ids) != 1
-    return (
-        f"{len(ids)} gated row{'s' if many else ''} ({shown}) {'have' if many else 'has'} no "
-        "measurement in the committed baseline (recorded before `gate.rule: relative` measured "
-        f"gated rows, or the row{'s' if many else ''} became gated since): "
-        f"{'each is' if many else 'it is'} judged against its {k} recorded answers alone, "
-        "which blocks a harmless pull request no more often (the side-by-side comparison's "
-        "bound needs no measurement) but costs more attempts in every pull request where the "
-        "row is not right every time; re-record the baseline with `passk baseline` (or the "
-        f"`mode: baseline` job on main) to measure each gated row {policy.rule.measure} times"
-    )

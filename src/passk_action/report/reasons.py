@@ -17,6 +17,7 @@ from ..core.model import RowClass
 from ..core.money import usd_plain
 from ..core.reasons import (
     CostUnreported,
+    GatedRowsUnmeasured,
     GateWarning,
     JudgeNoiseOnly,
     JudgeNoiseSeen,
@@ -333,7 +334,28 @@ def _noise_seen(why: JudgeNoiseSeen) -> str:
     )
 
 
+SHOWN_IDS = 5
+
+
+def _unmeasured(why: GatedRowsUnmeasured) -> str:
+    """What the gate does with gated rows the committed baseline did not measure, and the fix."""
+    ids = why.ids
+    shown = ", ".join(f"`{i}`" for i in ids[:SHOWN_IDS]) + (", ..." if len(ids) > SHOWN_IDS else "")
+    many = len(ids) != 1
+    return (
+        f"{len(ids)} gated row{'s' if many else ''} ({shown}) {'have' if many else 'has'} no "
+        "measurement in the committed baseline (recorded before `gate.rule: relative` measured "
+        f"gated rows, or the row{'s' if many else ''} became gated since): "
+        f"{'each is' if many else 'it is'} judged against its {why.k} recorded answers alone, "
+        "which blocks a harmless pull request no more often (the side-by-side comparison's "
+        "bound needs no measurement) but costs more attempts in every pull request where the "
+        "row is not right every time; re-record the baseline with `passk baseline` (or the "
+        f"`mode: baseline` job on main) to measure each gated row {why.measure} times"
+    )
+
+
 _WARNINGS: dict[type[GateWarning], Callable[[Any], str]] = {
+    GatedRowsUnmeasured: _unmeasured,
     WrittenWarning: lambda why: str(why.text),
     ProtectedChangeAllowed: lambda why: f"allowed protected change: {why.detail}",
     LimitUnchecked: _unchecked,
