@@ -273,8 +273,9 @@ def gate_sentence(oc: GateOC | None, settings: RuleSettings) -> str:
         f"**The gate** (rule {rule}, k = {oc.k}, {plural(oc.gated_rows, 'gated row')}): it "
         f"blocks a harmless pull request (every gated row right {HARMLESS:.0%} of the time on "
         f"both versions) {_pct(oc.false_block)} of the time, and catches a gated row whose "
-        f"accuracy drops from {HARMLESS:.0%} to {DROPPED:.0%} {_pct(oc.catch)} of the "
-        f"time{cost}. Exact figures (`passk plan`), checked by simulation through `passk compare` "
+        f"accuracy drops from {HARMLESS:.0%} to {DROPPED:.0%} {_pct(1 - oc.row_miss)} of the "
+        f"time (that row's own block: blocks by other rows are not catches){cost}. Exact "
+        "figures (`passk plan`), checked by simulation through `passk compare` "
         "(bench/gate_rule_compare.md)."
     )
 
@@ -313,8 +314,9 @@ def _oc_lines(oc: GateOC) -> list[str]:
     return [
         f"  a harmless pull request (every gated row right {oc.accuracy:.1%} of the time on both "
         f"versions) is blocked {_pct(oc.false_block)} of the time",
-        f"  a gated row whose accuracy drops to {oc.dropped:.0%} is caught {_pct(oc.catch)} of "
-        f"the time (that row alone blocks {_pct(1 - oc.row_miss)})",
+        f"  a gated row whose accuracy drops to {oc.dropped:.0%} is caught "
+        f"{_pct(1 - oc.row_miss)} of the time (that row's own block: blocks by other rows are "
+        "not catches)",
         f"  extra attempts a gated row: {oc.candidate_extra / oc.gated_rows:.2f} candidate, "
         f"{oc.baseline_extra / oc.gated_rows:.2f} baseline"
         + (f"; at most {oc.max_rounds} confirmation round(s)" if oc.max_rounds else ""),
