@@ -16,8 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
+from ..github.local_event import EventSide, local_repository, pull_request_event
 from ..sides.gitrepo import GitRepo
-from ..sides.pull_request import LOCAL_REPOSITORY, local_event, parse_range
 from .common import add_label_argument, write_output
 
 
@@ -45,18 +46,32 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
+def parse_range(text: str) -> tuple[str, str]:
+    """``BASE..HEAD`` as its two refs; anything else is a usage error saying the form."""
+    base, dots, head = text.partition("..")
+    if not dots or not base or not head or head.startswith("."):
+        raise UsageError(
+            f"--event-from {text!r} is not BASE..HEAD",
+            where="--event-from",
+            hint="name two refs, e.g. --event-from main..HEAD",
+        )
+    return base, head
+
+
 def handle(args: argparse.Namespace) -> int | None:
     """Write the event for --event-from; otherwise None: the action itself runs (delegated)."""
     if args.event_from is None:
         return None
     base, head = parse_range(args.event_from)
-    payload = local_event(
-        GitRepo.discover(Path.cwd()),
-        base,
-        head,
-        number=args.pr,
+    repo = GitRepo.discover(Path.cwd())
+    # The head's ref is its branch when HEAD is on one, as GitHub names it.
+    head_ref = (repo.current_branch() if head == "HEAD" else None) or head
+    payload = pull_request_event(
+        args.pr,
+        EventSide(repo.resolve(base), base, base),
+        EventSide(repo.resolve(head), head_ref, head),
         labels=args.labels,
-        repository=os.environ.get("GITHUB_REPOSITORY") or LOCAL_REPOSITORY,
+        repository=local_repository(os.environ),
     )
     write_output(args.out, json.dumps(payload, indent=2))
     return 0
