@@ -34,6 +34,7 @@ from passk_action.github.workflow import (
 )
 from passk_action.inputs.config import parse_config
 from passk_action.inputs.dataset import parse_dataset
+from passk_action.report.protected import change_said as said
 from passk_action.sides import protect
 from passk_action.sides.gitrepo import GitRepo
 from passk_action.sides.protect import ProtectedInputs, protected_changes
@@ -384,7 +385,7 @@ LIMITED = BASE_CONFIG.replace(
 )
 def test_loosening_a_spend_limit_is_a_protected_change(head: str, detail: str) -> None:
     [change] = protected_changes(snapshot(LIMITED), snapshot(head))
-    assert (change.kind, change.detail) == (protect.SPEND_LIMIT_LOOSENED, detail)
+    assert (change.kind, said(change.what)) == (protect.SPEND_LIMIT_LOOSENED, detail)
     tighter = LIMITED.replace("0.25", "0.1").replace("0.5}", "0.2}")
     assert protected_changes(snapshot(LIMITED), snapshot(tighter)) == ()
     assert protected_changes(snapshot(), snapshot(LIMITED)) == ()  # adding one is fine
@@ -446,7 +447,7 @@ def test_loosening_the_gated_row_rule_is_a_protected_change(
 ) -> None:
     """Attack: the pull request that loosens the rule its own rows are judged by."""
     [change] = protected_changes(snapshot(base), snapshot(head))
-    assert (change.kind, change.detail) == (protect.RULE_LOOSENED, detail)
+    assert (change.kind, said(change.what)) == (protect.RULE_LOOSENED, detail)
     # Control: the same pull request without the edit changes nothing protected.
     assert protected_changes(snapshot(base), snapshot(base)) == ()
 
@@ -528,10 +529,10 @@ def test_any_scoring_rule_changed_is_a_protected_change(
     changes = protected_changes(
         snapshot(BASE_CONFIG + base + "\n"), snapshot(BASE_CONFIG + head + "\n")
     )
-    assert [(c.kind, c.detail) for c in changes] == [
+    assert [(c.kind, said(c.what)) for c in changes] == [
         (protect.SCORING_RULES_CHANGED, d) for d in details
     ]
-    assert not any('"' in c.detail for c in changes)
+    assert not any('"' in said(c.what) for c in changes)
     same = snapshot(BASE_CONFIG + base + "\n")
     assert protected_changes(same, snapshot(BASE_CONFIG + base + "\n")) == ()
 
@@ -568,7 +569,7 @@ def test_a_ratchet_locked_row_keeps_its_input_after_losing_its_mark() -> None:
     assert protected_changes(base, head) == ()  # c is unprotected...
     [change] = protected_changes(base, head, ratchet=("c", "gone"))
     assert (change.kind, change.id) == (protect.INPUT_CHANGED, "c")  # ...unless locked
-    assert change.detail.startswith("ratchet-locked row's input is changed")
+    assert said(change.what).startswith("ratchet-locked row's input is changed")
 
 
 @pytest.mark.parametrize(
@@ -593,7 +594,7 @@ def test_a_ratchet_locked_row_keeps_its_label_and_presence_after_losing_its_mark
     # The base does not block on any regression: only the lock protects row c.
     base, head = snapshot(NO_REGRESSION_BLOCK), snapshot(NO_REGRESSION_BLOCK, rows)
     [change] = protected_changes(base, head, ratchet=("c",))
-    assert (change.kind, change.id, change.detail) == (kind, "c", detail)
+    assert (change.kind, change.id, said(change.what)) == (kind, "c", detail)
     # Control: the same edit to a row no ratchet locks is the pull request's to make.
     assert protected_changes(base, head, ratchet=("a",)) == ()
     # The label the gate judges the locked row by stays the base's.
@@ -610,7 +611,7 @@ def test_a_ratchet_locked_row_keeps_its_label_and_presence_after_losing_its_mark
 def test_blocking_on_any_regression_protects_every_label_the_base_has() -> None:
     relabeled = _rows(c={"expected": "approve"})
     [change] = protected_changes(snapshot(), snapshot(rows=relabeled))
-    assert (change.kind, change.id, change.detail) == (
+    assert (change.kind, change.id, said(change.what)) == (
         protect.ANY_ROW_RELABELED,
         "c",
         "row's expected label changes from 'deny' to 'approve' "
@@ -756,12 +757,12 @@ def test_a_record_of_2000_rows_by_k_5_is_kept_across_part_comments() -> None:
 def test_a_recorded_failure_stands_beside_the_spend_limits(tmp_path: Path) -> None:
     """A re-run under cost and latency limits keeps the recorded failure and the limits' own."""
     from passk_action.core.gate import RECORDED_FAILURE_KIND, ProtectedChange, Rule
-    from passk_action.engine.compare import RECORDED_FAILURE
+    from passk_action.core.protected import RecordedFailure
     from passk_action.store.results import read_result, write_result
     from support.scenarios import SPEND_LIMITS, spend_limits_scenario
 
     fresh = spend_limits_scenario()
-    standing = ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE)
+    standing = ProtectedChange(RECORDED_FAILURE_KIND, RecordedFailure())
     kept = spend_limits_scenario(SPEND_LIMITS, [standing])
     assert [f.rule for f in kept.gate.failures] == [
         Rule.RECORDED_FAILURE,
@@ -787,7 +788,7 @@ def test_a_structured_relabel_and_new_checks_are_said_field_by_field() -> None:
         return ProtectedInputs(cfg, dataset, b"{}")
 
     changes = protected_changes(inputs(was), inputs(now))
-    assert [(c.kind, c.id, c.detail) for c in changes] == [
+    assert [(c.kind, c.id, said(c.what)) for c in changes] == [
         (
             protect.ROW_RELABELED,
             "s",

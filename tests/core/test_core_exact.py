@@ -70,6 +70,7 @@ from passk_action.core.paired import (
 )
 from passk_action.core.pass_curve import CurvePoint, PassCurve, pass_curve
 from passk_action.core.power import Power, paired_power, power_analysis
+from passk_action.core.protected import WrittenChange
 from passk_action.core.reasons import ProtectedChangeMade, StrictLost, StrictUnclassified
 from passk_action.core.result import CompareResult, evaluate
 from passk_action.core.scoring import ABSENT, is_correct, normalize
@@ -398,10 +399,10 @@ def test_any_regression_failure_keeps_the_row_id_and_says_why() -> None:
 
 
 def test_protected_changes_fail_unless_allowed_and_keep_their_detail_and_id() -> None:
-    change = ProtectedChange("row-expected", "expected label of r-3 changed", "r-3")
+    change = ProtectedChange("row-expected", WrittenChange("expected label of r-3 changed"), "r-3")
     decision = decide([], verdicts={}, protected_changes=[change])  # allowed defaults to False
     assert not decision.passed
-    made = ProtectedChangeMade("row-expected", "expected label of r-3 changed")
+    made = ProtectedChangeMade("row-expected", WrittenChange("expected label of r-3 changed"))
     assert decision.failures == (GateFailure(Rule.PROTECTED_CHANGE, made, "r-3"),)
     assert said(decision.failures[0]) == "expected label of r-3 changed"
     allowed = decide([], verdicts={}, protected_changes=[change], protected_changes_allowed=True)
@@ -410,9 +411,11 @@ def test_protected_changes_fail_unless_allowed_and_keep_their_detail_and_id() ->
 
 
 def test_a_recorded_failure_stands_even_when_changes_are_allowed() -> None:
-    standing = ProtectedChange(RECORDED_FAILURE_KIND, "recorded failure stands", "rec-1")
+    standing = ProtectedChange(
+        RECORDED_FAILURE_KIND, WrittenChange("recorded failure stands"), "rec-1"
+    )
     decision = decide([], verdicts={}, protected_changes=[standing], protected_changes_allowed=True)
-    made = ProtectedChangeMade(RECORDED_FAILURE_KIND, "recorded failure stands")
+    made = ProtectedChangeMade(RECORDED_FAILURE_KIND, WrittenChange("recorded failure stands"))
     assert decision.failures == (GateFailure(Rule.RECORDED_FAILURE, made, "rec-1"),)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from passk_action.core.diff import Change, Confirmation, first_divergent_check
 from passk_action.core.gate import GatePolicy, ProtectedChange, Rule
 from passk_action.core.model import Phase, RowClass, Version
+from passk_action.core.protected import WrittenChange
 from passk_action.core.result import evaluate
 from passk_action.core.sequential import STRICT, Decision, Finding, RuleSettings
 from support.runs import attempts, record, run_of
@@ -204,7 +205,9 @@ def test_block_on_any_regression_policy() -> None:
 
 def test_protected_changes_fail_unless_allowed() -> None:
     rows = [record("x")]
-    change = ProtectedChange("baseline-edited", "the pull request edits .passk/baseline.json")
+    change = ProtectedChange(
+        "baseline-edited", WrittenChange("the pull request edits .passk/baseline.json")
+    )
     _, gate = _evaluate(
         rows, attempts("x", RIGHT), attempts("x", RIGHT), protected_changes=[change]
     )
@@ -240,7 +243,9 @@ def test_a_recorded_failure_stands_and_no_label_allows_it() -> None:
     from passk_action.core.gate import RECORDED_FAILURE_KIND
 
     rows = [record("x")]
-    standing = ProtectedChange(RECORDED_FAILURE_KIND, "an earlier run on this commit failed")
+    standing = ProtectedChange(
+        RECORDED_FAILURE_KIND, WrittenChange("an earlier run on this commit failed")
+    )
     _, gate = _evaluate(
         rows,
         attempts("x", RIGHT),

@@ -17,6 +17,7 @@ import pytest
 from passk_action.cli import main
 from passk_action.core.gate import GatePolicy, ProtectedChange
 from passk_action.core.model import Phase, Version
+from passk_action.core.protected import SettingLowered
 from passk_action.report.junit import junit_for_result, junit_for_run, suite_name
 from passk_action.store.artifact import write_run
 from passk_action.store.results import write_result
@@ -107,12 +108,12 @@ def test_protected_changes_are_extra_testcases_failed_unless_allowed() -> None:
     rows = [row("a", "pay", mnb=True)]
     base = make_run(Version.BASELINE, rows, Attempts().ok("a", "pay", times=3), "b", None)
     cand = make_run(Version.CANDIDATE, rows, Attempts().ok("a", "pay", times=3), "c", None)
-    change = ProtectedChange("k-lowered", "k was lowered from 5 to 3")
+    change = ProtectedChange("k-lowered", SettingLowered("k", 5, 3))
     blocked = cases(junit_for_result(compare(rows, base, cand, protected=[change]), suite="x"))
     case = blocked["protected change: k-lowered"]
     assert case.attrib["classname"] == "passk.x.protected"
     failure = case.find("failure")
-    assert failure is not None and failure.attrib["message"].endswith("k was lowered from 5 to 3")
+    assert failure is not None and failure.attrib["message"].endswith("k is lowered from 5 to 3")
     allowed = cases(
         junit_for_result(
             compare(rows, base, cand, protected=[change], protected_allowed=True), suite="x"
@@ -124,13 +125,13 @@ def test_protected_changes_are_extra_testcases_failed_unless_allowed() -> None:
 def test_a_recorded_failure_fails_its_testcase_even_with_the_allow_label() -> None:
     """The label allows protected changes, never an earlier failure of the same commit."""
     from passk_action.core.gate import RECORDED_FAILURE_KIND
-    from passk_action.engine.compare import RECORDED_FAILURE
+    from passk_action.core.protected import RecordedFailure
 
     rows = [row("a", "pay", mnb=True)]
     base = make_run(Version.BASELINE, rows, Attempts().ok("a", "pay", times=3), "b", None)
     cand_attempts = Attempts().ok("a", "pay", times=3).ok("a", "pay", phase=Phase.CONFIRM, times=4)
     cand = make_run(Version.CANDIDATE, rows, cand_attempts, "c", None)
-    standing = ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE)
+    standing = ProtectedChange(RECORDED_FAILURE_KIND, RecordedFailure())
     result = compare(rows, base, cand, protected=[standing], protected_allowed=True)
     assert not result.gate.passed
     xml = junit_for_result(result, suite="x")

@@ -31,6 +31,7 @@ from passk_action.core.model import (
 from passk_action.core.operating import MeasuredRow, dataset_oc, measured_rates, row_oc
 from passk_action.core.paired import PairedComparison
 from passk_action.core.power import Power, power_analysis
+from passk_action.core.protected import GatedBy, LabelChanged
 from passk_action.core.reasons import WrittenReason
 from passk_action.core.result import CompareResult, Executions
 from passk_action.core.sequential import GatedKind, RuleSettings
@@ -133,7 +134,7 @@ def protected_scenario() -> CompareResult:
         protected=[
             ProtectedChange(
                 "must-not-break-row-relabeled",
-                "must-not-break row's expected label changes from 'pay' to 'reject'",
+                LabelChanged(GatedBy.MUST_NOT_BREAK, "pay", "reject"),
                 "claim-a",
             )
         ],

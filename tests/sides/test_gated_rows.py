@@ -18,6 +18,7 @@ import pytest
 
 from passk_action.inputs.config import parse_config
 from passk_action.inputs.dataset import parse_dataset
+from passk_action.report.protected import change_said as said
 from passk_action.sides import protect
 from passk_action.sides.protect import ProtectedInputs, gated_rows, protected_changes
 
@@ -72,7 +73,7 @@ def test_every_edit_to_a_gated_row_is_protected_under_every_gating_setting(
     change, words = EDITS[edit]
     change(rows)
     changes = protected_changes(base, snapshot(block, rows), ratchet=ratchet)
-    assert [(c.id, words in c.detail) for c in changes] == [("x", True)], changes
+    assert [(c.id, words in said(c.what)) for c in changes] == [("x", True)], changes
 
 
 @pytest.mark.parametrize("edit", sorted(EDITS))
@@ -96,7 +97,7 @@ def test_a_must_not_break_row_keeps_its_marks(setting: str) -> None:
 def test_under_any_regression_a_deleted_row_is_named_with_the_setting() -> None:
     base = snapshot(True, [dict(ROW), dict(OTHER)])
     [change] = protected_changes(base, snapshot(True, [dict(OTHER)]))
-    assert (change.kind, change.id, change.detail) == (
+    assert (change.kind, change.id, said(change.what)) == (
         protect.ANY_ROW_REMOVED,
         "x",
         "row is removed from the dataset (gate.block_on_any_regression is on)",

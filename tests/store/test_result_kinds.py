@@ -32,6 +32,7 @@ from passk_action.core.notes import (
     WhereFrom,
     Written,
 )
+from passk_action.core.protected import GatedBy, LabelChanged, WrittenChange
 from passk_action.core.reasons import REASON_KINDS, WARNING_KINDS, VerdictBlocks, WrittenReason
 from passk_action.errors import ArtifactError
 from passk_action.report.notes import sentence
@@ -192,11 +193,11 @@ def _examples() -> list[object]:
         *(f.reason for f in gate.failures),
         r.StrictUnclassified(True, False),
         r.StrictLost(RowClass.FLIP, RowClass.STABLE_CORRECT, Confirmation.BASELINE_VARIES),
-        r.ProtectedChangeMade("row-expected", "expected label of r1 changed"),
+        r.ProtectedChangeMade("row-expected", LabelChanged(GatedBy.MUST_NOT_BREAK, "pay", None)),
         r.CostUnreported(2, 9),
         r.OverLimit("gate.max_cost_increase", 0.01, 0.02, 1.0, 0.25, 0.5),
         WrittenReason("an older reason"),
-        r.ProtectedChangeAllowed("baseline-changed", "the baseline was re-recorded"),
+        r.ProtectedChangeAllowed("baseline-changed", WrittenChange("the baseline was re-recorded")),
         r.LimitUnchecked("gate.max_latency_p95_increase", Unchecked.FEW_ATTEMPTS, 3),
         r.WithinNoise("gate.max_latency_p95_increase", 1.0, 1.3, 0.3, 0.25, None, 0.2),
         r.JudgeNoiseOnly("r1"),

@@ -17,6 +17,7 @@ from passk_action.core.model import (
     Version,
 )
 from passk_action.core.notes import Written
+from passk_action.core.protected import BaselineArtifactChanged, WrittenChange
 from passk_action.core.result import CompareResult, Executions, evaluate
 from passk_action.core.sequential import SEQUENTIAL, STRICT, RuleSettings
 
@@ -292,7 +293,11 @@ def passed_scenario() -> CompareResult:
         rows,
         make_run(Version.BASELINE, rows, base, "claims agent v1", None),
         make_run(Version.CANDIDATE, rows, cand, "claims agent v2", "abcdef1234567890"),
-        protected=[ProtectedChange("baseline-changed", "the baseline artifact was re-recorded")],
+        protected=[
+            ProtectedChange(
+                "baseline-artifact-changed", BaselineArtifactChanged(".passk/baseline.json", False)
+            )
+        ],
         protected_allowed=True,
         executions=Executions(candidate=0, naive=24),
         reused=True,
@@ -366,7 +371,11 @@ def hostile_scenario() -> CompareResult:
         rows,
         make_run(Version.BASELINE, rows, base, "**bold** @team [x](https://evil.example)", None),
         make_run(Version.CANDIDATE, rows, cand, "<script>alert(1)</script>", "`; rm -rf /"),
-        protected=[ProtectedChange("relabeled", "row <!-- x --> relabeled | @octocat", pipe_id)],
+        protected=[
+            ProtectedChange(
+                "relabeled", WrittenChange("row <!-- x --> relabeled | @octocat"), pipe_id
+            )
+        ],
         notes=("note with <!-- passk:sticky-comment --> and @octocat\nand a newline",),
         executions=Executions(candidate=13, confirm_baseline=3, confirm_candidate=3, naive=36),
     )

@@ -19,13 +19,13 @@ from ..github.client import GitHubClient
 from ..github.event import PullRequest, Trigger, confirm_current_base, read_event
 from ..github.workflow import Workflow
 from ..report.history import summary_line
+from ..report.protected import change_lines
 from ..sides.gitrepo import GitRepo, short_sha
 from ..sides.history import base_history
 from ..sides.trusted import (
     HEAD_COMMIT,
     BaseCommit,
     Trusted,
-    protected_change_lines,
     trust_base,
 )
 from ..store.measured import MeasuredRun
@@ -236,7 +236,8 @@ def trusted_inputs(
             f"passk: the label {who.label!r} approves head {short_sha(who.head_sha)} against "
             f"{who.base_ref!r}: added by @{who.login} ({who.role} access)"
         )
-    for line in protected_change_lines(trusted):
+    label = trusted.sides.base.config.gate.allow_label
+    for line in change_lines(trusted.changes, allowed=trusted.allowed, label=label):
         workflow.line(line)
     if measured_as_allowed:
         # Else "recorded on another dataset": true, but it hides that the label is why.

@@ -22,12 +22,13 @@ from ..report.comment import CommentContext, render_comment
 from ..report.compare_report import render_compare_report
 from ..report.history import notes as history_notes
 from ..report.notes import sentence
+from ..report.protected import change_lines
 from ..report.screen import render_screen
 from ..sides.gitrepo import GitRepo
 from ..sides.history import base_history
 from ..sides.prepare import Base, Local, Running, Shell, prepare
 from ..sides.provenance import working_tree_provenance
-from ..sides.trusted import BaseCommit, protected_change_lines, trust_base, working_tree_copies
+from ..sides.trusted import BaseCommit, trust_base, working_tree_copies
 from ..store.artifact import read_run
 from ..store.compare_journal import discard_compare_journal
 from ..store.results import write_result
@@ -316,6 +317,7 @@ def read_base(args: argparse.Namespace) -> Base:
     trusted = trust_base(
         repo, config_path, commit, args.labels, warn, head_tree=working_tree_copies
     )
-    for line in protected_change_lines(trusted):
+    label = trusted.sides.base.config.gate.allow_label
+    for line in change_lines(trusted.changes, allowed=trusted.allowed, label=label):
         print(line, file=sys.stderr)
     return Base(repo, commit, trusted)

@@ -20,6 +20,7 @@ from .cost import LimitCheck, SpendComparison, Unchecked
 from .diff import RowComparison
 from .kinds import kind_to_json
 from .model import RowClass
+from .protected import Change
 from .reasons import (
     CostUnreported,
     GateWarning,
@@ -76,14 +77,16 @@ class ProtectedChange:
 
     Examples: the committed baseline artifact changed, a must-not-break row
     was removed or relabeled, a must-not-break tag was dropped, k lowered.
+    ``kind`` names the rule the edit breaks; ``what`` is the edit in fields
+    (:mod:`.protected`; only ``report/`` words it).
     """
 
     kind: str
-    detail: str
+    what: Change
     id: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "detail": self.detail, "id": self.id}
+        return {"kind": self.kind, "what": kind_to_json(self.what), "id": self.id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,11 +221,11 @@ def decide(
     failures: list[GateFailure] = []
     warnings: list[GateWarning] = []
     for change in protected_changes:
-        made = ProtectedChangeMade(change.kind, change.detail)
+        made = ProtectedChangeMade(change.kind, change.what)
         if change.kind == RECORDED_FAILURE_KIND:
             failures.append(GateFailure(Rule.RECORDED_FAILURE, made, change.id))
         elif protected_changes_allowed:
-            warnings.append(ProtectedChangeAllowed(change.kind, change.detail))
+            warnings.append(ProtectedChangeAllowed(change.kind, change.what))
         else:
             failures.append(GateFailure(Rule.PROTECTED_CHANGE, made, change.id))
     for row in rows:

@@ -9,7 +9,9 @@ A kind's name is its class name in kebab case (``DroppedRows`` ->
 ``dropped-rows``): renaming a class renames the stored kind, which the
 kinds' own tests pin.  Fields may be ``str``, ``int``, ``float``, ``bool``,
 ``None``, an enum (by its value), a tuple (a list), or another dataclass (an
-object of its fields, without a kind: its type is the field's).
+object of its fields, without a kind: its type is the field's), or, when the
+field's type is a base class naming its subclasses in a ``KINDS`` registry,
+one of those (an object with its own ``kind``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def registry(*classes: type[T]) -> dict[str, type[T]]:
 def to_json(value: Any) -> Any:
     """A kind's fields (or a field's value) as JSON values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if hasattr(type(value), "KINDS"):
+            return kind_to_json(value)
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Enum):
         return value.value
@@ -52,9 +56,9 @@ def to_json(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a field a kind can store")
 
 
-def kind_to_json(value: object) -> dict[str, Any]:
+def kind_to_json(value: Any) -> dict[str, Any]:
     """``{"kind": ..., fields...}`` (a field named ``kind`` would be a bug)."""
-    fields = to_json(value)
+    fields = {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if "kind" in fields:  # pragma: no cover - the kinds' tests pin their fields
         raise AssertionError(f"{type(value).__name__} has a field named 'kind'")
     return {"kind": kind_name(type(value)), **fields}
@@ -93,6 +97,11 @@ def _decode(hint: Any, value: Any, where: str) -> Any:
         except ValueError:
             allowed = ", ".join(str(member.value) for member in hint)
             raise ValueError(f"{where} must be one of {allowed}, got {value!r}") from None
+    if isinstance(hint, type) and "KINDS" in vars(hint):  # a base: one of its kinds
+        try:
+            return kind_from_json(value, vars(hint)["KINDS"])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _decode_fields(hint, value, where)
     return _decode_plain(hint, value, where)

@@ -16,6 +16,7 @@ from .cost import Unchecked
 from .diff import Confirmation
 from .kinds import registry
 from .model import RowClass
+from .protected import Change
 from .sequential import RowVerdict
 
 
@@ -57,11 +58,11 @@ class VerdictBlocks(Reason):
 @dataclass(frozen=True)
 class ProtectedChangeMade(Reason):
     """The pull request changed something that protects the gate (or an earlier run on the
-    same commit failed): ``detail`` is the change as ``sides/protect`` describes it."""
+    same commit failed): ``what`` is the change in fields (:mod:`.protected`)."""
 
     change: str
     """The :class:`~.gate.ProtectedChange`'s kind."""
-    detail: str
+    what: Change
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class ProtectedChangeAllowed(GateWarning):
     """A protected change the allow label approved."""
 
     change: str
-    detail: str
+    what: Change
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from ..core.cost import priced_run
 from ..core.gate import RECORDED_FAILURE_KIND, ProtectedChange
 from ..core.model import Phase, Run, Version
 from ..core.notes import Note, RatchetExits, RemeasuredOnRequest, Rescored, VerdictsReused
+from ..core.protected import RecordedFailure
 from ..core.result import CompareResult, Executions, evaluate
 from ..core.sequential import SEQUENTIAL
 from ..store.compare_journal import CompareJournal
@@ -32,11 +33,6 @@ from .journaled import comparison_journal
 from .measuring import check_settings, row_records, scored_recording
 from .request import CompareInputs, Rerun
 from .session import Session
-
-RECORDED_FAILURE = (
-    "a re-run cannot overturn the recorded failure for this content; push a commit that "
-    "changes a file (an empty or amended commit with the same files keeps the failure)"
-)
 
 
 def _without(run: Run, ids: frozenset[str]) -> Run:
@@ -152,7 +148,7 @@ def _protected_changes(
     changes = base.protected_changes if base is not None else ()
     allowed = base.protected_changes_allowed if base is not None else False
     if rerun.failure_stands:
-        changes = (*changes, ProtectedChange(RECORDED_FAILURE_KIND, RECORDED_FAILURE))
+        changes = (*changes, ProtectedChange(RECORDED_FAILURE_KIND, RecordedFailure()))
     return changes, allowed
 
 

@@ -44,6 +44,7 @@ from .charts import xml_safe
 from .gated import evidence_line
 from .notes import sentences
 from .phrases import differed_parts, judged_in_parts
+from .protected import change_said
 from .reasons import reason as failure_reason
 from .reasons import warnings
 
@@ -312,12 +313,12 @@ def junit_for_result(result: CompareResult, *, suite: str) -> str:
             _text(
                 case,
                 "failure",
-                change.detail,
-                message=f"{rule.value}: {change.detail}",
+                change_said(change.what),
+                message=f"{rule.value}: {change_said(change.what)}",
                 type=rule.value,
             )
         else:
-            _text(case, "system-out", f"allowed protected change: {change.detail}")
+            _text(case, "system-out", f"allowed protected change: {change_said(change.what)}")
     for label, over in limits:
         case = _testcase(testsuite, label, f"passk.{name}.spend", "0.000")
         if over is not None:

@@ -34,6 +34,7 @@ from ..core.reasons import (
 )
 from ..core.sequential import RELATIVE, STRICT, Decision, Finding, RowVerdict, RuleSettings
 from ..core.sequential import SideEvidence as Side
+from .protected import change_said
 
 _SLACK = 1e-9
 """A relative change within this of the limit reads as at the limit (the gate's own slack)."""
@@ -60,7 +61,7 @@ def reason(failure: GateFailure, settings: RuleSettings) -> str:
     if isinstance(why, VerdictBlocks):
         return _verdict_blocks(failure.rule, why.verdict, settings)
     if isinstance(why, ProtectedChangeMade):
-        return why.detail
+        return change_said(why.what)
     if isinstance(why, CostUnreported):
         return (
             f"{why.missing} of {why.decisions} candidate decisions report no cost, so "
@@ -357,7 +358,7 @@ def _unmeasured(why: GatedRowsUnmeasured) -> str:
 _WARNINGS: dict[type[GateWarning], Callable[[Any], str]] = {
     GatedRowsUnmeasured: _unmeasured,
     WrittenWarning: lambda why: str(why.text),
-    ProtectedChangeAllowed: lambda why: f"allowed protected change: {why.detail}",
+    ProtectedChangeAllowed: lambda why: f"allowed protected change: {change_said(why.what)}",
     LimitUnchecked: _unchecked,
     WithinNoise: _within_noise,
     JudgeNoiseOnly: _noise_only,

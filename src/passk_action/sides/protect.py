@@ -38,6 +38,30 @@ from dataclasses import dataclass, field
 from ..core.gate import ProtectedChange
 from ..core.model import Dataset, ExpectedChecks, Json
 from ..core.operating import loosening
+from ..core.protected import (
+    BaselineArtifactChanged,
+    ChecksChanged,
+    FileTypeChanged,
+    FingerprintChanged,
+    GatedBy,
+    InputChanged,
+    LabelChanged,
+    NormalizeChanged,
+    OwnMarkRemoved,
+    RegressionBlockOff,
+    RowRemoved,
+    RuleEdit,
+    RuleLoosened,
+    RuleNoLongerStrict,
+    ScorerChanged,
+    ScoringRulesChanged,
+    SettingLowered,
+    SettingMoved,
+    SpendLimitLoosened,
+    TagsDropped,
+    TagUnprotected,
+    WhenStaleChanged,
+)
 from ..core.sequential import STRICT, RuleSettings
 from ..inputs.config import Config
 
@@ -82,11 +106,6 @@ class ProtectedInputs:
     id; ``missing``): the gate runs the base's copy, an edit is a protected change."""
 
 
-def _limit(value: float) -> str:
-    """A relative limit as people write it: 0.25 -> ``+25%``."""
-    return f"{value * 100:+.10g}%"
-
-
 def _spend_limit_changes(base: Config, head: Config) -> list[ProtectedChange]:
     """A spend limit removed or raised, saying which limit holds the pull request."""
     changes: list[ProtectedChange] = []
@@ -99,17 +118,8 @@ def _spend_limit_changes(base: Config, head: Config) -> list[ProtectedChange]:
         ),
     ):
         if old_limit is not None and (new_limit is None or new_limit > old_limit):
-            old_text = _limit(old_limit)
-            if new_limit is None:
-                what, held = "removed", "no limit"
-            else:
-                what, held = f"raised to {_limit(new_limit)}", _limit(new_limit)
             changes.append(
-                ProtectedChange(
-                    SPEND_LIMIT_LOOSENED,
-                    f"{key} {old_text} is {what}: with the allow label this pull request is "
-                    f"held to {held}, the new setting; without it, to the base's {old_text}",
-                )
+                ProtectedChange(SPEND_LIMIT_LOOSENED, SpendLimitLoosened(key, old_limit, new_limit))
             )
     return changes
 
@@ -127,20 +137,16 @@ def protected_changes(
     for path, kind in base.files.items():
         now = head.files.get(path)
         if now is not None and now != kind:
-            changes.append(
-                ProtectedChange(FILE_TYPE_CHANGED, f"{path} changes from {kind} to {now}")
-            )
+            changes.append(ProtectedChange(FILE_TYPE_CHANGED, FileTypeChanged(path, kind, now)))
     artifact = base.config.baseline.artifact.name
     if base.baseline != head.baseline:
-        what = "deleted" if head.baseline is None else "changed"
         changes.append(
             ProtectedChange(
-                BASELINE_CHANGED,
-                f"the committed baseline artifact ({artifact}) is {what} by this pull request",
+                BASELINE_CHANGED, BaselineArtifactChanged(artifact, head.baseline is None)
             )
         )
     if hc.k < bc.k:
-        changes.append(ProtectedChange(K_LOWERED, f"k is lowered from {bc.k} to {hc.k}"))
+        changes.append(ProtectedChange(K_LOWERED, SettingLowered("k", bc.k, hc.k)))
     for key, old, new in (
         ("confirm.attempts", bc.confirm.attempts, hc.confirm.attempts),
         (
@@ -150,13 +156,9 @@ def protected_changes(
         ),
     ):
         if new < old:
-            changes.append(
-                ProtectedChange(CONFIRM_LOWERED, f"{key} is lowered from {old} to {new}")
-            )
+            changes.append(ProtectedChange(CONFIRM_LOWERED, SettingLowered(key, old, new)))
     if bc.gate.block_on_any_regression and not hc.gate.block_on_any_regression:
-        changes.append(
-            ProtectedChange(REGRESSION_BLOCK_OFF, "gate.block_on_any_regression is turned off")
-        )
+        changes.append(ProtectedChange(REGRESSION_BLOCK_OFF, RegressionBlockOff()))
     rule_change = _rule_loosened(bc.gate.rule, hc.gate.rule, k=bc.k)
     if rule_change is not None:
         changes.append(ProtectedChange(RULE_LOOSENED, rule_change))
@@ -164,55 +166,41 @@ def protected_changes(
     if bc.scoring.normalize != hc.scoring.normalize:
         changes.append(
             ProtectedChange(
-                SCORING_CHANGED,
-                f"scoring.normalize changes from {list(bc.scoring.normalize)} "
-                f"to {list(hc.scoring.normalize)}",
+                SCORING_CHANGED, NormalizeChanged(bc.scoring.normalize, hc.scoring.normalize)
             )
         )
     changes += _scoring_changes(bc.scoring.to_json(), hc.scoring.to_json())
     for path, held in base.scorer.items():
         now = head.scorer.get(path, held)
         if now != held:
-            what = "deleted" if now == "missing" else "changed"
-            changes.append(
-                ProtectedChange(
-                    SCORER_CHANGED,
-                    f"the scorer program's {path} is {what} by this pull request (the gate "
-                    "runs the base commit's copy)",
-                )
-            )
+            changes.append(ProtectedChange(SCORER_CHANGED, ScorerChanged(path, now == "missing")))
     if bc.baseline.when_stale != hc.baseline.when_stale:
         changes.append(
             ProtectedChange(
                 STALE_POLICY_CHANGED,
-                f"baseline.when_stale changes from {bc.baseline.when_stale} "
-                f"to {hc.baseline.when_stale}",
+                WhenStaleChanged(bc.baseline.when_stale, hc.baseline.when_stale),
             )
         )
     old_paths, new_paths = _fingerprint_paths(bc), _fingerprint_paths(hc)
     if old_paths != new_paths:
         changes.append(
             ProtectedChange(
-                STALE_POLICY_CHANGED,
-                f"agent.fingerprint changes from {old_paths} to {new_paths}",
+                STALE_POLICY_CHANGED, FingerprintChanged(tuple(old_paths), tuple(new_paths))
             )
         )
     base_tags = set(bc.must_not_break_tags)
     for tag in sorted(base_tags - set(hc.must_not_break_tags)):
-        changes.append(
-            ProtectedChange(TAG_UNPROTECTED, f"the tag {tag!r} is removed from must_not_break.tags")
-        )
+        changes.append(ProtectedChange(TAG_UNPROTECTED, TagUnprotected(tag)))
     changes += _row_changes(base, head, frozenset(ratchet))
     return tuple(changes)
 
 
-MUST_NOT_BREAK = "must-not-break"
-RATCHET_LOCKED = "ratchet-locked"
-ANY_REGRESSION = "any-regression"
-"""Why a row of the base is gated: its mark, the ratchet, or ``block_on_any_regression``."""
+MUST_NOT_BREAK = GatedBy.MUST_NOT_BREAK
+RATCHET_LOCKED = GatedBy.RATCHET_LOCKED
+ANY_REGRESSION = GatedBy.ANY_REGRESSION
 
 
-def gated_rows(base: ProtectedInputs, locked: frozenset[str]) -> dict[str, str]:
+def gated_rows(base: ProtectedInputs, locked: frozenset[str]) -> dict[str, GatedBy]:
     """Every row of the base the gate judges, by id, and why (the strongest reason first).
 
     A must-not-break row (its own mark or a tag the base protects); a row the
@@ -222,7 +210,7 @@ def gated_rows(base: ProtectedInputs, locked: frozenset[str]) -> dict[str, str]:
     which ones were can change when the baseline is measured again.
     """
     any_row = base.config.gate.block_on_any_regression
-    gated: dict[str, str] = {}
+    gated: dict[str, GatedBy] = {}
     for row in base.dataset.rows:
         if row.must_not_break:
             gated[row.id] = MUST_NOT_BREAK
@@ -237,13 +225,6 @@ _KINDS = {
     MUST_NOT_BREAK: (ROW_REMOVED, ROW_RELABELED),
     RATCHET_LOCKED: (LOCKED_ROW_REMOVED, LOCKED_ROW_RELABELED),
     ANY_REGRESSION: (ANY_ROW_REMOVED, ANY_ROW_RELABELED),
-}
-_NOUNS = {MUST_NOT_BREAK: "must-not-break row", RATCHET_LOCKED: "ratchet-locked row"}
-_TAILS = {ANY_REGRESSION: " (gate.block_on_any_regression is on)"}
-_REMOVED = {
-    MUST_NOT_BREAK: "",
-    RATCHET_LOCKED: " (the ratchet locked it stable-correct on a recorded baseline)",
-    ANY_REGRESSION: _TAILS[ANY_REGRESSION],
 }
 
 
@@ -268,56 +249,33 @@ def _row_changes(
         if why is None:
             continue
         removed, relabeled = _KINDS[why]
-        noun, tail = _NOUNS.get(why, "row"), _TAILS.get(why, "")
         after = head_rows.get(row.id)
         if after is None:
-            changes.append(
-                ProtectedChange(
-                    removed, f"{noun} is removed from the dataset{_REMOVED[why]}", row.id
-                )
-            )
+            changes.append(ProtectedChange(removed, RowRemoved(why), row.id))
             continue
         if after.input_digest != row.input_digest:
-            changes.append(
-                ProtectedChange(
-                    INPUT_CHANGED,
-                    f"{noun}'s input is changed (its baseline verdicts are for the old input)"
-                    f"{tail}",
-                    row.id,
-                )
-            )
+            changes.append(ProtectedChange(INPUT_CHANGED, InputChanged(why), row.id))
         if after.expected != row.expected:
             changes.append(
-                ProtectedChange(
-                    relabeled,
-                    f"{noun}'s {_relabel_said(row.expected, after.expected)}{tail}",
-                    row.id,
-                )
+                ProtectedChange(relabeled, LabelChanged(why, row.expected, after.expected), row.id)
             )
         if after.expected_checks != row.expected_checks:
             changes.append(
                 ProtectedChange(
                     relabeled,
-                    f"{noun}'s expected checks change from {_checks_said(row.expected_checks)} "
-                    f"to {_checks_said(after.expected_checks)}{tail}",
+                    ChecksChanged(
+                        why, _checks_json(row.expected_checks), _checks_json(after.expected_checks)
+                    ),
                     row.id,
                 )
             )
         if why != MUST_NOT_BREAK:
             continue
         if row.marked and not after.marked:
-            changes.append(
-                ProtectedChange(MARK_REMOVED, "must-not-break row's own mark is removed", row.id)
-            )
+            changes.append(ProtectedChange(MARK_REMOVED, OwnMarkRemoved(), row.id))
         dropped = sorted((set(row.tags) & base_tags) - set(after.tags))
         if dropped:
-            changes.append(
-                ProtectedChange(
-                    MARK_REMOVED,
-                    f"must-not-break row loses the protecting tag(s) {', '.join(dropped)}",
-                    row.id,
-                )
-            )
+            changes.append(ProtectedChange(MARK_REMOVED, TagsDropped(tuple(dropped)), row.id))
     return changes
 
 
@@ -332,81 +290,29 @@ def _scoring_changes(base: Mapping[str, Json], head: Mapping[str, Json]) -> list
     for key in sorted((set(base) | set(head)) - {"match", "normalize"}):
         old, new = base.get(key), head.get(key)
         if old != new:
-            said = _rule_changes(f"scoring.{key}", old, new)
-            shown = said[:_CHANGES_SHOWN]
-            if len(said) > _CHANGES_SHOWN:
-                shown.append(f"and {len(said) - _CHANGES_SHOWN} more")
-            changes.append(ProtectedChange(SCORING_RULES_CHANGED, "; ".join(shown)))
+            edits = tuple(_rule_edits(f"scoring.{key}", old, new))
+            changes.append(ProtectedChange(SCORING_RULES_CHANGED, ScoringRulesChanged(edits)))
     return changes
 
 
-_CHANGES_SHOWN = 4
-"""Rule changes said in one protected change's detail; the rest are counted."""
-
-
-def _rule_changes(name: str, old: Json, new: Json) -> list[str]:
-    """What changed between two rules, each leaf that differs in words: a person reads
+def _rule_edits(name: str, old: Json, new: Json) -> list[RuleEdit]:
+    """Each leaf that differs between two rules: a person reads
     ``scoring.fields.amount.tolerance changes from 1.0 to 50.0``, not two JSON objects."""
     if isinstance(old, dict) and isinstance(new, dict):
-        said: list[str] = []
+        edits: list[RuleEdit] = []
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
-                said += _rule_changes(f"{name}.{key}", old.get(key), new.get(key))
-        return said
-    if old is None:
-        return [f"{name} is set to {_rule_said(new)}"]
-    if new is None:
-        return [f"{name} is removed (it was {_rule_said(old)}; the default applies)"]
-    return [f"{name} changes from {_rule_said(old)} to {_rule_said(new)}"]
+                edits += _rule_edits(f"{name}.{key}", old.get(key), new.get(key))
+        return edits
+    return [RuleEdit(name, _json_text(old), _json_text(new))]
 
 
-def _rule_said(value: Json) -> str:
-    """A rule's value as a person writes it in YAML's flow style: no JSON quoting."""
-    if isinstance(value, dict):
-        inner = ", ".join(f"{key}: {_rule_said(item)}" for key, item in sorted(value.items()))
-        text = f"{{{inner}}}"
-    elif isinstance(value, list):
-        text = "[" + ", ".join(_rule_said(item) for item in value) + "]"
-    elif isinstance(value, str):
-        text = repr(value)
-    elif value is None:
-        text = "none"
-    else:
-        text = json.dumps(value)
-    return text if len(text) <= 200 else text[:199] + "…"
+def _json_text(value: Json) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True)
 
 
-def _said(expected: str | None) -> str:
-    return "none (its environment scores it)" if expected is None else repr(expected)
-
-
-def _relabel_said(old: str | None, new: str | None) -> str:
-    """``expected label changes from 'approve' to 'deny'``; a structured decision field by
-    field (``expected decision changes: action 'refund' → 'deny'``), never as two JSON texts."""
-    before, after = _decision_object(old), _decision_object(new)
-    if before is None or after is None:
-        return f"expected label changes from {_said(old)} to {_said(new)}"
-    fields = [
-        f"{key} {_rule_said(before.get(key))} → {_rule_said(after.get(key))}"
-        for key in sorted(set(before) | set(after))
-        if before.get(key) != after.get(key)
-    ]
-    return "expected decision changes: " + ", ".join(fields)
-
-
-def _decision_object(expected: str | None) -> dict[str, Json] | None:
-    """A structured expected decision's fields (rows hold it as JSON text); None otherwise."""
-    if expected is None or not expected.startswith("{"):
-        return None
-    try:
-        value = json.loads(expected)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _checks_said(checks: ExpectedChecks) -> str:
-    return _rule_said(dict(checks)) if checks else "none"
+def _checks_json(checks: ExpectedChecks) -> str:
+    return json.dumps(dict(checks), sort_keys=True)
 
 
 def _fingerprint_paths(config: Config) -> list[str]:
@@ -421,29 +327,30 @@ def _fingerprint_paths(config: Config) -> list[str]:
     )
 
 
-def _rule_loosened(base: RuleSettings, head: RuleSettings, *, k: int) -> str | None:
-    """How the head's gated-row rule is looser than the base's, in words; None: it is not.
+def _rule_loosened(
+    base: RuleSettings, head: RuleSettings, *, k: int
+) -> RuleNoLongerStrict | RuleLoosened | None:
+    """How the head's gated-row rule is looser than the base's; None: it is not.
 
-    ``strict`` to ``sequential`` always (any wrong answer no longer blocks);
-    otherwise a change of ``gate.sequential`` under which some row whose
+    ``strict`` to another rule always (any wrong answer no longer blocks);
+    otherwise a change of the rule's settings under which some row whose
     accuracy dropped blocks less often, exactly (``core/operating.loosening``).
     """
     if base.rule == STRICT:
         if head.rule != STRICT:
-            return f"gate.rule changes from strict to {head.rule} (a wrong answer no longer blocks)"
+            return RuleNoLongerStrict(head.rule)
         return None
     if head.rule == STRICT or head == base:
         return None
     looser = loosening(base, head, k=k)
     if looser is None:
         return None
-    changed = [
-        f"{key} {old:g} -> {new:g}"
+    after = head.to_json()
+    moved = tuple(
+        SettingMoved(key, float(old), float(new))
         for key, old in base.to_json().items()
-        if isinstance(old, (int, float)) and (new := head.to_json()[key]) != old
-    ]
-    return (
-        f"gate.sequential changes ({', '.join(changed)}): a gated row whose accuracy drops from "
-        f"{looser.baseline:.0%} to {looser.candidate:.0%} would block {looser.before:.1%} of the "
-        f"time, now {looser.after:.1%}"
+        if isinstance(old, (int, float))
+        and isinstance(new := after[key], (int, float))
+        and new != old
     )
+    return RuleLoosened(moved, looser.baseline, looser.candidate, looser.before, looser.after)

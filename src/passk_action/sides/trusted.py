@@ -376,14 +376,3 @@ def trust_base(
         dataset=authoritative_dataset(base_side, head_side, allowed, baseline_run.ratchet),
         settings_ignored=tuple(replace(w, config=named) for w in settled.warnings),
     )
-
-
-def protected_change_lines(trusted: Trusted) -> list[str]:
-    """One log line per protected change, saying when the label allowed it."""
-    label = trusted.sides.base.config.gate.allow_label
-    return [
-        f"passk: protected change: {change.detail}"
-        + (f" ({change.id})" if change.id else "")
-        + (f" — allowed by the label {label!r}" if trusted.allowed else "")
-        for change in trusted.changes
-    ]

@@ -19,6 +19,7 @@ from ..core.gate import GateDecision, GateFailure, GatePolicy, ProtectedChange, 
 from ..core.kinds import kind_from_json, kind_to_json
 from ..core.model import RowRecord, Run
 from ..core.notes import NOTE_KINDS, Note, Written
+from ..core.protected import Change, WrittenChange
 from ..core.reasons import (
     REASON_KINDS,
     WARNING_KINDS,
@@ -280,7 +281,8 @@ def _assemble_result(
         rule=_rule_from_json(doc, where),
     )
     protected = tuple(
-        ProtectedChange(c["kind"], c["detail"], c["id"]) for c in doc["protected_changes"]
+        _protected_from_json(c, doc["schema_version"], f"{where}: protected_changes[{i}]")
+        for i, c in enumerate(doc["protected_changes"])
     )
     ratchet = frozenset(doc["ratchet"])
     comparison, gate = evaluate(
@@ -325,6 +327,23 @@ def _assemble_result(
     )
     recorded_gate = _gate_from_json(doc["gate"], doc["schema_version"], where)
     return AuditedResult(result=result, recorded_gate=recorded_gate)
+
+
+def _protected_from_json(doc: Mapping[str, Any], version: int, where: str) -> ProtectedChange:
+    """One protected change: its kind and fields (schema 7 on), or an older file's words."""
+    if version < DATA_SINCE:
+        if not isinstance(doc.get("detail"), str):
+            raise ArtifactError(
+                f"'detail' must be a string in a version-{version} result", where=where
+            )
+        return ProtectedChange(doc["kind"], WrittenChange(doc["detail"]), doc["id"])
+    if "what" not in doc:
+        raise ArtifactError("lacks 'what', the change's kind and fields", where=where)
+    try:
+        what = kind_from_json(doc["what"], Change.KINDS)
+    except ValueError as exc:
+        raise ArtifactError(f"'what': {exc}", where=where) from None
+    return ProtectedChange(doc["kind"], what, doc["id"])
 
 
 def _limit(policy: Mapping[str, Any], key: str, where: str) -> float | None:
