@@ -94,7 +94,7 @@ class GatePolicy:
     """The config's ``gate`` rules (read from the base commit in CI).
 
     ``rule`` decides the gated rows (``gate.rule`` and its settings:
-    ``sequential``, the default, or ``strict``).  ``max_cost_increase``
+    ``relative``, the default, ``sequential`` or ``strict``).  ``max_cost_increase``
     and ``max_latency_p95_increase`` are relative limits (0.25 = 25% more)
     on the candidate's cost per decision and p95 latency per attempt; None
     (the default) leaves them unchecked.  Each fails only when the increase

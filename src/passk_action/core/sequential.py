@@ -3,10 +3,11 @@
 A gated row (must-not-break, ratchet-locked, or a baseline-stable-correct
 row under ``gate.block_on_any_regression``; :func:`gated_kind`) blocks a
 pull request only when the candidate has *really* become less reliable on
-it.  The default rule, ``sequential``, decides that with Wald's sequential
+it.  The rule ``sequential`` decides that with Wald's sequential
 probability ratio test (SPRT; Wald, "Sequential tests of statistical
 hypotheses", Ann. Math. Statist. 16, 1945), truncated, on each version's
-answers to the row.
+answers to the row; the default rule, ``relative``, runs this test as its
+screen.
 
 **The test.**  H0: each answer is right with probability p0; H1: with p1.
 Reading a version's valid answers in recorded order (main attempts, then
