@@ -121,15 +121,16 @@ def test_first_run_posts_one_comment_and_one_check(checkout: Checkout, fake: Fak
     assert_token_never_leaked(checkout, fake, outcome)
 
 
-def test_the_default_rule_confirms_gated_rows_in_rounds_and_a_rerun_replays_them(
+def test_the_sequential_rule_confirms_gated_rows_in_rounds_and_a_rerun_replays_them(
     checkout: Checkout, fake: FakeGitHub
 ) -> None:
-    """``gate.rule: sequential`` (the default) on the base commit: every gated row gets the
+    """``gate.rule: sequential`` on the base commit: every gated row gets the
     answers its test needs, a broken one is confirmed on both versions in rounds, and a
     re-run of the same commit replays every round without asking either agent."""
     git(checkout.repo, "checkout", "-q", "main")
-    write_config(checkout.repo, {**CONFIG, "gate": {"block_on_any_regression": True}})
-    checkout.base_sha = commit(checkout.repo, "passk: the default gate rule")
+    gate = {"rule": "sequential", "block_on_any_regression": True}
+    write_config(checkout.repo, {**CONFIG, "gate": gate})
+    checkout.base_sha = commit(checkout.repo, "passk: the sequential gate rule")
     git(checkout.repo, "checkout", "-q", "-b", "sequential")
     # All four rows are gated (r1, r2 must-not-break; r3, r4 stable-correct on the
     # baseline under block_on_any_regression): 7 right answers pass a row, so 5 more each.
@@ -162,7 +163,7 @@ def test_the_default_rule_confirms_gated_rows_in_rounds_and_a_rerun_replays_them
 
 
 @pytest.mark.parametrize("allowed", [False, True], ids=["attack", "control-allowed"])
-def test_under_the_default_rule_a_pr_cannot_make_wrong_answers_right_by_its_scoring_rules(
+def test_under_the_sequential_rule_a_pr_cannot_make_wrong_answers_right_by_its_scoring_rules(
     checkout: Checkout, fake: FakeGitHub, allowed: bool
 ) -> None:
     """Attack: ``gate.rule: sequential`` on the base; the branch's agent answers the
@@ -172,8 +173,9 @@ def test_under_the_default_rule_a_pr_cannot_make_wrong_answers_right_by_its_scor
     protected change.  Control: with the allow label the head's rules stand, the same
     answers are right in every round, and the gate passes."""
     git(checkout.repo, "checkout", "-q", "main")
-    write_config(checkout.repo, {**CONFIG, "gate": {"block_on_any_regression": True}})
-    checkout.base_sha = commit(checkout.repo, "passk: the default gate rule")
+    gate = {"rule": "sequential", "block_on_any_regression": True}
+    write_config(checkout.repo, {**CONFIG, "gate": gate})
+    checkout.base_sha = commit(checkout.repo, "passk: the sequential gate rule")
     git(checkout.repo, "checkout", "-q", "-b", "sentences")
     regex = edit_config(lambda c: c.update(scoring={"extract": {"regex": "(approve|deny)"}}))
     head = checkout.head({**RIGHT, "r1": ["I would approve it"]}, apply=[regex])

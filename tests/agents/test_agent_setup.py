@@ -32,8 +32,8 @@ from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_a
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
 
-CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
-"""A blocking row's evidence under the default rule: the baseline run again, always right."""
+CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
+"""A blocking row's evidence under the default rule: fresh pairs, the baseline right on each."""
 
 MISSING = "ModuleNotFoundError: No module named 'openai_missing_module'"
 
@@ -134,7 +134,7 @@ def test_setup_runs_once_per_version_the_baselines_in_the_base_checkout(
     assert groups == sorted(groups)
     assert "passk: candidate setup done in" in got["log"]
     assert any(v == "baseline" for _, _, v in got["asked"])  # confirmation ran
-    # The default rule's evidence: the baseline, run again, right on every attempt.
+    # The default rule's evidence: the baseline run again beside the candidate, always right.
     assert CONFIRMED in fake.comment_bodies(7)[0]
 
 

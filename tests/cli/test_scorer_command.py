@@ -122,11 +122,11 @@ def test_the_scorer_judges_free_text_and_its_verdicts_are_recorded(repo: Repo) -
     assert repo.baseline() == 0
 
     artifact = repo.root / ".passk" / "baseline.json"
-    assert _decisions(artifact) == {
-        "r1": ["success", "success"],
-        "r2": ["success", "success"],
-        "r3": ["failure", "failure"],
-    }
+    decisions = _decisions(artifact)
+    # r1 is gated: the baseline measures it further, every attempt judged by the scorer.
+    r1 = decisions.pop("r1")
+    assert len(r1) > 2 and set(r1) == {"success"}
+    assert decisions == {"r2": ["success", "success"], "r3": ["failure", "failure"]}
     doc = json.loads(artifact.read_text(encoding="utf-8"))
     assert doc["schema_version"] == 5
     first = doc["attempts"][0]

@@ -20,6 +20,8 @@ from passk_action.core.notes import (
     ConfirmationSkipped,
     DroppedRows,
     GatedRowsAsRecorded,
+    HeadLimitCapped,
+    HeadSettingsIgnored,
     MeasuredByPullRequest,
     Note,
     NothingRun,
@@ -46,6 +48,22 @@ STALE = StaleBaseline(MEASURED, BASE, ("agent.py", "prompt.txt"), ("prompt.txt",
 ELEVEN = tuple(f"r{i}" for i in range(11))
 
 CASES: list[tuple[Note, str]] = [
+    (
+        HeadSettingsIgnored("passk.yml", ("k", "retry.attempts")),
+        "passk.yml: the pull request's config changes k, retry.attempts: not used, those "
+        "settings come from the base commit's config (merge the change to the base first; "
+        "one that weakens the gate is a protected change too)",
+    ),
+    (
+        HeadLimitCapped("passk.yml", "agent.timeout_s", 3600.0, 30.0, "s"),
+        "passk.yml: agent.timeout_s is 3600s in the pull request's config, above the base's "
+        "30s: the base's 30s holds (a pull request may lower it, never raise it)",
+    ),
+    (
+        HeadLimitCapped("passk.yml", "concurrency", 16.0, 4.0, ""),
+        "passk.yml: concurrency is 16 in the pull request's config, above the base's 4: the "
+        "base's 4 holds (a pull request may lower it, never raise it)",
+    ),
     (DroppedRows(("r1", "r2")), "2 baseline row(s) are no longer in the dataset: r1, r2"),
     (
         RelabeledRows(("r3",)),
@@ -210,4 +228,7 @@ def test_every_kind_has_words_and_is_frozen_data() -> None:
 
 def test_only_what_is_said_before_any_agent_runs_is_announced() -> None:
     announced = {type(note) for note, _ in CASES if note.announced}
-    assert announced == {StaleBaselineHandled, BaselineAgeUnknown, BaselineBehind}
+    assert announced == {
+        StaleBaselineHandled, BaselineAgeUnknown, BaselineBehind, HeadSettingsIgnored,
+        HeadLimitCapped,
+    }  # fmt: skip

@@ -45,8 +45,8 @@ __all__ = ["agent_user_env", "shared"]  # the shared fixtures, used by name
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
-CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
-"""A blocking row's evidence under the default rule: the baseline run again, always right."""
+CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
+"""A blocking row's evidence under the default rule: fresh pairs, the baseline right on each."""
 
 
 # The pull request's agent (the candidate), run as the agent user: once, it goes
@@ -120,8 +120,8 @@ def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
         assert homes[0] == str(Path(cwds[0]).parent / "home") and homes[1] != homes[0]
     # Confirmation asked the base agent, which read what its setup made.
     baseline = [(row, n) for row, n, version in got["asked"] if version == "baseline"]
-    assert ("r0", 3) in baseline
-    # The default rule's evidence: the baseline, run again, right on every attempt.
+    assert baseline and {row for row, _ in baseline} == {"r0"}
+    # The default rule's evidence: the baseline run again beside the candidate, always right.
     assert CONFIRMED in fake.comment_bodies(7)[0]
     assert "could not run" not in got["log"]
     assert f"in {cwds[0]} (the base commit's files; set up before any of the pull" in got["log"]
@@ -174,7 +174,7 @@ def test_the_candidate_cannot_change_what_the_baselines_setup_made(
     # The baseline answered as its own files say: the regression is confirmed.
     assert got["code"] == 1, got["log"]
     baseline = [(row, n) for row, n, version in got["asked"] if version == "baseline"]
-    assert ("r0", 3) in baseline
+    assert baseline and {row for row, _ in baseline} == {"r0"}
     body = fake.comment_bodies(7)[0]
     assert CONFIRMED in body and "baseline varies" not in body
 
@@ -204,7 +204,7 @@ def test_compare_base_runs_refs_setup_in_its_checkout(
     cwds = setup_cwds(shared)
     assert len(cwds) == 2 and "/passk-base-" in cwds[0] and cwds[1] == str(repo), cwds
     asked = [json.loads(line) for line in (shared / "asked.jsonl").read_text().splitlines()]
-    assert ["r0", 3, "baseline"] in asked
+    assert {row for row, _, version in asked if version == "baseline"} == {"r0"}
     err = capsys.readouterr().err
     assert f"passk: setup (baseline): in {cwds[0]} (a checkout of REF; set up before" in err
     assert err.index("setup (baseline)") < err.index("setup (candidate)")

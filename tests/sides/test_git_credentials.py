@@ -54,8 +54,8 @@ from support.workflows import WORKFLOWS, load_workflow
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
-CONFIRMED = "baseline 0 of 25; more wrong answers than a row right 99% of the time"
-"""A blocking row's evidence under the default rule: the baseline run again, always right."""
+CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
+"""A blocking row's evidence under the default rule: fresh pairs, the baseline right on each."""
 
 BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
 HEADER = f"AUTHORIZATION: basic {BASIC}"
@@ -162,7 +162,7 @@ def test_the_candidate_cannot_read_the_persisted_token_as_the_agent_user(
     # The gate is the same as without the trick: r0 is lost, confirmed, and fails.
     assert got["code"] == 1, got["log"]
     assert got["outputs"]["lost"] == "1"
-    # The default rule's evidence: the baseline, run again, right on every attempt.
+    # The default rule's evidence: the baseline run again beside the candidate, always right.
     assert CONFIRMED in fake.comment_bodies(7)[0]
     assert modes(*watched) == before
     assert credential_lines(got["log"]) == [
