@@ -56,9 +56,10 @@ REMOTE = "origin"
 
 def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     workflow = runtime.workflow
-    if inputs.event_name.startswith("pull_request"):
+    event = inputs.runner.event_name
+    if event.startswith("pull_request"):
         raise UsageError(
-            f"mode baseline records the default branch; it does not run on {inputs.event_name!r}",
+            f"mode baseline records the default branch; it does not run on {event!r}",
             where="input `mode`",
             hint="use `mode: gate` on pull requests and `mode: baseline` on pushes",
         )
@@ -71,7 +72,7 @@ def run_baseline_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     out = config.baseline.artifact
     rel = repo.relative(out)
     previous = previous_baseline(out)
-    commit_sha = inputs.sha or repo.head_sha()
+    commit_sha = inputs.runner.sha or repo.head_sha()
     agent_config = config.require_agent("`mode: baseline`")
     # From before the agent's setup until it is closed: a token actions/checkout
     # persisted is out of its reach.
@@ -147,7 +148,7 @@ def _workspace_relative(inputs: ActionInputs, path: os.PathLike[str]) -> str:
     from pathlib import Path
 
     try:
-        return Path(path).resolve().relative_to(inputs.workspace).as_posix()
+        return Path(path).resolve().relative_to(inputs.runner.workspace).as_posix()
     except ValueError:
         return str(path)
 
@@ -156,7 +157,7 @@ def push_auth(repo: GitRepo, inputs: ActionInputs) -> dict[str, str] | None:
     """The token for the push, unless there is none or the checkout persisted credentials."""
     if not inputs.token or repo.config_entries(r"^http\..*extraheader$"):
         return None
-    return token_auth_env(inputs.server_url, inputs.token, os.environ)
+    return token_auth_env(inputs.runner.server_url, inputs.token, os.environ)
 
 
 def _deliver(
@@ -171,7 +172,7 @@ def _deliver(
     message = f"passk: record the baseline of {short}"
     commit = repo.commit_files([rel], message)
     if inputs.baseline_update == "commit":
-        branch = repo.current_branch() or inputs.ref_name
+        branch = repo.current_branch() or inputs.runner.ref_name
         if not branch:
             raise GitError(
                 "the checkout is on no branch, so there is nowhere to commit the baseline",
@@ -185,8 +186,8 @@ def _deliver(
         return
     branch = f"passk/baseline-{short}"
     repo.push(REMOTE, commit, branch, auth=auth)
-    target = repo.current_branch() or inputs.ref_name or "main"
-    compare_url = compare_page(inputs.server_url, inputs.repository, target, branch)
+    target = repo.current_branch() or inputs.runner.ref_name or "main"
+    compare_url = compare_page(inputs.runner.server_url, inputs.runner.repository, target, branch)
     workflow.note(
         f"baseline pushed to the branch {branch}; open the pull request"
         + (f" at {compare_url}" if compare_url else f" from {branch} into {target}")

@@ -70,7 +70,7 @@ def run_comparison(
     )
 
     candidate = CandidateSource(
-        out=inputs.workspace / CANDIDATE_PATH,
+        out=inputs.runner.workspace / CANDIDATE_PATH,
         recorded=recorded_candidate,
         commit=pr.head_sha,
         measured_by_pull_request=measured is not None or replay_only,

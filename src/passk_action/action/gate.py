@@ -49,9 +49,9 @@ def github_client(inputs: ActionInputs, runtime: Runtime) -> GitHubClient | None
         return None
     try:
         return GitHubClient(
-            api_url=inputs.api_url,
+            api_url=inputs.runner.api_url,
             token=inputs.token,
-            repository=inputs.repository,
+            repository=inputs.runner.repository,
             sleep=runtime.sleep,
         )
     except GitHubError as exc:
@@ -63,8 +63,8 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     """Gate the pull request in the event payload; 0 passed, 1 failed."""
     workflow = runtime.workflow
     event = read_event(
-        inputs.event_name,
-        inputs.event_path,
+        inputs.runner.event_name,
+        inputs.runner.event_path,
         ("pull_request",),
         "gate",
         "use `mode: gate` on `pull_request`, and `mode: baseline` on pushes to the default branch",
@@ -77,7 +77,7 @@ def run_gate_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         client,
         name=inputs.check_name,
         head_sha=pr.head_sha,
-        details_url=inputs.details_url,
+        details_url=inputs.runner.run_page,
         line=workflow.line,
     )
     job = GateJob(inputs, runtime, client, check)

@@ -51,8 +51,8 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     """Gate the measured run of the pull request; 0 passed, 1 failed."""
     workflow = runtime.workflow
     event = read_event(
-        inputs.event_name,
-        inputs.event_path,
+        inputs.runner.event_name,
+        inputs.runner.event_path,
         ("pull_request", "workflow_run"),
         "gate",
         "use `mode: gate-measured` in a job after the measuring job (`on: pull_request`), or "
@@ -88,7 +88,7 @@ def run_gate_measured_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         client,
         name=inputs.check_name,
         head_sha=head_sha,
-        details_url=inputs.details_url,
+        details_url=inputs.runner.run_page,
         line=workflow.line,
     )
     job = GateJob(inputs, runtime, client, check)

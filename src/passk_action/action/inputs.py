@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..github.sticky_comment import JOB_TOKEN_LOGIN, is_login
-from ..github.workflow import action_input, job_token, read_runner_env
+from ..github.workflow import RunnerEnv, action_input, job_token, read_runner_env
 
 COMMENT_MODES = ("update", "changes", "new", "off")
 MODES = ("gate", "baseline", "measure", "gate-measured")
@@ -39,7 +39,7 @@ def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str,
 
 @dataclass(frozen=True)
 class ActionInputs:
-    """The validated ``with:`` inputs plus the runner's environment the action needs."""
+    """The validated ``with:`` inputs, and what the runner says of the job."""
 
     config: str
     token: str = field(repr=False)
@@ -51,20 +51,10 @@ class ActionInputs:
     mode: str
     baseline_update: str
     working_directory: Path
-    workspace: Path
     candidate_run: Path | None
     """A recorded candidate run (e.g. merged shards) to gate instead of running the agent."""
-    event_name: str
-    event_path: str | None
-    api_url: str
-    server_url: str
-    repository: str
-    run_id: str | None
-    ref_name: str | None
-    details_url: str | None
-    """The workflow run's page (where the job summary is), when the runner names it."""
-    sha: str | None = None
-    """The commit the workflow run is for, as the runner says."""
+    runner: RunnerEnv
+    """What the runner says of the job: the checkout, the event, GitHub's addresses."""
 
     @property
     def config_path(self) -> Path:
@@ -120,15 +110,6 @@ def read_inputs(env: Mapping[str, str], cwd: Path) -> ActionInputs:
         mode=_choice(env, "mode", "gate", MODES),
         baseline_update=_choice(env, "baseline-update", "pull-request", BASELINE_UPDATES),
         working_directory=working_directory,
-        workspace=workspace,
         candidate_run=(working_directory / candidate_run) if candidate_run else None,
-        event_name=runner.event_name,
-        event_path=runner.event_path,
-        api_url=runner.api_url,
-        server_url=runner.server_url,
-        repository=runner.repository,
-        run_id=runner.run_id,
-        ref_name=runner.ref_name,
-        details_url=runner.run_page,
-        sha=runner.sha,
+        runner=runner,
     )

@@ -40,8 +40,8 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     """Measure the pull request's candidate and write the measured file; 0 when written."""
     workflow = runtime.workflow
     pr = read_event(
-        inputs.event_name,
-        inputs.event_path,
+        inputs.runner.event_name,
+        inputs.runner.event_path,
         ("pull_request",),
         "measure",
         "use `mode: measure` in a workflow that runs `on: pull_request`",
@@ -53,7 +53,7 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
     # Said here, before the pull request's code runs, as the gating job would say it.
     refuse_unverifiable_verdicts(trusted.config.scoring, trusted.config.path)
 
-    candidate = CandidateSource(out=inputs.workspace / CANDIDATE_PATH, commit=pr.head_sha)
+    candidate = CandidateSource(out=inputs.runner.workspace / CANDIDATE_PATH, commit=pr.head_sha)
     try:
         with (
             stop_on_signals() as stop,
@@ -76,7 +76,7 @@ def run_measure_mode(inputs: ActionInputs, runtime: Runtime) -> int:
         raise
     write_measured(
         MeasuredRun(pr.number, pr.head_sha, pr.base_sha, measured.run),
-        inputs.workspace / MEASURED_PATH,
+        inputs.runner.workspace / MEASURED_PATH,
     )
     discard_compare_journal(candidate.out)
     made = len(measured.run.attempts)

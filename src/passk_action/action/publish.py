@@ -114,7 +114,7 @@ def step_label(inputs: ActionInputs) -> str | None:
     the repository names it, so two steps' comments read apart at a glance.
     """
     try:
-        folder = inputs.working_directory.relative_to(inputs.workspace).as_posix()
+        folder = inputs.working_directory.relative_to(inputs.runner.workspace).as_posix()
     except ValueError:
         folder = "."
     config = inputs.config if folder == "." else f"{folder}/{inputs.config}"
@@ -151,7 +151,7 @@ def comment_context(
         approval=_approval_words(where.approval) if where and where.approval else None,
         label_refusal=where.label_refusal if where else None,
         result_path=RESULT_PATH,
-        details_url=inputs.details_url,
+        details_url=inputs.runner.run_page,
         history=history,
     )
 
@@ -184,11 +184,11 @@ def publish_gate(
     """
     inputs, workflow = job.inputs, job.workflow
     key = step_key(inputs)
-    result_file = inputs.workspace / RESULT_PATH
+    result_file = inputs.runner.workspace / RESULT_PATH
     write_result(result, result_file)
     # The job summary starts with the comment's "Why it failed", inputs and history included.
     report = render_compare_report(result, context=comment_context(inputs, pr, where, history))
-    write_text_atomic(inputs.workspace / REPORT_PATH, report)
+    write_text_atomic(inputs.runner.workspace / REPORT_PATH, report)
 
     with workflow.group("passk: gate"):
         workflow.line(
@@ -222,7 +222,7 @@ def publish_gate(
                 result,
                 marker=key.marker,
                 record=record,
-                details_url=inputs.details_url,
+                details_url=inputs.runner.run_page,
                 context=context,
             )
             remeasured = REMEASURED_TITLE if prior.remeasured is not None else ""

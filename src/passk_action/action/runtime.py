@@ -69,7 +69,7 @@ def step_key(inputs: ActionInputs) -> StepKey:
     """The key of the step ``inputs`` describe (see :class:`StepKey`)."""
     working = inputs.working_directory
     try:
-        rel_wd = PurePosixPath(*working.relative_to(inputs.workspace).parts)
+        rel_wd = PurePosixPath(*working.relative_to(inputs.runner.workspace).parts)
     except ValueError:
         rel_wd = PurePosixPath(working.as_posix())
     return StepKey(
