@@ -423,6 +423,9 @@ class State:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
+    # Headers and body go out as two writes: without this, Nagle holds the body until
+    # the client's delayed ACK (40 ms a call on Linux), which a real API does not add.
+    disable_nagle_algorithm = True
     timeout = 30  # an idle keep-alive connection is closed after this
     server: FakeOpenAIServer
 

@@ -77,6 +77,7 @@ def endpoint() -> Iterator[Endpoint]:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, so pooling is observable
+        disable_nagle_algorithm = True  # no 40 ms delayed-ACK wait a call
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -92,6 +92,7 @@ def test_worker_agent(tmp_path: Path, answer: str) -> None:
 def echo_server() -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # no 40 ms delayed-ACK wait a call
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
