@@ -203,3 +203,27 @@ def test_plan_states_the_rates_at_the_baseline_s_measured_accuracies(
     # Control: a size, not the config's rows, states no measured rates.
     code, out, _ = plan(capsys, "--config", str(config), "--gated-rows", "10", "--json")
     assert json.loads(out)["measured"] is None
+
+
+def test_the_suggestion_says_what_it_does_when_the_rows_are_less_accurate_than_assumed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sequential settings hold their rates only at the accuracy they were set for:
+    # the suggestion states its false blocks for rows 5 points worse, from the same code.
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = plan(capsys, "--gated-rows", "10", "--k", "3", "--json")
+    suggested = json.loads(out)["suggested"]
+    worse = suggested["less_accurate"]
+    assert (code, worse["accuracy"], worse["gated_rows"]) == (0, 0.94, 10)
+    settings = RuleSettings(**suggested["settings"])
+    direct = gate_oc(settings, k=3, gated_rows=10, accuracy=0.94)
+    assert worse["false_block"] == direct.false_block
+    assert worse["false_block"] > 10 * suggested["gate"]["false_block"]
+    code, out, _ = plan(capsys, "--gated-rows", "10", "--k", "3")
+    blocked = f"{direct.false_block:.1%}"
+    said = f"were they right 94.0%, a harmless pull request would be blocked {blocked}"
+    assert said in out
+    # Close to the dropped accuracy, halfway to it instead.
+    code, out, _ = plan(capsys, "--gated-rows", "3", "--accuracy", "0.8", "--dropped", "0.76",
+                        "--json")  # fmt: skip
+    assert json.loads(out)["suggested"]["less_accurate"]["accuracy"] == 0.78

@@ -10,15 +10,8 @@ import random
 import pytest
 
 from passk_action.core.model import Version
-from passk_action.core.operating import (
-    Targets,
-    any_of,
-    gate_oc,
-    max_rounds,
-    row_oc,
-    side_oc,
-    suggest,
-)
+from passk_action.core.operating import any_of, gate_oc, max_rounds, row_oc, side_oc
+from passk_action.core.planning import Targets, suggest
 from passk_action.core.sequential import (
     LIKELIER,
     RELIABLE_UNLESS_SHOWN,

@@ -246,7 +246,7 @@ def test_control_tau_bench_integer_ids_import_as_before(
 def test_the_settings_search_stays_within_the_rule_for_a_chance() -> None:
     """``plan --miss 1e-06`` searched a beta of 2e-7, which the rule refuses (ValueError)."""
     from passk_action.core import values
-    from passk_action.core.operating import Targets, suggest
+    from passk_action.core.planning import Targets, suggest
 
     plan = suggest(k=3, gated_rows=1, targets=Targets(miss=1e-6), alphas=(0.001,))
     assert values.chance(plan.settings.beta) is not None

@@ -24,12 +24,11 @@ from ..core.operating import (
     HARMLESS,
     GateOC,
     MeasuredRow,
-    Targets,
     dataset_oc,
     gate_oc,
     measured_rates,
-    suggest,
 )
+from ..core.planning import Targets, less_accurate, suggest
 from ..core.scoring import rescore_run
 from ..core.sequential import RELATIVE, GatedKind, Outcome, RuleSettings, gated_kind, score
 from ..core.stats import summarize_run
@@ -212,6 +211,7 @@ def handle(args: argparse.Namespace) -> int:
     targets = Targets(args.false_block, args.miss, args.accuracy, args.dropped)
     plan = suggest(k=k, gated_rows=max(gated_rows, 1), targets=targets, base=settings)
     rates = measured_rates(settings, k=k, rows=measured) if measured else None
+    worse = less_accurate(plan)
     if args.json:
         doc = {
             "settings": settings.to_json(),
@@ -219,11 +219,13 @@ def handle(args: argparse.Namespace) -> int:
             "measured": rates_json(rates) if rates is not None else None,
             "targets": {"false_block": args.false_block, "miss": args.miss},
             "suggested": {"settings": plan.settings.to_json(), "gate": plan.oc.to_json(),
-                          "met": plan.met},
+                          "met": plan.met, "less_accurate": worse.to_json()},
         }  # fmt: skip
         print(json.dumps(doc, indent=2))
         return EXIT_OK
-    for line in plan_lines(oc, settings, plan, false_block=args.false_block, miss=args.miss):
+    for line in plan_lines(
+        oc, settings, plan, false_block=args.false_block, miss=args.miss, less_accurate=worse
+    ):
         print(line)
     if rates is not None:
         print()

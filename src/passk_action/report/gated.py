@@ -19,10 +19,10 @@ from ..core.operating import (
     DatasetRates,
     GateOC,
     MeasuredRow,
-    Plan,
     dataset_oc,
     measured_rates,
 )
+from ..core.planning import Plan
 from ..core.result import CompareResult
 from ..core.sequential import RELATIVE, SEQUENTIAL, STRICT, Outcome, RowVerdict, RuleSettings, score
 from .phrases import capped, plural, row_label
@@ -324,9 +324,20 @@ def _oc_lines(oc: GateOC) -> list[str]:
 
 
 def plan_lines(
-    oc: GateOC | None, settings: RuleSettings, plan: Plan, *, false_block: float, miss: float
+    oc: GateOC | None,
+    settings: RuleSettings,
+    plan: Plan,
+    *,
+    false_block: float,
+    miss: float,
+    less_accurate: GateOC | None = None,
 ) -> list[str]:
-    """What ``passk plan`` prints: the rule now, whether it meets the targets, and a suggestion."""
+    """What ``passk plan`` prints: the rule now, whether it meets the targets, and a suggestion.
+
+    ``less_accurate``: the suggestion's figures for harmless rows a little less accurate
+    than the settings assume (:func:`~..core.planning.less_accurate`), said after them:
+    the sequential rule holds its rates only at the accuracy it was set for.
+    """
     targets = f"false block at most {_pct(false_block)}, miss at most {_pct(miss)}"
     if oc is None:
         lines = ["no gated row (no must-not-break or ratchet-locked row): the gate blocks only "
@@ -353,4 +364,11 @@ def plan_lines(
         "}",
         *_oc_lines(plan.oc),
     ]
+    if less_accurate is not None:
+        lines.append(
+            f"  these settings assume every gated row is right {plan.oc.accuracy:.1%} of the "
+            f"time: were they right {less_accurate.accuracy:.1%}, a harmless pull request "
+            f"would be blocked {_pct(less_accurate.false_block)} of the time (the relative "
+            "rule judges each row against its own baseline instead)"
+        )
     return lines
