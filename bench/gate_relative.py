@@ -74,7 +74,7 @@ def _exact_job(args: tuple[RuleSettings, float, float]) -> Exact:
 
 FIRST_DESIGN = replace(
     RELATIVE_RULE, screen_alpha=0.15, screen_beta=0.03, anchor_z=1.5, screen_cap=0.99,
-    pair_z=1.2816, direct_below=0.0,
+    pair_z=1.2816, direct_below=0.0, pair_quiet=0,
 )  # fmt: skip
 """The relative rule's first design (result schema 5), for the frontier."""
 FRONTIER = (
@@ -85,6 +85,7 @@ FRONTIER = (
     ("screen_cap 0.975", replace(RELATIVE_RULE, screen_cap=0.975)),
     ("anchor_z 0.3", replace(RELATIVE_RULE, anchor_z=0.3)),
     ("pair_beta 0.03", replace(RELATIVE_RULE, pair_beta=0.03)),
+    ("no quiet stop (pair_quiet 0)", replace(RELATIVE_RULE, pair_quiet=0)),
     ("direct_below 0 (every row screened)", replace(RELATIVE_RULE, direct_below=0.0)),
     ("first design", FIRST_DESIGN),
 )

@@ -156,12 +156,7 @@ def test_must_not_break_regression_blocks_with_first_divergent_check(project: Pr
 
 
 def test_baseline_that_also_varies_does_not_block(project: Project) -> None:
-    # Both versions answer wrong from here on, so their pairs never disagree and the
-    # paired comparison runs to its cap, unchanged in what it decides: 30 pairs, not 300
-    # (600 agent processes, 36 CPU s).
-    project.write_config(
-        gate={"block_on_any_regression": True, "sequential": {"pair_max_pairs": 30}}
-    )
+    project.write_config(gate={"block_on_any_regression": True})
     project.write_rows([row("v")])
     # Baseline: right on its k main attempts, then wrong in confirmation.
     project.write_script(
@@ -173,6 +168,10 @@ def test_baseline_that_also_varies_does_not_block(project: Project) -> None:
     assert v["confirmation"] == "baseline-varies"
     assert v["baseline_final_class"] == "flip"
     assert code == 0 and result["gate"]["passed"] is True
+    # Both versions answer wrong from here on: their pairs never disagree, and the paired
+    # comparison ends after its quiet pairs (42), not at its cap of 300 (600 agent calls).
+    executions = result["executions"]
+    assert (executions["confirm_baseline"], executions["confirm_candidate"]) == (42, 42)
 
 
 def test_crash_only_must_not_break_row_blocks_as_unclassified(project: Project) -> None:

@@ -428,3 +428,18 @@ def test_a_structured_relabel_and_new_checks_are_said_field_by_field() -> None:
             "must-not-break row's expected checks change from none to {w: 'ok'}",
         ),
     ]
+
+
+def test_a_quiet_stop_that_ends_the_paired_comparison_early_is_a_protected_change() -> None:
+    """Attack: stop comparing after 2 agreeing pairs, so a real drop rarely shows."""
+    relative = BASE_CONFIG.replace(
+        "gate: {block_on_any_regression: true}",
+        "gate: {block_on_any_regression: true, rule: relative}",
+    )
+    head = relative.replace("rule: relative", "rule: relative, sequential: {pair_quiet: 2}")
+    [change] = protected_changes(snapshot(relative), snapshot(head))
+    assert change.kind == protect.RULE_LOOSENED
+    assert said(change.what).startswith("gate.sequential changes (pair_quiet -1 -> 2)")
+    # Control: never stopping early (0) only reads more pairs: not a loosening.
+    never = relative.replace("rule: relative", "rule: relative, sequential: {pair_quiet: 0}")
+    assert protected_changes(snapshot(relative), snapshot(never)) == ()

@@ -221,3 +221,13 @@ def test_every_kind_round_trips_through_json_under_its_own_name() -> None:
         kinds = {**NOTE_KINDS, **REASON_KINDS, **WARNING_KINDS}
         assert kind_from_json(doc, kinds) == example
     assert kind_to_json(n.BaselineReused()) == {"kind": "baseline-reused"}
+
+
+def test_a_result_written_before_the_quiet_stop_is_audited_without_it() -> None:
+    # Its rule has no pair_quiet: it was decided reading pairs to the cap, and is audited so.
+    before = GOLDEN / "result_v7_before_quiet.json"
+    assert "pair_quiet" not in before.read_text(encoding="utf-8")
+    audited = read_result(before)
+    assert audited.consistent and audited.result.policy.rule.pair_quiet == 0
+    # Control: this passk writes the setting, at its default (from the drop).
+    assert read_result(NEW).result.policy.rule.pair_quiet == -1

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .relative import direct, pair_spec, screen_spec, theta
+from .relative import direct, pair_spec, quiet_pairs, screen_spec, theta
 from .sequential import (
     RELATIVE,
     SEQUENTIAL,
@@ -168,7 +168,9 @@ class PairOC:
     pairs: float
 
 
-def pair_oc(spec: SprtSpec, baseline: float, candidate: float, max_pairs: int) -> PairOC:
+def pair_oc(
+    spec: SprtSpec, baseline: float, candidate: float, max_pairs: int, quiet: int = 0
+) -> PairOC:
     """Exact :class:`PairOC` of the paired SPRT ``spec`` (``core/relative.py``).
 
     Pairs disagree independently with d = p_b (1 - p_c) + (1 - p_b) p_c, a
@@ -180,20 +182,45 @@ def pair_oc(spec: SprtSpec, baseline: float, candidate: float, max_pairs: int) -
     P(ends unreliable at N) P(Bin(P, d) >= N); pairs read = sum over N of
     P(ends at N) E[min(T_N, P)], T_N the pair of the N-th disagreement, and
     E[min(T_N, P)] = sum_{i < P} P(Bin(i, d) < N).
+
+    With a quiet stop at m pairs (``quiet`` > 0, :func:`~.relative.quiet_pairs`), the
+    comparison also ends "not shown" when its first m pairs agree, which happens with
+    (1 - d)^m; after it the pairs are a fresh sequence of P - m, so
+    P(T_N <= P, T_1 <= m) = P(Bin(P, d) >= N) - (1 - d)^m P(Bin(P - m, d) >= N), and
+    E[min(T_N, P); T_1 <= m] = E[min(T_N, P)] - (1 - d)^m (m + E[min(T'_N, P - m)]);
+    a quiet stop reads m pairs.
     """
     _check_probability("baseline accuracy", baseline)
     _check_probability("candidate accuracy", candidate)
-    return _pair_oc(boundaries(spec), baseline, candidate, max_pairs)
+    return _pair_oc(boundaries(spec), baseline, candidate, max_pairs, quiet)
 
 
 @lru_cache(maxsize=4096)
-def _pair_oc(bounds: Boundaries, p_b: float, p_c: float, max_pairs: int) -> PairOC:
+def _pair_oc(bounds: Boundaries, p_b: float, p_c: float, max_pairs: int, quiet: int) -> PairOC:
     d = p_b * (1.0 - p_c) + (1.0 - p_b) * p_c
+    quiet = quiet if 0 < quiet < max_pairs else 0
     if d <= 0.0:
-        return PairOC(0.0, float(max_pairs))
+        return PairOC(0.0, float(quiet or max_pairs))
     unreliable_at, reliable_at = _ending_times(bounds, 1.0 - theta(p_b, p_c))
     last = bounds.max_decisions
-    # reach[N] = P(Bin(P, d) >= N); waits[N] = E[min(T_N, P)].
+    reach, waits = _arrivals(last, d, max_pairs)
+    block = sum(unreliable_at[n] * reach[n] for n in range(1, last + 1))
+    pairs = sum((unreliable_at[n] + reliable_at[n]) * waits[n] for n in range(1, last + 1))
+    if quiet:
+        silent = (1.0 - d) ** quiet
+        reach_after, waits_after = _arrivals(last, d, max_pairs - quiet)
+        block -= silent * sum(unreliable_at[n] * reach_after[n] for n in range(1, last + 1))
+        pairs -= silent * sum(
+            (unreliable_at[n] + reliable_at[n]) * (quiet + waits_after[n])
+            for n in range(1, last + 1)
+        )
+        pairs += silent * quiet
+    return PairOC(block, pairs)
+
+
+def _arrivals(last: int, d: float, max_pairs: int) -> tuple[list[float], list[float]]:
+    """reach[N] = P(Bin(P, d) >= N) and waits[N] = E[min(T_N, P)] for N = 1 .. last
+    (P = ``max_pairs``, T_N the pair of the N-th disagreement; index 0 unused)."""
     pmf = [1.0] + [0.0] * last
     waits = [0.0] * (last + 1)
     for _ in range(max_pairs):
@@ -212,9 +239,7 @@ def _pair_oc(bounds: Boundaries, p_b: float, p_c: float, max_pairs: int) -> Pair
     for n in range(last, 0, -1):
         tail += pmf[n]
         reach[n] = tail
-    block = sum(unreliable_at[n] * reach[n] for n in range(1, last + 1))
-    pairs = sum((unreliable_at[n] + reliable_at[n]) * waits[n] for n in range(1, last + 1))
-    return PairOC(block, pairs)
+    return reach, waits
 
 
 @lru_cache(maxsize=1024)
@@ -301,7 +326,9 @@ def relative_oc(
         if spec is None:
             continue
         pairing = pair_spec(right, n, settings)
-        paired = pair_oc(pairing, baseline, candidate, settings.pair_max_pairs)
+        paired = pair_oc(
+            pairing, baseline, candidate, settings.pair_max_pairs, quiet_pairs(settings)
+        )
         if direct(right, n, settings):
             block += weight * paired.block
             screened += weight

@@ -259,7 +259,7 @@ class RuleSettings:
     paired comparison's), ``max_decisions`` and ``max_attempts`` (its
     screen's), and its own: ``screen_alpha``, ``screen_beta``, ``anchor_z``,
     ``screen_cap``, ``pair_beta``, ``pair_z``, ``pair_max_decisions``,
-    ``pair_max_pairs``, ``direct_below``, ``measure``.  ``screen_cap``,
+    ``pair_max_pairs``, ``pair_quiet``, ``direct_below``, ``measure``.  ``screen_cap``,
     ``pair_z`` and ``direct_below`` came with its second design (result
     schema 6); a result that lacks them was decided by the first, and is
     audited with :data:`~.relative.FIRST_DESIGN`.
@@ -289,6 +289,10 @@ class RuleSettings:
     screen_cap: float = 0.98
     pair_z: float = 0.7
     direct_below: float = 0.85
+    pair_quiet: int = -1
+    """Pairs with no disagreement after which the paired comparison ends "not shown" (0:
+    never; -1: set from ``drop``, :func:`~.relative.quiet_pairs`). A result that lacks it
+    was decided without it, and is audited so."""
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -315,6 +319,8 @@ class RuleSettings:
             raise ValueError("pair_max_decisions, pair_max_pairs and unable_after must be >= 1")
         if self.measure < 0:
             raise ValueError("measure must be >= 0")
+        if self.pair_quiet < -1:
+            raise ValueError("pair_quiet must be -1 (from drop), 0 (never) or a count of pairs")
 
     @property
     def candidate_test(self) -> SprtSpec:
@@ -354,6 +360,7 @@ class RuleSettings:
             "pair_beta": self.pair_beta,
             "pair_max_decisions": self.pair_max_decisions,
             "pair_max_pairs": self.pair_max_pairs,
+            "pair_quiet": self.pair_quiet,
             "measure": self.measure,
             "unable_after": self.unable_after,
             "screen_cap": self.screen_cap,

@@ -368,6 +368,8 @@ def _rule_from_json(doc: Mapping[str, Any], where: str) -> RuleSettings:
     missing = [name for name in FIRST_DESIGN if name not in rule]
     if missing:
         raise ArtifactError(f"'policy.rule' lacks {', '.join(missing)}", where=where)
+    # A result without a quiet stop was decided without one (passk before it wrote none).
+    rule = {"pair_quiet": 0, **rule}
     try:
         return RuleSettings(**rule)
     except (ValueError, TypeError) as exc:
