@@ -161,7 +161,7 @@ def test_the_candidate_cannot_read_the_persisted_token_as_the_agent_user(
     assert "token" not in read.values()
     # The gate is the same as without the trick: r0 is lost, confirmed, and fails.
     assert got["code"] == 1, got["log"]
-    assert got["outputs"]["lost"] == "1"
+    assert got["outputs"]["lost"] == "1", got["log"]
     # The default rule's evidence: the baseline run again beside the candidate, always right.
     assert CONFIRMED in fake.comment_bodies(7)[0]
     assert modes(*watched) == before
