@@ -28,6 +28,9 @@ Two prompts, ``--policy v1`` (production) and ``--policy v2`` (candidate):
 Protocol: one JSON request on stdin ``{"id", "input", "attempt", "version"}``,
 one JSON answer on stdout ``{"decision": {"action", "amount"}, "checks"}``;
 exit 2 on a bad request.
+Started by passk's worker pool (``protocol: worker`` in passk.yml, which sets
+``PASSK_PROTOCOL=worker``) it answers one request per line instead, echoing its
+``request_id``, until stdin closes: one start-up for many answers.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 RESTOCKING_FEE = 0.15
@@ -73,11 +77,35 @@ def decide(request: dict[str, Any], policy: str, seed: int = 0) -> dict[str, Any
     return {"decision": {"action": "partial_refund", "amount": round(amount, 2)}, "checks": checks}
 
 
+def serve_lines(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+    """passk's worker protocol: one JSON request per stdin line, one answer line each.
+
+    The answer carries the request's ``request_id``; a request it cannot answer
+    gets ``{"request_id", "error"}`` and the worker goes on; a line that is not a
+    request (passk never sends one) ends it with exit 2.
+    """
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            request_id = request.pop("request_id")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            print(f"agent.py: not a worker request line: {exc!r}", file=sys.stderr)
+            return 2
+        try:
+            reply = {**answer(request), "request_id": request_id}
+        except (ValueError, KeyError, TypeError) as exc:
+            reply = {"request_id": request_id, "error": f"bad request: {exc}"}
+        print(json.dumps(reply), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", choices=POLICIES, default="v1")
     parser.add_argument("--seed", type=int, default=int(os.environ.get("PASSK_SEED", "0")))
     args = parser.parse_args(argv)
+    if os.environ.get("PASSK_PROTOCOL") == "worker":
+        return serve_lines(lambda request: decide(request, args.policy, args.seed))
     try:
         request = json.loads(sys.stdin.read())
         answer = decide(request, args.policy, args.seed)

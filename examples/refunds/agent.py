@@ -39,7 +39,9 @@ seeded draw like the checks.  passk prices them from ``pricing`` in passk.yml.
 
 Protocol: one JSON request on stdin ``{"id", "input", "attempt", "version"}``,
 one JSON answer on stdout ``{"decision", "checks", "usage"}``; exit 2 on a bad
-request.
+request.  Started by passk's worker pool (``protocol: worker`` in passk.yml, which
+sets ``PASSK_PROTOCOL=worker``) it answers one request per line instead, echoing
+its ``request_id``, until stdin closes: one start-up for many answers.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 HIGH_AMOUNT_USD = 500
@@ -174,11 +177,36 @@ def _rules(checks: dict[str, str], high: bool, policy: str) -> str:
     return "approve"
 
 
+def serve_lines(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+    """passk's worker protocol: one JSON request per stdin line, one answer line each.
+
+    The answer carries the request's ``request_id``; a request it cannot answer
+    gets ``{"request_id", "error"}`` and the worker goes on; a line that is not a
+    request (passk never sends one) ends it with exit 2.
+    """
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            request_id = request.pop("request_id")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            print(f"agent.py: not a worker request line: {exc!r}", file=sys.stderr)
+            return 2
+        try:
+            reply = {**answer(request), "request_id": request_id}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            reply = {"request_id": request_id, "error": f"bad request: {exc!r}"}
+        print(json.dumps(reply), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Demo refund-review agent (reads stdin).")
     parser.add_argument("--policy", choices=POLICIES, default="v1")
     parser.add_argument("--seed", type=int, default=None, help="default: $PASSK_SEED or 0")
     args = parser.parse_args(argv)
+    if os.environ.get("PASSK_PROTOCOL") == "worker":
+        seed = args.seed if args.seed is not None else int(os.environ.get("PASSK_SEED", "0"))
+        return serve_lines(lambda request: decide(request, args.policy, seed))
     try:
         seed = args.seed if args.seed is not None else int(os.environ.get("PASSK_SEED", "0"))
         request = json.loads(sys.stdin.read())

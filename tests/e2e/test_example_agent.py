@@ -9,14 +9,17 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from passk_action.cli import main as cli_main
 from passk_action.core.model import RowClass, Scoring
 from support.paths import REPO
 from support.runs import classify_decisions
@@ -160,6 +163,48 @@ def test_bad_request_exits_2_without_a_traceback(stdin: str) -> None:
     assert "Traceback" not in done.stderr and "bad request" in done.stderr
 
 
+# --- the worker protocol (passk.yml's protocol: worker) ----------------------------
+
+
+def worker_lines(requests: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps({"request_id": str(n), **r}) + "\n" for n, r in enumerate(requests))
+
+
+def test_as_a_worker_it_answers_every_line_as_the_process_protocol_would() -> None:
+    requests = [
+        {"id": row["id"], "input": row["input"], "attempt": n, "version": "candidate"}
+        for row in ROWS
+        for n in (1, 2)
+    ]
+    done = run_agent(worker_lines(requests), "--policy", "v2", env={"PASSK_PROTOCOL": "worker"})
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answers == [
+        {**decide(request, "v2", 0), "request_id": str(n)} for n, request in enumerate(requests)
+    ]
+    # The same request piped alone: the per-attempt protocol, the same answer.
+    alone = json.loads(run_agent(requests[-1], "--policy", "v2").stdout)
+    assert {**alone, "request_id": str(len(requests) - 1)} == answers[-1]
+
+
+def test_as_a_worker_a_request_it_cannot_answer_is_an_error_line_and_it_goes_on() -> None:
+    row = ROWS[0]
+    good = {"id": row["id"], "input": row["input"], "attempt": 1, "version": "baseline"}
+    lines = worker_lines([{"id": "r-x", "input": {}}, good])
+    done = run_agent(lines, "--policy", "v1", env={"PASSK_PROTOCOL": "worker"})
+    assert done.returncode == 0, done.stderr
+    first, second = (json.loads(line) for line in done.stdout.splitlines())
+    assert first["request_id"] == "0" and first["error"].startswith("bad request: KeyError")
+    assert second == {**decide(good, "v1", 0), "request_id": "1"}
+
+
+def test_as_a_worker_a_line_that_is_no_request_ends_it_with_exit_2() -> None:
+    done = run_agent("not json\n", "--policy", "v1", env={"PASSK_PROTOCOL": "worker"})
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr and "not a worker request line" in done.stderr
+
+
 # --- reproducible, LLM-like variance -----------------------------------------------
 
 
@@ -254,3 +299,41 @@ def test_the_agent_reports_synthetic_usage_and_the_new_prompt_costs_more() -> No
             assert set(usage) == {"input_tokens", "output_tokens", "model"}
             assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
         assert v2["input_tokens"] > v1["input_tokens"]
+
+
+# --- the demo's story as the READMEs tell it ---------------------------------------
+
+
+def words(path: Path) -> str:
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def test_the_readmes_tell_what_the_demo_does(tmp_path: Path) -> None:
+    """The figures README.md and examples/refunds/README.md quote are the demo's own."""
+    report = tmp_path / "report.md"
+    argv = ["compare", "--config", str(DEMO / "passk.yml"), "--quiet"]
+    argv += ["--candidate-out", str(tmp_path / "candidate.json")]
+    argv += ["--json", str(tmp_path / "result.json"), "--markdown", str(report)]
+    assert cli_main(argv) == 1
+    result = json.loads((tmp_path / "result.json").read_text(encoding="utf-8"))
+    said = words(report)
+    blocking = [f["id"] for f in result["gate"]["failures"]]
+    assert len(blocking) == 7 and "gate failed: 7 failures (7 must-not-break)" in said
+    top, demo = words(REPO / "README.md"), words(DEMO / "README.md")
+    assert "mean accuracy goes from 77.9% to 93.3%, and the gate fails on seven" in top
+    assert "| 77.9% |" in said and "| 93.3% |" in said
+    assert "the gate fails on seven must-not-break rows" in demo
+    # r-023: right on its k main attempts, then wrong 17 times in 55.
+    assert "one (`r-023`) right on them and wrong 17 times in 55" in demo
+    heading = r"`r-023`\*\* · must-not-break · ratchet · stable-correct → stable-correct"
+    assert re.search(heading, said)
+    assert "17 wrong of 55 attempts" in said
+    # The evidence quoted is r-007's, word for word.
+    quoted = re.search(r'blocking row states its evidence \("([^"]+)"\)', demo)
+    assert quoted is not None and quoted[1] in said
+    # r-019 and r-062: the baseline wrong about a third of the time, the candidate more.
+    for row in ("r-019", "r-062"):
+        assert row in blocking and f"`{row}`" in demo
+        wrong, of = map(int, re.search(rf"`{row}`.*?baseline (\d+) of (\d+)", said, re.S).groups())
+        assert 0.25 < wrong / of < 0.4
+    assert f"the demo's {result['executions']['total']:,} agent calls" in top

@@ -11,9 +11,12 @@ CLI's ``main``, in order, exiting as the README says (``# exits N``, else 0).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +122,31 @@ def test_the_committed_baseline_is_what_the_baseline_agent_answers_now(
 
     assert answers(fresh) == answers(committed)
     assert fresh.settings == committed.settings and fresh.ratchet == committed.ratchet
+
+
+@pytest.mark.parametrize("example", ["refund-amounts", "bookings"])
+def test_the_agent_answers_alike_per_attempt_and_as_a_worker(example: str) -> None:
+    """passk.yml runs it as a worker; piped one request it answers once: the same answers."""
+    folder = REPO / "examples" / example
+    rows = [json.loads(line) for line in (folder / "data.jsonl").read_text().splitlines()]
+    requests = [
+        {"id": row["id"], "input": row["input"], "attempt": n, "version": "candidate"}
+        for row in rows
+        for n in (1, 2, 3)
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PASSK_")}
+
+    def agent(stdin: str, **extra: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "agent.py", "--policy", "v2"], input=stdin, text=True,
+            capture_output=True, cwd=folder, env={**env, **extra}, timeout=60, check=True,
+        )  # fmt: skip
+        return done.stdout
+
+    lines = "".join(json.dumps({**r, "request_id": f"q{n}"}) + "\n" for n, r in enumerate(requests))
+    worker = [json.loads(line) for line in agent(lines, PASSK_PROTOCOL="worker").splitlines()]
+    echoed = [answer.pop("request_id") for answer in worker]
+    assert echoed == [f"q{n}" for n in range(len(requests))]
+    for n in (0, 4, len(requests) - 1):  # a few, one start-up each
+        assert json.loads(agent(json.dumps(requests[n]))) == worker[n]
+    assert len({json.dumps(answer, sort_keys=True) for answer in worker}) > 1
