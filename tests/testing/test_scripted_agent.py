@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+from passk_action.agents.protocol import AttemptRequest
+from passk_action.agents.runner import ProcessAgentSpec
+from passk_action.agents.worker import WORKER_DIED, WorkerAgent
+from passk_action.core.model import Phase, Row, Version
 from passk_action.errors import UsageError
 from passk_action.testing.scripted_agent import (
     Answer,
@@ -249,3 +253,70 @@ def test_parse_script_in_process() -> None:
     ]
     with pytest.raises(UsageError, match="no outcome for row 'r-2'"):
         outcome_for(script, "r-2", "baseline", 1)
+
+
+# --- the worker protocol: one process, every outcome kind, through passk's worker pool ---
+
+
+def test_as_a_worker_each_outcome_is_what_passk_makes_of_a_worker_doing_it(
+    tmp_path: Path,
+) -> None:
+    script = {
+        "rows": {
+            "answers": [{"decision": "deny", "checks": {"window": "ok"}}, "approve"],
+            "crash": [{"crash": "model overloaded"}],
+            "exit": [{"exit": 3, "stderr": "quota exceeded"}],
+            "garbles": [{"stdout": "not json\n"}],
+            "slow": [{"sleep": 0.05, "then": "escalate"}],
+            "hangs": [{"hang": True}],
+        }
+    }
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script), encoding="utf-8")
+    log = tmp_path / "asked.jsonl"
+    spec = ProcessAgentSpec(
+        command=(sys.executable, "-m", MODULE, str(path)), cwd=tmp_path, timeout_s=2.0
+    )
+    env = {**os.environ, "PASSK_SCRIPTED_LOG": str(log)}
+
+    def ask(agent: WorkerAgent, row: str, number: int = 1) -> Any:
+        return agent.run(
+            AttemptRequest(Row(row, {}, "deny"), number, Phase.MAIN, Version.CANDIDATE)
+        )
+
+    with WorkerAgent(spec, env, max_workers=1) as agent:
+        first, second = ask(agent, "answers", 1), ask(agent, "answers", 2)
+        assert (first.decision, dict(first.checks), second.decision) == (
+            "deny", {"window": "ok"}, "approve",
+        )  # fmt: skip
+        crash = ask(agent, "crash")
+        assert crash.error == "exception" and "ScriptedCrash: model overloaded" in crash.detail
+        assert ask(agent, "slow").decision == "escalate"
+        assert agent.started == 1  # answers, a reported crash and a sleep: one worker
+        died = ask(agent, "exit")
+        assert died.error == WORKER_DIED and "exited with status 3" in died.detail
+        assert "quota exceeded" in died.detail
+        assert ask(agent, "garbles").error == "bad-output"
+        assert ask(agent, "hangs").error == "timeout"
+        assert ask(agent, "answers", 2).decision == "approve"
+        assert agent.started == 4  # each of exit, garbles and hangs cost its worker
+    asked = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(a["id"], a["attempt"]) for a in asked] == [
+        ("answers", 1), ("answers", 2), ("crash", 1), ("slow", 1), ("exit", 1),
+        ("garbles", 1), ("hangs", 1), ("answers", 2),
+    ]  # fmt: skip
+    assert all("request_id" not in a for a in asked)  # logged as the per-attempt agent logs
+
+
+def test_as_a_worker_a_line_without_a_request_id_ends_it_with_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"default": "deny"}), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", MODULE, str(path)],
+        input=json.dumps(req()).encode() + b"\n",
+        capture_output=True,
+        env={**os.environ, "PASSK_PROTOCOL": "worker"},
+        timeout=30,
+    )
+    assert done.returncode == 2 and done.stdout == b""
+    assert b"request_id" in done.stderr and b"Traceback" not in done.stderr

@@ -6,7 +6,9 @@ be checked against a known truth.  This is that agent; it speaks the same
 process protocol as a real one (one JSON request on stdin, one JSON answer on
 stdout) so the code under test cannot tell the difference.
 
-Run it as ``python -m passk_action.testing.scripted_agent SCRIPT.json``.
+Run it as ``python -m passk_action.testing.scripted_agent SCRIPT.json``; with
+``protocol: worker`` (``PASSK_PROTOCOL=worker``) one process plays every request
+sent to it, one line each (:func:`serve_lines`).
 
 The script::
 
@@ -310,13 +312,19 @@ def log_request(path: str, request: Mapping[str, Any]) -> None:
         os.close(fd)
 
 
-def play(outcome: Outcome, stdout: IO[bytes], stderr: IO[bytes]) -> int:
-    """Perform one outcome; return the exit code (a crash raises instead)."""
+def play(
+    outcome: Outcome, stdout: IO[bytes], stderr: IO[bytes], request_id: str | None = None
+) -> int:
+    """Perform one outcome; return the exit code (a crash raises instead).
+
+    With ``request_id`` (the worker protocol) an answer line echoes it."""
     while isinstance(outcome, Sleep):
         time.sleep(outcome.seconds)
         outcome = outcome.then
     if isinstance(outcome, Answer):
         answer: dict[str, Any] = dict(outcome.outcome)
+        if request_id is not None:
+            answer["request_id"] = request_id
         if outcome.decision is not None:
             answer["decision"] = outcome.decision
         if outcome.checks:
@@ -337,6 +345,44 @@ def play(outcome: Outcome, stdout: IO[bytes], stderr: IO[bytes]) -> int:
         time.sleep(3600)
 
 
+def serve_lines(script: Script, stdin: IO[str], stdout: IO[bytes], stderr: IO[bytes]) -> int:
+    """The worker protocol (``PASSK_PROTOCOL=worker``): one request per line, each played.
+
+    An answer echoes the request's ``request_id``; a crash is the error line
+    ``{"request_id", "error"}`` (the worker stays, as an agent reporting a failure
+    does); an exit, raw stdout and a hang are played as they are, so a test sees
+    what passk makes of a worker that dies, garbles its stream or stops answering.
+    A line that is no request ends the worker with exit 2, as it ends one attempt.
+    """
+    log_path = os.environ.get(LOG_ENV)
+    for line in stdin:
+        if not line.strip():
+            continue
+        request, row_id, version, attempt = parse_request(line, {})
+        request_id = request.pop("request_id", None)
+        if not isinstance(request_id, str):
+            raise UsageError(
+                "a worker request needs a request_id string", where="stdin",
+                hint="passk sends one with every request line",
+            )  # fmt: skip
+        if log_path:
+            log_request(log_path, request)
+        outcome = outcome_for(script, row_id, version, attempt)
+        while isinstance(outcome, Sleep):
+            time.sleep(outcome.seconds)
+            outcome = outcome.then
+        if isinstance(outcome, Exit):
+            return play(outcome, stdout, stderr)
+        if isinstance(outcome, Crash):
+            error = {"request_id": request_id, "error": f"ScriptedCrash: {outcome.message}"}
+            stdout.write((json.dumps(error, ensure_ascii=False) + "\n").encode("utf-8"))
+        else:
+            play(outcome, stdout, stderr, request_id)
+        stdout.flush()
+        stderr.flush()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -346,6 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 hint="python -m passk_action.testing.scripted_agent SCRIPT.json",
             )
         script = load_script(args[0])
+        if os.environ.get("PASSK_PROTOCOL") == "worker":
+            return serve_lines(script, sys.stdin, sys.stdout.buffer, sys.stderr.buffer)
         request, row_id, version, attempt = parse_request(sys.stdin.read(), os.environ)
         log_path = os.environ.get(LOG_ENV)
         if log_path:
