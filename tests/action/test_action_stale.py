@@ -39,7 +39,13 @@ def stale_repo(root: Path, policy: str | None, fingerprint: bool = True) -> tupl
     git(root, "config", "user.email", "dev@example.com")
     config: dict[str, Any] = {
         **CONFIG,
-        "agent": {**CONFIG["agent"], **({"fingerprint": ["script.json"]} if fingerprint else {})},
+        # Workers: these tests are about staleness, and the relative rule's measurement
+        # asks the agent 60 times a gated row (one start-up, not 60).
+        "agent": {
+            **CONFIG["agent"],
+            "protocol": "worker",
+            **({"fingerprint": ["script.json"]} if fingerprint else {}),
+        },
         "baseline": {
             **CONFIG["baseline"],
             **({"when_stale": policy} if policy is not None else {}),
