@@ -333,7 +333,7 @@ def write_project(root: Path, rows: list[str], **overrides: Any) -> Path:
 def test_passk_compare_against_the_fake_end_to_end(
     start: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = start(rate_limit=0.2, retry_after_s=0.1)
+    server = start(rate_limit=0.05, retry_after_s=0.05)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     config = write_project(tmp_path, E2E_ROWS)
@@ -382,7 +382,7 @@ def test_passk_compare_against_the_fake_end_to_end(
     assert all(
         list(a["checks"])[:3] == ["return_window", "proof_of_purchase", "damage"] for a in attempts
     )
-    assert server.state.counters.rate_limited > 0
+    assert server.state.counters.rate_limited >= 5  # the SDK waited out several 429s
     assert server.state.counters.answered == len(attempts)
     # Every answer carries the usage the API returned, priced by passk.yml's model prices.
     for a in attempts:
