@@ -46,7 +46,9 @@ class Repo:
             "dataset": "data.jsonl",
             "k": 2,
             "concurrency": 4,
-            "agent": {"command": AGENT, "timeout_s": 30},
+            # Workers: one start-up per side, not one per attempt (the relative rule's
+            # measurement asks 60 times a gated row); the protocol is not what is tested.
+            "agent": {"command": AGENT, "protocol": "worker", "timeout_s": 30},
             "confirm": {"attempts": 2, "must_not_break_attempts": 2},
             "retry": {"attempts": 0},
         }
