@@ -966,7 +966,9 @@ def test_the_agent_never_sees_the_token(checkout: Checkout, fake: FakeGitHub) ->
         "print(json.dumps({'decision': right}))\n",
         encoding="utf-8",
     )
-    edit = edit_config(lambda c: c["agent"].update(command=[sys.executable, "spy.py"]))
+    edit = edit_config(
+        lambda c: c["agent"].update(command=[sys.executable, "spy.py"], protocol="process")
+    )
     head = checkout.head(None, apply=[edit])
     seen = checkout.tmp / "spy.jsonl"
     outcome = checkout.run(

@@ -62,6 +62,7 @@ def thief_agent(**agent: Any) -> Any:
         edit_config(
             lambda c: c["agent"].update(
                 command=[sys.executable, "thief.py"],
+                protocol="process",
                 setup=[f"{shlex.quote(sys.executable)} thief.py --setup"],
                 env={"THIEF_RIGHT": json.dumps(ANSWERS)},
                 **agent,
@@ -212,7 +213,9 @@ def crash_once_agent(checkout: Checkout) -> Any:
         (repo / "crash_once.py").write_text(CRASH_ONCE, encoding="utf-8")
         env = {"CRASH_DIR": str(checkout.tmp), "ANSWERS": json.dumps(ANSWERS)}
         edit_config(
-            lambda c: c["agent"].update(command=[sys.executable, "crash_once.py"], env=env)
+            lambda c: c["agent"].update(
+                command=[sys.executable, "crash_once.py"], protocol="process", env=env
+            )
         )(repo)
 
     return apply

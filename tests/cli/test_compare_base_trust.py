@@ -44,6 +44,7 @@ def thief(repo: Path, **agent: Any) -> None:
     edit_config(
         lambda c: c["agent"].update(
             command=[sys.executable, "thief.py"],
+            protocol="process",
             setup=[f"{shlex.quote(sys.executable)} thief.py --setup"],
             env={"THIEF_RIGHT": json.dumps(answers)},
             **agent,

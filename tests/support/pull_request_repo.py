@@ -41,6 +41,9 @@ CONFIG: dict[str, Any] = {
     "concurrency": 4,
     "agent": {
         "command": [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"],
+        # One start-up per side, not one per attempt: these tests are about the action
+        # and the gate, not the agent protocol (tests/agents tests both protocols).
+        "protocol": "worker",
         "timeout_s": 30,
     },
     "baseline": {"artifact": ".passk/baseline.json"},
