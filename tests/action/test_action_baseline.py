@@ -16,13 +16,21 @@ import pytest
 from passk_action.action import main as action_main
 from passk_action.store.artifact import read_run, run_from_json
 from support.pull_request_repo import (
+    CONFIG,
     RIGHT,
     TOKEN,
     git,
     run_baseline,
     template,  # noqa: F401 - the shared repository fixture
+    write_config,
     write_script,
 )
+
+
+def per_attempt(repo: Path) -> None:
+    """The process protocol: these failures (an exit, stdout with no line end) are what one
+    process per attempt does; a worker would wait for a line that never ends."""
+    write_config(repo, {**CONFIG, "agent": {**CONFIG["agent"], "protocol": "process"}})
 
 
 @pytest.fixture
@@ -104,6 +112,7 @@ def test_a_run_without_one_decision_is_not_pushed_as_the_baseline(
             "r4": [{"exit": 4}],
         },
     )
+    per_attempt(repo)
     git(repo, "commit", "-q", "-am", "agent: broken")
     code, stdout, outputs, _ = run_baseline(repo, tmp_path, "commit")
     assert code == 2, stdout
@@ -127,6 +136,7 @@ def test_a_run_with_one_decision_is_pushed_as_the_baseline(
             "r4": ["deny"],
         },
     )
+    per_attempt(repo)
     git(repo, "commit", "-q", "-am", "agent: mostly broken")
     recorded = git(repo, "rev-parse", "HEAD")
     code, stdout, _, _ = run_baseline(repo, tmp_path, "commit")
