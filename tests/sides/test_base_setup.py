@@ -195,6 +195,11 @@ def test_compare_base_runs_refs_setup_in_its_checkout(
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("SETUP_LOG", str(shared / "setup.log"))
     monkeypatch.setenv("AGENT_LOG", str(shared / "asked.jsonl"))
+    # A HOME of this test's: the setup writes $HOME/installed (as one user, passk's own
+    # HOME), and another pytest session may be rewriting the real one's at that moment.
+    (shared / "compare-home").mkdir(mode=0o777)
+    (shared / "compare-home").chmod(0o777)
+    monkeypatch.setenv("HOME", str(shared / "compare-home"))
     out = shared / "result.json"
     code = cli_main(
         ["compare", "--config", str(repo / "passk.yml"), "--base", "main", "--json", str(out),

@@ -178,11 +178,21 @@ def project(shared: Path, agent_env: dict[str, str]) -> tuple[Path, str, str]:
     (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\nbuild/\n")
     write_agent(repo, extra=NEEDS_STAMP)
     # Recorded locally (as passk's user, setup included), then committed without build/.
-    os.environ["SETUP_LOG"] = str(shared / "setup.log")
+    # HOME is a folder of this test's: the setup writes $HOME/installed and every attempt
+    # reads it, and another pytest session (.ci/fresh-venv runs beside the suite) may be
+    # rewriting the real HOME's copy at that moment (an empty read: an errored baseline).
+    home = shared / "recording-home"
+    home.mkdir()
+    saved = {name: os.environ.get(name) for name in ("SETUP_LOG", "HOME")}
+    os.environ.update(SETUP_LOG=str(shared / "setup.log"), HOME=str(home))
     try:
         assert cli_main(["baseline", "--config", str(repo / "passk.yml"), "--quiet"]) == 0
     finally:
-        del os.environ["SETUP_LOG"]
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     base = commit(repo, "passk: config, dataset, agent and baseline")
     shutil.rmtree(repo / "build")
     (shared / "setup.log").unlink()
