@@ -204,11 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", choices=POLICIES, default="v1")
     parser.add_argument("--seed", type=int, default=None, help="default: $PASSK_SEED or 0")
     args = parser.parse_args(argv)
-    if os.environ.get("PASSK_PROTOCOL") == "worker":
-        seed = args.seed if args.seed is not None else int(os.environ.get("PASSK_SEED", "0"))
-        return serve_lines(lambda request: decide(request, args.policy, seed))
     try:
         seed = args.seed if args.seed is not None else int(os.environ.get("PASSK_SEED", "0"))
+        if os.environ.get("PASSK_PROTOCOL") == "worker":
+            return serve_lines(lambda request: decide(request, args.policy, seed))
         request = json.loads(sys.stdin.read())
         request.setdefault("id", os.environ.get("PASSK_ROW_ID", ""))
         request.setdefault("attempt", int(os.environ.get("PASSK_ATTEMPT", "1")))

@@ -183,16 +183,10 @@ def project(shared: Path, agent_env: dict[str, str]) -> tuple[Path, str, str]:
     # rewriting the real HOME's copy at that moment (an empty read: an errored baseline).
     home = shared / "recording-home"
     home.mkdir()
-    saved = {name: os.environ.get(name) for name in ("SETUP_LOG", "HOME")}
-    os.environ.update(SETUP_LOG=str(shared / "setup.log"), HOME=str(home))
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SETUP_LOG", str(shared / "setup.log"))
+        env.setenv("HOME", str(home))
         assert cli_main(["baseline", "--config", str(repo / "passk.yml"), "--quiet"]) == 0
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     base = commit(repo, "passk: config, dataset, agent and baseline")
     shutil.rmtree(repo / "build")
     (shared / "setup.log").unlink()

@@ -61,6 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, TypeAlias
 
+from passk_action.agents.serve import PROTOCOL_ENV, REQUEST_ID, WORKER
 from passk_action.errors import EXIT_USAGE, PasskError, UsageError
 
 LOG_ENV = "PASSK_SCRIPTED_LOG"
@@ -312,19 +313,25 @@ def log_request(path: str, request: Mapping[str, Any]) -> None:
         os.close(fd)
 
 
+def settle(outcome: Outcome) -> Outcome:
+    """Wait out a sleep outcome (and any it wraps); the outcome to play after it."""
+    while isinstance(outcome, Sleep):
+        time.sleep(outcome.seconds)
+        outcome = outcome.then
+    return outcome
+
+
 def play(
     outcome: Outcome, stdout: IO[bytes], stderr: IO[bytes], request_id: str | None = None
 ) -> int:
     """Perform one outcome; return the exit code (a crash raises instead).
 
     With ``request_id`` (the worker protocol) an answer line echoes it."""
-    while isinstance(outcome, Sleep):
-        time.sleep(outcome.seconds)
-        outcome = outcome.then
+    outcome = settle(outcome)
     if isinstance(outcome, Answer):
         answer: dict[str, Any] = dict(outcome.outcome)
         if request_id is not None:
-            answer["request_id"] = request_id
+            answer[REQUEST_ID] = request_id
         if outcome.decision is not None:
             answer["decision"] = outcome.decision
         if outcome.checks:
@@ -359,7 +366,7 @@ def serve_lines(script: Script, stdin: IO[str], stdout: IO[bytes], stderr: IO[by
         if not line.strip():
             continue
         request, row_id, version, attempt = parse_request(line, {})
-        request_id = request.pop("request_id", None)
+        request_id = request.pop(REQUEST_ID, None)
         if not isinstance(request_id, str):
             raise UsageError(
                 "a worker request needs a request_id string", where="stdin",
@@ -367,14 +374,11 @@ def serve_lines(script: Script, stdin: IO[str], stdout: IO[bytes], stderr: IO[by
             )  # fmt: skip
         if log_path:
             log_request(log_path, request)
-        outcome = outcome_for(script, row_id, version, attempt)
-        while isinstance(outcome, Sleep):
-            time.sleep(outcome.seconds)
-            outcome = outcome.then
+        outcome = settle(outcome_for(script, row_id, version, attempt))
         if isinstance(outcome, Exit):
             return play(outcome, stdout, stderr)
         if isinstance(outcome, Crash):
-            error = {"request_id": request_id, "error": f"ScriptedCrash: {outcome.message}"}
+            error = {REQUEST_ID: request_id, "error": f"ScriptedCrash: {outcome.message}"}
             stdout.write((json.dumps(error, ensure_ascii=False) + "\n").encode("utf-8"))
         else:
             play(outcome, stdout, stderr, request_id)
@@ -392,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 hint="python -m passk_action.testing.scripted_agent SCRIPT.json",
             )
         script = load_script(args[0])
-        if os.environ.get("PASSK_PROTOCOL") == "worker":
+        if os.environ.get(PROTOCOL_ENV) == WORKER:
             return serve_lines(script, sys.stdin, sys.stdout.buffer, sys.stderr.buffer)
         request, row_id, version, attempt = parse_request(sys.stdin.read(), os.environ)
         log_path = os.environ.get(LOG_ENV)
