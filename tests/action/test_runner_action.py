@@ -493,16 +493,16 @@ def test_the_runner_variant_gates_the_sdk_example_behind_the_fake_llm(
     assert result["executions"] == {
         "candidate": 159,
         "baseline_topup": 0,
-        "confirm_baseline": 789,
-        "confirm_candidate": 905,
-        "total": 1853,
-        "naive": 2012,
-        "confirm_rounds": 7,
+        "confirm_baseline": 817,
+        "confirm_candidate": 1042,
+        "total": 2018,
+        "naive": 2177,
+        "confirm_rounds": 6,
     }
     attempts = [*result["candidate"]["run"]["attempts"], *result["baseline"]["run"]["attempts"]]
     assert all(a.get("error") is None and not a.get("retries") for a in attempts)
     assert fake_llm.state.counters.rate_limited > 0  # 429s happened, and changed no answer
-    assert fake_llm.state.counters.answered == 159 + 789 + 905
+    assert fake_llm.state.counters.answered == 159 + 817 + 1042
 
     (body,) = fake.comment_bodies(7)
     (check,) = fake.check_runs

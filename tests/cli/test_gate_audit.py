@@ -225,9 +225,9 @@ def test_a_relative_rule_result_is_audited_from_its_recorded_attempts(
     assert audited.consistent
     assert audited.result.gate == result.gate
     assert main(["gate", str(path)]) == (0 if result.gate.passed else 1)
-    # Control: the same attempts under the relative rule with a looser paired comparison
-    # (alpha 0.3: a few losses block) decide otherwise: the file's own rule is the one audited.
-    doc["policy"]["rule"]["alpha"] = 0.3
+    # Control: the same attempts audited with the second design's screen (an SPRT that
+    # asks for more answers) decide otherwise: the file's own rule is the one audited.
+    doc["policy"]["rule"]["screen"] = "sprt"
     assert not result_from_json(doc, "r.json").consistent
 
 

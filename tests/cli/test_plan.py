@@ -40,7 +40,7 @@ def test_plan_for_a_size_prints_the_rates_and_a_suggestion(
     assert out == GOLDEN.read_text(encoding="utf-8")
     assert out.startswith("gate.rule: relative (")  # the default rule
     oc = gate_oc(RuleSettings(), k=3, gated_rows=10)
-    assert oc.false_block <= 1 - (1 - 0.001 / 0.98) ** 10  # the paired comparison's bound
+    assert oc.false_block <= 1 - (1 - 0.001 / 0.995) ** 10  # the paired comparison's bound
     # The comment's How-sure sentence for the same rows states the same figure.
     sentence = gate_sentence(dataset_oc(RuleSettings(), k=3, kinds=[GatedKind.MUST_NOT_BREAK] * 10),
                              RuleSettings())  # fmt: skip

@@ -586,8 +586,8 @@ def test_sdk_example_installs_its_sdk_in_setup_and_the_gate_decides(
         assert rows[row]["confirmation"] == "confirmed-regression"
     for row in DAMAGE_DIVERGES:
         assert rows[row]["first_divergent_check"]["check"] == "damage"
-    assert result["executions"]["total"] == 1853  # as the runner variant's (the same rounds)
-    assert fake_llm.state.counters.answered == 1853
+    assert result["executions"]["total"] == 2018  # as the runner variant's (the same rounds)
+    assert fake_llm.state.counters.answered == 2018
     assert fake_llm.state.counters.rate_limited > 0
 
     assert fake.violations == []

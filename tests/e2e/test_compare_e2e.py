@@ -168,10 +168,11 @@ def test_baseline_that_also_varies_does_not_block(project: Project) -> None:
     assert v["confirmation"] == "baseline-varies"
     assert v["baseline_final_class"] == "flip"
     assert code == 0 and result["gate"]["passed"] is True
-    # Both versions answer wrong from here on: their pairs never disagree, and the paired
+    # Both versions answer wrong from here on: the candidate's screen reads 7 more answers
+    # before it sends the row side by side, where the pairs never disagree, and the paired
     # comparison ends after its quiet pairs (42), not at its cap of 300 (600 agent calls).
     executions = result["executions"]
-    assert (executions["confirm_baseline"], executions["confirm_candidate"]) == (42, 42)
+    assert (executions["confirm_baseline"], executions["confirm_candidate"]) == (42, 7 + 42)
 
 
 def test_crash_only_must_not_break_row_blocks_as_unclassified(project: Project) -> None:

@@ -323,11 +323,11 @@ def test_the_readmes_tell_what_the_demo_does(tmp_path: Path) -> None:
     assert "mean accuracy goes from 77.9% to 93.3%, and the gate fails on seven" in top
     assert "| 77.9% |" in said and "| 93.3% |" in said
     assert "the gate fails on seven must-not-break rows" in demo
-    # r-023: right on its k main attempts, then wrong 17 times in 55.
-    assert "one (`r-023`) right on them and wrong 17 times in 55" in demo
+    # r-023: right on its k main attempts, then wrong 22 times in 68.
+    assert "one (`r-023`) right on them and wrong 22 times in 68" in demo
     heading = r"`r-023`\*\* · must-not-break · ratchet · stable-correct → stable-correct"
     assert re.search(heading, said)
-    assert "17 wrong of 55 attempts" in said
+    assert "22 wrong of 68 attempts" in said
     # The evidence quoted is r-007's, word for word.
     quoted = re.search(r'blocking row states its evidence \("([^"]+)"\)', demo)
     assert quoted is not None and quoted[1] in said

@@ -1061,8 +1061,9 @@ def test_a_gated_row_the_relative_rule_compares_side_by_side_names_both_absent_a
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A must-not-break row the baseline got wrong once in three goes straight to the side-by-
-    side comparison, which wants both versions: with no agent at all, the warning names each
-    (it was a note that confirmation was skipped, and the comment said nothing of the row)."""
+    side comparison under the SPRT screen, which wants both versions: with no agent at all,
+    the warning names each (it was a note that confirmation was skipped, and the comment said
+    nothing of the row)."""
     flaky = [True, False, True]
     base = promptfoo_run(tmp_path / "base.json", {"refund": flaky, "deny": [True] * 3})
     cand = promptfoo_run(tmp_path / "cand.json", {"refund": flaky, "deny": [True] * 3})
@@ -1075,7 +1076,11 @@ def test_a_gated_row_the_relative_rule_compares_side_by_side_names_both_absent_a
         row["must_not_break"] = row["id"] == "refund"
     rows.write_text("".join(json.dumps(r) + "\n" for r in marked), encoding="utf-8")
     config = tmp_path / "passk.yml"
-    config.write_text("dataset: rows.jsonl\nk: 3\nscoring: {by: environment}\n", encoding="utf-8")
+    config.write_text(
+        "dataset: rows.jsonl\nk: 3\nscoring: {by: environment}\n"
+        "gate: {sequential: {screen: sprt}}\n",
+        encoding="utf-8",
+    )
     capsys.readouterr()
     assert main([
         "compare", "--config", str(config), "--baseline", str(tmp_path / "base.run.json"),

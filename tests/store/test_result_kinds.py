@@ -34,6 +34,7 @@ from passk_action.core.notes import (
 )
 from passk_action.core.protected import GatedBy, LabelChanged, WrittenChange
 from passk_action.core.reasons import REASON_KINDS, WARNING_KINDS, VerdictBlocks, WrittenReason
+from passk_action.core.sequential import OPTIMAL, SPRT
 from passk_action.errors import ArtifactError
 from passk_action.report.notes import sentence
 from passk_action.store.results import dump_result, read_result, result_from_json
@@ -231,3 +232,14 @@ def test_a_result_written_before_the_quiet_stop_is_audited_without_it() -> None:
     assert audited.consistent and audited.result.policy.rule.pair_quiet == 0
     # Control: this passk writes the setting, at its default (from the drop).
     assert read_result(NEW).result.policy.rule.pair_quiet == -1
+
+
+def test_a_result_written_before_the_designed_screen_is_audited_with_the_sprt() -> None:
+    """A rule without ``screen`` was decided by the SPRT screen, and is audited with it
+    (tests/cli/test_gate_audit.py: the same attempts under another screen decide otherwise)."""
+    before = GOLDEN / "result_v7_before_quiet.json"
+    assert '"screen"' not in before.read_text(encoding="utf-8")
+    audited = read_result(before)
+    assert audited.consistent and audited.result.policy.rule.screen == SPRT
+    # Control: this passk writes the setting, the designed screen.
+    assert read_result(NEW).result.policy.rule.screen == OPTIMAL

@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .relative import direct, pair_spec, quiet_pairs, screen_spec, theta
+from .pair_oc import check_probability, pair_oc
+from .relative import direct, pair_spec, quiet_pairs, screen_bounds
 from .sequential import (
     RELATIVE,
     SEQUENTIAL,
     Boundaries,
-    Ending,
     GatedKind,
     RuleSettings,
     SprtSpec,
@@ -48,11 +48,6 @@ HARMLESS = 0.99
 """The accuracy of a harmless gated row in the gate's goals (both versions)."""
 DROPPED = 0.7
 """The accuracy a gated row drops to in the gate's goals (the candidate)."""
-
-
-def _check_probability(name: str, p: float) -> None:
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{name} must be within [0, 1], got {p}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +83,14 @@ def side_oc(spec: SprtSpec, accuracy: float, main: int = 0) -> SideOC:
     (:meth:`~.sequential.Boundaries.rights_to_pass`), as :func:`~.sequential.judge`
     asks.  The test ends by ``max_decisions``, so all mass has ended there.
     """
-    _check_probability("accuracy", accuracy)
+    check_probability("accuracy", accuracy)
     return _side_oc(boundaries(spec), accuracy, main)
+
+
+def bounds_oc(bounds: Boundaries, accuracy: float, main: int = 0) -> SideOC:
+    """:func:`side_oc` for a test given as its boundaries (the relative rule's designed screen)."""
+    check_probability("accuracy", accuracy)
+    return _side_oc(bounds, accuracy, main)
 
 
 @lru_cache(maxsize=512)
@@ -161,112 +162,6 @@ def _side_oc(bounds: Boundaries, p: float, main: int) -> SideOC:
 
 
 @dataclass(frozen=True, slots=True)
-class PairOC:
-    """The paired comparison at accuracies (p_b, p_c): its block chance and pairs read."""
-
-    block: float
-    pairs: float
-
-
-def pair_oc(
-    spec: SprtSpec, baseline: float, candidate: float, max_pairs: int, quiet: int = 0
-) -> PairOC:
-    """Exact :class:`PairOC` of the paired SPRT ``spec`` (``core/relative.py``).
-
-    Pairs disagree independently with d = p_b (1 - p_c) + (1 - p_b) p_c, a
-    disagreement being a loss with theta (:func:`~.relative.theta`) whatever
-    came before.  So the SPRT on disagreements is the one-sample test of
-    :func:`_ending_times` at "right" = 1 - theta, and its N-th disagreement
-    arrives by pair ``max_pairs`` iff Bin(max_pairs, d) >= N (else the
-    comparison ends "not shown" at ``max_pairs``).  Block = sum over N of
-    P(ends unreliable at N) P(Bin(P, d) >= N); pairs read = sum over N of
-    P(ends at N) E[min(T_N, P)], T_N the pair of the N-th disagreement, and
-    E[min(T_N, P)] = sum_{i < P} P(Bin(i, d) < N).
-
-    With a quiet stop at m pairs (``quiet`` > 0, :func:`~.relative.quiet_pairs`), the
-    comparison also ends "not shown" when its first m pairs agree, which happens with
-    (1 - d)^m; after it the pairs are a fresh sequence of P - m, so
-    P(T_N <= P, T_1 <= m) = P(Bin(P, d) >= N) - (1 - d)^m P(Bin(P - m, d) >= N), and
-    E[min(T_N, P); T_1 <= m] = E[min(T_N, P)] - (1 - d)^m (m + E[min(T'_N, P - m)]);
-    a quiet stop reads m pairs.
-    """
-    _check_probability("baseline accuracy", baseline)
-    _check_probability("candidate accuracy", candidate)
-    return _pair_oc(boundaries(spec), baseline, candidate, max_pairs, quiet)
-
-
-@lru_cache(maxsize=4096)
-def _pair_oc(bounds: Boundaries, p_b: float, p_c: float, max_pairs: int, quiet: int) -> PairOC:
-    d = p_b * (1.0 - p_c) + (1.0 - p_b) * p_c
-    quiet = quiet if 0 < quiet < max_pairs else 0
-    if d <= 0.0:
-        return PairOC(0.0, float(quiet or max_pairs))
-    unreliable_at, reliable_at = _ending_times(bounds, 1.0 - theta(p_b, p_c))
-    last = bounds.max_decisions
-    reach, waits = _arrivals(last, d, max_pairs)
-    block = sum(unreliable_at[n] * reach[n] for n in range(1, last + 1))
-    pairs = sum((unreliable_at[n] + reliable_at[n]) * waits[n] for n in range(1, last + 1))
-    if quiet:
-        silent = (1.0 - d) ** quiet
-        reach_after, waits_after = _arrivals(last, d, max_pairs - quiet)
-        block -= silent * sum(unreliable_at[n] * reach_after[n] for n in range(1, last + 1))
-        pairs -= silent * sum(
-            (unreliable_at[n] + reliable_at[n]) * (quiet + waits_after[n])
-            for n in range(1, last + 1)
-        )
-        pairs += silent * quiet
-    return PairOC(block, pairs)
-
-
-def _arrivals(last: int, d: float, max_pairs: int) -> tuple[list[float], list[float]]:
-    """reach[N] = P(Bin(P, d) >= N) and waits[N] = E[min(T_N, P)] for N = 1 .. last
-    (P = ``max_pairs``, T_N the pair of the N-th disagreement; index 0 unused)."""
-    pmf = [1.0] + [0.0] * last
-    waits = [0.0] * (last + 1)
-    for _ in range(max_pairs):
-        below = 0.0
-        for n in range(1, last + 1):
-            below += pmf[n - 1]
-            waits[n] += below
-        nxt = [0.0] * (last + 1)
-        for n, mass in enumerate(pmf):
-            if mass:
-                nxt[n] += mass * (1.0 - d)
-                nxt[min(n + 1, last)] += mass * d
-        pmf = nxt
-    reach = [0.0] * (last + 1)
-    tail = 0.0
-    for n in range(last, 0, -1):
-        tail += pmf[n]
-        reach[n] = tail
-    return reach, waits
-
-
-@lru_cache(maxsize=1024)
-def _ending_times(bounds: Boundaries, p: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """P(the test ends unreliable / reliable at answer n), answers read one at a time."""
-    last = bounds.max_decisions
-    unreliable = [0.0] * (last + 1)
-    reliable = [0.0] * (last + 1)
-    live = {0: 1.0}
-    for n in range(1, last + 1):
-        step: dict[int, float] = {}
-        for w, mass in live.items():
-            step[w] = step.get(w, 0.0) + mass * p
-            step[w + 1] = step.get(w + 1, 0.0) + mass * (1.0 - p)
-        live = {}
-        for w, mass in step.items():
-            ending = bounds.ending(n, w)
-            if ending is Ending.UNRELIABLE:
-                unreliable[n] += mass
-            elif ending is Ending.RELIABLE:
-                reliable[n] += mass
-            else:
-                live[w] = mass
-    return tuple(unreliable), tuple(reliable)
-
-
-@dataclass(frozen=True, slots=True)
 class RelativeOC:
     """The relative rule on one row: block chance, and expected attempts beyond the main ones.
 
@@ -301,7 +196,7 @@ def relative_oc(
     recorded answers on the row (default: k + its measurement, ``settings.measure``).
 
     Sum over the baseline's right count c ~ Bin(answers, p_b) of: the screen
-    of c (:func:`~.relative.screen_spec`) ending unreliable at p_c
+    of c (:func:`~.relative.screen_bounds`) ending unreliable at p_c
     (:func:`side_oc`) times the paired comparison of c blocking
     (:func:`pair_oc`); attempts likewise.  A c whose reference cannot drop
     by ``drop`` passes untested; a c at most ``direct_below`` of ``answers``
@@ -311,8 +206,8 @@ def relative_oc(
     recorded answers are those: the figures for the pull requests that
     baseline will judge (no sum over c).
     """
-    _check_probability("candidate accuracy", candidate)
-    _check_probability("baseline accuracy", baseline)
+    check_probability("candidate accuracy", candidate)
+    check_probability("baseline accuracy", baseline)
     n = max(k, settings.measure) if answers is None else answers
     weights = list(enumerate(binomial_pmf(n, baseline)))
     if recorded is not None:
@@ -322,8 +217,8 @@ def relative_oc(
     for right, weight in weights:
         if weight < 1e-15:
             continue
-        spec = screen_spec(right, n, settings)
-        if spec is None:
+        bounds = screen_bounds(right, n, settings)
+        if bounds is None:
             continue
         pairing = pair_spec(right, n, settings)
         paired = pair_oc(
@@ -335,7 +230,7 @@ def relative_oc(
             cand += weight * max(0.0, paired.pairs - k)
             base += weight * paired.pairs
             continue
-        screen = side_oc(spec, candidate, k)
+        screen = _side_oc(bounds, candidate, k)
         block += weight * screen.unreliable * paired.block
         screened += weight * screen.unreliable
         cand += weight * (screen.attempts - k + screen.unreliable * paired.pairs)
@@ -366,7 +261,7 @@ class RowOC:
         # right 0.0002% of the time gave -2.2e-16): held to the range, never past it.
         if -1e-12 <= self.block < 0.0 or 1.0 < self.block <= 1.0 + 1e-12:
             object.__setattr__(self, "block", min(1.0, max(0.0, self.block)))
-        _check_probability("block", self.block)
+        check_probability("block", self.block)
 
     @property
     def candidate_extra(self) -> float:
@@ -407,8 +302,8 @@ def row_oc(
     """
     if k < 1:
         raise ValueError("k must be at least 1")
-    _check_probability("candidate accuracy", candidate)
-    _check_probability("baseline accuracy", baseline)
+    check_probability("candidate accuracy", candidate)
+    check_probability("baseline accuracy", baseline)
     if settings.rule == RELATIVE:
         oc = relative_oc(settings, k=k, candidate=candidate, baseline=baseline)
         return RowOC(
@@ -448,7 +343,7 @@ def any_of(rate: float, rows: int) -> float:
     """
     if rows < 0:
         raise ValueError("rows must be >= 0")
-    _check_probability("rate", rate)
+    check_probability("rate", rate)
     if rate == 1.0:
         return 1.0 if rows else 0.0
     return -math.expm1(rows * math.log1p(-rate))

@@ -6,19 +6,24 @@ answers on the row (its k main attempts and the ``measure`` attempts
 ``passk baseline`` adds to every gated row, 60 answers with the defaults),
 c right of n, decide the route:
 
-1. **The screen** (c / n above ``direct_below``, 0.85): the candidate's
-   answers run a truncated SPRT (``core/sequential.py``) against the
-   reference accuracy a = min(``screen_cap``, Wilson upper bound of c / n at
-   z = ``anchor_z``) (Wilson, JASA 22, 1927): right with a against right
-   with a - ``drop``, nominal ``screen_alpha`` and ``screen_beta``,
-   ``max_decisions`` answers, the likelier hypothesis at the last.
-   "Reliable" -> PASS.  Not ended -> more candidate attempts.  "Unreliable"
-   -> the paired comparison, on answers given after the screen ended.
-2. **Straight to the paired comparison** (c / n at most ``direct_below``):
-   60 answers tell a row right 80% of the time only to +-5 points, too
-   roughly for a screen to catch a 20-point drop 90% of the time, so
-   these rows skip it, and every candidate answer (main ones included:
-   nothing selected them) is paired.
+1. **The screen** (``screen: optimal``, the default): the candidate's answers
+   are read one at a time, and the table designed for c of n
+   (``core/optimal_screen.py``: the screen that asks a harmless row right 95%
+   of the time fewest answers for a 90% catch of a ``drop`` at every accuracy
+   from 0.80 to 1.00) passes the row, asks for more, or sends it to the
+   paired comparison, on answers given after the screen ended; or, where the
+   table says so, straight there, every candidate answer paired.
+2. **The SPRT screen** (``screen: sprt``, the second design): c / n above
+   ``direct_below`` (0.85), the candidate's answers run a truncated SPRT
+   (``core/sequential.py``) against the reference accuracy
+   a = min(``screen_cap``, Wilson upper bound of c / n at z = ``anchor_z``)
+   (Wilson, JASA 22, 1927): right with a against right with a - ``drop``,
+   nominal ``screen_alpha`` and ``screen_beta``, ``max_decisions`` answers,
+   the likelier hypothesis at the last.  "Reliable" -> PASS.  Not ended ->
+   more candidate attempts.  "Unreliable" -> the paired comparison, on
+   answers given after the screen ended.  c / n at most ``direct_below``:
+   straight to the paired comparison, every candidate answer (main ones
+   included: nothing selected them) paired.
 3. **The paired comparison**: both versions answer again, fresh, paired
    in order: the i-th valid answer of one side with the i-th of the other.
    A pair where the baseline is right and the candidate wrong is a *loss*,
@@ -48,18 +53,20 @@ accuracy*, times the chance the row gets there; per pull request
 1 - (1 - rate)^G.  The catch rate and the attempts do depend on the
 accuracy: ``core/operating.py`` computes them exactly (``relative_oc``),
 ``bench/gate_relative.md`` tabulates them and plays them through
-``passk compare``.  Edge cases: n = 0 (no recorded answer) gives the
-reference ``screen_cap`` and never goes straight to the pairs; c = n is
-screened against ``screen_cap`` (a baseline never wrong in 60 answers is
-not taken to be never wrong).
+``passk compare``.  Edge cases: n = 0 (no recorded answer) weighs
+every accuracy alike (the SPRT screen: the reference ``screen_cap``, never
+straight to the pairs); c = n is not taken to be never wrong (every
+accuracy from 0.80 up stays possible; the SPRT screen: ``screen_cap``).
 
-**Two designs.**  The first (result schema 5) screened every row against
+**Three designs.**  The first (result schema 5) screened every row against
 the Wilson upper bound at z = 1.5 capped at ``reliable`` and set theta1 at
 z = 1.2816: a harmless row at 0.95 cost 56.4 extra candidate attempts a
 pull request.  The second (``screen_cap``, ``pair_z``, ``direct_below``;
-schema 6) costs the figures in ``bench/gate_relative.md``.  A result
-without those settings is audited with :data:`FIRST_DESIGN`'s values, which
-are exactly the first design.
+schema 6) cost 22.0.  The third (``screen: optimal``, ``pair_beta`` 0.005)
+costs 14.5 (``bench/gate_relative.md``; ``bench/gate_bound.md``: no screen
+before this confirmation costs less than 14.4).  A result without the
+second's settings is audited with :data:`FIRST_DESIGN`'s values, which are
+exactly the first design; one without ``screen`` with the SPRT screen.
 
 **Errors are not evidence.**  An errored attempt is not an answer; a side's
 asking ends when its ``max_attempts`` are spent or its last
@@ -76,12 +83,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .model import Version
+from .optimal_screen import GRID, HARMLESS_AT, Confirmation, Screen, design, weights_for
+from .pair_oc import pair_oc, theta
 from .sequential import (
     LIKELIER,
+    OPTIMAL,
     RELATIVE,
     RELIABLE_UNLESS_SHOWN,
+    Boundaries,
     Decision,
     Ending,
     Finding,
@@ -104,6 +116,8 @@ FIRST_DESIGN: dict[str, float | None] = {"screen_cap": None, "pair_z": 1.2816, "
 THETA_RANGE = (0.6, 0.95)
 QUIET_MISS = 1e-4
 """The most a quiet stop may cost the paired comparison's catch of a drop of ``drop``."""
+FIRST = 3
+"""The designed screen ends after 3 answers at the earliest (the default k's main ones)."""
 MIN_GAP = 0.005
 """A reference below ``drop`` + this cannot drop by ``drop``: the row passes untested."""
 
@@ -138,15 +152,41 @@ def reference(right: int, answers: int, settings: RuleSettings) -> float:
 
 
 def direct(right: int, answers: int, settings: RuleSettings) -> bool:
-    """Whether a row skips the screen: c / n at most ``direct_below`` (n = 0: never)."""
+    """Whether a row skips the screen: the designed screen's choice (``screen: optimal``),
+    or c / n at most ``direct_below`` (``sprt``; n = 0: never)."""
+    if settings.screen == OPTIMAL:
+        return _designed(right, answers, settings).direct
     return answers > 0 and right <= settings.direct_below * answers + 1e-9
 
 
-def theta(baseline: float, candidate: float) -> float:
-    """P(loss | the pair disagrees) for versions right with these probabilities (1 if never)."""
-    loss = baseline * (1.0 - candidate)
-    win = (1.0 - baseline) * candidate
-    return loss / (loss + win) if loss + win > 0 else 1.0
+def screen_bounds(right: int, answers: int, settings: RuleSettings) -> Boundaries | None:
+    """The screen as boundaries on (answers, wrong) for a baseline with ``right`` of
+    ``answers`` recorded; None: the row cannot drop by ``drop`` and passes untested."""
+    spec = screen_spec(right, answers, settings)
+    if spec is None:
+        return None
+    if settings.screen == OPTIMAL:
+        return _designed(right, answers, settings).bounds
+    return boundaries(spec)
+
+
+@lru_cache(maxsize=1024)
+def _designed(right: int, answers: int, settings: RuleSettings) -> Screen:
+    """The designed screen (``core/optimal_screen.py``) around this baseline's confirmation."""
+    spec = pair_spec(right, answers, settings)
+    quiet = quiet_pairs(settings)
+    pairs = pair_oc(spec, HARMLESS_AT, HARMLESS_AT, settings.pair_max_pairs, quiet).pairs
+    caught = tuple(
+        pair_oc(spec, p, p - settings.drop, settings.pair_max_pairs, quiet).block
+        if p - settings.drop > 0
+        else 0.0
+        for p in GRID
+    )
+    return design(
+        right, answers, Confirmation(pairs, caught),
+        drop=settings.drop, first=FIRST, last=settings.max_attempts,
+        weights=weights_for(settings.drop),
+    )  # fmt: skip
 
 
 def screen_spec(right: int, answers: int, settings: RuleSettings) -> SprtSpec | None:
@@ -275,17 +315,17 @@ def judge_relative(
     """
     recorded = _answers(baseline.outcomes[: baseline.recorded])
     right = sum(recorded)
-    spec = screen_spec(right, len(recorded), settings)
-    if spec is None:
+    bounds = screen_bounds(right, len(recorded), settings)
+    if bounds is None:
         base = _side(baseline, len(recorded), len(recorded) - right, Ending.UNRELIABLE)
         cand = read(candidate, boundaries(SprtSpec(0.99, 0.5, 0.1, 0.1, 1)), tested=False)
         return RowVerdict(kind, RELATIVE, Decision.PASS, Finding.BASELINE_VARIES, cand, base)
     cand_answers = _answers(candidate.outcomes)
     if direct(right, len(recorded), settings):
-        cand = read(candidate, boundaries(spec), tested=False)
+        cand = read(candidate, bounds, tested=False)
         fresh_c = cand_answers
     else:
-        cand = read(candidate, boundaries(spec))
+        cand = read(candidate, bounds)
         base_screen = _side(baseline, len(recorded), len(recorded) - right, Ending.NOT_TESTED)
         if cand.ending is Ending.RELIABLE:
             finding = Finding.WITHIN_CHANCE if cand.wrong else Finding.RELIABLE
@@ -293,7 +333,7 @@ def judge_relative(
         if cand.ending is Ending.UNDECIDED:
             left = _left(candidate, settings) if more_possible else 0
             if left:
-                more = boundaries(spec).rights_to_pass(cand.read, cand.wrong_read)
+                more = bounds.rights_to_pass(cand.read, cand.wrong_read)
                 wanted = Request(Version.CANDIDATE, min(left, more))
                 return RowVerdict(
                     kind, RELATIVE, Decision.MORE, Finding.UNDECIDED, cand, base_screen, (wanted,)

@@ -88,6 +88,11 @@ RELATIVE = "relative"
 SEQUENTIAL = "sequential"
 STRICT = "strict"
 RULES = (RELATIVE, SEQUENTIAL, STRICT)
+OPTIMAL = "optimal"
+SPRT = "sprt"
+SCREENS = (OPTIMAL, SPRT)
+"""The relative rule's screens: the designed table (``core/optimal_screen.py``), or the SPRT
+of its first two designs."""
 
 # Two log likelihood ratios this close count as equal: with the defaults two
 # wrong answers give exactly ln(30^2) = ln(0.9 / 0.001), the upper threshold.
@@ -262,7 +267,11 @@ class RuleSettings:
     ``pair_max_pairs``, ``pair_quiet``, ``direct_below``, ``measure``.  ``screen_cap``,
     ``pair_z`` and ``direct_below`` came with its second design (result
     schema 6); a result that lacks them was decided by the first, and is
-    audited with :data:`~.relative.FIRST_DESIGN`.
+    audited with :data:`~.relative.FIRST_DESIGN`.  ``screen`` came with the third
+    (a result that lacks it was decided by ``sprt``): ``optimal``, the designed table
+    of ``core/optimal_screen.py`` (``screen_alpha``, ``screen_beta`` and
+    ``direct_below`` then unused; ``anchor_z`` and ``screen_cap`` still say which rows
+    cannot drop by ``drop`` at all), or ``sprt``, the second design's screen.
     """
 
     rule: str = RELATIVE
@@ -281,7 +290,7 @@ class RuleSettings:
     screen_alpha: float = 0.01
     screen_beta: float = 0.08
     anchor_z: float = 0.5
-    pair_beta: float = 0.02
+    pair_beta: float = 0.005
     pair_max_decisions: int = 120
     pair_max_pairs: int = 300
     measure: int = 60
@@ -289,6 +298,9 @@ class RuleSettings:
     screen_cap: float = 0.98
     pair_z: float = 0.7
     direct_below: float = 0.85
+    screen: str = OPTIMAL
+    """The relative rule's screen (:data:`SCREENS`). A result that lacks it was decided by
+    the SPRT screen, and is audited so."""
     pair_quiet: int = -1
     """Pairs with no disagreement after which the paired comparison ends "not shown" (0:
     never; -1: set from ``drop``, :func:`~.relative.quiet_pairs`). A result that lacks it
@@ -319,6 +331,8 @@ class RuleSettings:
             raise ValueError("pair_max_decisions, pair_max_pairs and unable_after must be >= 1")
         if self.measure < 0:
             raise ValueError("measure must be >= 0")
+        if self.screen not in SCREENS:
+            raise ValueError(f"screen must be one of {', '.join(SCREENS)}, got {self.screen!r}")
         if self.pair_quiet < -1:
             raise ValueError("pair_quiet must be -1 (from drop), 0 (never) or a count of pairs")
 
@@ -366,6 +380,7 @@ class RuleSettings:
             "screen_cap": self.screen_cap,
             "pair_z": self.pair_z,
             "direct_below": self.direct_below,
+            "screen": self.screen,
         }
 
 

@@ -30,7 +30,7 @@ from ..core.reasons import (
 )
 from ..core.relative import FIRST_DESIGN, first_design
 from ..core.result import CompareResult, Executions, evaluate
-from ..core.sequential import STRICT, RowVerdict, RuleSettings
+from ..core.sequential import SPRT, STRICT, RowVerdict, RuleSettings
 from ..errors import ArtifactError
 from .atomic import write_text_atomic
 from .codec import (
@@ -68,7 +68,8 @@ audited with it. 4 lets a row's ``expected`` be a structured decision, carry ``e
 or be absent (a task its environment scores), beside version-3 runs; 3 added the gated-row rule
 (``policy.rule``) and each gated row's ``verdict``; results of 1 and 2 were decided by what is
 now ``gate.rule: strict`` and are audited with it. Run artifacts keep their own version
-(``store/artifact.py``)."""
+(``store/artifact.py``). ``policy.rule``'s ``screen`` came within 7: a result without it
+was decided by the SPRT screen, and is audited with it."""
 SECOND_DESIGN = 6
 """The first result version whose relative rule is the second design."""
 LEGACY_RULE = RuleSettings(rule=STRICT)
@@ -368,8 +369,9 @@ def _rule_from_json(doc: Mapping[str, Any], where: str) -> RuleSettings:
     missing = [name for name in FIRST_DESIGN if name not in rule]
     if missing:
         raise ArtifactError(f"'policy.rule' lacks {', '.join(missing)}", where=where)
-    # A result without a quiet stop was decided without one (passk before it wrote none).
-    rule = {"pair_quiet": 0, **rule}
+    # A result without a quiet stop was decided without one (passk before it wrote none),
+    # one without a screen by the SPRT screen (passk before the designed one).
+    rule = {"pair_quiet": 0, "screen": SPRT, **rule}
     try:
         return RuleSettings(**rule)
     except (ValueError, TypeError) as exc:
