@@ -10,29 +10,17 @@ hold it.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from types import ModuleType
-
 import pytest
 
 from support.paths import REPO
+from support.scripts import load_script
 
 BENCH = REPO / "bench" / "coverage.py"
 SEED = 7
 REPS = 400
 
 
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("passk_coverage_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_script(BENCH, "passk_coverage_bench")
 
 
 @pytest.mark.parametrize(

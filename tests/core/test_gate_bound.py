@@ -9,32 +9,21 @@ second design included, may score lower for the same weights.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
-import sys
 from dataclasses import replace
-from types import ModuleType
 
 import pytest
 
 from passk_action.core.relative import screen_bounds
 from passk_action.core.sequential import SPRT
 from support.paths import REPO
+from support.scripts import load_script
 
 BENCH = REPO / "bench" / "gate_bound.py"
 
 
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("passk_gate_bound_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_script(BENCH, "passk_gate_bound_bench")
 SECOND = replace(bench.RULE, screen=SPRT, pair_beta=0.02)
 
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import replace
 
 import pytest
 
-from passk_action.core.model import Version
 from passk_action.core.operating import binomial_pmf, bounds_oc, relative_oc
 from passk_action.core.optimal_screen import GRID, WEIGHTS, Confirmation, design
 from passk_action.core.pair_oc import pair_oc
 from passk_action.core.relative import (
     FIRST,
-    judge_relative,
     pair_spec,
     quiet_pairs,
     screen_bounds,
@@ -23,18 +20,14 @@ from passk_action.core.relative import (
 from passk_action.core.sequential import (
     OPTIMAL,
     SPRT,
-    Decision,
-    GatedKind,
-    Outcome,
     RuleSettings,
-    SideAttempts,
     boundaries,
 )
+from support.relative_rows import play
 
 RULE = RuleSettings()
 SECOND = replace(RULE, screen=SPRT, pair_beta=0.02)
 K = 3
-MNB = GatedKind.MUST_NOT_BREAK
 ACCURACIES = [round(0.80 + i / 100, 2) for i in range(21)]
 
 
@@ -115,44 +108,11 @@ def test_the_screen_is_two_boundaries_that_end_by_the_last_answer(right: int) ->
     assert all(bounds.pass_up_to[n] <= bounds.pass_up_to[n + 1] for n in range(1, last))
 
 
-CODES = {"R": Outcome.RIGHT, "W": Outcome.WRONG, "E": Outcome.ERROR}
-
-
-def _side(text: str, measured: int = 0) -> SideAttempts:
-    return SideAttempts(tuple(CODES[c] for c in text), K, measured)
-
-
-def _simulate(p_b: float, p_c: float, trials: int, seed: int) -> tuple[float, float]:
-    """Rows played through judge_relative alone: block rate, mean candidate attempts."""
-    rng = random.Random(seed)
-
-    def draw(p: float, n: int) -> str:
-        return "".join("R" if rng.random() < p else "W" for _ in range(n))
-
-    blocks = attempts = 0
-    for _ in range(trials):
-        recorded = draw(p_b, RULE.measure)
-        cand, fresh = draw(p_c, K), ""
-        while True:
-            base = _side(recorded + fresh, len(recorded) - K)
-            v = judge_relative(_side(cand), base, RULE, kind=MNB)
-            if v.decision is not Decision.MORE:
-                break
-            for r in v.requests:
-                if r.version is Version.CANDIDATE:
-                    cand += draw(p_c, r.attempts)
-                else:
-                    fresh += draw(p_b, r.attempts)
-        blocks += v.decision is Decision.BLOCK
-        attempts += len(cand)
-    return blocks / trials, attempts / trials
-
-
 @pytest.mark.parametrize(("p_b", "p_c"), [(0.95, 0.95), (0.95, 0.75), (1.0, 0.8)])
 def test_the_exact_figures_are_what_the_rule_does(p_b: float, p_c: float) -> None:
     exact = relative_oc(RULE, k=K, candidate=p_c, baseline=p_b)
     trials = 1200
-    simulated, attempts = _simulate(p_b, p_c, trials, seed=2026)
+    simulated, attempts = play(RULE, p_b, p_c, trials, seed=2026)
     se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
     assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
     if p_b == p_c:

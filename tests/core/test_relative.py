@@ -32,6 +32,7 @@ from passk_action.core.sequential import (
     RuleSettings,
     SideAttempts,
 )
+from support.relative_rows import play
 
 RULE = RuleSettings(rule=RELATIVE, screen=SPRT, pair_beta=0.02)
 """The second design (the SPRT screen): the rule's pieces and its audits of older results;
@@ -217,36 +218,11 @@ def test_a_baseline_s_measurement_is_not_read_by_the_strict_rule() -> None:
 # ------------------------------------------------------------- exact figures
 
 
-def _simulate(p_b: float, p_c: float, trials: int, seed: int) -> tuple[float, float]:
-    """Rows played through :func:`judge_relative` alone: block rate, mean candidate answers."""
-    rng = random.Random(seed)
-
-    def draw(p: float, n: int) -> str:
-        return "".join("R" if rng.random() < p else "W" for _ in range(n))
-
-    blocks = answers = 0
-    for _ in range(trials):
-        recorded = draw(p_b, RULE.measure)
-        cand, fresh = draw(p_c, K), ""
-        while True:
-            v = judge_relative(side(cand), baseline(recorded, fresh), RULE, kind=MNB)
-            if v.decision is not Decision.MORE:
-                break
-            for r in v.requests:
-                if r.version is Version.CANDIDATE:
-                    cand += draw(p_c, r.attempts)
-                else:
-                    fresh += draw(p_b, r.attempts)
-        blocks += v.decision is Decision.BLOCK
-        answers += len(cand)
-    return blocks / trials, answers / trials
-
-
 @pytest.mark.parametrize(("p_b", "p_c"), [(0.9, 0.9), (0.9, 0.7), (1.0, 0.8)])
 def test_the_exact_block_rate_is_what_the_rule_does(p_b: float, p_c: float) -> None:
     exact = relative_oc(RULE, k=K, candidate=p_c, baseline=p_b)
     trials = 1500
-    simulated, _ = _simulate(p_b, p_c, trials, seed=2029)
+    simulated, _ = play(RULE, p_b, p_c, trials, seed=2029)
     se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
     assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
 
@@ -265,7 +241,7 @@ def test_the_paired_comparison_s_exact_rate_matches_a_direct_sum() -> None:
 def test_the_exact_rate_holds_for_rows_paired_directly(p_b: float, p_c: float) -> None:
     exact = relative_oc(RULE, k=K, candidate=p_c, baseline=p_b)
     trials = 600
-    simulated, answers = _simulate(p_b, p_c, trials, seed=2930)
+    simulated, answers = play(RULE, p_b, p_c, trials, seed=2930)
     se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
     assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
     # Rounds ask whole attempts: what they make is at least the pairs read.
