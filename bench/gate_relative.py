@@ -18,7 +18,7 @@ candidate is right with p - drop (drop 0: a harmless row), this prints:
   in-process agent per version right with the row's accuracy; the block rate and
   attempts beside the exact figures, flagged beyond 3 Monte Carlo standard errors.
 
-    python bench/gate_relative.py --out bench/gate_relative.md     # ~8 min, 2 cores
+    python bench/gate_relative.py --out bench/gate_relative.md     # ~2.5 min, 2 cores
     python bench/gate_relative.py --prs 20                         # a quick look
 """
 

@@ -8,10 +8,11 @@ from dataclasses import replace
 import pytest
 
 from passk_action.core.operating import binomial_pmf, bounds_oc, relative_oc
-from passk_action.core.optimal_screen import GRID, WEIGHTS, Confirmation, design
+from passk_action.core.optimal_screen import GRID, WEIGHTS, design
 from passk_action.core.pair_oc import pair_oc
 from passk_action.core.relative import (
     FIRST,
+    confirmation,
     pair_spec,
     quiet_pairs,
     screen_bounds,
@@ -75,7 +76,9 @@ def _risk(right: int, n: int, screen_direct: bool, bounds: object, settings: Rul
 def test_no_screen_of_the_second_design_does_better_for_the_same_weights(right: int) -> None:
     """The design is the optimum of its objective: the SPRT screens (the second design's,
     and tighter or looser ones) score no better on it, computed independently."""
-    screen = design(right, 60, _confirmation(right), drop=0.2, first=K, last=RULE.max_attempts)
+    screen = design(
+        right, 60, confirmation(right, 60, RULE), drop=0.2, first=K, last=RULE.max_attempts
+    )
     optimum = math.comb(60, right) * screen.risk
     assert optimum == pytest.approx(_risk(right, 60, screen.direct, screen.bounds, RULE), rel=1e-6)
     for beta in (0.04, 0.08, 0.12):
@@ -83,15 +86,6 @@ def test_no_screen_of_the_second_design_does_better_for_the_same_weights(right: 
         sprt = screen_spec(right, 60, spec)
         assert sprt is not None
         assert optimum <= _risk(right, 60, False, boundaries(sprt), RULE) + 1e-12
-
-
-def _confirmation(right: int) -> Confirmation:
-    spec = pair_spec(right, 60, RULE)
-    quiet = quiet_pairs(RULE)
-    return Confirmation(
-        pair_oc(spec, 0.95, 0.95, RULE.pair_max_pairs, quiet).pairs,
-        tuple(pair_oc(spec, p, p - 0.2, RULE.pair_max_pairs, quiet).block for p in GRID),
-    )
 
 
 @pytest.mark.parametrize("right", [50, 55, 58, 60])

@@ -37,9 +37,7 @@ def play(
         cand, fresh = draw(p_c, k), ""
         while True:
             base = _side(recorded + fresh, k, len(recorded) - k)
-            verdict = judge_relative(
-                _side(cand, k), base, settings, kind=GatedKind.MUST_NOT_BREAK
-            )
+            verdict = judge_relative(_side(cand, k), base, settings, kind=GatedKind.MUST_NOT_BREAK)
             if verdict.decision is not Decision.MORE:
                 break
             for request in verdict.requests:

@@ -197,10 +197,10 @@ def relative_oc(
 
     Sum over the baseline's right count c ~ Bin(answers, p_b) of: the screen
     of c (:func:`~.relative.screen_bounds`) ending unreliable at p_c
-    (:func:`side_oc`) times the paired comparison of c blocking
+    (:func:`bounds_oc`) times the paired comparison of c blocking
     (:func:`pair_oc`); attempts likewise.  A c whose reference cannot drop
-    by ``drop`` passes untested; a c at most ``direct_below`` of ``answers``
-    goes straight to the paired comparison (:func:`~.relative.direct`), its
+    by ``drop`` passes untested; a c the screen sends straight to the paired
+    comparison (:func:`~.relative.direct`) has as its
     candidate attempts the pairs read beyond the k main answers, which are
     paired too.  With ``recorded`` = (c, n) the baseline's
     recorded answers are those: the figures for the pull requests that
@@ -230,7 +230,7 @@ def relative_oc(
             cand += weight * max(0.0, paired.pairs - k)
             base += weight * paired.pairs
             continue
-        screen = _side_oc(bounds, candidate, k)
+        screen = bounds_oc(bounds, candidate, k)
         block += weight * screen.unreliable * paired.block
         screened += weight * screen.unreliable
         cand += weight * (screen.attempts - k + screen.unreliable * paired.pairs)

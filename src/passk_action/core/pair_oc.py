@@ -44,7 +44,7 @@ def pair_oc(
     Pairs disagree independently with d = p_b (1 - p_c) + (1 - p_b) p_c, a
     disagreement being a loss with theta (:func:`theta`) whatever
     came before.  So the SPRT on disagreements is the one-sample test of
-    :func:`_ending_times` at "right" = 1 - theta, and its N-th disagreement
+    :func:`ending_times` at "right" = 1 - theta, and its N-th disagreement
     arrives by pair ``max_pairs`` iff Bin(max_pairs, d) >= N (else the
     comparison ends "not shown" at ``max_pairs``).  Block = sum over N of
     P(ends unreliable at N) P(Bin(P, d) >= N); pairs read = sum over N of
@@ -69,7 +69,7 @@ def _pair_oc(bounds: Boundaries, p_b: float, p_c: float, max_pairs: int, quiet: 
     quiet = quiet if 0 < quiet < max_pairs else 0
     if d <= 0.0:
         return PairOC(0.0, float(quiet or max_pairs))
-    unreliable_at, reliable_at = _ending_times(bounds, 1.0 - theta(p_b, p_c))
+    unreliable_at, reliable_at = ending_times(bounds, 1.0 - theta(p_b, p_c))
     last = bounds.max_decisions
     reach, waits = _arrivals(last, d, max_pairs)
     block = sum(unreliable_at[n] * reach[n] for n in range(1, last + 1))
@@ -127,7 +127,7 @@ def _at_least(trials: int, d: float) -> list[float]:
 
 
 @lru_cache(maxsize=1024)
-def _ending_times(bounds: Boundaries, p: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def ending_times(bounds: Boundaries, p: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """P(the test ends unreliable / reliable at answer n), answers read one at a time."""
     last = bounds.max_decisions
     unreliable = [0.0] * (last + 1)

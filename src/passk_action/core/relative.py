@@ -170,9 +170,10 @@ def screen_bounds(right: int, answers: int, settings: RuleSettings) -> Boundarie
     return boundaries(spec)
 
 
-@lru_cache(maxsize=1024)
-def _designed(right: int, answers: int, settings: RuleSettings) -> Screen:
-    """The designed screen (``core/optimal_screen.py``) around this baseline's confirmation."""
+def confirmation(right: int, answers: int, settings: RuleSettings) -> Confirmation:
+    """What this baseline's paired comparison does, exactly (``core/pair_oc.py``): the pairs
+    it reads on a harmless row right :data:`~.optimal_screen.HARMLESS_AT` of the time, and
+    its chance of blocking a drop of ``drop`` at each grid accuracy (0 where p <= drop)."""
     spec = pair_spec(right, answers, settings)
     quiet = quiet_pairs(settings)
     pairs = pair_oc(spec, HARMLESS_AT, HARMLESS_AT, settings.pair_max_pairs, quiet).pairs
@@ -182,8 +183,14 @@ def _designed(right: int, answers: int, settings: RuleSettings) -> Screen:
         else 0.0
         for p in GRID
     )
+    return Confirmation(pairs, caught)
+
+
+@lru_cache(maxsize=1024)
+def _designed(right: int, answers: int, settings: RuleSettings) -> Screen:
+    """The designed screen (``core/optimal_screen.py``) around this baseline's confirmation."""
     return design(
-        right, answers, Confirmation(pairs, caught),
+        right, answers, confirmation(right, answers, settings),
         drop=settings.drop, first=FIRST, last=settings.max_attempts,
         weights=weights_for(settings.drop),
     )  # fmt: skip

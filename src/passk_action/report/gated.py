@@ -291,22 +291,19 @@ def gate_sentence(oc: GateOC | None, settings: RuleSettings) -> str:
 
 def settings_text(settings: RuleSettings) -> str:
     """The rule and the settings that matter to it, on one line."""
-    if settings.rule == RELATIVE and settings.screen == OPTIMAL:
-        return (
-            f"relative (a drop of {settings.drop * 100:g} points from each row's own baseline "
-            "accuracy; the screen designed to ask a harmless row least; "
-            f"paired comparison alpha {settings.alpha:g}, beta {settings.pair_beta:g}; "
-            f"{settings.measure} attempts a gated row per recorded baseline)"
-        )
     if settings.rule == RELATIVE:
+        screen = (
+            "the screen designed to ask a harmless row least"
+            if settings.screen == OPTIMAL
+            else f"SPRT screen alpha {settings.screen_alpha:g}, beta {settings.screen_beta:g}, "
+            f"against at most {settings.screen_cap:g}; rows the baseline got right at most "
+            f"{settings.direct_below:.0%} of the time compared side by side at once"
+        )
         return (
             f"relative (a drop of {settings.drop * 100:g} points from each row's own baseline "
-            f"accuracy; SPRT screen alpha {settings.screen_alpha:g}, "
-            f"beta {settings.screen_beta:g}, "
-            f"against at most {settings.screen_cap:g}; rows the baseline got right at most "
-            f"{settings.direct_below:.0%} of the time compared side by side at once; "
-            f"paired comparison alpha {settings.alpha:g}, beta {settings.pair_beta:g}; "
-            f"{settings.measure} attempts a gated row per recorded baseline)"
+            f"accuracy; {screen}; paired comparison alpha {settings.alpha:g}, beta "
+            f"{settings.pair_beta:g}; {settings.measure} attempts a gated row per recorded "
+            "baseline)"
         )
     if settings.rule != SEQUENTIAL:
         return (
