@@ -28,11 +28,18 @@ from passk_action.core.model import Attempt, Phase, Row, Version
 from passk_action.errors import AgentCouldNotRun, ConfigError
 from passk_action.inputs.config import parse_config
 from passk_action.report.escape import inline
-from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
+from support.agent_project import (
+    CONFIRMED,
+    REPO,
+    TOKEN,
+    make_repo,
+    record_baseline,
+    run_action,
+    write_agent,
+)
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
 
-CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
 """A blocking row's evidence under the default rule: fresh pairs, the baseline right on each."""
 
 MISSING = "ModuleNotFoundError: No module named 'openai_missing_module'"

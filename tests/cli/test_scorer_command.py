@@ -55,14 +55,19 @@ def git(repo: Path, *args: str) -> str:
 class Repo:
     root: Path
 
-    def config(self, scoring: dict[str, Any] | None = None) -> None:
+    def config(self, scoring: dict[str, Any] | None = None, rule: str = "strict") -> None:
         doc: dict[str, Any] = {
             "dataset": "data.jsonl",
             "k": 2,
             "concurrency": 2,
-            "agent": {"command": AGENT, "timeout_s": 30},
+            # One agent process per version and worker; the literal rule, which
+            # confirms a lost row on k fresh attempts, where the default one measures
+            # a gated row 60 times when a baseline is recorded (a scorer process each).
+            # These tests are about who judges, not how sure the gate is.
+            "agent": {"command": AGENT, "timeout_s": 30, "protocol": "worker"},
             "confirm": {"attempts": 2, "must_not_break_attempts": 2},
             "retry": {"attempts": 0},
+            "gate": {"rule": rule},
             "scoring": scoring
             or {"by": "command", "command": [sys.executable, "scorer.py"], "timeout_s": 20},
         }
@@ -117,6 +122,7 @@ def _decisions(run_path: Path) -> dict[str, list[str | None]]:
 
 
 def test_the_scorer_judges_free_text_and_its_verdicts_are_recorded(repo: Repo) -> None:
+    repo.config(rule="relative")
     repo.script({**RIGHT, "r3": ["I deny it."]})
 
     assert repo.baseline() == 0

@@ -1,8 +1,9 @@
 """``passk baseline``, ``compare`` and ``gate`` end to end with the shipped scripted agent.
 
-Every agent here is a real process (``python -m passk_action.testing.scripted_agent``)
-whose answers are fixed by a script, and every request it receives is logged,
-so the tests can assert not only the decision but which attempts were asked.
+Every agent here is a real program (``python -m passk_action.testing.scripted_agent``, as a
+worker unless a test is about one process per attempt) whose answers are fixed by a
+script, and every request it receives is logged, so the tests can assert not only the
+decision but which attempts were asked.
 """
 
 from __future__ import annotations
@@ -47,14 +48,18 @@ class Project:
             json.dumps({"default": default, "rows": rows}), encoding="utf-8"
         )
 
-    def write_config(self, **extra: Any) -> None:
-        agent = [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"]
+    def write_config(self, protocol: str = "worker", **extra: Any) -> None:
+        # One agent process per version and worker (`protocol: worker`), not one per
+        # attempt: the default rule measures a gated row 60 times when a baseline is
+        # recorded. A test of what passk makes of a process's exit says "process".
+        command = [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"]
+        agent = {"command": command, "protocol": protocol}
         config: dict[str, Any] = {
             "dataset": "data.jsonl",
             "k": 3,
             "concurrency": 4,
-            "agent": {"command": agent, "timeout_s": 20},
-            "baseline": {"artifact": ".passk/baseline.json", "agent": {"command": agent}},
+            "agent": {**agent, "timeout_s": 20},
+            "baseline": {"artifact": ".passk/baseline.json", "agent": agent},
             "confirm": {"attempts": 3, "must_not_break_attempts": 4},
             "retry": {"attempts": 0, "backoff_s": 0},
         }
@@ -178,6 +183,7 @@ def test_baseline_that_also_varies_does_not_block(project: Project) -> None:
 def test_crash_only_must_not_break_row_blocks_as_unclassified(project: Project) -> None:
     # Another row answers: the agent runs, it only crashes on this row (an agent
     # that crashes on every row could not run at all, see test_agent_setup.py).
+    project.write_config(protocol="process")  # a crash is the process's exit status
     project.write_rows([row("c", mnb=True), row("fine")])
     project.write_script({"c": {"baseline": [RIGHT], "candidate": [{"crash": "model overloaded"}]}})
     project.baseline()

@@ -26,7 +26,10 @@ from passk_action.agents.identity import agent_user
 from passk_action.cli import main as cli_main
 from passk_action.sides.ownership import hand_over, lock
 from support.agent_project import (
+    CONFIRMED,
+    CONFIRMED_RELATIVE,
     NEEDS_STAMP,
+    RELATIVE,
     REPO,
     TOKEN,
     agent_user_env,
@@ -45,7 +48,6 @@ __all__ = ["agent_user_env", "shared"]  # the shared fixtures, used by name
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
-CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
 """A blocking row's evidence under the default rule: fresh pairs, the baseline right on each."""
 
 
@@ -101,7 +103,9 @@ def setup_homes(shared: Path) -> list[str]:
 def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     shared: Path, fake: FakeGitHub, agent_user_env: dict[str, str]
 ) -> None:
-    repo, base, head = project(shared, agent_user_env)
+    # The default rule: its baseline runs (the row measured when recorded, then asked
+    # again beside the candidate) read what the base's setup made too.
+    repo, base, head = project(shared, agent_user_env, RELATIVE)
     got = run_action(repo, shared, fake, base, head, agent_user_env)
 
     assert got["code"] == 1, got["log"]
@@ -122,7 +126,7 @@ def test_the_baselines_setup_writes_its_checkout_in_gate_mode(
     baseline = [(row, n) for row, n, version in got["asked"] if version == "baseline"]
     assert baseline and {row for row, _ in baseline} == {"r0"}
     # The default rule's evidence: the baseline run again beside the candidate, always right.
-    assert CONFIRMED in fake.comment_bodies(7)[0]
+    assert CONFIRMED_RELATIVE in fake.comment_bodies(7)[0]
     assert "could not run" not in got["log"]
     assert f"in {cwds[0]} (the base commit's files; set up before any of the pull" in got["log"]
     assert not Path(cwds[0]).exists()  # the export is gone after the run

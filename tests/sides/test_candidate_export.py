@@ -27,6 +27,7 @@ from passk_action.inputs.agent_config import AgentConfig
 from passk_action.sides.exports import HeadExport, head_export
 from passk_action.sides.gitrepo import GitRepo
 from support.agent_project import (  # noqa: F401
+    CONFIRMED,
     NEEDS_STAMP,
     REPO,
     TOKEN,
@@ -39,7 +40,6 @@ from support.agent_project import (  # noqa: F401
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git, run_baseline
 
-CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
 """A blocking row's evidence under the default rule: fresh pairs, the baseline right on each."""
 
 AGENT_USER = {"PASSK_AGENT_USER": "nobody"}

@@ -35,6 +35,7 @@ from passk_action.errors import UsageError
 from passk_action.sides.credentials import credentials_hidden, stored_credentials
 from passk_action.sides.gitrepo import GitRepo
 from support.agent_project import (  # noqa: F401
+    CONFIRMED,
     NEEDS_STAMP,
     REPO,
     TOKEN,
@@ -54,7 +55,6 @@ from support.workflows import WORKFLOWS, load_workflow
 # .ci/run runs these again in a fresh venv, from a private folder (tests/support/pythons.py).
 pytestmark = pytest.mark.any_python
 
-CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
 """A blocking row's evidence under the default rule: fresh pairs, the baseline right on each."""
 
 BASIC = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()

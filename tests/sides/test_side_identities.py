@@ -44,7 +44,16 @@ from passk_action.agents.identity import (
 )
 from passk_action.agents.reaper import REAPER
 from passk_action.errors import UsageError
-from support.agent_project import REPO, TOKEN, make_repo, record_baseline, run_action, write_agent
+from support.agent_project import (
+    CONFIRMED_RELATIVE,
+    RELATIVE,
+    REPO,
+    TOKEN,
+    make_repo,
+    record_baseline,
+    run_action,
+    write_agent,
+)
 from support.cross_user_attacks import ATTACKER, PLANT, REFUSED, VICTIM
 from support.fakegithub import FakeGitHub
 from support.pull_request_repo import commit, git
@@ -94,7 +103,8 @@ def shared() -> Iterator[Path]:
 def pull_request(shared: Path, *, attack: bool) -> tuple[Path, str, str]:
     """Base: the agent denies every row (r0 is must-not-break); the pull request's
     approves r0, a real regression, and with ``attack`` plants the .pth."""
-    repo = make_repo(shared, {"command": [agent_user_python(), "agent.py"]})
+    # The default rule: the attack's aim is a baseline that "varies too", which it lets pass.
+    repo = make_repo(shared, {"command": [agent_user_python(), "agent.py"]}, RELATIVE)
     base = record_baseline(repo)
     git(repo, "checkout", "-q", "-b", "feature")
     write_agent(repo, extra=PLANT if attack else "", answers={"r0": "approve"})
@@ -118,7 +128,6 @@ def gate(shared: Path, env: dict[str, str], *, attack: bool) -> tuple[dict[str, 
     return got, body
 
 
-CONFIRMED = "the baseline got right and the candidate not, 0 the other way: less accurate"
 """The blocker's evidence when every side-by-side answer of the baseline was right and every
 one of the candidate wrong (the default rule, relative)."""
 
@@ -145,7 +154,7 @@ def test_a_pth_in_the_candidates_home_never_reaches_the_baseline(
     # The baseline's confirmation attempts answered as the base commit says.
     assert any(row == "r0" for row, _ in baseline_confirmations(got))
     assert got["code"] == 1, got["log"]
-    assert CONFIRMED in body and "varies" not in body, body
+    assert CONFIRMED_RELATIVE in body and "varies" not in body, body
     assert (
         f"the candidate agent runs as {users[AGENT_USER_ENV]}, the baseline agent as "
         f"{users[BASELINE_USER_ENV]}" in got["log"]
@@ -155,7 +164,7 @@ def test_a_pth_in_the_candidates_home_never_reaches_the_baseline(
 def test_control_the_same_pull_request_without_the_pth(shared: Path, users: dict[str, str]) -> None:
     got, body = gate(shared, users, attack=False)
     assert got["code"] == 1, got["log"]
-    assert CONFIRMED in body, body
+    assert CONFIRMED_RELATIVE in body, body
 
 
 def test_control_one_user_for_both_sides_is_what_the_attack_needs(shared: Path) -> None:
@@ -163,7 +172,7 @@ def test_control_one_user_for_both_sides_is_what_the_attack_needs(shared: Path) 
     got, body = gate(shared, one, attack=True)
     # The poison reached the baseline: r0 no longer blocks.
     assert got["code"] == 0, got["log"]
-    assert CONFIRMED not in body, body
+    assert CONFIRMED_RELATIVE not in body, body
     assert "both run as nobody" in got["log"]  # and passk said so before any agent ran
 
 
@@ -261,7 +270,8 @@ if os.environ.get("PASSK_VERSION") == "candidate":
 def cached_pull_request(shared: Path, *, attack: bool) -> tuple[Path, str, str]:
     """Base: the caching agent denies every row; the pull request's approves r0, and with
     ``attack`` writes that answer into the cache first."""
-    repo = make_repo(shared, {"command": [agent_user_python(), "agent.py"]})
+    # The default rule: the attack's aim is a baseline that "varies too", which it lets pass.
+    repo = make_repo(shared, {"command": [agent_user_python(), "agent.py"]}, RELATIVE)
     write_agent(repo, extra=CACHED.replace("{poison}", ""))
     os.environ["XDG_CACHE_HOME"] = str(shared / "recording")  # not root's own ~/.cache
     try:
@@ -304,7 +314,7 @@ def test_a_cache_folder_the_step_names_under_tmp_never_reaches_both_sides(
     # The baseline's confirmation attempts answered from their own cache: r0 blocks.
     assert any(row == "r0" for row, _ in baseline_confirmations(got))
     assert got["code"] == 1, got["log"]
-    assert CONFIRMED in body and "varies" not in body, body
+    assert CONFIRMED_RELATIVE in body and "varies" not in body, body
     warned = [line for line in got["log"].splitlines() if "the environment names" in line]
     assert len(warned) == 1, got["log"]
     assert "places the other agent user could write too, so no agent gets them: " in warned[0]
@@ -318,7 +328,7 @@ def test_control_the_same_pull_request_without_the_poison(
         shared, {**users, "XDG_CACHE_HOME": str(shared / "cache")}, attack=False
     )
     assert got["code"] == 1, got["log"]
-    assert CONFIRMED in body, body
+    assert CONFIRMED_RELATIVE in body, body
 
 
 def test_control_one_user_for_both_sides_shares_the_cache_and_the_poison_works(
@@ -329,7 +339,7 @@ def test_control_one_user_for_both_sides_shares_the_cache_and_the_poison_works(
     # One user, no boundary: the baseline read the candidate's answer, r0 no longer blocks.
     assert (shared / "cache" / "refunds" / "answers.json").exists()
     assert got["code"] == 0, got["log"]
-    assert CONFIRMED not in body, body
+    assert CONFIRMED_RELATIVE not in body, body
 
 
 def agent_envs(env: dict[str, str], users: dict[str, str]) -> dict[str, dict[str, str]]:

@@ -49,7 +49,21 @@ def write_agent(repo: Path, extra: str = "", answers: dict[str, str] | None = No
     (repo / "answers.json").write_text(json.dumps(answers or {}), encoding="utf-8")
 
 
-def make_repo(root: Path, agent: dict[str, Any]) -> Path:
+# These projects test who runs what and what reaches whom, not the statistics: the
+# literal rule confirms a lost gated row on k fresh attempts of each version, where the
+# default rule measures each gated row 60 times when a baseline is recorded (one agent
+# process each; about 60% of these tests' time). A test of the default rule says so.
+STRICT = "strict"
+RELATIVE = "relative"
+
+CONFIRMED = "the baseline was right on all 2 of its attempts, the candidate wrong on 2 of 2"
+"""The strict rule's confirmation of r0, lost: the base agent, asked again, right every time."""
+
+CONFIRMED_RELATIVE = "the baseline got right and the candidate not, 0 the other way: less accurate"
+"""The default rule's: the baseline asked again beside the candidate, always right."""
+
+
+def make_repo(root: Path, agent: dict[str, Any], gate_rule: str = STRICT) -> Path:
     repo = root / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -62,6 +76,7 @@ def make_repo(root: Path, agent: dict[str, Any]) -> Path:
         "agent": agent,
         "confirm": {"attempts": 2, "must_not_break_attempts": 2},
         "retry": {"attempts": 0},
+        "gate": {"rule": gate_rule},
     }
     (repo / "passk.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     (repo / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
@@ -168,13 +183,15 @@ def shared() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def project(shared: Path, agent_env: dict[str, str]) -> tuple[Path, str, str]:
+def project(
+    shared: Path, agent_env: dict[str, str], gate_rule: str = STRICT
+) -> tuple[Path, str, str]:
     """Base: an agent whose setup makes build/stamp; head: it loses must-not-break r0.
 
     Returns the checkout (on the head) and the base and head commits.
     """
     python = agent_user_python() if agent_env else sys.executable
-    repo = make_repo(shared, {"command": [python, "agent.py"], "setup": [SETUP]})
+    repo = make_repo(shared, {"command": [python, "agent.py"], "setup": [SETUP]}, gate_rule)
     (repo / ".gitignore").write_text(".passk/*\n!.passk/baseline.json\nbuild/\n")
     write_agent(repo, extra=NEEDS_STAMP)
     # Recorded locally (as passk's user, setup included), then committed without build/.
