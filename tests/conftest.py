@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import compileall
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+# Bytecode for this checkout's modules, even where the machine sets
+# PYTHONDONTWRITEBYTECODE (this one and its CI do): otherwise every pytest worker
+# compiles the whole suite as it collects (10 CPU s, not 4) and each of the suite's
+# thousands of agent and passk processes compiles the passk modules it imports anew.
+# The processes the tests start keep the variable: they read this bytecode and write
+# none into the folders the tests lay out. bench/suite_speed.md has the figures.
+sys.dont_write_bytecode = False
+if "PYTEST_XDIST_WORKER" not in os.environ:  # once, before the workers start
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "src", quiet=1)
 
 # The shared helpers in tests/support assert what they build (a recorded baseline, a
 # loaded YAML file); rewritten, a failing assert there shows its values, as it did
