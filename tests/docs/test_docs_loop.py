@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 
 from passk_action.cli import main
 from support.paths import REPO
-from support.readme_steps import follow_the_five_steps, git
+from support.readme_steps import git, the_five_steps_followed
 
 PAGE = REPO / "docs" / "production-failures.md"
 COMMIT = re.compile(r"\b[0-9a-f]{7}\b")
@@ -48,10 +48,13 @@ def masked(text: str, ids: dict[str, str]) -> str:
 
 
 def test_the_loop_from_a_production_failure_to_a_locked_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo = tmp_path / "repo"
-    follow_the_five_steps(repo, monkeypatch, capsys)
+    the_five_steps_followed(repo, tmp_path_factory, monkeypatch, capsys)
     capsys.readouterr()
 
     ran: list[str] = []

@@ -21,17 +21,20 @@ from typing import Any
 import pytest
 
 from passk_action.cli import main
-from support.readme_steps import WORKFLOW, five_steps, follow_the_five_steps, git
+from support.readme_steps import WORKFLOW, five_steps, git, the_five_steps_followed
 from support.workflows import PUBLISHED, errors, load_workflow
 
 COMPARE = "passk compare --config passk.yml --base main"
 
 
 def test_the_five_steps_gate_a_repository_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo = tmp_path / "repo"
-    follow_the_five_steps(repo, monkeypatch, capsys)
+    the_five_steps_followed(repo, tmp_path_factory, monkeypatch, capsys)
     # Step 4 committed the agent, its rows and the baseline; the workflow is
     # the one file left to commit.
     assert git(repo, "status", "--porcelain") == "?? .github/\n?? comment.md\n"

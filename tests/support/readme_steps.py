@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from passk_action.cli import main
+from support.once import once
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 WORKFLOW = ".github/workflows/passk.yml"
@@ -74,3 +76,23 @@ def follow_the_five_steps(
         "git switch", "passk compare",  # a branch, and the verdict before pushing
     ]  # fmt: skip
     assert git(repo, "branch", "--show-current") == "my-change\n"
+
+
+def the_five_steps_followed(
+    repo: Path,
+    factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """:func:`follow_the_five_steps` once per test run (``support.once``), copied to ``repo``.
+
+    The README's page and production-failures.md's both start from the five steps'
+    repository: its baseline and compare run once, not once a page. Run from ``repo``.
+    """
+    made, _ = once(
+        factory,
+        "readme-five-steps",
+        lambda folder: follow_the_five_steps(folder / "repo", monkeypatch, capsys),
+    )
+    shutil.copytree(made / "repo", repo, symlinks=True)
+    monkeypatch.chdir(repo)
