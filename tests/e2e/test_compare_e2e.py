@@ -1,9 +1,10 @@
 """``passk baseline``, ``compare`` and ``gate`` end to end with the shipped scripted agent.
 
-Every agent here is a real program (``python -m passk_action.testing.scripted_agent``, as a
-worker unless a test is about one process per attempt) whose answers are fixed by a
-script, and every request it receives is logged, so the tests can assert not only the
-decision but which attempts were asked.
+Every agent here is a real program (``python -m passk_action.testing.scripted_agent``: one
+process per attempt in the first test and the crash's, a worker elsewhere, since the
+default rule measures a gated row 60 times when a baseline is recorded) whose answers
+are fixed by a script, and every request it receives is logged, so the tests can assert
+not only the decision but which attempts were asked.
 """
 
 from __future__ import annotations
@@ -50,8 +51,7 @@ class Project:
 
     def write_config(self, protocol: str = "worker", **extra: Any) -> None:
         # One agent process per version and worker (`protocol: worker`), not one per
-        # attempt: the default rule measures a gated row 60 times when a baseline is
-        # recorded. A test of what passk makes of a process's exit says "process".
+        # attempt, unless the test says "process" (see the module's docstring).
         command = [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"]
         agent = {"command": command, "protocol": protocol}
         config: dict[str, Any] = {
@@ -126,7 +126,9 @@ def test_must_not_break_regression_blocks_with_first_divergent_check(project: Pr
     good = {"decision": RIGHT, "checks": checks("expired", "present")}
     bad = {"decision": WRONG, "checks": checks("ok", "present")}
     project.write_script({"m": {"baseline": [good], "candidate": [good, bad, good, bad]}})
-    project.write_config(gate={"rule": "sequential"})  # its rounds, counted below
+    # One process per attempt (the path a new team's first agent takes), the
+    # sequential rule's rounds counted below.
+    project.write_config(protocol="process", gate={"rule": "sequential"})
     project.baseline()
     code, result = project.compare()
     assert code == 1
