@@ -56,6 +56,7 @@ from support.agent_project import (
 )
 from support.cross_user_attacks import ATTACKER, PLANT, REFUSED, VICTIM
 from support.fakegithub import FakeGitHub
+from support.once import once
 from support.pull_request_repo import commit, git
 from support.pythons import agent_user_python
 
@@ -100,12 +101,36 @@ def shared() -> Iterator[Path]:
 # -- the .pth attack ----------------------------------------------------------------
 
 
-def pull_request(shared: Path, *, attack: bool) -> tuple[Path, str, str]:
+def recorded_base(
+    shared: Path, factory: pytest.TempPathFactory, name: str, agent: str = ""
+) -> tuple[Path, str]:
+    """The base commit, its baseline recorded with ``agent``'s extra lines, at shared/repo.
+
+    The default rule: the attack's aim is a baseline that "varies too", which it lets
+    pass; it measures r0 60 times when the baseline is recorded, so the recording is made
+    once per test run (``support.once``), and each test works on its own copy.
+    """
+
+    def build(folder: Path) -> str:
+        repo = make_repo(folder, {"command": [agent_user_python(), "agent.py"]}, RELATIVE)
+        write_agent(repo, extra=agent)
+        os.environ["XDG_CACHE_HOME"] = str(folder / "recording")  # not root's own ~/.cache
+        try:
+            return record_baseline(repo)
+        finally:
+            del os.environ["XDG_CACHE_HOME"]
+
+    made, base = once(factory, name, build)
+    shutil.copytree(made / "repo", shared / "repo", symlinks=True)
+    return shared / "repo", str(base)
+
+
+def pull_request(
+    shared: Path, factory: pytest.TempPathFactory, *, attack: bool
+) -> tuple[Path, str, str]:
     """Base: the agent denies every row (r0 is must-not-break); the pull request's
     approves r0, a real regression, and with ``attack`` plants the .pth."""
-    # The default rule: the attack's aim is a baseline that "varies too", which it lets pass.
-    repo = make_repo(shared, {"command": [agent_user_python(), "agent.py"]}, RELATIVE)
-    base = record_baseline(repo)
+    repo, base = recorded_base(shared, factory, "side-identities-pth")
     git(repo, "checkout", "-q", "-b", "feature")
     write_agent(repo, extra=PLANT if attack else "", answers={"r0": "approve"})
     head = commit(repo, "candidate: approve r0" + (", and poison HOME" if attack else ""))
@@ -116,8 +141,10 @@ def pull_request(shared: Path, *, attack: bool) -> tuple[Path, str, str]:
     return repo, base, head
 
 
-def gate(shared: Path, env: dict[str, str], *, attack: bool) -> tuple[dict[str, Any], str]:
-    repo, base, head = pull_request(shared, attack=attack)
+def gate(
+    shared: Path, factory: pytest.TempPathFactory, env: dict[str, str], *, attack: bool
+) -> tuple[dict[str, Any], str]:
+    repo, base, head = pull_request(shared, factory, attack=attack)
     run_env = {**env, "ATTACK_LOG": str(shared / "attack.jsonl")}
     for log in ("asked.jsonl", "attack.jsonl"):  # appended to by both users
         (shared / log).touch(mode=0o666)
@@ -137,9 +164,9 @@ def baseline_confirmations(got: dict[str, Any]) -> list[tuple[str, int]]:
 
 
 def test_a_pth_in_the_candidates_home_never_reaches_the_baseline(
-    shared: Path, users: dict[str, str]
+    shared: Path, tmp_path_factory: pytest.TempPathFactory, users: dict[str, str]
 ) -> None:
-    got, body = gate(shared, users, attack=True)
+    got, body = gate(shared, tmp_path_factory, users, attack=True)
 
     planted = [json.loads(line) for line in (shared / "attack.jsonl").read_text().splitlines()]
     outcomes = {home: how for attempt in planted for home, how in attempt.items()}
@@ -161,15 +188,19 @@ def test_a_pth_in_the_candidates_home_never_reaches_the_baseline(
     )
 
 
-def test_control_the_same_pull_request_without_the_pth(shared: Path, users: dict[str, str]) -> None:
-    got, body = gate(shared, users, attack=False)
+def test_control_the_same_pull_request_without_the_pth(
+    shared: Path, tmp_path_factory: pytest.TempPathFactory, users: dict[str, str]
+) -> None:
+    got, body = gate(shared, tmp_path_factory, users, attack=False)
     assert got["code"] == 1, got["log"]
     assert CONFIRMED_RELATIVE in body, body
 
 
-def test_control_one_user_for_both_sides_is_what_the_attack_needs(shared: Path) -> None:
+def test_control_one_user_for_both_sides_is_what_the_attack_needs(
+    shared: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     one = {AGENT_USER_ENV: _existing("nobody")}
-    got, body = gate(shared, one, attack=True)
+    got, body = gate(shared, tmp_path_factory, one, attack=True)
     # The poison reached the baseline: r0 no longer blocks.
     assert got["code"] == 0, got["log"]
     assert CONFIRMED_RELATIVE not in body, body
@@ -267,17 +298,13 @@ if os.environ.get("PASSK_VERSION") == "candidate":
 """The pull request's agent leaves, where the cache is, the answer it wants r0 to get."""
 
 
-def cached_pull_request(shared: Path, *, attack: bool) -> tuple[Path, str, str]:
+def cached_pull_request(
+    shared: Path, factory: pytest.TempPathFactory, *, attack: bool
+) -> tuple[Path, str, str]:
     """Base: the caching agent denies every row; the pull request's approves r0, and with
     ``attack`` writes that answer into the cache first."""
-    # The default rule: the attack's aim is a baseline that "varies too", which it lets pass.
-    repo = make_repo(shared, {"command": [agent_user_python(), "agent.py"]}, RELATIVE)
-    write_agent(repo, extra=CACHED.replace("{poison}", ""))
-    os.environ["XDG_CACHE_HOME"] = str(shared / "recording")  # not root's own ~/.cache
-    try:
-        base = record_baseline(repo)
-    finally:
-        del os.environ["XDG_CACHE_HOME"]
+    extra = CACHED.replace("{poison}", "")
+    repo, base = recorded_base(shared, factory, "side-identities-cache", extra)
     git(repo, "checkout", "-q", "-b", "feature")
     poison = POISON_THE_CACHE if attack else ""
     write_agent(repo, extra=CACHED.replace("{poison}", poison), answers={"r0": "approve"})
@@ -288,8 +315,10 @@ def cached_pull_request(shared: Path, *, attack: bool) -> tuple[Path, str, str]:
     return repo, base, head
 
 
-def cached_gate(shared: Path, env: dict[str, str], *, attack: bool) -> tuple[dict[str, Any], str]:
-    repo, base, head = cached_pull_request(shared, attack=attack)
+def cached_gate(
+    shared: Path, factory: pytest.TempPathFactory, env: dict[str, str], *, attack: bool
+) -> tuple[dict[str, Any], str]:
+    repo, base, head = cached_pull_request(shared, factory, attack=attack)
     run_env = {**env, "ATTACK_LOG": str(shared / "attack.jsonl")}
     for log in ("asked.jsonl", "attack.jsonl"):
         (shared / log).touch(mode=0o666)
@@ -301,10 +330,12 @@ def cached_gate(shared: Path, env: dict[str, str], *, attack: bool) -> tuple[dic
 
 
 def test_a_cache_folder_the_step_names_under_tmp_never_reaches_both_sides(
-    shared: Path, users: dict[str, str]
+    shared: Path, tmp_path_factory: pytest.TempPathFactory, users: dict[str, str]
 ) -> None:
     cache = shared / "cache"  # shared is as /tmp is: every user may write it
-    got, body = cached_gate(shared, {**users, "XDG_CACHE_HOME": str(cache)}, attack=True)
+    got, body = cached_gate(
+        shared, tmp_path_factory, {**users, "XDG_CACHE_HOME": str(cache)}, attack=True
+    )
 
     # The candidate wrote its answer into a cache folder of its own, not the one named.
     poisoned = [json.loads(line)["poisoned"] for line in (shared / "attack.jsonl").open()]
@@ -322,20 +353,20 @@ def test_a_cache_folder_the_step_names_under_tmp_never_reaches_both_sides(
 
 
 def test_control_the_same_pull_request_without_the_poison(
-    shared: Path, users: dict[str, str]
+    shared: Path, tmp_path_factory: pytest.TempPathFactory, users: dict[str, str]
 ) -> None:
-    got, body = cached_gate(
-        shared, {**users, "XDG_CACHE_HOME": str(shared / "cache")}, attack=False
-    )
+    env = {**users, "XDG_CACHE_HOME": str(shared / "cache")}
+    got, body = cached_gate(shared, tmp_path_factory, env, attack=False)
     assert got["code"] == 1, got["log"]
     assert CONFIRMED_RELATIVE in body, body
 
 
 def test_control_one_user_for_both_sides_shares_the_cache_and_the_poison_works(
     shared: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     one = {AGENT_USER_ENV: _existing("nobody"), "XDG_CACHE_HOME": str(shared / "cache")}
-    got, body = cached_gate(shared, one, attack=True)
+    got, body = cached_gate(shared, tmp_path_factory, one, attack=True)
     # One user, no boundary: the baseline read the candidate's answer, r0 no longer blocks.
     assert (shared / "cache" / "refunds" / "answers.json").exists()
     assert got["code"] == 0, got["log"]
