@@ -16,16 +16,28 @@ import pytest
 # The processes the tests start keep the variable: they read this bytecode and write
 # none into the folders the tests lay out. bench/suite_speed.md has the figures.
 sys.dont_write_bytecode = False
-if "PYTEST_XDIST_WORKER" not in os.environ:  # once, before the workers start
-    compileall.compile_dir(Path(__file__).resolve().parents[1] / "src", quiet=1)
+SOURCE = Path(__file__).resolve().parents[1] / "src"
+if "PYTEST_XDIST_WORKER" not in os.environ and SOURCE.is_dir():  # once, before the workers
+    compileall.compile_dir(SOURCE, quiet=1)
 
 # The shared helpers in tests/support assert what they build (a recorded baseline, a
 # loaded YAML file); rewritten, a failing assert there shows its values, as it did
 # when the helpers lived in test modules.
 pytest.register_assert_rewrite("support")
 
-# `@pytest.mark.shares(resource)` into pytest-xdist's groups (tests/support/shared_resources.py).
-from support.shared_resources import pytest_collection_modifyitems  # noqa: E402, F401
+from support.any_python import check_marked_in_their_files  # noqa: E402
+from support.shared_resources import group_shared  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``shares`` into pytest-xdist's groups."""
+    group_shared(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """``any_python`` where .ci/fresh-venv finds it, whatever hook put it on."""
+    check_marked_in_their_files(session.items)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:

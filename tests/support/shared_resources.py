@@ -5,7 +5,7 @@ run at the same moment in two processes. Most tests own all they touch (``tmp_pa
 a port the kernel picks, their own processes), and a few reach something of the
 machine's that two tests cannot use at once. Such a test is marked
 ``@pytest.mark.shares("<resource>")``, on itself, its class or its module
-(``pytestmark``); :func:`pytest_collection_modifyitems` (tests/conftest.py) turns the
+(``pytestmark``); :func:`group_shared` (tests/conftest.py's collection hook) turns the
 mark into pytest-xdist's ``xdist_group``, and ``--dist loadgroup`` runs a group's tests
 one after another on one worker. ``tests/project/test_parallel_safety.py`` fails when a
 test reaches a resource below (its source shows one of the resource's ``signature``)
@@ -81,9 +81,9 @@ def group_of(item: pytest.Item) -> str | None:
     return names.pop() if names else None
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Map ``shares`` to ``xdist_group`` before pytest-xdist reads the groups."""
+def group_shared(items: list[pytest.Item]) -> None:
+    """Map ``shares`` to ``xdist_group`` (before pytest-xdist reads the groups: the hook
+    that calls this runs first)."""
     for item in items:
         group = group_of(item)
         if group is not None:
