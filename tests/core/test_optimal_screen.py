@@ -24,7 +24,7 @@ from passk_action.core.sequential import (
     RuleSettings,
     boundaries,
 )
-from support.relative_rows import play
+from support.relative_rows import played_as_exact
 
 RULE = RuleSettings()
 SECOND = replace(RULE, screen=SPRT, pair_beta=0.02)
@@ -104,11 +104,7 @@ def test_the_screen_is_two_boundaries_that_end_by_the_last_answer(right: int) ->
 
 @pytest.mark.parametrize(("p_b", "p_c"), [(0.95, 0.95), (0.95, 0.75), (1.0, 0.8)])
 def test_the_exact_figures_are_what_the_rule_does(p_b: float, p_c: float) -> None:
-    exact = relative_oc(RULE, k=K, candidate=p_c, baseline=p_b)
-    trials = 1200
-    simulated, attempts = play(RULE, p_b, p_c, trials, seed=2026)
-    se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
-    assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
+    exact, attempts = played_as_exact(RULE, p_b, p_c, trials=1200, seed=2026)
     if p_b == p_c:
         # Harmless: rounds ask whole attempts, the pairs rarely run.
         assert attempts - K == pytest.approx(exact.candidate_extra, rel=0.1)

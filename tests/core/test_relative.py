@@ -32,7 +32,7 @@ from passk_action.core.sequential import (
     RuleSettings,
     SideAttempts,
 )
-from support.relative_rows import play
+from support.relative_rows import played_as_exact
 
 RULE = RuleSettings(rule=RELATIVE, screen=SPRT, pair_beta=0.02)
 """The second design (the SPRT screen): the rule's pieces and its audits of older results;
@@ -220,11 +220,7 @@ def test_a_baseline_s_measurement_is_not_read_by_the_strict_rule() -> None:
 
 @pytest.mark.parametrize(("p_b", "p_c"), [(0.9, 0.9), (0.9, 0.7), (1.0, 0.8)])
 def test_the_exact_block_rate_is_what_the_rule_does(p_b: float, p_c: float) -> None:
-    exact = relative_oc(RULE, k=K, candidate=p_c, baseline=p_b)
-    trials = 1500
-    simulated, _ = play(RULE, p_b, p_c, trials, seed=2029)
-    se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
-    assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
+    played_as_exact(RULE, p_b, p_c, trials=1500, seed=2029)
 
 
 def test_the_paired_comparison_s_exact_rate_matches_a_direct_sum() -> None:
@@ -239,11 +235,7 @@ def test_the_paired_comparison_s_exact_rate_matches_a_direct_sum() -> None:
 
 @pytest.mark.parametrize(("p_b", "p_c"), [(0.8, 0.8), (0.8, 0.6), (0.85, 0.85)])
 def test_the_exact_rate_holds_for_rows_paired_directly(p_b: float, p_c: float) -> None:
-    exact = relative_oc(RULE, k=K, candidate=p_c, baseline=p_b)
-    trials = 600
-    simulated, answers = play(RULE, p_b, p_c, trials, seed=2930)
-    se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
-    assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
+    exact, answers = played_as_exact(RULE, p_b, p_c, trials=600, seed=2930)
     # Rounds ask whole attempts: what they make is at least the pairs read.
     assert answers - K >= exact.candidate_extra * 0.9
 

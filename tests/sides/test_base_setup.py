@@ -24,12 +24,12 @@ import yaml
 
 from passk_action.agents.identity import agent_user
 from passk_action.cli import main as cli_main
+from passk_action.core.sequential import RELATIVE
 from passk_action.sides.ownership import hand_over, lock
 from support.agent_project import (
     CONFIRMED,
     CONFIRMED_RELATIVE,
     NEEDS_STAMP,
-    RELATIVE,
     REPO,
     TOKEN,
     agent_user_env,

@@ -43,10 +43,10 @@ from passk_action.agents.identity import (
     spawn_as_agent,
 )
 from passk_action.agents.reaper import REAPER
+from passk_action.core.sequential import RELATIVE
 from passk_action.errors import UsageError
 from support.agent_project import (
     CONFIRMED_RELATIVE,
-    RELATIVE,
     REPO,
     TOKEN,
     make_repo,

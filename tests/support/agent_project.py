@@ -18,6 +18,7 @@ import yaml
 
 from passk_action.action import main as action_main
 from passk_action.cli import main as cli_main
+from passk_action.core.sequential import STRICT
 from support.fakegithub import SPECS_DIR, FakeGitHub, FakePull
 from support.pull_request_repo import commit, git, parse_outputs
 from support.pythons import agent_user_python
@@ -52,10 +53,7 @@ def write_agent(repo: Path, extra: str = "", answers: dict[str, str] | None = No
 # These projects test who runs what and what reaches whom, not the statistics: the
 # literal rule confirms a lost gated row on k fresh attempts of each version, where the
 # default rule measures each gated row 60 times when a baseline is recorded (one agent
-# process each; about 60% of these tests' time). A test of the default rule says so.
-STRICT = "strict"
-RELATIVE = "relative"
-
+# process each). A test of the default rule says so.
 CONFIRMED = "the baseline was right on all 2 of its attempts, the candidate wrong on 2 of 2"
 """The strict rule's confirmation of r0, lost: the base agent, asked again, right every time."""
 

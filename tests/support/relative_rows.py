@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 from passk_action.core.model import Version
+from passk_action.core.operating import RelativeOC, relative_oc
 from passk_action.core.relative import judge_relative
 from passk_action.core.sequential import (
     Decision,
@@ -48,3 +50,15 @@ def play(
         blocks += verdict.decision is Decision.BLOCK
         attempts += len(cand)
     return blocks / trials, attempts / trials
+
+
+def played_as_exact(
+    settings: RuleSettings, p_b: float, p_c: float, trials: int, seed: int, k: int = 3
+) -> tuple[RelativeOC, float]:
+    """The exact figures at (p_b, p_c) and the mean candidate attempts of ``trials`` rows
+    :func:`play`-ed, whose block rate is asserted within 4 standard errors of the exact."""
+    exact = relative_oc(settings, k=k, candidate=p_c, baseline=p_b)
+    simulated, attempts = play(settings, p_b, p_c, trials, seed, k)
+    se = math.sqrt(max(exact.block * (1 - exact.block), 1e-4) / trials)
+    assert abs(simulated - exact.block) <= 4 * se, (simulated, exact.block)
+    return exact, attempts
