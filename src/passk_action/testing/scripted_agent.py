@@ -58,7 +58,6 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import IO, Any, TypeAlias
 
 from passk_action.agents.serve import PROTOCOL_ENV, REQUEST_ID, WORKER
@@ -71,52 +70,111 @@ class ScriptedCrash(RuntimeError):
     """Raised on purpose by a ``{"crash": ...}`` outcome."""
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class _Value:
+    """A frozen value, equal to another of its class with equal fields.
+
+    What ``@dataclass(frozen=True)`` gives, written out: this agent starts once per
+    attempt, and importing ``dataclasses`` (with the ``inspect`` it imports) was a
+    third of its start-up (bench/suite_speed.md, "The scripted agent's start-up").
+    """
+
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._fields() == self._fields()
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._fields()))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def _set(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+
+class Answer(_Value):
+    __slots__ = ("checks", "decision", "outcome", "usage")
     decision: Any
     """Any JSON value; None: the answer has no decision (it reports an outcome)."""
-    checks: tuple[tuple[str, str], ...] = ()
-    usage: Any = None
+    checks: tuple[tuple[str, str], ...]
+    usage: Any
     """Sent as the answer's ``usage`` exactly as scripted (a malformed one too)."""
-    outcome: tuple[tuple[str, Any], ...] = ()
+    outcome: tuple[tuple[str, Any], ...]
     """``correct`` and ``score`` as scripted, sent as they are."""
 
+    def __init__(
+        self,
+        decision: Any,
+        checks: tuple[tuple[str, str], ...] = (),
+        usage: Any = None,
+        outcome: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        self._set(decision=decision, checks=checks, usage=usage, outcome=outcome)
 
-@dataclass(frozen=True, slots=True)
-class Crash:
+
+class Crash(_Value):
+    __slots__ = ("message",)
     message: str
 
+    def __init__(self, message: str) -> None:
+        self._set(message=message)
 
-@dataclass(frozen=True, slots=True)
-class Exit:
+
+class Exit(_Value):
+    __slots__ = ("code", "stderr")
     code: int
-    stderr: str = ""
+    stderr: str
+
+    def __init__(self, code: int, stderr: str = "") -> None:
+        self._set(code=code, stderr=stderr)
 
 
-@dataclass(frozen=True, slots=True)
-class Sleep:
+class Sleep(_Value):
+    __slots__ = ("seconds", "then")
     seconds: float
     then: Outcome
 
+    def __init__(self, seconds: float, then: Outcome) -> None:
+        self._set(seconds=seconds, then=then)
 
-@dataclass(frozen=True, slots=True)
-class RawStdout:
+
+class RawStdout(_Value):
+    __slots__ = ("text",)
     text: str
 
+    def __init__(self, text: str) -> None:
+        self._set(text=text)
 
-@dataclass(frozen=True, slots=True)
-class Hang:
-    pass
+
+class Hang(_Value):
+    __slots__ = ()
 
 
 Outcome: TypeAlias = Answer | Crash | Exit | Sleep | RawStdout | Hang
 
 
-@dataclass(frozen=True, slots=True)
-class Script:
+class Script(_Value):
+    __slots__ = ("default", "rows", "source")
     default: Outcome | None
     rows: Mapping[str, Mapping[str, tuple[Outcome, ...]]]
-    source: str = "<script>"
+    source: str
+
+    def __init__(
+        self,
+        default: Outcome | None,
+        rows: Mapping[str, Mapping[str, tuple[Outcome, ...]]],
+        source: str = "<script>",
+    ) -> None:
+        self._set(default=default, rows=rows, source=source)
 
 
 def _fail(where: str, message: str, hint: str) -> UsageError:
