@@ -41,13 +41,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """How many workers `-n auto` (pyproject's addopts) starts.
+    """How many workers `-n auto` (pyproject's addopts) starts: half as many again as cores.
 
-    None: pytest-xdist's own count, one per core (PYTEST_XDIST_AUTO_NUM_WORKERS
-    overrides it). A run that rewrites golden files (PASSK_UPDATE_GOLDEN=1) runs in
-    this one process: a test that reads a golden file another test rewrites must
-    run after it, as it does in file order.
+    A third of a worker's time is spent waiting (an agent's timeout, a retry-after, a
+    browser or a container starting, another process's start-up): with one worker a
+    core, a core sat idle that long. On 2 cores, 3 workers ran the suite in 5 min 24 s
+    where 2 took 6 min 39 s to 6 min 59 s, and 4 took 6 min 16 s
+    (bench/suite_speed.md, "Three workers on two cores").
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set. A run that rewrites golden
+    files (PASSK_UPDATE_GOLDEN=1) runs in this one process: a test that reads a golden
+    file another test rewrites must run after it, as it does in file order.
     """
     if os.environ.get("PASSK_UPDATE_GOLDEN") == "1":
         return 0
-    return None
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own hook reads it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) * 3 // 2 or 1
