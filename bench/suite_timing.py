@@ -5,9 +5,11 @@
 
 A test's CPU time is its process's user + system time plus its waited-for children's
 (``os.times``), over setup, call and teardown: what the test costs the machine's cores,
-whatever else runs on them. Its wall time, on a busy machine, is that cost stretched by
-the load, plus what the test spends waiting (sleeps, timeouts, another process's
-start-up that is not its own CPU). The summary gives, per layer (``tests/<part>``):
+whatever else runs on them; ``own_cpu`` is the worker process's part alone (the test's
+code and what it runs in process), the rest its agents, ``git`` and other processes.
+Its wall time, on a busy machine, is that cost stretched by the load, plus what the
+test spends waiting (sleeps, timeouts, another process's start-up that is not its own
+CPU). The summary gives, per layer (``tests/<part>``):
 
 - ``wall``: the sum of the tests' wall times (a serial run's length, under this load);
 - ``cpu``: the sum of their CPU times (the work; with c cores, no run is shorter
@@ -37,6 +39,11 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def _own_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--suite-timing", default=None, help="append each test's times here")
 
@@ -54,13 +61,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     target = item.config.getoption("--suite-timing")
-    wall, cpu, start = time.perf_counter(), _cpu(), time.time()
+    wall, cpu, own, start = time.perf_counter(), _cpu(), _own_cpu(), time.time()
     yield
     if target:
         line = {
             "id": item.nodeid,
             "wall": time.perf_counter() - wall,
             "cpu": _cpu() - cpu,
+            "own_cpu": _own_cpu() - own,
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
             "start": start,
             "failed": item.nodeid in _failed,
