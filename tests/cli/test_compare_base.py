@@ -45,7 +45,9 @@ class Repo:
         doc: dict[str, Any] = {
             "dataset": "data.jsonl",
             "k": 2,
-            "concurrency": 4,
+            # Two workers a side at most: each is a process start-up, and these attempts answer
+            # at once (bench/suite_speed.md, "Two workers a side").
+            "concurrency": 2,
             # Workers: one start-up per side, not one per attempt (the relative rule's
             # measurement asks 60 times a gated row); the protocol is not what is tested.
             "agent": {"command": AGENT, "protocol": "worker", "timeout_s": 30},

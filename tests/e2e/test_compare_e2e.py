@@ -57,7 +57,9 @@ class Project:
         config: dict[str, Any] = {
             "dataset": "data.jsonl",
             "k": 3,
-            "concurrency": 4,
+            # Two workers a side at most: each is a process start-up, and these attempts answer
+            # at once (bench/suite_speed.md, "Two workers a side").
+            "concurrency": 2,
             "agent": {**agent, "timeout_s": 20},
             "baseline": {"artifact": ".passk/baseline.json", "agent": agent},
             "confirm": {"attempts": 3, "must_not_break_attempts": 4},

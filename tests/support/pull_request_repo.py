@@ -38,7 +38,9 @@ RIGHT = {"r1": ["approve"], "r2": ["deny"], "r3": ["approve"], "r4": ["deny"]}
 CONFIG: dict[str, Any] = {
     "dataset": "data.jsonl",
     "k": 2,
-    "concurrency": 4,
+    # Two workers a side at most: each is a process start-up, and these attempts answer
+    # at once (bench/suite_speed.md, "Two workers a side").
+    "concurrency": 2,
     "agent": {
         "command": [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"],
         # One start-up per side, not one per attempt: these tests are about the action
