@@ -64,8 +64,10 @@ def project(tmp_path: Path) -> list[str]:
         "dataset": "data.jsonl",
         "k": K,
         "concurrency": 1,
+        # One worker, not one process per attempt: the disk is what fills, not the agent.
         "agent": {
-            "command": [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"]
+            "command": [sys.executable, "-m", "passk_action.testing.scripted_agent", "script.json"],
+            "protocol": "worker",
         },
         "retry": {"attempts": 0, "backoff_s": 0},
     }
