@@ -34,14 +34,11 @@ from pathlib import Path
 import pytest
 
 
-def _cpu() -> float:
+def _cpu() -> tuple[float, float]:
+    """(this process's CPU and its waited-for children's, this process's alone)."""
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
-def _own_cpu() -> float:
-    t = os.times()
-    return t.user + t.system
+    own = t.user + t.system
+    return own + t.children_user + t.children_system, own
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,14 +58,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     target = item.config.getoption("--suite-timing")
-    wall, cpu, own, start = time.perf_counter(), _cpu(), _own_cpu(), time.time()
+    wall, (cpu, own), start = time.perf_counter(), _cpu(), time.time()
     yield
+    cpu_now, own_now = _cpu()
     if target:
         line = {
             "id": item.nodeid,
             "wall": time.perf_counter() - wall,
-            "cpu": _cpu() - cpu,
-            "own_cpu": _own_cpu() - own,
+            "cpu": cpu_now - cpu,
+            "own_cpu": own_now - own,
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
             "start": start,
             "failed": item.nodeid in _failed,

@@ -47,7 +47,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     browser or a container starting, another process's start-up): with one worker a
     core, a core sat idle that long. On 2 cores, 3 workers ran the suite in 5 min 24 s
     where 2 took 6 min 39 s to 6 min 59 s, and 4 took 6 min 16 s
-    (bench/suite_speed.md, "Three workers on two cores").
+    (bench/suite_speed.md, "Three workers on two cores, and the scripted agent's
+    start-up").
     PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set. A run that rewrites golden
     files (PASSK_UPDATE_GOLDEN=1) runs in this one process: a test that reads a golden
     file another test rewrites must run after it, as it does in file order.

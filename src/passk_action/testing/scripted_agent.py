@@ -75,7 +75,8 @@ class _Value:
 
     What ``@dataclass(frozen=True)`` gives, written out: this agent starts once per
     attempt, and importing ``dataclasses`` (with the ``inspect`` it imports) was a
-    third of its start-up (bench/suite_speed.md, "The scripted agent's start-up").
+    third of its start-up (bench/suite_speed.md, "Three workers on two cores, and the
+    scripted agent's start-up").
     """
 
     __slots__: tuple[str, ...] = ()
